@@ -1,0 +1,35 @@
+"""The catalog: streams, tables, jobs, runs and retained checkpoints in one database.
+
+Use :class:`Catalog`; it returns the frozen records defined in
+:mod:`streamjob.catalog.records`.
+"""
+
+from streamjob.catalog.api import Catalog
+from streamjob.catalog.records import (
+    CHECKPOINT_STATUSES,
+    DEPENDENCY_KINDS,
+    DEPENDENCY_ROLES,
+    DESIRED_STATES,
+    JOB_STATUSES,
+    RUN_STATUSES,
+    CheckpointInfo,
+    JobInfo,
+    RunInfo,
+    StreamInfo,
+    TableInfo,
+)
+
+__all__ = [
+    "Catalog",
+    "CheckpointInfo",
+    "JobInfo",
+    "RunInfo",
+    "StreamInfo",
+    "TableInfo",
+    "CHECKPOINT_STATUSES",
+    "DEPENDENCY_KINDS",
+    "DEPENDENCY_ROLES",
+    "DESIRED_STATES",
+    "JOB_STATUSES",
+    "RUN_STATUSES",
+]

@@ -1,0 +1,192 @@
+"""SQLAlchemy 2.x models of the catalog database (portable: SQLite and PostgreSQL).
+
+Tables: ``streams`` and ``tables`` (one name space per database, enforced by the
+Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints``
+(the retained ones) and ``catalog_meta`` holding ``schema_version``.
+
+Only :mod:`streamjob.catalog.api` uses these classes; everyone else gets the records
+of :mod:`streamjob.catalog.records`. Constraint names follow a fixed naming convention
+so that alembic migrations can refer to them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+#: The schema version this code reads and writes (``catalog_meta.schema_version``).
+SCHEMA_VERSION = "1"
+
+NAME_LENGTH = 255
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back as an aware UTC datetime.
+
+    SQLite has no time zones (values are stored naive, in UTC); PostgreSQL stores
+    ``timestamp with time zone``. A naive datetime given on write is taken as UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}: {value!r}")
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        value = value.astimezone(timezone.utc)
+        if dialect.name == "sqlite":
+            value = value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def _json() -> Any:
+    # none_as_null: a Python None is stored as SQL NULL, not as the JSON text 'null'.
+    return JSON(none_as_null=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class CatalogMeta(Base):
+    """Key/value facts about the catalog itself (``schema_version``)."""
+
+    __tablename__ = "catalog_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class Stream(Base):
+    """A source stream, or a derived stream (``query`` set)."""
+
+    __tablename__ = "streams"
+    __table_args__ = (UniqueConstraint("database", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    database: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    columns: Mapped[list[dict[str, Any]]] = mapped_column(_json())
+    properties: Mapped[dict[str, Any]] = mapped_column(_json())
+    row_format: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
+    query: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Table(Base):
+    """A sink table, or a table read as static data."""
+
+    __tablename__ = "tables"
+    __table_args__ = (UniqueConstraint("database", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    database: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    columns: Mapped[list[dict[str, Any]]] = mapped_column(_json())
+    properties: Mapped[dict[str, Any]] = mapped_column(_json())
+    row_format: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
+    stored_as: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    location: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Job(Base):
+    """A stream job; ``uid`` identifies this incarnation (new on every CREATE)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("database", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uid: Mapped[str] = mapped_column(String(32), unique=True)
+    database: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    query: Mapped[str] = mapped_column(Text)
+    properties: Mapped[dict[str, Any]] = mapped_column(_json())
+    desired_state: Mapped[str] = mapped_column(String(16), default="STOPPED")
+    status: Mapped[str] = mapped_column(String(16), default="CREATED")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class JobDependency(Base):
+    """A stream or table a job reads (``source``, ``static``) or writes (``sink``)."""
+
+    __tablename__ = "job_dependencies"
+    __table_args__ = (Index(None, "kind", "database", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    database: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    role: Mapped[str] = mapped_column(String(16))
+
+
+class Run(Base):
+    """One run of a job's query, from start to its end (stop, failure or completion)."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    cause: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Checkpoint(Base):
+    """A retained checkpoint of a job (checkpoint_id = Spark batch id)."""
+
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("job_id", "checkpoint_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    checkpoint_id: Mapped[int] = mapped_column(BigInteger)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    source_offsets: Mapped[Any] = mapped_column(_json(), nullable=True)
+    input_rows: Mapped[int] = mapped_column(BigInteger, default=0)
+    state_rows: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="COMPLETED")
+    fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)

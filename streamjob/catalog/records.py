@@ -1,0 +1,167 @@
+"""Plain, immutable records the :class:`~streamjob.catalog.api.Catalog` returns.
+
+Callers never hold ORM objects or sessions: every catalog method copies what it read
+into one of these frozen dataclasses before its transaction ends. Timestamps are
+timezone-aware UTC :class:`~datetime.datetime` values.
+
+The allowed values of the status-like columns are defined here too, so that other
+modules can import them without importing SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+#: A job's desired state, set by START / STOP STREAMJOB and read by the manager.
+DESIRED_STATES: tuple[str, ...] = ("STOPPED", "RUNNING")
+
+#: A job's observed status, written by the manager.
+JOB_STATUSES: tuple[str, ...] = (
+    "CREATED",
+    "STARTING",
+    "RUNNING",
+    "RECOVERING",
+    "STOPPING",
+    "STOPPED",
+    "FAILED",
+    "FINISHED",
+)
+
+#: Status of one run (one start of a job's Spark query until it ends).
+RUN_STATUSES: tuple[str, ...] = ("RUNNING", "STOPPED", "FAILED", "FINISHED")
+
+#: Status of a recorded checkpoint (see DESIGN §4: expiry and late completion).
+CHECKPOINT_STATUSES: tuple[str, ...] = ("COMPLETED", "LATE", "EXPIRED")
+
+#: Kinds of catalog objects a job can depend on, and the role it plays for the job.
+DEPENDENCY_KINDS: tuple[str, ...] = ("stream", "table")
+DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static")
+
+#: One dependency of a job: (kind, database, name, role).
+Dependency = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """A registered stream: a source, or a derived stream (``CREATE STREAM s AS SELECT``).
+
+    ``columns`` is a tuple of ``{"name": ..., "type": ...}`` dicts in declaration order;
+    ``properties`` the TBLPROPERTIES as given; ``row_format`` the ROW FORMAT clause as a
+    dict (e.g. ``{"delimited": True, "fields_terminated_by": ","}``) or None; ``query``
+    the defining SELECT of a derived stream, else None.
+    """
+
+    database: str
+    name: str
+    columns: tuple[dict[str, Any], ...]
+    properties: dict[str, Any]
+    row_format: dict[str, Any] | None
+    query: str | None
+    created_at: datetime
+
+    kind = "stream"
+
+    @property
+    def qualified_name(self) -> str:
+        """``database.name``."""
+        return f"{self.database}.{self.name}"
+
+    @property
+    def is_derived(self) -> bool:
+        """True for a stream defined by a query over other streams."""
+        return self.query is not None
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A registered table: a sink, or static data for stream-static joins.
+
+    ``stored_as`` is the STORED AS format (``PARQUET``, ``JSON``, ``CSV``) or None;
+    ``location`` the LOCATION uri or None. Other fields as in :class:`StreamInfo`.
+    """
+
+    database: str
+    name: str
+    columns: tuple[dict[str, Any], ...]
+    properties: dict[str, Any]
+    row_format: dict[str, Any] | None
+    stored_as: str | None
+    location: str | None
+    created_at: datetime
+
+    kind = "table"
+
+    @property
+    def qualified_name(self) -> str:
+        """``database.name``."""
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A registered stream job.
+
+    ``uid`` identifies this incarnation of the job (a dropped and recreated job gets a
+    new one); the manager addresses runs and checkpoints by it. ``query`` is the inner
+    ``insert into ... select ...`` text; ``properties`` the JOBPROPERTIES as stored;
+    ``attempts`` counts failures since the last good checkpoint; ``dependencies`` is a
+    tuple of ``(kind, database, name, role)`` in the order they were registered.
+    """
+
+    uid: str
+    database: str
+    name: str
+    query: str
+    properties: dict[str, Any]
+    desired_state: str
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    dependencies: tuple[Dependency, ...] = ()
+
+    @property
+    def qualified_name(self) -> str:
+        """``database.name``."""
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run of a job: from a start (or restart after failover) until it ended.
+
+    ``ended_at`` is None and ``status`` is ``RUNNING`` while the run lasts; ``cause``
+    is the error or reason the run ended, if any.
+    """
+
+    id: int
+    job_uid: str
+    attempt: int
+    started_at: datetime
+    ended_at: datetime | None
+    status: str
+    cause: str | None
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """One recorded checkpoint (= one committed micro-batch; ``checkpoint_id`` = batch id).
+
+    ``source_offsets`` is the JSON the source reported (e.g. per-partition offsets);
+    ``status`` is one of :data:`CHECKPOINT_STATUSES`; ``fingerprint`` identifies the
+    job's query and schemas when the checkpoint was taken.
+    """
+
+    job_uid: str
+    checkpoint_id: int
+    started_at: datetime
+    ended_at: datetime | None
+    duration_ms: int | None
+    source_offsets: Any
+    input_rows: int
+    state_rows: int | None
+    status: str
+    fingerprint: str | None

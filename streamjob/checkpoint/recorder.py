@@ -1,0 +1,141 @@
+"""Records every completed checkpoint of a running job (DESIGN §4).
+
+Spark reports each finished micro-batch to a ``StreamingQueryListener`` right after the
+batch's commit marker is written. The recorder turns that progress report into a
+checkpoint row (id, start, end, duration, source end offsets, input rows, state rows) and
+keeps the last ``morphling.checkpoint.retained`` of them; Spark keeps the same number of
+batches on disk (``spark.sql.streaming.minBatchesToRetain``).
+
+The commit step, in order:
+
+1. the progress report names batch ``id``;
+2. the commit marker ``commits/<id>`` must exist in the checkpoint directory — otherwise
+   the batch is not a checkpoint and nothing is recorded;
+3. the row is upserted and older rows beyond the retained count deleted, in one catalog
+   transaction (re-recording the same id is harmless);
+4. waiters (``run --until-idle``) are woken with the new offsets.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from ..catalog import Catalog
+from .store import is_committed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CheckpointTracker:
+    """What a job's recorder has seen: latest checkpoint id and merged source offsets.
+
+    ``offsets`` maps topic -> partition -> next offset for Kafka sources; other sources
+    appear under their Spark description."""
+
+    latest_id: int | None = None
+    offsets: dict[str, Any] = field(default_factory=dict)
+    completed: int = 0
+    cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, predicate: Callable[["CheckpointTracker"], bool], timeout: float) -> bool:
+        """Block until ``predicate(self)`` holds or ``timeout`` seconds pass."""
+        with self.cond:
+            return self.cond.wait_for(lambda: predicate(self), timeout=timeout)
+
+
+def merge_offsets(source_end_offsets: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Merge Spark's per-source end offsets into one dict: Kafka ``{topic: {p: off}}``
+    shapes merge by topic, anything else is kept under the source description."""
+    out: dict[str, Any] = {}
+    for description, end in source_end_offsets:
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                pass
+        if isinstance(end, dict) and end and all(isinstance(v, dict) for v in end.values()):
+            for topic, parts in end.items():
+                out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
+        elif end is not None:
+            out[description] = end
+    return out
+
+
+class CheckpointRecorder(StreamingQueryListener):
+    """Listener for one job's session; see the module docstring for the commit steps."""
+
+    def __init__(self, catalog: Catalog, job_uid: str, job_name: str, checkpoint_dir: str,
+                 retained: int, tracker: CheckpointTracker, durable: bool = True) -> None:
+        self.catalog = catalog
+        self.job_uid = job_uid
+        self.job_name = job_name
+        self.checkpoint_dir = checkpoint_dir
+        self.retained = retained
+        self.tracker = tracker
+        self.durable = durable
+
+    def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
+        pass
+
+    def onQueryIdle(self, event) -> None:  # noqa: N802
+        pass
+
+    def onQueryTerminated(self, event) -> None:  # noqa: N802
+        pass
+
+    def onQueryProgress(self, event) -> None:  # noqa: N802
+        try:
+            self._record(event.progress)
+        except Exception:  # noqa: BLE001 - a listener must never kill Spark's listener bus
+            log.exception("recording a checkpoint of job %s failed", self.job_name)
+
+    def _record(self, p) -> None:
+        batch_id = int(p.batchId)
+        if not is_committed(self.checkpoint_dir, batch_id):
+            return
+        started = _parse_ts(p.timestamp)
+        duration = int(p.batchDuration or 0)
+        offsets = merge_offsets([(s.description, s.endOffset) for s in p.sources])
+        state_rows = sum(int(op.numRowsTotal) for op in p.stateOperators) if p.stateOperators else None
+        if self.durable:
+            self.catalog.record_checkpoint(
+                self.job_uid, batch_id,
+                started_at=started,
+                ended_at=started + _dt.timedelta(milliseconds=duration),
+                duration_ms=duration,
+                source_offsets=offsets,
+                input_rows=int(p.numInputRows or 0),
+                state_rows=state_rows,
+                status="COMPLETED",
+                retained=self.retained,
+            )
+        with self.tracker.cond:
+            self.tracker.latest_id = batch_id
+            self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)
+            self.tracker.completed += 1
+            self.tracker.cond.notify_all()
+        log.info("Checkpoint[%s] of job {%s} completed in %d ms, %s rows",
+                 batch_id, self.job_name, duration, p.numInputRows)
+
+
+def _deep_merge(a: dict, b: dict) -> dict:
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in a.items()}
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k].update(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _parse_ts(text: str) -> _dt.datetime:
+    ts = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)

@@ -1,0 +1,75 @@
+"""A job's checkpoint directory: Spark's offset log, commit log and state, per DESIGN §4.
+
+A checkpoint is one committed micro-batch: Spark writes ``offsets/<id>`` before the batch
+runs (write-ahead), the state versions during it, and ``commits/<id>`` after the sink has
+taken the batch. Checkpoint id = batch id. Only a batch with a commit marker is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..exceptions import CheckpointError
+from ..home import is_local_uri
+
+log = logging.getLogger(__name__)
+
+
+def _local_path(uri: str) -> Path:
+    return Path(urlparse(uri).path if uri.startswith("file:") else uri)
+
+
+def is_committed(checkpoint_dir: str, batch_id: int) -> bool:
+    """True if Spark wrote the commit marker of ``batch_id`` (non-local URIs: assumed)."""
+    if not is_local_uri(checkpoint_dir):
+        return True
+    return (_local_path(checkpoint_dir) / "commits" / str(batch_id)).exists()
+
+
+def log_ids(checkpoint_dir: str, log_name: str) -> list[int]:
+    """Batch ids present in ``offsets`` or ``commits`` of a local checkpoint, ascending."""
+    d = _local_path(checkpoint_dir) / log_name
+    if not d.is_dir():
+        return []
+    return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
+
+
+def purge(checkpoint_dir: str, root: str) -> bool:
+    """Delete a job's checkpoint directory; never anything outside ``root``.
+
+    Returns True if something was deleted.
+
+    Raises:
+        CheckpointError: the directory is not strictly inside the checkpoint root, or
+            cannot be deleted.
+    """
+    if not is_local_uri(checkpoint_dir):
+        return _purge_hadoop(checkpoint_dir, root)
+    target = _local_path(checkpoint_dir).resolve()
+    base = _local_path(root).resolve()
+    if target == base or base not in target.parents:
+        raise CheckpointError(f"refusing to delete {target}: it is not inside the checkpoint root {base}")
+    if not target.exists():
+        return False
+    try:
+        shutil.rmtree(target)
+    except OSError as exc:
+        raise CheckpointError(f"cannot delete checkpoint directory {target}: {exc.strerror}") from None
+    return True
+
+
+def _purge_hadoop(checkpoint_dir: str, root: str) -> bool:
+    """Delete a checkpoint on a Hadoop file system through the running JVM."""
+    if not checkpoint_dir.rstrip("/").startswith(root.rstrip("/") + "/"):
+        raise CheckpointError(f"refusing to delete {checkpoint_dir}: not inside {root}")
+    from ..engine import _spark  # only reachable when a session exists
+
+    if _spark is None:
+        raise CheckpointError(f"deleting {checkpoint_dir} needs the job manager's Spark session")
+    jvm = _spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(checkpoint_dir)
+    fs = path.getFileSystem(_spark._jsc.hadoopConfiguration())
+    return bool(fs.delete(path, True))

@@ -1,0 +1,141 @@
+"""What a stream or table declaration means as a connector (DESIGN §7).
+
+Turns a catalog record's TBLPROPERTIES (names case-insensitive) into a typed spec the
+planner can run, and rejects what cannot work before any job starts.
+
+Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
+(``"source"="files"``), rate (``"source"="rate"``). Sinks (tables): files
+(``STORED AS`` / ``LOCATION``, the default), SQL (``"connector"="sql"``), Kafka
+(``"topic"``), console (``"connector"="console"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..exceptions import ValidationError
+from .formats import FORMATS
+
+log = logging.getLogger(__name__)
+
+FILE_FORMATS = ("parquet", "json", "csv")
+
+
+@dataclass(frozen=True)
+class KafkaSourceSpec:
+    """A Kafka stream: topic, bootstrap servers, record format, delimiter, reset strategy."""
+
+    topic: str
+    bootstrap: str
+    format: str
+    delimiter: str
+    reset: str
+
+
+@dataclass(frozen=True)
+class FileSourceSpec:
+    """A directory of files read as a stream (Spark's file source)."""
+
+    path: str
+    format: str
+
+
+@dataclass(frozen=True)
+class RateSourceSpec:
+    """Spark's rate source: ``rows_per_second`` rows of (timestamp, value)."""
+
+    rows_per_second: int
+
+
+@dataclass(frozen=True)
+class FileTableSpec:
+    """A file table: Parquet, JSON or CSV files under ``location`` (exactly-once through
+    Spark's file-sink manifest). ``header`` for CSV files read as static data."""
+
+    format: str
+    location: str
+    header: bool
+
+
+@dataclass(frozen=True)
+class SqlTableSpec:
+    """A table in a SQL database reached through SQLAlchemy; upsert on ``primary_key``."""
+
+    url: str
+    table: str
+    primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConsoleTableSpec:
+    """Rows printed to the console (for the shell and debugging)."""
+
+
+def _lower(props: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in props.items()}
+
+
+def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | None):
+    """The source spec of stream ``name``.
+
+    Raises:
+        ValidationError: missing or contradictory properties (names what to add).
+    """
+    p = _lower(properties)
+    source = p.get("source", "kafka").lower()
+    if source == "rate":
+        return RateSourceSpec(int(p.get("rows.per.second", "1")))
+    if source == "files":
+        fmt = p.get("format", "csv").lower()
+        if "path" not in p:
+            raise ValidationError(f"file stream '{name}' needs TBLPROPERTIES(\"path\"=...)")
+        if fmt not in FILE_FORMATS:
+            raise ValidationError(f"file stream '{name}': format must be one of {', '.join(FILE_FORMATS)}")
+        return FileSourceSpec(p["path"], fmt)
+    if source != "kafka":
+        raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)")
+    missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
+    if missing:
+        raise ValidationError(
+            f"Kafka stream '{name}' needs TBLPROPERTIES({', '.join(repr(m).replace(chr(39), chr(34)) + '=...' for m in missing)})"
+        )
+    if "kafka.zookeeper" in p:
+        log.info("stream %s: 'kafka.zookeeper' is accepted for old scripts and ignored", name)
+    delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
+    default_fmt = "delimited" if row_format else "json"
+    fmt = p.get("format", default_fmt).lower()
+    if fmt not in FORMATS:
+        raise ValidationError(f"stream '{name}': format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+    reset = p.get("transwarp.consumer.reset.offset.strategy", "earliest").lower()
+    if reset not in ("earliest", "latest"):
+        raise ValidationError(
+            f"stream '{name}': transwarp.consumer.reset.offset.strategy must be earliest or latest, got '{reset}'"
+        )
+    return KafkaSourceSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, reset)
+
+
+def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
+               location: str | None, default_location: str):
+    """The sink/static spec of table ``name``.
+
+    Raises:
+        ValidationError: missing or contradictory properties.
+    """
+    p = _lower(properties)
+    connector = p.get("connector", "").lower()
+    if connector == "sql":
+        if not p.get("url"):
+            raise ValidationError(f"SQL table '{name}' needs TBLPROPERTIES(\"url\"=<SQLAlchemy URL>)")
+        pk = tuple(c.strip().lower() for c in p.get("primary.key", "").split(",") if c.strip())
+        return SqlTableSpec(p["url"], p.get("table", name), pk)
+    if connector == "console":
+        return ConsoleTableSpec()
+    if connector not in ("", "files", "file"):
+        raise ValidationError(f"table '{name}': unknown connector '{connector}' (sql, console or files)")
+    fmt = (stored_as or p.get("format") or "parquet").lower()
+    if fmt not in FILE_FORMATS:
+        raise ValidationError(f"table '{name}': STORED AS must be one of {', '.join(FILE_FORMATS).upper()}")
+    header = p.get("skip.header.line.count", "0").strip() not in ("", "0")
+    return FileTableSpec(fmt, location or default_location, header)

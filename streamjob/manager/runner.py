@@ -1,0 +1,283 @@
+"""Supervision of running jobs: start, watch, fail over, stop (DESIGN §5).
+
+One :class:`JobRunner` thread per running job. Each attempt:
+
+1. plans the job from the catalog (a job that no longer validates fails at once);
+2. opens a run row, builds the query in the job's own session clone and starts it with
+   the job's checkpoint directory — Spark resumes from the last committed batch;
+3. waits for the query to end or for a stop request;
+4. on failure, ends the run with the cause and, while auto failover is on and the
+   failures since the last completed checkpoint stay within
+   ``morphling.task.max.failures``, waits a growing backoff (1 s, 2 s, 4 s ... 30 s) and
+   goes to 1; otherwise the job is FAILED with the error kept in the catalog.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from typing import Callable
+
+from ..catalog import Catalog
+from ..catalog.records import JobInfo
+from ..checkpoint import store
+from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker
+from ..connectors import spec as cspec
+from ..connectors.sql_sink import SqlSink
+from ..exceptions import ConnectorError, StreamJobError
+from ..home import Home
+from ..planner.plan import JobPlan, plan_job, start_query
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+
+
+def error_summary(exc: BaseException) -> str:
+    """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
+    text = str(getattr(exc, "desc", None) or exc)
+    for marker in ("streamjob.exceptions.", "ConnectorError: ", "StreamJobError: "):
+        idx = text.rfind(marker)
+        if idx >= 0:
+            tail = text[idx:].split("\n", 1)[0]
+            return tail.split(": ", 1)[1] if ": " in tail else tail
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if not ln.startswith(("at ", "File ", "Traceback", "===", "JVM stacktrace")):
+            return ln[:500]
+    return type(exc).__name__
+
+
+class JobRunner(threading.Thread):
+    """Runs one job until stopped or failed; see the module docstring."""
+
+    def __init__(self, manager: "JobManager", job: JobInfo) -> None:
+        super().__init__(name=f"job-{job.qualified_name}", daemon=True)
+        self.manager = manager
+        self.job = job
+        self.tracker = CheckpointTracker()
+        self.plan: JobPlan | None = None
+        self.query = None
+        self.error: str | None = None
+        self.started = threading.Event()
+        self._stop_requested = threading.Event()
+        self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.manager.catalog
+
+    def request_stop(self) -> None:
+        """Ask the job to stop; the query is stopped and the run ends STOPPED."""
+        self._stop_requested.set()
+        q = self.query
+        if q is not None:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping a dead query is fine
+                pass
+
+    def _update(self, **kw) -> None:
+        self.catalog.update_job(self.job.database, self.job.name, uid=self.job.uid, **kw)
+
+    def run(self) -> None:  # noqa: C901 - the supervision loop reads best as one piece
+        failures = 0
+        attempt = 0
+        completed_at_failure = -1
+        while not self._stop_requested.is_set():
+            attempt += 1
+            run_id = None
+            try:
+                job = self.catalog.get_job_by_uid(self.job.uid)
+                if job is None:
+                    return  # dropped meanwhile
+                self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
+                                     job.query, job.properties, self.manager.session_props)
+                run_id = self.catalog.start_run(job.uid, attempt)
+                self._update(status="RECOVERING" if failures else "STARTING")
+                self.query = self._start(self.plan)
+                self._update(status="RUNNING", attempts=failures)
+                self.started.set()
+                while not self._stop_requested.is_set():
+                    if self.query.awaitTermination(0.5):
+                        break
+                if self._stop_requested.is_set():
+                    self.query.stop()
+                    self.catalog.end_run(run_id, "STOPPED", "stopped")
+                    self._update(status="STOPPED")
+                    return
+                exc = self.query.exception()
+                if exc is None:
+                    self.catalog.end_run(run_id, "STOPPED", "query stopped")
+                    self._update(status="STOPPED")
+                    return
+                raise exc
+            except StreamJobError as exc:
+                self.error = str(exc)
+                if not isinstance(exc, ConnectorError):  # invalid job: no retry can help
+                    self.catalog.end_run(run_id, "FAILED", self.error)
+                    self._update(status="FAILED", last_error=self.error)
+                    self.started.set()
+                    return
+            except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
+                self.error = error_summary(exc)
+            finally:
+                self._cleanup_temp()
+            if self._stop_requested.is_set():
+                self.catalog.end_run(run_id, "STOPPED", "stopped")
+                self._update(status="STOPPED")
+                return
+            log.warning("job %s failed: %s", self.job.qualified_name, self.error)
+            self.catalog.end_run(run_id, "FAILED", self.error)
+            if self.tracker.completed > completed_at_failure:
+                failures = 0  # a checkpoint completed since the last failure: count afresh
+            completed_at_failure = self.tracker.completed
+            failures += 1
+            props = self.plan.props if self.plan else {}
+            allowed = props.get("morphling.task.max.failures", 5)
+            if not props.get("morphling.job.enable.auto.failover", True) or allowed < 0 \
+                    or failures > allowed:
+                self._update(status="FAILED", last_error=self.error, attempts=failures)
+                self.started.set()
+                return
+            self._update(status="RECOVERING", last_error=self.error, attempts=failures)
+            backoff = min(MAX_BACKOFF_S, 2.0 ** (failures - 1))
+            self._stop_requested.wait(backoff)
+
+    def _start(self, plan: JobPlan):
+        props = plan.props
+        durable = props["morphling.job.enable.checkpoint"]
+        if durable:
+            ckdir = self.manager.home.checkpoint_dir(self.job.database, self.job.name)
+        else:
+            self._tmp = tempfile.mkdtemp(prefix=f"sj-{self.job.name}-")
+            ckdir = self._tmp
+        retained = int(props["morphling.checkpoint.retained"])
+        session = self.manager.job_session({
+            "spark.sql.streaming.minBatchesToRetain": str(retained),
+        })
+        recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
+                                      retained, self.tracker, durable=durable)
+        session.streams.addListener(recorder)
+        writer = None
+        if isinstance(plan.sink_spec, cspec.SqlTableSpec):
+            sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+                           exactly_once=plan.guarantee == "exactly-once",
+                           upsert=plan.output_mode == "update")
+            sink.prepare()
+            writer = _batch_writer(sink)
+        return start_query(session, plan, ckdir, self.job.uid, writer)
+
+    def _cleanup_temp(self) -> None:
+        if self._tmp and (self._stop_requested.is_set()):
+            import shutil
+
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _batch_writer(sink: SqlSink) -> Callable:
+    def write(df, batch_id: int) -> None:
+        rows = df.toArrow().to_pylist()
+        sink.write_batch(rows, batch_id)
+
+    return write
+
+
+class JobManager:
+    """Hosts the SparkSession and the runners of the jobs this process runs.
+
+    Args:
+        catalog: the catalog (control plane).
+        home: the streamjob home (checkpoint root, engine conf).
+        session_props: the client's SET values, layered under JOBPROPERTIES.
+    """
+
+    def __init__(self, catalog: Catalog, home: Home, session_props: dict[str, str] | None = None,
+                 debug: bool = False) -> None:
+        self.catalog = catalog
+        self.home = home
+        self.session_props = session_props if session_props is not None else {}
+        self.debug = debug
+        self.runners: dict[str, JobRunner] = {}
+        self._lock = threading.Lock()
+
+    def spark(self):
+        """The process's SparkSession (started on first use)."""
+        from ..engine import spark_session
+
+        return spark_session(self.home, self.debug)
+
+    def job_session(self, sql_conf: dict[str, str]):
+        from ..engine import job_session
+
+        return job_session(self.spark(), sql_conf)
+
+    def start(self, job: JobInfo) -> JobRunner:
+        """Run ``job`` in this process (no-op if already running here)."""
+        with self._lock:
+            runner = self.runners.get(job.uid)
+            if runner is not None and runner.is_alive():
+                return runner
+            self.spark()
+            runner = JobRunner(self, job)
+            self.runners[job.uid] = runner
+            runner.start()
+            return runner
+
+    def stop(self, job_uid: str, timeout: float = 60.0) -> bool:
+        """Stop the job's runner if this process runs it; True if it was running."""
+        with self._lock:
+            runner = self.runners.pop(job_uid, None)
+        if runner is None:
+            return False
+        runner.request_stop()
+        runner.join(timeout)
+        return True
+
+    def running(self) -> list[JobRunner]:
+        return [r for r in self.runners.values() if r.is_alive()]
+
+    def shutdown(self) -> None:
+        """Stop every job this process runs (checkpoints stay), then Spark."""
+        for uid in list(self.runners):
+            self.stop(uid)
+        from ..engine import stop_spark
+
+        stop_spark()
+
+    def wait_until_idle(self, poll_s: float = 1.0, timeout: float | None = None) -> None:
+        """Block until every running job has committed all input available now.
+
+        "Available now" is the sources' end offsets read when this is called; a job is
+        idle once its latest checkpoint's offsets reach them. A job that FAILED ends the
+        wait with its error.
+
+        Raises:
+            JobError: a job failed, or a source is unbounded (rate) and can never be idle.
+        """
+        from ..exceptions import JobError
+        from .idle import targets_for, reached
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for runner in list(self.runners.values()):
+            while not runner.started.wait(poll_s):
+                pass
+            if runner.plan is None:
+                raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")
+            targets = targets_for(runner.plan)
+            latest = self.catalog.latest_checkpoint(runner.job.uid)
+            if latest is not None:
+                with runner.tracker.cond:
+                    if runner.tracker.latest_id is None:
+                        runner.tracker.offsets = dict(latest.source_offsets or {})
+            while not runner.tracker.wait_for(lambda t: reached(t.offsets, targets), poll_s):
+                if not runner.is_alive():
+                    job = self.catalog.get_job_by_uid(runner.job.uid)
+                    raise JobError(
+                        f"job {runner.job.qualified_name} is {job.status if job else 'gone'}: "
+                        f"{runner.error or (job.last_error if job else '')}")
+                if deadline is not None and time.monotonic() > deadline:
+                    raise JobError(f"job {runner.job.qualified_name} did not catch up in {timeout} s")

@@ -1,0 +1,250 @@
+"""Job -> plan -> Spark streaming query.
+
+:func:`plan_job` needs only the catalog: it resolves the job's query, its sources, static
+tables and sink, and picks Spark's output mode (DESIGN §7). It runs at CREATE STREAMJOB
+(so a job that cannot run is refused before it is registered) and again at each start.
+
+:func:`start_query` builds the query in a job's own session clone: each stream becomes a
+temporary view over its source (with a watermark if declared), each static table a view
+over a batch read, then ``spark.sql`` runs the select, its columns are mapped by position
+onto the sink table's declared columns (Hive's INSERT semantics) and cast to their types,
+and the sink starts with the job's checkpoint directory and trigger interval.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..catalog import Catalog
+from ..catalog.records import StreamInfo, TableInfo
+from ..connectors import spec as cspec
+from ..exceptions import ValidationError
+from ..grammar.statements import Position
+from ..home import Home
+from .. import properties as jp
+from .query import AnalyzedQuery, analyze
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A stream read by the job: its catalog record, temp view name and connector spec."""
+
+    stream: StreamInfo
+    view: str
+    spec: Any
+
+
+@dataclass(frozen=True)
+class Static:
+    """A table read as static data in a stream-static join."""
+
+    table: TableInfo
+    view: str
+    spec: Any
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything needed to run one job (no Spark objects; safe to keep and compare).
+
+    ``props`` are the effective typed job properties; ``output_mode`` is ``append`` or
+    ``update``; ``guarantee`` exactly-once, at-least-once or none (DESIGN §6)."""
+
+    database: str
+    name: str
+    query: AnalyzedQuery
+    sources: tuple[Source, ...]
+    statics: tuple[Static, ...]
+    sink: TableInfo
+    sink_spec: Any
+    output_mode: str
+    props: dict[str, Any]
+    guarantee: str
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    @property
+    def dependencies(self) -> list[tuple[str, str, str, str]]:
+        """``(kind, database, name, role)`` rows for the catalog."""
+        deps = [("stream", s.stream.database, s.stream.name, "source") for s in self.sources]
+        deps += [("table", s.table.database, s.table.name, "static") for s in self.statics]
+        deps.append(("table", self.sink.database, self.sink.name, "sink"))
+        return deps
+
+
+def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
+             job_props: dict[str, str], session_props: dict[str, str] | None = None,
+             position: Position | None = None) -> JobPlan:
+    """Resolve and check a job without running it.
+
+    Raises:
+        ValidationError / PropertyError: unknown object or property, bad value, an output
+            mode that Spark cannot run for this query and sink (says what to change).
+    """
+    props = jp.values(job_props, session_props)
+
+    def resolve(db: str, obj: str) -> str | None:
+        if catalog.get_stream(db, obj) is not None:
+            return "stream"
+        if catalog.get_table(db, obj) is not None:
+            return "table"
+        return None
+
+    aq = analyze(query, resolve, position, database)
+    sources, statics = [], []
+    for ref in aq.references:
+        if ref.kind == "stream":
+            st = catalog.get_stream(ref.database, ref.name)
+            if st.is_derived:
+                raise ValidationError(f"derived stream {st.qualified_name} cannot feed a job yet")
+            sources.append(Source(st, ref.view, cspec.source_spec(st.name, st.properties, st.row_format)))
+        else:
+            tb = catalog.get_table(ref.database, ref.name)
+            sp = cspec.table_spec(tb.name, tb.properties, tb.stored_as, tb.location,
+                                  home.table_location(tb.database, tb.name))
+            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
+                raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
+            statics.append(Static(tb, ref.view, sp))
+    sink = catalog.get_table(*aq.target)
+    sink_spec = cspec.table_spec(sink.name, sink.properties, sink.stored_as, sink.location,
+                                 home.table_location(sink.database, sink.name))
+    _check_columns(aq, sink)
+    mode = _output_mode(aq, sources, sink, sink_spec)
+    return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
+                   props, jp.guarantee(props))
+
+
+def _check_columns(aq: AnalyzedQuery, sink: TableInfo) -> None:
+    declared = [c["name"].lower() for c in sink.columns]
+    if aq.target_columns is not None:
+        unknown = [c for c in aq.target_columns if c not in declared]
+        if unknown:
+            raise ValidationError(f"table {sink.qualified_name} has no column {unknown[0]}")
+        if len(aq.target_columns) != len(aq.output_columns) and None not in aq.output_columns:
+            raise ValidationError(
+                f"the insert names {len(aq.target_columns)} columns but the select gives "
+                f"{len(aq.output_columns)}")
+    elif None not in aq.output_columns and len(aq.output_columns) != len(declared):
+        raise ValidationError(
+            f"the select gives {len(aq.output_columns)} columns but table {sink.qualified_name} "
+            f"has {len(declared)} ({', '.join(declared)}); INSERT maps columns by position")
+
+
+def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
+    """Spark's output mode for this query and sink (DESIGN §7)."""
+    if not aq.aggregate:
+        return "append"
+    watermarked = all(
+        {k.lower() for k in s.stream.properties} >= {"watermark.column", "watermark.delay"}
+        for s in sources
+    )
+    if aq.windowed and watermarked:
+        return "append"
+    if isinstance(sink_spec, cspec.SqlTableSpec) and sink_spec.primary_key:
+        return "update"
+    if isinstance(sink_spec, cspec.ConsoleTableSpec):
+        return "update"
+    raise ValidationError(
+        f"the query aggregates, so its results change as data arrives: give table "
+        f"{sink.qualified_name} a primary key (a SQL table with \"primary.key\", upserted), "
+        f"or aggregate over a window of a stream with \"watermark.column\" and "
+        f"\"watermark.delay\" so that finished windows can be appended")
+
+
+# -- running -----------------------------------------------------------------------
+
+
+def source_frame(session, src: Source, props: dict[str, Any]):
+    """The streaming DataFrame of one stream (watermark applied if declared)."""
+    from .. import types as sjtypes
+
+    sp = src.spec
+    st = src.stream
+    if isinstance(sp, cspec.KafkaSourceSpec):
+        reader = (session.readStream.format("streamjob_kafka").schema(sjtypes.ddl(st.columns))
+                  .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
+                  .option("format", sp.format).option("delimiter", sp.delimiter)
+                  .option("startingOffsets", sp.reset)
+                  .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"])))
+    elif isinstance(sp, cspec.FileSourceSpec):
+        reader = (session.readStream.format(sp.format).schema(sjtypes.ddl(st.columns))
+                  .option("path", sp.path))
+    else:
+        reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
+    df = reader.load()
+    p = {k.lower(): v for k, v in st.properties.items()}
+    if p.get("watermark.column") and p.get("watermark.delay"):
+        df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
+    return df
+
+
+def static_frame(session, st: Static):
+    """A batch DataFrame of a static table (read in full at each batch, DESIGN §7)."""
+    from .. import types as sjtypes
+
+    sp = st.spec
+    if isinstance(sp, cspec.FileTableSpec):
+        reader = session.read.format(sp.format).schema(sjtypes.ddl(st.table.columns))
+        if sp.format == "csv":
+            reader = reader.option("header", str(sp.header).lower())
+        return reader.load(sp.location)
+    import pandas as pd
+
+    from ..connectors.sql_sink import engine_for
+
+    with engine_for(sp.url).connect() as conn:
+        pdf = pd.read_sql_table(sp.table, conn)
+    return session.createDataFrame(pdf, schema=sjtypes.ddl(st.table.columns))
+
+
+def result_frame(session, plan: JobPlan):
+    """The job's result: the select over its views, columns named and typed as the sink."""
+    from pyspark.sql import functions as F
+
+    for src in plan.sources:
+        source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
+    for st in plan.statics:
+        static_frame(session, st).createOrReplaceTempView(st.view)
+    df = session.sql(plan.query.select_sql)
+    declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
+    targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])
+    if len(df.columns) != len(targets):
+        raise ValidationError(
+            f"the select gives {len(df.columns)} columns but {len(targets)} are inserted into "
+            f"{plan.sink.qualified_name} ({', '.join(targets)})")
+    from ..types import spark_type
+
+    return df.select(*[F.col(f"`{c}`").cast(spark_type(declared[t])).alias(t)
+                       for c, t in zip(df.columns, targets)])
+
+
+def start_query(session, plan: JobPlan, checkpoint_dir: str, job_uid: str,
+                batch_writer: Callable | None = None):
+    """Start the job's streaming query in ``session``; returns the StreamingQuery.
+
+    ``batch_writer(df, batch_id)`` is the foreachBatch function for SQL sinks (built by
+    the manager so that it can carry the sink object)."""
+    df = result_frame(session, plan)
+    interval = int(plan.props["morphling.job.checkpoint.interval"])
+    writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
+              .outputMode(plan.output_mode)
+              .option("checkpointLocation", checkpoint_dir)
+              .trigger(processingTime=f"{interval} milliseconds"))
+    sp = plan.sink_spec
+    if isinstance(sp, cspec.FileTableSpec):
+        writer = writer.format(sp.format).option("path", sp.location)
+        if sp.format == "csv":
+            writer = writer.option("header", "false")
+    elif isinstance(sp, cspec.SqlTableSpec):
+        writer = writer.foreachBatch(batch_writer)
+    elif isinstance(sp, cspec.ConsoleTableSpec):
+        writer = writer.format("console").option("truncate", "false")
+    else:
+        raise ValidationError(f"table {plan.sink.qualified_name} cannot be written by a job yet")
+    return writer.start()
