@@ -13,7 +13,8 @@ The commit step, in order:
    the batch is not a checkpoint and nothing is recorded;
 3. the row is upserted and older rows beyond the retained count deleted, in one catalog
    transaction (re-recording the same id is harmless);
-4. waiters (``run --until-idle``) are woken with the new offsets.
+4. the offset and commit logs on disk are trimmed to the same retained batches;
+5. waiters (``run --until-idle``) are woken with the new offsets.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from pyspark.sql.streaming import StreamingQueryListener
 
 from ..catalog import Catalog
-from .store import is_committed
+from .store import is_committed, trim_logs
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class CheckpointRecorder(StreamingQueryListener):
                 status="COMPLETED",
                 retained=self.retained,
             )
+            trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
         with self.tracker.cond:
             self.tracker.latest_id = batch_id
             self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)

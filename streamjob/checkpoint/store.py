@@ -73,3 +73,28 @@ def _purge_hadoop(checkpoint_dir: str, root: str) -> bool:
     path = jvm.org.apache.hadoop.fs.Path(checkpoint_dir)
     fs = path.getFileSystem(_spark._jsc.hadoopConfiguration())
     return bool(fs.delete(path, True))
+
+
+def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
+    """Delete offset and commit log entries of batches before ``keep_from``.
+
+    Spark purges these logs when the *next* batch starts, so at rest it holds one batch
+    more than ``minBatchesToRetain``; trimming right after a checkpoint is recorded makes
+    the disk hold exactly the retained checkpoints, like the catalog. Returns the number
+    of files deleted (local checkpoints only).
+    """
+    if not is_local_uri(checkpoint_dir):
+        return 0
+    deleted = 0
+    for log_name in ("offsets", "commits"):
+        d = _local_path(checkpoint_dir) / log_name
+        for batch_id in log_ids(checkpoint_dir, log_name):
+            if batch_id >= keep_from:
+                break
+            for name in (str(batch_id), f".{batch_id}.crc"):
+                try:
+                    (d / name).unlink()
+                    deleted += 1
+                except FileNotFoundError:
+                    pass
+    return deleted

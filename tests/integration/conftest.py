@@ -1,0 +1,106 @@
+"""Fixtures of the integration tests: the flights replayed into the session's broker,
+the expected results computed in batch with pandas, and a runner for the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from streamjob.dev import flights as nyc
+from streamjob.dev.broker import create_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+FLIGHTS_SQL = ROOT / "examples" / "flights" / "flights.sql"
+STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
+PARTITIONS = 2
+
+
+@pytest.fixture(scope="session")
+def flights_df():
+    return nyc.flights()
+
+
+@pytest.fixture(scope="session")
+def flights_topic(broker, flights_df):
+    """Topic ``flights`` (2 partitions) holding every flight once, as JSON."""
+    create_topic(broker.bootstrap, "flights", PARTITIONS)
+    nyc.replay(broker.bootstrap, "flights", nyc.flight_records(flights_df), PARTITIONS)
+    return "flights"
+
+
+@pytest.fixture(scope="session")
+def expected(flights_df):
+    """carrier_delays and late_flights computed in batch by pandas over the same data."""
+    import pandas as pd
+
+    airlines = pd.read_csv(nyc.data_dir() / "airlines.csv")
+    joined = flights_df.merge(airlines, on="carrier")
+    delays = (joined.groupby(["carrier", "name", "month"])
+              .agg(flights=("year", "size"), avg_dep_delay=("dep_delay", "mean"),
+                   max_arr_delay=("arr_delay", "max"))
+              .reset_index().rename(columns={"name": "airline"}))
+    late = flights_df[flights_df["arr_delay"] > 60][
+        ["year", "month", "day", "carrier", "flight", "origin", "dest", "dep_delay", "arr_delay"]]
+    return {"carrier_delays": delays, "late_flights": late.reset_index(drop=True)}
+
+
+@dataclass
+class Cli:
+    """Runs the ``streamjob`` command as a user would, against one home."""
+
+    home: Path
+    bootstrap: str
+
+    def env(self, **extra) -> dict:
+        env = dict(os.environ)
+        env.update({"STREAMJOB_HOME": str(self.home), "FLIGHTS_BROKER": self.bootstrap})
+        env.update({k: str(v) for k, v in extra.items()})
+        return env
+
+    def run(self, *args, timeout=600, **env) -> subprocess.CompletedProcess:
+        return subprocess.run([STREAMJOB, *args], env=self.env(**env), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def popen(self, *args, **env) -> subprocess.Popen:
+        return subprocess.Popen([STREAMJOB, *args], env=self.env(**env),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+    def json(self, *args) -> list | dict:
+        res = self.run(*args, "--json")
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)
+
+    def prepare_home(self) -> None:
+        nyc.copy_airlines(self.home / "data" / "airlines")
+
+
+@pytest.fixture
+def cli(tmp_path, broker, flights_topic) -> Cli:
+    c = Cli(tmp_path / "home", broker.bootstrap)
+    c.prepare_home()
+    return c
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+    """Poll ``predicate`` (a catalog read) until true; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
+    os.killpg(proc.pid, sig)
+    proc.wait(60)

@@ -1,0 +1,99 @@
+"""The main job end to end: flights.sql on the real flights through the real broker and
+Spark, via the ``streamjob`` command, checked row by row against the batch result."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from .conftest import FLIGHTS_SQL, kill_group, wait_for
+from .results import assert_matches_batch, carrier_delays
+
+pytestmark = pytest.mark.integration
+
+JOBS = ("default.carrier_delays_job", "default.late_flights_job")
+
+
+def _checkpoint_ids(home, job: str) -> list[int]:
+    ck = home / "checkpoints" / "default" / job
+    return sorted(int(p.name) for p in (ck / "commits").iterdir() if p.name.isdigit()) \
+        if (ck / "commits").is_dir() else []
+
+
+def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
+    # 20,000 records per checkpoint: 17 checkpoints per job over 336,776 flights
+    res = cli.run("run", str(FLIGHTS_SQL), "--until-idle", MAX_RECORDS_PER_BATCH=20000,
+                  CHECKPOINT_INTERVAL=0)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "caught up" in res.stdout
+    assert "Traceback" not in res.stderr
+    assert_matches_batch(cli.home, expected)
+
+    jobs = {j["job"]: j for j in cli.json("list")}
+    assert set(jobs) == set(JOBS)
+    for name in JOBS:
+        assert jobs[name]["guarantee"] == "exactly-once"
+        assert jobs[name]["last checkpoint"] >= 16
+        cps = cli.json("checkpoints", name)
+        ids = [c["checkpoint"] for c in cps]
+        # the last five, in the catalog ...
+        assert len(ids) == 5 and ids == list(range(ids[-1] - 4, ids[-1] + 1))
+        assert cps[-1]["source offsets"]["flights"] == {"0": 168388, "1": 168388}
+        assert sum(c["rows in"] for c in cps) > 0
+        # ... and on disk (Spark's minBatchesToRetain = morphling.checkpoint.retained)
+        on_disk = _checkpoint_ids(cli.home, name.split(".")[1])
+        assert on_disk == ids, f"{name}: commit log holds {on_disk}, catalog {ids}"
+
+
+def test_crash_midway_then_rerun_gives_exact_result(cli, expected):
+    proc = cli.popen("run", str(FLIGHTS_SQL), MAX_RECORDS_PER_BATCH=15000, CHECKPOINT_INTERVAL=0)
+    try:
+        # SIGKILL once both jobs have committed at least 3 checkpoints but are far from done
+        def progressed():
+            res = cli.run("list", "--json")
+            if res.returncode != 0:
+                return False
+            jobs = json.loads(res.stdout)
+            return len(jobs) == 2 and all((j["last checkpoint"] or -1) >= 2 for j in jobs)
+
+        wait_for(progressed, 300, "3 checkpoints of both jobs")
+    finally:
+        kill_group(proc, signal.SIGKILL)
+    jobs = cli.json("list")
+    assert all(j["last checkpoint"] < 20 for j in jobs), "the crash should come before the end"
+    partial = carrier_delays(cli.home)["flights"].sum()
+    assert 0 < partial < len(expected["late_flights"]) * 100
+
+    res = cli.run("run", str(FLIGHTS_SQL), "--until-idle", MAX_RECORDS_PER_BATCH=15000,
+                  CHECKPOINT_INTERVAL=0)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert_matches_batch(cli.home, expected)
+    # the runs are in the catalog: the killed one never ended, the resumed one did
+    for name in JOBS:
+        ids = [c["checkpoint"] for c in cli.json("checkpoints", name)]
+        assert ids[0] > 0
+
+
+def test_second_run_resumes_and_drop_purges(cli, expected):
+    first = cli.run("run", str(FLIGHTS_SQL), "--until-idle")
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = {j["job"]: j["last checkpoint"] for j in cli.json("list")}
+
+    again = cli.run("run", str(FLIGHTS_SQL), "--until-idle")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "exists" in again.stdout  # IF NOT EXISTS: the declarations were kept
+    after = {j["job"]: j["last checkpoint"] for j in cli.json("list")}
+    assert after == before, "nothing new to read: no new checkpoint, no reprocessing"
+    assert_matches_batch(cli.home, expected)
+
+    ck = cli.home / "checkpoints" / "default" / "late_flights_job"
+    assert ck.is_dir()
+    res = cli.run("drop", "late_flights_job")
+    assert res.returncode == 0, res.stderr
+    assert not ck.exists()
+    assert (cli.home / "checkpoints" / "default" / "carrier_delays_job").is_dir()
+    assert [j["job"] for j in cli.json("list")] == ["default.carrier_delays_job"]
+    res = cli.run("checkpoints", "late_flights_job")
+    assert res.returncode == 1 and "does not exist" in res.stderr
