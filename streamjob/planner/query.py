@@ -79,7 +79,7 @@ def analyze(query: str, resolve, position: Position | None = None,
             in the script), or an unknown stream/table (named).
     """
     try:
-        statements = sqlglot.parse(query, read="hive")
+        statements = sqlglot.parse(_quote_window_calls(query), read="hive")
     except SqlglotParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         line, col = _script_pos(position, err.get("line"), err.get("col"))
@@ -156,6 +156,22 @@ def analyze(query: str, resolve, position: Position | None = None,
         windowed=windowed,
         output_columns=outputs,
     )
+
+
+def _quote_window_calls(query: str) -> str:
+    """Backquote Spark's ``window(...)`` function, which sqlglot reads as the WINDOW
+    keyword; same length is not kept, so this runs only when such a call exists."""
+    from sqlglot.tokens import Tokenizer, TokenType
+
+    try:
+        tokens = Tokenizer(dialect="hive").tokenize(query)
+    except Exception:  # noqa: BLE001 - the parser reports tokenizer errors properly
+        return query
+    spans = [t for t, nxt in zip(tokens, tokens[1:])
+             if t.token_type == TokenType.WINDOW and nxt.token_type == TokenType.L_PAREN]
+    for t in reversed(spans):
+        query = query[:t.start] + f"`{query[t.start:t.end + 1]}`" + query[t.end + 1:]
+    return query
 
 
 def _script_pos(position: Position | None, line: int | None, col: int | None):

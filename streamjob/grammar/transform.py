@@ -1,0 +1,345 @@
+"""Lark parse tree -> frozen statement dataclasses (:mod:`streamjob.grammar.statements`).
+
+:class:`Builder` walks the tree of one script, statement by statement, and applies the
+rules the grammar cannot express: lower-casing of unquoted names, property keys and
+types; unescaping of string literals; duplicate columns and clauses; empty delimiters
+and queries; the raw tails of ``CREATE STREAM ... AS <query>`` and ``SET k = v``
+(including the "missing ';'" check). Each such failure is raised as a
+:class:`~streamjob.exceptions.ParseError` pointing at the offending text.
+"""
+
+from __future__ import annotations
+
+from lark import Token, Tree
+
+from streamjob.exceptions import ParseError
+from streamjob.grammar.lexical import (
+    STATEMENT_START_RE,
+    Lines,
+    ident_value,
+    iter_pieces,
+    masked,
+    trimmed_span,
+    unescape_string,
+    word_at,
+)
+from streamjob.grammar.statements import (
+    AlterStreamJob,
+    Column,
+    CreateStream,
+    CreateStreamJob,
+    CreateTable,
+    Describe,
+    DescribeStreamJob,
+    DropStream,
+    DropStreamJob,
+    DropTable,
+    Position,
+    QualifiedName,
+    ResetProperty,
+    RowFormat,
+    SetProperty,
+    ShowCheckpoints,
+    ShowStreamJobs,
+    ShowStreams,
+    ShowTables,
+    StartStreamJob,
+    Statement,
+    StopStreamJob,
+)
+
+__all__ = ["Builder"]
+
+
+class Builder:
+    """Turns the lark tree of one script into statement dataclasses."""
+
+    def __init__(self, text: str, lines: Lines, source: str | None) -> None:
+        self.text = text
+        self.lines = lines
+        self.source = source
+
+    # -- helpers
+
+    def error(self, message: str, offset: int, length_text: str | None = None) -> ParseError:
+        line, column = self.lines.position(offset)
+        text = length_text if length_text is not None else word_at(self.text, offset)
+        return ParseError(message, line, column, text, self.lines.snippet(line, column), self.source)
+
+    def position(self, offset: int) -> Position:
+        return Position(*self.lines.position(offset))
+
+    def script(self, tree: Tree) -> list[Statement]:
+        """The statements of a script's tree, in order, each with its position and text.
+
+        Raises :class:`ParseError` for what the grammar accepts but the language does not.
+        """
+        statements = []
+        for node in tree.children:
+            self.text_end: int | None = None  # set by statements ending in a raw tail
+            cls, fields = getattr(self, "_" + node.data)(node)
+            meta = node.meta
+            end = meta.end_pos if self.text_end is None else self.text_end
+            statements.append(
+                cls(
+                    **fields,
+                    position=Position(meta.line, meta.column),
+                    text=self.text[meta.start_pos : end].strip(),
+                )
+            )
+        return statements
+
+    def name(self, tree: Tree) -> QualifiedName:
+        parts = [ident_value(ident.children[0]) for ident in tree.children]
+        if len(parts) == 2:
+            return QualifiedName(parts[1], parts[0])
+        return QualifiedName(parts[0])
+
+    @staticmethod
+    def find(tree: Tree, data: str) -> Tree | None:
+        for child in tree.children:
+            if isinstance(child, Tree) and child.data == data:
+                return child
+        return None
+
+    def properties(self, tree: Tree) -> tuple[tuple[str, str], ...]:
+        plist = tree.children[0]
+        pairs = []
+        for prop in plist.children:
+            key, value = prop.children
+            key_text = unescape_string(key.value) if key.type == "STRING" else key.value
+            value_text = unescape_string(value.value) if value.type == "STRING" else value.value
+            pairs.append((key_text.lower(), value_text))
+        return tuple(pairs)
+
+    def columns(self, tree: Tree) -> tuple[Column, ...]:
+        seen: dict[str, Token] = {}
+        columns = []
+        for column in tree.children:
+            ident_tok = column.children[0].children[0]
+            name = ident_value(ident_tok)
+            if name.lower() in seen:
+                raise self.error(f"column '{name}' is declared twice", ident_tok.start_pos)
+            seen[name.lower()] = ident_tok
+            columns.append(Column(name, self.type_text(column.children[1])))
+        return tuple(columns)
+
+    def type_text(self, tree: Tree) -> str:
+        out = [tree.children[0].value.lower()]
+        for part in tree.children[1:]:
+            if part.data == "type_params":
+                out.append("(" + ",".join(tok.value.lstrip("0") or "0" for tok in part.children) + ")")
+            else:
+                args = []
+                for arg in part.children:
+                    if arg.data == "struct_field":
+                        ident_tok = arg.children[0].children[0]
+                        field_name = ident_value(ident_tok)
+                        if ident_tok.type == "QUOTED_IDENT":
+                            field_name = "`" + field_name.replace("`", "``") + "`"
+                        args.append(f"{field_name}:{self.type_text(arg.children[1])}")
+                    else:
+                        args.append(self.type_text(arg))
+                out.append("<" + ",".join(args) + ">")
+        return "".join(out)
+
+    def row_format(self, tree: Tree) -> RowFormat:
+        values = {}
+        for clause in tree.children:
+            token = clause.children[0]
+            value = unescape_string(token.value)
+            if value == "":
+                raise self.error("a delimiter cannot be empty", token.start_pos)
+            values[clause.data] = value
+        return RowFormat(values.get("fields_terminated"), values.get("lines_terminated"))
+
+    def clauses(self, tree: Tree, allowed: dict[str, str]) -> dict[str, Tree]:
+        found: dict[str, Tree] = {}
+        for child in tree.children:
+            if isinstance(child, Tree) and child.data in allowed:
+                if child.data in found:
+                    raise self.error(f"duplicate {allowed[child.data]} clause", child.meta.start_pos)
+                found[child.data] = child
+        return found
+
+    # -- statements (each returns a dict of fields plus the class)
+
+    _TABLE_CLAUSES = {
+        "row_format": "ROW FORMAT",
+        "stored_as": "STORED AS",
+        "location": "LOCATION",
+        "tblproperties": "TBLPROPERTIES",
+        "object_comment": "COMMENT",
+    }
+
+    def _create_stream(self, tree: Tree):
+        found = self.clauses(tree, self._TABLE_CLAUSES)
+        return CreateStream, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            columns=self.columns(self.find(tree, "column_list")),
+            if_not_exists=self.find(tree, "if_not_exists") is not None,
+            row_format=self.row_format(found["row_format"]) if "row_format" in found else None,
+            properties=self.properties(found["tblproperties"]) if "tblproperties" in found else (),
+        )
+
+    def _create_table(self, tree: Tree):
+        found = self.clauses(tree, self._TABLE_CLAUSES)
+        return CreateTable, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            columns=self.columns(self.find(tree, "column_list")),
+            if_not_exists=self.find(tree, "if_not_exists") is not None,
+            row_format=self.row_format(found["row_format"]) if "row_format" in found else None,
+            stored_as=ident_value(found["stored_as"].children[0].children[0]).lower()
+            if "stored_as" in found
+            else None,
+            location=unescape_string(found["location"].children[0].value) if "location" in found else None,
+            properties=self.properties(found["tblproperties"]) if "tblproperties" in found else (),
+        )
+
+    def _create_stream_as(self, tree: Tree):
+        token = tree.children[-1]
+        start, end = self.raw_tail(token)
+        start, end = self.strip_parens(start, end)
+        return CreateStream, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            if_not_exists=self.find(tree, "if_not_exists") is not None,
+            as_select=self.text[start:end],
+            as_select_position=self.position(start),
+        )
+
+    def _create_streamjob(self, tree: Tree):
+        token = next(c for c in tree.children if isinstance(c, Token) and c.type == "STRING")
+        query = unescape_string(token.value)
+        if not query.strip():
+            raise self.error("the query of a STREAMJOB is empty", token.start_pos, token.value)
+        jobprops = self.find(tree, "jobproperties")
+        return CreateStreamJob, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            query=query,
+            query_position=self.position(token.start_pos + 1),
+            if_not_exists=self.find(tree, "if_not_exists") is not None,
+            properties=self.properties(jobprops) if jobprops is not None else (),
+        )
+
+    def _start_streamjob(self, tree: Tree):
+        checkpoint = next((c for c in tree.children if isinstance(c, Token) and c.type == "INT"), None)
+        if checkpoint is not None and len(checkpoint.value.lstrip("0")) > 18:
+            raise self.error("the checkpoint id is too large", checkpoint.start_pos)
+        return StartStreamJob, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            from_checkpoint=int(checkpoint.value) if checkpoint is not None else None,
+        )
+
+    def _stop_streamjob(self, tree: Tree):
+        return StopStreamJob, dict(name=self.name(self.find(tree, "qualified_name")))
+
+    def _drop_streamjob(self, tree: Tree):
+        return DropStreamJob, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            if_exists=self.find(tree, "if_exists") is not None,
+        )
+
+    def _alter_streamjob(self, tree: Tree):
+        return AlterStreamJob, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            properties=self.properties(self.find(tree, "jobproperties")),
+        )
+
+    def _show_streamjobs(self, tree: Tree):
+        return ShowStreamJobs, {}
+
+    def _describe_streamjob(self, tree: Tree):
+        return DescribeStreamJob, dict(name=self.name(self.find(tree, "qualified_name")))
+
+    def _show_checkpoints(self, tree: Tree):
+        return ShowCheckpoints, dict(name=self.name(self.find(tree, "qualified_name")))
+
+    def _show_streams(self, tree: Tree):
+        return ShowStreams, {}
+
+    def _show_tables(self, tree: Tree):
+        return ShowTables, {}
+
+    def _describe(self, tree: Tree):
+        kind = None
+        if self.find(tree, "kind_stream") is not None:
+            kind = "stream"
+        elif self.find(tree, "kind_table") is not None:
+            kind = "table"
+        return Describe, dict(name=self.name(self.find(tree, "qualified_name")), kind=kind)
+
+    def _drop_stream(self, tree: Tree):
+        return DropStream, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            if_exists=self.find(tree, "if_exists") is not None,
+        )
+
+    def _drop_table(self, tree: Tree):
+        return DropTable, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            if_exists=self.find(tree, "if_exists") is not None,
+        )
+
+    def _set_property(self, tree: Tree):
+        tokens = [c for c in tree.children if isinstance(c, Token)]
+        key = next((t for t in tokens if t.type == "KEY"), None)
+        if key is None:
+            return SetProperty, {}
+        value_token = next((t for t in tokens if t.type == "SET_VALUE"), None)
+        value = ""
+        if value_token is not None:
+            start, end = self.raw_tail(value_token)
+            raw = self.text[start:end]
+            pieces = [(k, s, e) for k, s, e in iter_pieces(raw) if k != "comment"]
+            value = "".join(raw[s:e] for _, s, e in pieces).strip()
+            meaningful = [(k, s, e) for k, s, e in pieces if k != "ws"]
+            if len(meaningful) == 1 and meaningful[0][0] == "str":
+                value = unescape_string(raw[meaningful[0][1] : meaningful[0][2]])
+        return SetProperty, dict(key=key.value.lower(), value=value)
+
+    def _reset_property(self, tree: Tree):
+        key = next((c for c in tree.children if isinstance(c, Token) and c.type == "KEY"), None)
+        return ResetProperty, dict(key=key.value.lower() if key is not None else None)
+
+    # -- raw tails
+
+    def raw_tail(self, token: Token) -> tuple[int, int]:
+        """Offsets of a raw tail token without leading/trailing blanks and trailing
+        comments; raises "missing ';'" if a statement keyword starts one of its lines."""
+        raw = token.value
+        match = STATEMENT_START_RE.search(masked(raw))
+        if match is not None:
+            offset = token.start_pos + match.start(1)
+            word = word_at(self.text, offset)
+            raise self.error(
+                f"missing ';' between statements: '{word}' on line "
+                f"{self.lines.position(offset)[0]} starts a new statement",
+                offset,
+                word,
+            )
+        first, last = trimmed_span(raw) or (0, 0)
+        self.text_end = token.start_pos + last
+        return token.start_pos + first, token.start_pos + last
+
+    def strip_parens(self, start: int, end: int) -> tuple[int, int]:
+        """Remove one pair of parentheses enclosing the whole query, if there is one."""
+        raw = self.text[start:end]
+        if not raw.startswith("("):
+            return start, end
+        depth = 0
+        for kind, s, e in iter_pieces(raw):
+            if kind != "other":
+                continue
+            for i, ch in enumerate(raw[s:e], s):
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    depth -= 1
+                    if depth == 0:
+                        if i != len(raw) - 1:
+                            return start, end  # (a) UNION (b): not one enclosing pair
+                        span = trimmed_span(raw[1:i])
+                        if span is None:
+                            raise self.error("the query after AS is empty", start, "(")
+                        return start + 1 + span[0], start + 1 + span[1]
+        raise self.error("missing ')' to close the query after AS", start, "(")

@@ -1,0 +1,117 @@
+"""The inner query and the job plan, against a real SQLite catalog (no Spark)."""
+
+import pytest
+
+from streamjob.catalog import Catalog
+from streamjob.exceptions import ValidationError
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import Home
+
+SETUP = """
+CREATE STREAM flights (carrier STRING, month INT, dep_delay DOUBLE, arr_delay DOUBLE)
+  TBLPROPERTIES("topic"="flights", "kafka.broker.list"="127.0.0.1:1");
+CREATE STREAM ticks (ts TIMESTAMP, v INT)
+  TBLPROPERTIES("topic"="ticks", "kafka.broker.list"="127.0.0.1:1",
+                "watermark.column"="ts", "watermark.delay"="10 seconds");
+CREATE TABLE airlines (carrier STRING, name STRING) STORED AS CSV LOCATION '/tmp/x';
+CREATE TABLE delays (carrier STRING, month INT, n BIGINT)
+  TBLPROPERTIES("connector"="sql", "url"="sqlite:////tmp/x.db", "primary.key"="carrier,month");
+CREATE TABLE late (carrier STRING, arr_delay DOUBLE) STORED AS PARQUET;
+"""
+
+
+@pytest.fixture
+def ex(tmp_path):
+    home = Home.open(tmp_path / "home")
+    catalog = Catalog(home.catalog_url)
+    ex = Executor(catalog, home)
+    for s in parse_script(SETUP):
+        ex.execute(s)
+    yield ex
+    catalog.close()
+
+
+def run(ex, sql):
+    return [ex.execute(s) for s in parse_script(sql)]
+
+
+def test_aggregation_into_keyed_sql_table_is_update_mode_exactly_once(ex):
+    [r] = run(ex, """CREATE STREAMJOB j AS ("insert into delays
+        select f.carrier, f.month, count(*) from flights f join airlines a
+        on f.carrier = a.carrier group by f.carrier, f.month")""")
+    assert "exactly-once, output mode update" in r.message
+    job = ex.catalog.get_job("default", "j")
+    assert set(job.dependencies) == {
+        ("stream", "default", "flights", "source"), ("table", "default", "airlines", "static"),
+        ("table", "default", "delays", "sink")}
+
+
+def test_projection_appends_and_selects_over_views(ex):
+    from streamjob.planner.plan import plan_job
+
+    plan = plan_job(ex.catalog, ex.home, "default", "p",
+                    "insert into late select carrier, arr_delay from default.flights where arr_delay > 60",
+                    {"morphling.result.auto.flush": "true"})
+    assert plan.output_mode == "append" and plan.guarantee == "at-least-once"
+    assert "sj__default__flights" in plan.query.select_sql
+    assert plan.sources[0].spec.topic == "flights"
+
+
+def test_aggregation_into_file_table_is_refused_with_what_to_change(ex):
+    with pytest.raises(ValidationError, match="give table default.late a primary key"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier, max(arr_delay) from flights group by carrier")')
+
+
+def test_windowed_aggregation_with_watermark_appends(ex):
+    run(ex, "CREATE TABLE w (start TIMESTAMP, n BIGINT) STORED AS PARQUET;")
+    [r] = run(ex, """CREATE STREAMJOB j AS ("insert into w select window.start, count(*)
+        from ticks group by window(ts, '10 seconds')")""")
+    assert "output mode append" in r.message
+
+
+def test_unknown_stream_is_named_at_its_line_and_column(ex):
+    script = 'CREATE STREAMJOB j AS ("insert into delays\n  select carrier, month, count(*)\n  from flihgts group by carrier, month");'
+    with pytest.raises(ValidationError) as e:
+        run(ex, script)
+    assert "unknown stream or table 'default.flihgts'" in str(e.value)
+    assert (e.value.line, e.value.column) == (3, 8)
+
+
+def test_query_must_be_insert_and_columns_must_fit(ex):
+    with pytest.raises(ValidationError, match="must be one 'insert into <table> select"):
+        run(ex, 'CREATE STREAMJOB j AS ("select * from flights")')
+    with pytest.raises(ValidationError, match="the select gives 1 columns but table default.late has 2"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier from flights")')
+    with pytest.raises(ValidationError, match="table default.flights is a stream"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into flights select * from flights")')
+    with pytest.raises(ValidationError, match="syntax error in the job's query"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier from flights where (x")')
+
+
+def test_bad_job_property_refused_and_nothing_registered(ex):
+    with pytest.raises(ValidationError, match="did you mean 'morphling.checkpoint.retained'"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier, arr_delay from flights") '
+                'JOBPROPERTIES("morphling.checkpoint.retain"="3")')
+    assert ex.catalog.get_job("default", "j") is None
+
+
+def test_drop_of_used_stream_names_the_job(ex):
+    run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier, arr_delay from flights")')
+    with pytest.raises(Exception, match="default.j"):
+        run(ex, "DROP STREAM flights")
+
+
+def test_job_names_that_could_escape_the_checkpoint_root_are_rejected(ex):
+    from streamjob.home import validate_name
+
+    with pytest.raises(ValidationError, match="invalid job name"):
+        validate_name("../etc", "job name")
+    with pytest.raises(ValidationError):
+        ex.home.checkpoint_dir("default", "a/b")
+    assert ex.home.checkpoint_dir("default", "ok_1").endswith("/checkpoints/default/ok_1")
+
+
+def test_kafka_stream_needs_topic_and_broker(ex):
+    with pytest.raises(ValidationError, match='needs TBLPROPERTIES\\("kafka.broker.list"=...\\)'):
+        run(ex, 'CREATE STREAM s (a INT) TBLPROPERTIES("topic"="t")')
