@@ -4,8 +4,9 @@ Tables: ``streams`` and ``tables`` (one name space per database, enforced by the
 Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints``
 (the retained ones) and ``catalog_meta`` holding ``schema_version``.
 
-Only :mod:`streamjob.catalog.api` uses these classes; everyone else gets the records
-of :mod:`streamjob.catalog.records`. Constraint names follow a fixed naming convention
+Only the :class:`~streamjob.catalog.api.Catalog` modules (``engine``, ``objects``,
+``jobs``, ``checkpoints``) use these classes; everyone else gets the records of
+:mod:`streamjob.catalog.records`. Constraint names follow a fixed naming convention
 so that alembic migrations can refer to them.
 """
 

@@ -165,7 +165,7 @@ def _decode_delimited(records: RecordSlice, schema: pa.Schema, delimiter: str) -
                 ),
             )
             if table.num_rows == len(values):
-                return _one_batch(table, schema)
+                return _one_batch(_hive_string_nulls(table), schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
     rows = []
@@ -186,6 +186,18 @@ def _decode_delimited(records: RecordSlice, schema: pa.Schema, delimiter: str) -
                 ) from None
         rows.append(row)
     return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _hive_string_nulls(table: pa.Table) -> pa.Table:
+    """``\\N`` is NULL in string columns too (Hive), while an empty string stays ''."""
+    import pyarrow.compute as pc
+
+    for i, f in enumerate(table.schema):
+        if pa.types.is_string(f.type):
+            col = table.column(i)
+            table = table.set_column(i, f, pc.if_else(pc.equal(col, _NULLS[0]),
+                                                      pa.scalar(None, f.type), col))
+    return table
 
 
 def _parse_field(text: str | None, typ: pa.DataType):

@@ -61,6 +61,7 @@ def _consumer(bootstrap: str, **extra):
             enable_auto_commit=False,
             request_timeout_ms=30_000,
             metadata_max_age_ms=10_000,
+            bootstrap_timeout_ms=10_000,
             **extra,
         )
     except KafkaError as exc:

@@ -1,0 +1,292 @@
+"""Catalog methods for jobs (with their dependencies) and their runs.
+
+:class:`JobsMixin` creates, reads, lists, updates and drops jobs, and records the runs
+of a job by its ``uid``. A job's dependencies are checked in the transaction that
+creates it; run writes for a uid the catalog no longer holds are ignored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
+from streamjob.catalog.models import Checkpoint, Job, JobDependency, Run, Stream, Table
+from streamjob.catalog.records import (
+    DEPENDENCY_KINDS,
+    DEPENDENCY_ROLES,
+    DESIRED_STATES,
+    JOB_STATUSES,
+    RUN_STATUSES,
+    Dependency,
+    JobInfo,
+    RunInfo,
+)
+from streamjob.exceptions import ObjectExistsError, ObjectNotFoundError
+
+__all__ = ["JobsMixin"]
+
+
+class _UnchangedType:
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_UNCHANGED: Any = _UnchangedType()
+
+
+class JobsMixin(CatalogEngine):
+    """Jobs (``create_job`` ... ``drop_job``) and runs (``start_run``, ``end_run``,
+    ``list_runs``)."""
+
+    def create_job(
+        self,
+        database: str,
+        name: str,
+        query: str,
+        properties: Mapping[str, Any],
+        dependencies: Iterable[Sequence[str]],
+        if_not_exists: bool = False,
+        check_dependencies: bool = True,
+    ) -> bool:
+        """Register a job (desired state STOPPED, status CREATED, a fresh uid).
+
+        ``dependencies`` are ``(kind, database, name, role)`` tuples, kind ``stream`` or
+        ``table``, role ``source``, ``sink`` or ``static``; duplicates are dropped.
+
+        Returns True if created, False if the job existed and ``if_not_exists``. Raises
+        :class:`ObjectExistsError` if it exists (without ``if_not_exists``);
+        :class:`ObjectNotFoundError` if a dependency is not in the catalog (checked in the
+        same transaction, so a concurrent DROP cannot slip in between; pass
+        ``check_dependencies=False`` to skip); ValueError for a bad kind or role.
+        """
+        deps: list[Dependency] = []
+        for dep in dependencies:
+            kind, dep_db, dep_name, role = dep
+            check_choice("dependency kind", kind, DEPENDENCY_KINDS)
+            check_choice("dependency role", role, DEPENDENCY_ROLES)
+            item = (kind, dep_db, dep_name, role)
+            if item not in deps:
+                deps.append(item)
+        qname = qualified(database, name)
+        try:
+            with self._tx(write=True) as session:
+                self._lock_names(session, [(d[1], d[2]) for d in deps])
+                if session.scalar(
+                    select(Job.id).where(Job.database == database, Job.name == name)
+                ) is not None:
+                    if if_not_exists:
+                        return False
+                    raise ObjectExistsError(f"streamjob {qname} already exists")
+                if check_dependencies:
+                    for kind, dep_db, dep_name, _role in deps:
+                        model = Stream if kind == "stream" else Table
+                        if session.scalar(
+                            select(model.id).where(model.database == dep_db, model.name == dep_name)
+                        ) is None:
+                            raise ObjectNotFoundError(
+                                f"{kind} {qualified(dep_db, dep_name)} does not exist"
+                            )
+                now = now_utc()
+                job = Job(
+                    uid=uuid.uuid4().hex,
+                    database=database,
+                    name=name,
+                    query=query,
+                    properties=dict(properties),
+                    desired_state="STOPPED",
+                    status="CREATED",
+                    attempts=0,
+                    last_error=None,
+                    created_at=now,
+                    updated_at=now,
+                )
+                session.add(job)
+                session.flush()
+                session.add_all(
+                    JobDependency(job_id=job.id, kind=k, database=d, name=n, role=r)
+                    for k, d, n, r in deps
+                )
+        except Conflict:
+            if if_not_exists:
+                return False
+            raise ObjectExistsError(f"streamjob {qname} already exists") from None
+        return True
+
+    def get_job(self, database: str, name: str) -> JobInfo | None:
+        """The job ``database.name`` (with its dependencies), or None."""
+        with self._tx() as session:
+            job = session.scalars(select(Job).where(Job.database == database, Job.name == name)).first()
+            return self._job_info(session, job) if job is not None else None
+
+    def get_job_by_uid(self, job_uid: str) -> JobInfo | None:
+        """The job whose current incarnation has this uid, or None (dropped)."""
+        with self._tx() as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid)).first()
+            return self._job_info(session, job) if job is not None else None
+
+    def require_job(self, database: str, name: str) -> JobInfo:
+        """Like :meth:`get_job`, but raises :class:`ObjectNotFoundError`
+        (``streamjob default.x does not exist``) if missing."""
+        job = self.get_job(database, name)
+        if job is None:
+            raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
+        return job
+
+    def list_jobs(self, database: str | None = None) -> list[JobInfo]:
+        """All jobs (of ``database`` if given), sorted by database then name."""
+        with self._tx() as session:
+            stmt = select(Job).order_by(Job.database, Job.name)
+            if database is not None:
+                stmt = stmt.where(Job.database == database)
+            jobs = list(session.scalars(stmt))
+            deps: dict[int, list[Dependency]] = {}
+            dep_stmt = select(JobDependency).order_by(JobDependency.id)
+            if database is not None:
+                dep_stmt = dep_stmt.join(Job, Job.id == JobDependency.job_id).where(Job.database == database)
+            for dep in session.scalars(dep_stmt):
+                deps.setdefault(dep.job_id, []).append((dep.kind, dep.database, dep.name, dep.role))
+            return [self._job_info(session, job, deps.get(job.id, [])) for job in jobs]
+
+    def update_job(
+        self,
+        database: str,
+        name: str,
+        *,
+        status: str | None = None,
+        desired_state: str | None = None,
+        last_error: str | None = _UNCHANGED,
+        attempts: int | None = None,
+        properties: Mapping[str, Any] | None = None,
+        uid: str | None = None,
+    ) -> JobInfo | None:
+        """Change a job's fields (those given) and set ``updated_at``; returns the job.
+
+        ``last_error`` is left unchanged unless given (None clears it); ``properties``
+        replaces the whole dict. With ``uid``, the update applies only if the job still
+        has that uid, and is silently ignored otherwise (returns None) — for writers that
+        may race with DROP and re-CREATE. Raises :class:`ObjectNotFoundError` if the job
+        does not exist (without ``uid``), ValueError for an unknown status or state.
+        """
+        if status is not None:
+            check_choice("job status", status, JOB_STATUSES)
+        if desired_state is not None:
+            check_choice("desired state", desired_state, DESIRED_STATES)
+        with self._tx(write=True) as session:
+            job = session.scalars(
+                select(Job).where(Job.database == database, Job.name == name).with_for_update()
+            ).first()
+            if job is None or (uid is not None and job.uid != uid):
+                if uid is not None:
+                    return None
+                raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
+            if status is not None:
+                job.status = status
+            if desired_state is not None:
+                job.desired_state = desired_state
+            if last_error is not _UNCHANGED:
+                job.last_error = last_error
+            if attempts is not None:
+                job.attempts = attempts
+            if properties is not None:
+                job.properties = dict(properties)
+            job.updated_at = now_utc()
+            session.flush()
+            return self._job_info(session, job)
+
+    def drop_job(self, database: str, name: str, if_exists: bool = False) -> JobInfo | None:
+        """Delete a job with its dependencies, runs and checkpoints (one transaction).
+
+        Returns the deleted job, or None if it did not exist and ``if_exists``; raises
+        :class:`ObjectNotFoundError` if it did not exist otherwise. (Stopping the job and
+        purging its checkpoint files is the manager's work.)
+        """
+        with self._tx(write=True) as session:
+            job = session.scalars(
+                select(Job).where(Job.database == database, Job.name == name).with_for_update()
+            ).first()
+            if job is None:
+                if if_exists:
+                    return None
+                raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
+            info = self._job_info(session, job)
+            job_id = job.id
+            for model in (Checkpoint, Run, JobDependency):
+                session.execute(delete(model).where(model.job_id == job_id))
+            session.execute(delete(Job).where(Job.id == job_id))
+            return info
+
+    @staticmethod
+    def _job_info(session: Session, job: Job, deps: Sequence[Dependency] | None = None) -> JobInfo:
+        if deps is None:
+            deps = [
+                (d.kind, d.database, d.name, d.role)
+                for d in session.scalars(
+                    select(JobDependency).where(JobDependency.job_id == job.id).order_by(JobDependency.id)
+                )
+            ]
+        return JobInfo(
+            uid=job.uid,
+            database=job.database,
+            name=job.name,
+            query=job.query,
+            properties=dict(job.properties or {}),
+            desired_state=job.desired_state,
+            status=job.status,
+            attempts=job.attempts,
+            last_error=job.last_error,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            dependencies=tuple(deps),
+        )
+
+    # -------------------------------------------------------------------- runs
+
+    def start_run(self, job_uid: str, attempt: int) -> int | None:
+        """Record the start of a run (status RUNNING, started now); returns the run id,
+        or None if no job has this uid (dropped: ignored)."""
+        with self._tx(write=True) as session:
+            job_id = self._job_id_for_uid(session, job_uid)
+            if job_id is None:
+                return None
+            run = Run(job_id=job_id, attempt=attempt, started_at=now_utc(), status="RUNNING")
+            session.add(run)
+            session.flush()
+            return run.id
+
+    def end_run(self, run_id: int | None, status: str, cause: str | None = None) -> None:
+        """Record the end of a run: ``status`` STOPPED, FAILED or FINISHED, ended now,
+        with ``cause`` (the error or reason). A run that is unknown (its job was dropped)
+        or already ended is left alone. ValueError for another status."""
+        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != "RUNNING"))
+        if run_id is None:
+            return
+        with self._tx(write=True) as session:
+            session.execute(
+                update(Run)
+                .where(Run.id == run_id, Run.ended_at.is_(None))
+                .values(status=status, cause=cause, ended_at=now_utc())
+            )
+
+    def list_runs(self, job_uid: str) -> list[RunInfo]:
+        """The runs of the job with this uid, oldest first ([] if unknown)."""
+        with self._tx() as session:
+            rows = session.scalars(
+                select(Run).join(Job, Job.id == Run.job_id).where(Job.uid == job_uid).order_by(Run.id)
+            )
+            return [
+                RunInfo(
+                    id=r.id,
+                    job_uid=job_uid,
+                    attempt=r.attempt,
+                    started_at=r.started_at,
+                    ended_at=r.ended_at,
+                    status=r.status,
+                    cause=r.cause,
+                )
+                for r in rows
+            ]
