@@ -138,6 +138,11 @@ def _execute_file(obj: _Context, path: str, variables: dict[str, str], manager=N
         _render(result, as_json=False)
 
 
+def _interrupt(signum, frame) -> None:
+    """SIGTERM stops the jobs like Ctrl-C does (checkpoints stay)."""
+    raise KeyboardInterrupt
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--until-idle", is_flag=True,
@@ -155,7 +160,7 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     from .manager import JobManager
 
     manager = JobManager(obj.catalog, obj.home, debug=obj.debug)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         _execute_file(obj, file, _pairs(variables, "--var"), manager)
         if not manager.runners:
@@ -237,7 +242,7 @@ def _render(result, as_json: bool) -> None:
         for row in result.rows:
             table.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, dict) else str(v))
                             for v in row])
-        Console().print(table)
+        Console(width=None if sys.stdout.isatty() else 200).print(table)
     if result.message:
         click.echo(result.message)
 
