@@ -37,6 +37,7 @@ def spark_session(home: Home, debug: bool = False):
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
         conf.setdefault("spark.sql.session.timeZone", "UTC")
         conf.setdefault("spark.sql.streaming.stopTimeout", "30s")
+        conf.setdefault("spark.ui.showConsoleProgress", "false")
         if not debug:
             log4j = resources.files("streamjob.resources").joinpath("log4j2.properties")
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
