@@ -8,8 +8,9 @@
 4. prints both result tables.
 
 Running it again on the same home resumes the jobs from their checkpoints: the broker
-is new and holds the same replay, so there is nothing new to read and the tables stay
-exactly as they were.
+is new (Tansu keeps topics in memory) but listens on the same port and holds the same
+replay at the same offsets, so there is nothing new to read and the tables stay exactly
+as they were.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from rich.table import Table
 
 from streamjob.connectors.file_table import read_table
 from streamjob.dev import flights as nyc
-from streamjob.dev.broker import LocalBroker, create_topic
+from streamjob.dev.broker import LocalBroker, create_topic, free_port
 
 HERE = Path(__file__).resolve().parent
 PARTITIONS = 2
@@ -35,7 +36,7 @@ def main() -> int:
     console = Console()
     home = Path(os.environ.get("STREAMJOB_HOME") or Path.cwd() / ".streamjob").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    broker = LocalBroker.start()
+    broker = LocalBroker.start(demo_port(home))
     try:
         t0 = time.monotonic()
         create_topic(broker.bootstrap, "flights", PARTITIONS)
@@ -56,6 +57,26 @@ def main() -> int:
         broker.stop()
     show_results(console, home)
     return 0
+
+
+def demo_port(home: Path) -> int:
+    """The broker port of this home's demo: the stream declared on the first run keeps
+    its broker address in the catalog, so later runs must listen where it points.
+    First run: 9092 (the address Slipstream scripts use) if free, else any free port."""
+    remembered = home / "data" / "demo-broker-port"
+    if remembered.exists():
+        return int(remembered.read_text())
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 9092))
+            port = 9092
+        except OSError:
+            port = free_port()
+    remembered.parent.mkdir(parents=True, exist_ok=True)
+    remembered.write_text(str(port))
+    return port
 
 
 def show_results(console: Console, home: Path) -> None:
