@@ -115,3 +115,21 @@ def test_job_names_that_could_escape_the_checkpoint_root_are_rejected(ex):
 def test_kafka_stream_needs_topic_and_broker(ex):
     with pytest.raises(ValidationError, match='needs TBLPROPERTIES\\("kafka.broker.list"=...\\)'):
         run(ex, 'CREATE STREAM s (a INT) TBLPROPERTIES("topic"="t")')
+
+
+def test_start_and_stop_without_a_manager_set_the_desired_state(ex):
+    run(ex, 'CREATE STREAMJOB j AS ("insert into late select carrier, arr_delay from flights")')
+    job = ex.catalog.get_job("default", "j")
+    assert (job.status, job.desired_state) == ("CREATED", "STOPPED")
+    [r] = run(ex, "START STREAMJOB j")
+    assert "will start when a job manager runs it" in r.message
+    assert ex.catalog.get_job("default", "j").desired_state == "RUNNING"
+    run(ex, "STOP STREAMJOB j")
+    job = ex.catalog.get_job("default", "j")
+    assert (job.status, job.desired_state) == ("STOPPED", "STOPPED")
+    [r] = run(ex, "LIST STREAMJOBS")
+    assert r.rows[0][:4] == ("default.j", "STOPPED", "STOPPED", "exactly-once")
+    [r] = run(ex, "DROP STREAMJOB j")
+    assert "purged" in r.message and ex.catalog.get_job("default", "j") is None
+    [r] = run(ex, "DROP STREAMJOB IF EXISTS j")
+    assert "does not exist" in r.message
