@@ -21,7 +21,6 @@ longer holds (the job was dropped, perhaps recreated) are silently ignored.
 from __future__ import annotations
 
 from streamjob.catalog.checkpoints import CheckpointsMixin
-from streamjob.catalog.engine import BUSY_TIMEOUT_MS  # noqa: F401 - re-exported, it used to live here
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 

@@ -37,7 +37,6 @@ from lark.exceptions import LarkError, UnexpectedInput
 from streamjob.exceptions import ParseError
 from streamjob.grammar.errors import from_lark
 from streamjob.grammar.lexical import Lines, word_at
-from streamjob.grammar.lexical import unescape_string  # noqa: F401 - re-exported, it used to live here
 from streamjob.grammar.statements import Statement
 from streamjob.grammar.transform import Builder
 

@@ -22,7 +22,6 @@ from typing import Callable
 
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
-from ..checkpoint import store
 from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker
 from ..connectors import spec as cspec
 from ..connectors.sql_sink import SqlSink
@@ -92,7 +91,9 @@ class JobRunner(threading.Thread):
             try:
                 job = self.catalog.get_job_by_uid(self.job.uid)
                 if job is None:
-                    return  # dropped meanwhile
+                    self.error = "the job was dropped"
+                    self.started.set()
+                    return
                 self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
                                      job.query, job.properties, self.manager.session_props)
                 run_id = self.catalog.start_run(job.uid, attempt)
@@ -168,10 +169,12 @@ class JobRunner(threading.Thread):
                            upsert=plan.output_mode == "update")
             sink.prepare()
             writer = _batch_writer(sink)
-        return start_query(session, plan, ckdir, self.job.uid, writer)
+        return start_query(session, plan, ckdir, writer)
 
     def _cleanup_temp(self) -> None:
-        if self._tmp and (self._stop_requested.is_set()):
+        """Delete the temporary checkpoint of a job without durable checkpoints: each
+        attempt begins afresh at the reset strategy (DESIGN §6), so none is reused."""
+        if self._tmp:
             import shutil
 
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -263,7 +266,7 @@ class JobManager:
 
         deadline = None if timeout is None else time.monotonic() + timeout
         for runner in list(self.runners.values()):
-            while not runner.started.wait(poll_s):
+            while not runner.started.wait(poll_s) and runner.is_alive():
                 pass
             if runner.plan is None:
                 raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")

@@ -224,7 +224,7 @@ def result_frame(session, plan: JobPlan):
                        for c, t in zip(df.columns, targets)])
 
 
-def start_query(session, plan: JobPlan, checkpoint_dir: str, job_uid: str,
+def start_query(session, plan: JobPlan, checkpoint_dir: str,
                 batch_writer: Callable | None = None):
     """Start the job's streaming query in ``session``; returns the StreamingQuery.
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from streamjob.exceptions import ParseError
-from streamjob.grammar import parse_script, parse_statement
+from streamjob.grammar import parse_script
 
 from .test_grammar import SLIPSTREAM_SCRIPT, error_of
 
