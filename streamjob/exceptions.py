@@ -10,11 +10,9 @@ from __future__ import annotations
 
 
 class StreamJobError(Exception):
-    """Root of every error streamjob raises on purpose."""
+    """Root of every error streamjob raises on purpose.
 
-
-class ParseError(StreamJobError):
-    """A statement could not be parsed.
+    Any error may carry where in a script it arose (as sqlglot's ``ParseError`` does):
 
     Attributes:
         message: what is wrong, in one sentence.
@@ -23,11 +21,14 @@ class ParseError(StreamJobError):
         text: the offending token or text, as written.
         snippet: the source line with a caret under the column, for display.
         source: name of the script (file path, ``<stdin>``), when known.
+
+    ``str(error)`` is ``FILE:LINE:COL: message`` (or ``line L, column C: message``) once
+    a position is known, else the message alone.
     """
 
     def __init__(
         self,
-        message: str,
+        message: str = "",
         line: int | None = None,
         column: int | None = None,
         text: str | None = None,
@@ -40,7 +41,21 @@ class ParseError(StreamJobError):
         self.text = text
         self.snippet = snippet
         self.source = source
-        super().__init__(self.__str__())
+        super().__init__(message)
+
+    def locate(self, line: int, column: int, source_text: str | None = None,
+               source: str | None = None) -> "StreamJobError":
+        """Set the position (if none is known yet), and the snippet from ``source_text``
+        (the whole script). Returns self, for ``raise err.locate(...)``."""
+        if self.line is None:
+            self.line, self.column = line, column
+        if source and not self.source:
+            self.source = source
+        if source_text is not None and not self.snippet and self.line is not None:
+            lines = source_text.splitlines()
+            if 0 < self.line <= len(lines):
+                self.snippet = f"{lines[self.line - 1]}\n{' ' * ((self.column or 1) - 1)}^"
+        return self
 
     def __str__(self) -> str:
         where = ""
@@ -49,6 +64,10 @@ class ParseError(StreamJobError):
             if self.source:
                 where = f"{self.source}:{self.line}:{self.column}: "
         return f"{where}{self.message}"
+
+
+class ParseError(StreamJobError):
+    """A statement could not be parsed; always located (see :class:`StreamJobError`)."""
 
 
 class ValidationError(ParseError):

@@ -75,6 +75,7 @@ class Home:
 
         Raises:
             StreamJobError: the directory cannot be created or the config file is malformed.
+            PropertyError: an unknown engine property (suggests the nearest).
         """
         path = Path(root).expanduser() if root else default_home()
         try:
@@ -86,6 +87,9 @@ class Home:
         conf.update(overrides or {})
         if catalog_url:
             conf[CATALOG_URL_KEY] = catalog_url
+        from .properties import validate_engine
+
+        validate_engine(conf)
         return cls(path.resolve(), conf)
 
     @property

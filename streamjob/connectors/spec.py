@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping
 
+from .. import properties as registry
 from ..exceptions import ValidationError
 from .formats import FORMATS
 
@@ -73,6 +74,11 @@ class ConsoleTableSpec:
     """Rows printed to the console (for the shell and debugging)."""
 
 
+_LABELS = {"kafka stream": "Kafka stream", "file stream": "file stream",
+           "rate stream": "rate stream", "file table": "file table", "sql table": "SQL table",
+           "console table": "console table", "kafka table": "Kafka table"}
+
+
 def _lower(props: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in props.items()}
 
@@ -84,9 +90,17 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         ValidationError: missing or contradictory properties (names what to add).
     """
     p = _lower(properties)
-    source = p.get("source", "kafka").lower()
+    source = p.get("source", "kafka").strip().lower()
+    scope = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}.get(source)
+    if scope is None:
+        raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)",
+                              text=source)
+    typed = registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
+    if ("watermark.column" in p) != ("watermark.delay" in p):
+        raise ValidationError(f"stream '{name}': \"watermark.column\" and \"watermark.delay\" "
+                              "go together (the event-time column and how late events may be)")
     if source == "rate":
-        return RateSourceSpec(int(p.get("rows.per.second", "1")))
+        return RateSourceSpec(typed.get("rows.per.second", 1))
     if source == "files":
         fmt = p.get("format", "csv").lower()
         if "path" not in p:
@@ -94,8 +108,6 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         if fmt not in FILE_FORMATS:
             raise ValidationError(f"file stream '{name}': format must be one of {', '.join(FILE_FORMATS)}")
         return FileSourceSpec(p["path"], fmt)
-    if source != "kafka":
-        raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)")
     missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
     if missing:
         raise ValidationError(
@@ -124,7 +136,16 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
         ValidationError: missing or contradictory properties.
     """
     p = _lower(properties)
-    connector = p.get("connector", "").lower()
+    connector = p.get("connector", "").strip().lower()
+    if connector == "kafka" or (not connector and "topic" in p):
+        raise ValidationError(f"table '{name}': Kafka tables (sinks) are not supported yet; "
+                              "write to a file, SQL or console table", text="topic")
+    scope = {"sql": "sql table", "console": "console table", "": "file table",
+             "files": "file table", "file": "file table"}.get(connector)
+    if scope is None:
+        raise ValidationError(f"table '{name}': unknown connector '{connector}' "
+                              "(sql, console or files)", text=connector)
+    registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
     if connector == "sql":
         if not p.get("url"):
             raise ValidationError(f"SQL table '{name}' needs TBLPROPERTIES(\"url\"=<SQLAlchemy URL>)")
@@ -132,8 +153,6 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
         return SqlTableSpec(p["url"], p.get("table", name), pk)
     if connector == "console":
         return ConsoleTableSpec()
-    if connector not in ("", "files", "file"):
-        raise ValidationError(f"table '{name}': unknown connector '{connector}' (sql, console or files)")
     fmt = (stored_as or p.get("format") or "parquet").lower()
     if fmt not in FILE_FORMATS:
         raise ValidationError(f"table '{name}': STORED AS must be one of {', '.join(FILE_FORMATS).upper()}")

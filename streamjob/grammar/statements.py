@@ -47,10 +47,19 @@ class Column:
 @dataclass(frozen=True)
 class Statement:
     """Base of every statement. ``position`` is where its first keyword starts; ``text``
-    is its source text without the terminating ``;``."""
+    is its source text without the terminating ``;``; ``locations`` where its parts
+    start (see :meth:`where`), so that errors can point at the offending text."""
 
     position: Position = field(default=Position(1, 1), compare=False, kw_only=True)
     text: str = field(default="", compare=False, kw_only=True)
+    locations: dict[str, Position] = field(default_factory=dict, compare=False, kw_only=True,
+                                           repr=False)
+
+    def where(self, key: str) -> Position:
+        """Where a part of the statement starts: ``"name"`` (its object name),
+        ``"key:<property>"`` / ``"value:<property>"`` (a TBLPROPERTIES/JOBPROPERTIES
+        entry), ``"column:<name>"``, ``"checkpoint"``; the statement's start if unknown."""
+        return self.locations.get(key, self.position)
 
 
 Properties = tuple[tuple[str, str], ...]

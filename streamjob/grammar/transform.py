@@ -77,6 +77,7 @@ class Builder:
         statements = []
         for node in tree.children:
             self.text_end: int | None = None  # set by statements ending in a raw tail
+            self.locations: dict[str, Position] = {}
             cls, fields = getattr(self, "_" + node.data)(node)
             meta = node.meta
             end = meta.end_pos if self.text_end is None else self.text_end
@@ -85,12 +86,14 @@ class Builder:
                     **fields,
                     position=Position(meta.line, meta.column),
                     text=self.text[meta.start_pos : end].strip(),
+                    locations=self.locations,
                 )
             )
         return statements
 
     def name(self, tree: Tree) -> QualifiedName:
         parts = [ident_value(ident.children[0]) for ident in tree.children]
+        self.locations.setdefault("name", self.position(tree.children[0].children[0].start_pos))
         if len(parts) == 2:
             return QualifiedName(parts[1], parts[0])
         return QualifiedName(parts[0])
@@ -110,6 +113,8 @@ class Builder:
             key_text = unescape_string(key.value) if key.type == "STRING" else key.value
             value_text = unescape_string(value.value) if value.type == "STRING" else value.value
             pairs.append((key_text.lower(), value_text))
+            self.locations[f"key:{key_text.lower()}"] = self.position(key.start_pos)
+            self.locations[f"value:{key_text.lower()}"] = self.position(value.start_pos)
         return tuple(pairs)
 
     def columns(self, tree: Tree) -> tuple[Column, ...]:
@@ -121,6 +126,7 @@ class Builder:
             if name.lower() in seen:
                 raise self.error(f"column '{name}' is declared twice", ident_tok.start_pos)
             seen[name.lower()] = ident_tok
+            self.locations[f"column:{name.lower()}"] = self.position(ident_tok.start_pos)
             columns.append(Column(name, self.type_text(column.children[1])))
         return tuple(columns)
 
@@ -223,6 +229,8 @@ class Builder:
 
     def _start_streamjob(self, tree: Tree):
         checkpoint = next((c for c in tree.children if isinstance(c, Token) and c.type == "INT"), None)
+        if checkpoint is not None:
+            self.locations["checkpoint"] = self.position(checkpoint.start_pos)
         if checkpoint is not None and len(checkpoint.value.lstrip("0")) > 18:
             raise self.error("the checkpoint id is too large", checkpoint.start_pos)
         return StartStreamJob, dict(

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Callable
 
+from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker
@@ -157,6 +158,7 @@ class JobRunner(threading.Thread):
             ckdir = self._tmp
         retained = int(props["morphling.checkpoint.retained"])
         session = self.manager.job_session({
+            **jp.spark_settings(props),  # the job's own spark.sql.* settings
             "spark.sql.streaming.minBatchesToRetain": str(retained),
         })
         recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,

@@ -19,9 +19,10 @@ def test_unknown_property_suggests_nearest():
 
 
 def test_wrong_type_and_range_name_property_value_and_rule():
-    with pytest.raises(PropertyError, match=r"'morphling.job.checkpoint.interval' must be an integer \(ms\), got 'soon'"):
+    with pytest.raises(PropertyError, match=r"'morphling.job.checkpoint.interval' must be a duration "
+                       r"in ms, or with a unit such as '60 s' or '1 min', got 'soon'"):
         jp.validate({"morphling.job.checkpoint.interval": "soon"})
-    with pytest.raises(PropertyError, match=r"must be >= 0 or -1 \(never restart\), got -2"):
+    with pytest.raises(PropertyError, match=r"must be >= 0, -1 \(never restart\), got '-2'"):
         jp.validate({"morphling.task.max.failures": "-2"})
     with pytest.raises(PropertyError, match="true or false, got 'yes'"):
         jp.validate({"morphling.result.auto.flush": "yes"})
@@ -43,3 +44,51 @@ def test_layering_and_origin():
 ])
 def test_guarantee(props, expected):
     assert jp.guarantee(jp.values(props)) == expected
+
+
+def test_durations_take_units():
+    v = jp.values({"morphling.job.checkpoint.interval": "2 s", "morphling.checkpoint.timeout": "1min"})
+    assert v["morphling.job.checkpoint.interval"] == 2000
+    assert v["morphling.checkpoint.timeout"] == 60000
+    with pytest.raises(PropertyError, match="got '5 fortnights'"):
+        jp.validate({"morphling.checkpoint.timeout": "5 fortnights"})
+    with pytest.raises(PropertyError, match="must be between 1 and 10000, got '10001'"):
+        jp.validate({"morphling.checkpoint.retained": "10001"})
+
+
+def test_spark_sql_settings_pass_through_with_origin():
+    props = jp.validate({"Spark.SQL.shuffle.partitions": "2"})
+    assert props == {"spark.sql.shuffle.partitions": "2"}
+    eff = jp.effective(props, {"spark.sql.ansi.enabled": "true"})
+    assert eff["spark.sql.shuffle.partitions"] == jp.Effective("2", "JOBPROPERTIES")
+    assert jp.spark_settings(jp.values(props)) == {"spark.sql.shuffle.partitions": "2"}
+    with pytest.raises(PropertyError, match="unknown job property 'spark.master'"):
+        jp.validate({"spark.master": "local"})
+
+
+def test_connector_properties_are_checked_per_connector():
+    typed = jp.validate_connector("rate stream", {"source": "rate", "rows.per.second": "10"},
+                                  "rate stream 'r'")
+    assert typed["rows.per.second"] == 10
+    with pytest.raises(PropertyError, match="Kafka stream 's': unknown property 'topc'; did you mean 'topic'"):
+        jp.validate_connector("kafka stream", {"topc": "t"}, "Kafka stream 's'")
+    with pytest.raises(PropertyError, match="unknown property 'primary.key'; it belongs to a sql table"):
+        jp.validate_connector("file table", {"primary.key": "a"}, "file table 't'")
+    with pytest.raises(PropertyError, match="'watermark.delay' must be a Spark interval"):
+        jp.validate_connector("kafka stream", {"watermark.delay": "soon"}, "Kafka stream 's'")
+    assert jp.validate_connector("kafka stream", {"watermark.delay": "1 minute 30 seconds"}, "s")
+
+
+def test_engine_properties():
+    jp.validate_engine({"spark.master": "local[2]", "spark.executor.memory": "1g",
+                        "spark.morphling.zookeeper.quorum": "127.0.0.1:2181"})
+    with pytest.raises(PropertyError, match="did you mean 'spark.morphling.zookeeper.quorum'"):
+        jp.validate_engine({"spark.morphling.zookeeper.qourum": "x"})
+    with pytest.raises(PropertyError, match="engine properties are spark.\\* or streamjob.\\*"):
+        jp.validate_engine({"master": "local"})
+
+
+def test_secrets_are_masked():
+    assert jp.mask("url", "postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert jp.mask("sasl.password", "pw") == "******"
+    assert jp.mask("topic", "t") == "t"

@@ -1,0 +1,160 @@
+"""The single registry of properties: job, engine and connector (DESIGN §3, §7).
+
+- :data:`JOB` — JOBPROPERTIES and ``SET``; effective values layer default < SET <
+  JOBPROPERTIES and :func:`effective` reports where each came from.
+- :data:`ENGINE` — ``streamjob.conf`` and ``--conf``.
+- :data:`CONNECTOR` — TBLPROPERTIES of streams and tables, checked per connector by
+  :func:`validate_connector`.
+
+Names are case-insensitive; an unknown name is a :class:`PropertyError` suggesting the
+nearest known one; a bad value names the property, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..exceptions import PropertyError
+from .definitions import CONNECTOR, ENGINE, JOB, SECRET_WORDS
+from .registry import Property, Registry
+
+__all__ = [
+    "CONNECTOR", "ENGINE", "JOB", "Effective", "Property", "Registry", "effective",
+    "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
+    "validate_engine", "values",
+]
+
+JOB_PROPERTIES: dict[str, Property] = {p.name: p for p in JOB}
+
+
+def lookup(name: str) -> Property:
+    """The job property called ``name`` (case-insensitive).
+
+    Raises:
+        PropertyError: unknown name (suggests the nearest), or a ``spark.sql.*`` setting
+            (those are passed through, not looked up).
+    """
+    return JOB.lookup(name)
+
+
+def validate(pairs: Mapping[str, str]) -> dict[str, str]:
+    """Check JOBPROPERTIES/SET pairs; returns them with canonical names.
+
+    ``spark.sql.*`` settings pass through unchecked (they apply to the job's session).
+
+    Raises:
+        PropertyError: the first unknown name or bad value.
+    """
+    return JOB.validate(pairs)
+
+
+@dataclass(frozen=True)
+class Effective:
+    """A property's effective typed ``value`` and its ``origin``: default, SET or JOBPROPERTIES."""
+
+    value: Any
+    origin: str
+
+
+def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> dict[str, Effective]:
+    """Every job property's effective value, layering default < SET < JOBPROPERTIES;
+    ``spark.sql.*`` settings given in either are included with their origin."""
+    out = {}
+    for prop in JOB:
+        name = prop.name
+        if name in job:
+            out[name] = Effective(prop.parse(job[name]), "JOBPROPERTIES")
+        elif session and name in session:
+            out[name] = Effective(prop.parse(session[name]), "SET")
+        else:
+            out[name] = Effective(prop.default, "default")
+    for source, origin in ((session or {}, "SET"), (job, "JOBPROPERTIES")):
+        for name, raw in source.items():
+            if JOB.get(name) is None and JOB.passthrough(name):
+                out[name] = Effective(str(raw), origin)
+    return out
+
+
+def values(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{name: typed value}`` of :func:`effective`."""
+    return {k: v.value for k, v in effective(job, session).items()}
+
+
+def spark_settings(props: Mapping[str, Any]) -> dict[str, str]:
+    """The ``spark.sql.*`` settings among effective job ``props`` (for the job's session)."""
+    return {k: str(v) for k, v in props.items() if JOB.get(k) is None and JOB.passthrough(k)}
+
+
+def guarantee(props: Mapping[str, Any]) -> str:
+    """The delivery guarantee of DESIGN §6 for effective typed properties."""
+    if not props["morphling.job.enable.checkpoint"]:
+        return "none"
+    return "at-least-once" if props["morphling.result.auto.flush"] else "exactly-once"
+
+
+def validate_connector(scope: str, pairs: Mapping[str, str], what: str) -> dict[str, Any]:
+    """Check a stream's or table's TBLPROPERTIES for one connector ``scope``
+    (``kafka stream``, ``file stream``, ``rate stream``, ``file table``, ``sql table``,
+    ``kafka table``, ``console table``); ``what`` names the object in messages
+    (``Kafka stream 'clicks'``). Returns ``{name: typed value}`` of the given ones.
+
+    Raises:
+        PropertyError: a name unknown to this connector (suggests the nearest one it
+            knows) or a bad value.
+    """
+    known = Registry([p for p in CONNECTOR if scope in p.scopes])
+    out = {}
+    for name, raw in pairs.items():
+        prop = known.get(name)
+        if prop is None:
+            other = CONNECTOR.get(name)
+            hint = (f"; it belongs to a {' or '.join(other.scopes)}" if other is not None
+                    else known.suggest(name))
+            err = PropertyError(f"{what}: unknown property '{name}'{hint}")
+            err.key, err.bad_value = name.strip().lower(), False
+            raise err
+        try:
+            out[prop.name] = prop.parse(raw)
+        except PropertyError as exc:
+            exc.message = f"{what}: {exc.message}"
+            exc.args = (exc.message,)
+            raise
+    return out
+
+
+def validate_engine(conf: Mapping[str, str]) -> None:
+    """Check engine properties: known ``spark.morphling.*``/``streamjob.*`` names, any
+    other ``spark.*`` passed to Spark.
+
+    Raises:
+        PropertyError: an unknown ``spark.morphling.*``/``streamjob.*`` name (suggests the
+            nearest) or a name outside ``spark.*``/``streamjob.*``.
+    """
+    for name, raw in conf.items():
+        low = name.strip().lower()
+        prop = ENGINE.get(low)
+        if prop is not None:
+            if str(raw).strip():
+                prop.parse(raw)
+            continue
+        if low.startswith(("spark.morphling.", "streamjob.")) or not low.startswith("spark."):
+            raise PropertyError(f"unknown engine property '{name}'{ENGINE.suggest(name)}"
+                                + ("" if low.startswith(("spark.", "streamjob.")) else
+                                   "; engine properties are spark.* or streamjob.*"))
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@/\s]+@")
+
+
+def mask(name: str, value: Any) -> Any:
+    """``value`` fit for display: secrets (by registry flag or a name containing
+    password/secret/sasl.jaas/...) become ``******``; a password inside a URL is masked."""
+    low = name.lower()
+    prop = JOB.get(low) or CONNECTOR.get(low) or ENGINE.get(low)
+    if (prop is not None and prop.secret) or any(w in low for w in SECRET_WORDS):
+        return "******"
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(r"\1***@", value)
+    return value

@@ -1,0 +1,122 @@
+"""Every property streamjob knows: job (DESIGN §3), engine (§3) and connector (§7).
+
+Job property names are the seed's (Slipstream's ``morphling.*``); connector names are
+Slipstream's TBLPROPERTIES (``"topic"``, ``"kafka.broker.list"``,
+``"transwarp.consumer.*"``); engine names are Slipstream's ``spark.morphling.*`` plus
+``streamjob.catalog.url``. ``docs/properties.md`` is generated from these entries
+(``python -m streamjob.properties``).
+"""
+
+from __future__ import annotations
+
+from .registry import Property, Registry
+
+# ---------------------------------------------------------------------------- job
+
+JOB = Registry([
+    Property("morphling.job.enable.checkpoint", "bool", True,
+             "durable checkpoints; false = a temporary one, restarts begin at the reset strategy"),
+    Property("morphling.job.checkpoint.interval", "duration", 10_000,
+             "one checkpoint per interval: the micro-batch trigger interval; 0 = back to back",
+             unit="ms", minimum=0),
+    Property("morphling.job.enable.auto.failover", "bool", True,
+             "restart a failed job from its last checkpoint"),
+    Property("morphling.task.max.failures", "int", 5,
+             "restarts allowed before the job is FAILED; -1 = never restart",
+             minimum=0, special={-1: "never restart"}),
+    Property("morphling.result.auto.flush", "bool", False,
+             "true: rows reach the sink as produced (at-least-once); "
+             "false: visible with the checkpoint (exactly-once)"),
+    Property("morphling.checkpoint.backend", "choice", "catalog",
+             "where checkpoint metadata is recorded", choices=("catalog", "zookeeper", "kafka")),
+    Property("morphling.checkpoint.timeout", "duration", 60_000,
+             "a checkpoint not complete by then has expired", unit="ms", minimum=1),
+    Property("morphling.checkpoint.retained", "int", 5,
+             "checkpoints kept; older ones are purged", minimum=1, maximum=10_000),
+    Property("morphling.job.max.records.per.batch", "int", 0,
+             "cap on source records read per checkpoint (admission control); 0 = no cap",
+             unit="records", minimum=0),
+], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
+
+# ------------------------------------------------------------------------- engine
+
+ENGINE = Registry([
+    Property("spark.master", "string", "local[*]",
+             "Spark master: local[*], or a cluster URL (spark://host:7077)", scopes=("engine",)),
+    Property("spark.morphling.taskstate.checkpoint.directory", "string", None,
+             "root of the jobs' checkpoint directories, any Hadoop URI "
+             "(default: checkpoints/ in the streamjob home)", scopes=("engine",)),
+    Property("spark.morphling.zookeeper.quorum", "string", None,
+             "ZooKeeper hosts (host:port,...) of the zookeeper checkpoint backend",
+             scopes=("engine",)),
+    Property("spark.morphling.zookeeper.root.path", "string", "/morphling",
+             "root znode of streamjob's records in ZooKeeper", scopes=("engine",)),
+    Property("spark.morphling.zookeeper.namespace", "string", "default",
+             "namespace under the root (one per streamjob installation)", scopes=("engine",)),
+    Property("spark.morphling.zookeeper.checkpoints.path", "string", "checkpoints",
+             "znode under the namespace holding checkpoint records", scopes=("engine",)),
+    Property("spark.morphling.submitted.job.path", "string", "jobs",
+             "znode under the namespace listing running jobs", scopes=("engine",)),
+    Property("streamjob.catalog.url", "string", None,
+             "catalog database (SQLAlchemy URL); default: SQLite catalog.db in the home; "
+             "PostgreSQL for shared use", scopes=("engine",), secret=False),
+], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
+
+# --------------------------------------------------------------------- connectors
+
+_STREAM = ("kafka stream", "file stream", "rate stream")
+_WATERMARK = [
+    Property("watermark.column", "string", None,
+             "event-time column of the stream (a timestamp); enables event-time windows",
+             scopes=_STREAM),
+    Property("watermark.delay", "interval", None,
+             "how late an event may arrive, e.g. '10 seconds' (Spark's withWatermark)",
+             scopes=_STREAM),
+]
+
+CONNECTOR = Registry([
+    Property("source", "choice", "kafka", "what the stream reads",
+             choices=("kafka", "files", "rate"), scopes=_STREAM),
+    Property("topic", "string", None, "Kafka topic", scopes=("kafka stream", "kafka table")),
+    Property("kafka.broker.list", "string", None, "Kafka bootstrap servers (host:port,...)",
+             scopes=("kafka stream", "kafka table")),
+    Property("kafka.zookeeper", "string", None,
+             "accepted for old Slipstream scripts and ignored (Kafka clients need only brokers)",
+             scopes=("kafka stream", "kafka table")),
+    Property("format", "choice", None,
+             "record format: json (one object per record, fields by column name), delimited "
+             "(default with ROW FORMAT DELIMITED) or raw (key, value, topic, partition, "
+             "offset, timestamp); for file streams/tables csv, json or parquet",
+             choices=("json", "delimited", "raw", "csv", "parquet"),
+             scopes=("kafka stream", "file stream", "kafka table", "file table")),
+    Property("delimiter", "string", ",",
+             "field delimiter of delimited records (ROW FORMAT ... FIELDS TERMINATED BY wins)",
+             scopes=("kafka stream", "kafka table")),
+    Property("transwarp.consumer.group.id", "string", None,
+             "consumer group the processed offsets are committed to "
+             "(default streamjob.<db>.<job>)", scopes=("kafka stream",)),
+    Property("transwarp.consumer.reset.offset.strategy", "choice", "earliest",
+             "where a job without a checkpoint starts reading", choices=("earliest", "latest"),
+             scopes=("kafka stream",)),
+    Property("path", "string", None, "directory of the stream's files (any Hadoop URI)",
+             scopes=("file stream",)),
+    Property("rows.per.second", "int", 1, "rows generated per second", unit="rows/s",
+             minimum=1, scopes=("rate stream",)),
+    *_WATERMARK,
+    Property("connector", "choice", "files", "what the table is",
+             choices=("files", "file", "sql", "console", "kafka"),
+             scopes=("file table", "sql table", "console table", "kafka table")),
+    Property("skip.header.line.count", "int", 0,
+             "header lines of CSV files read as static data (Hive's name)", minimum=0,
+             scopes=("file table",)),
+    Property("url", "string", None, "SQLAlchemy URL of the database (password masked in output)",
+             scopes=("sql table",)),
+    Property("table", "string", None, "table name in that database (default: the table's own)",
+             scopes=("sql table",)),
+    Property("primary.key", "list", None,
+             "comma-separated key columns: rows are upserted on them (update output mode)",
+             scopes=("sql table",)),
+])
+
+#: Words in a property name that make its value a secret (masked in output).
+SECRET_WORDS = ("password", "secret", "sasl.jaas", "ssl.key", "token", "credential")

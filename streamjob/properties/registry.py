@@ -1,0 +1,214 @@
+"""The property model: one :class:`Property` per name, typed, ranged and documented.
+
+Every property streamjob reads — job properties (JOBPROPERTIES, ``SET``), engine
+properties (``streamjob.conf``, ``--conf``) and connector properties (TBLPROPERTIES) —
+is one entry of a :class:`Registry`, with its type, unit, default, range and meaning.
+Names are case-insensitive; values parse as users write them: ``TRUE``/``true``,
+``60000`` or ``60 s`` for a duration, ``10 seconds`` for a Spark interval.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+from ..exceptions import PropertyError
+
+#: Duration units accepted in a ``duration`` value, in milliseconds.
+DURATION_UNITS: dict[str, int] = {
+    "ms": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+_DURATION = re.compile(r"^(\d+)\s*([a-z]*)$")
+# A Spark interval such as "10 seconds", "1 minute 30 seconds", "500 milliseconds".
+_INTERVAL = re.compile(
+    r"^(?:interval\s+)?(?:\d+\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?"
+    r"|d|days?|weeks?)\s*)+$")
+
+KINDS = ("bool", "int", "duration", "interval", "choice", "string", "list", "offset")
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property.
+
+    ``kind``: ``bool``; ``int`` (``minimum``/``maximum``, ``special`` out-of-range
+    values with their meaning); ``duration`` (an integer of ``unit`` ms, or a number
+    with a unit: ``60 s``, ``1 min``); ``interval`` (a Spark interval string, kept as
+    text); ``choice`` (one of ``choices``, lower-cased); ``string`` (non-empty text);
+    ``list`` (comma-separated names, lower-cased); ``offset`` (one of ``choices`` or a
+    timestamp in ms). ``scopes`` says where the property may be given (``job``,
+    ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    description: str
+    unit: str = ""
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    special: Mapping[int, str] | None = None
+    scopes: tuple[str, ...] = ("job",)
+    secret: bool = False
+
+    def parse(self, raw: Any) -> Any:
+        """The typed value of ``raw`` (a string as written, or an already typed value).
+
+        Raises:
+            PropertyError: wrong type or out of range; names the property, the value
+                and what is allowed.
+        """
+        text = str(raw).strip()
+        low = text.lower()
+        if self.kind == "bool":
+            if low in ("true", "false"):
+                return low == "true"
+            raise self._bad(raw, "true or false")
+        if self.kind in ("int", "duration"):
+            value = self._integer(text)
+            if self.special and value in self.special:
+                return value
+            self._check_range(value, raw)
+            return value
+        if self.kind == "choice":
+            if low in self.choices:
+                return low
+            raise self._bad(raw, "one of " + ", ".join(self.choices))
+        if self.kind == "offset":
+            if low in self.choices:
+                return low
+            if low.isdigit():
+                return int(low)
+            raise self._bad(raw, "one of " + ", ".join(self.choices) + " or a timestamp in ms")
+        if self.kind == "interval":
+            if _INTERVAL.match(low):
+                return text
+            raise self._bad(raw, "a Spark interval such as '10 seconds' or '1 minute'")
+        if self.kind == "list":
+            items = tuple(x.strip().lower() for x in text.split(",") if x.strip())
+            if items:
+                return items
+            raise self._bad(raw, "a comma-separated list of column names")
+        if self.kind == "string":
+            if text:
+                return text
+            raise self._bad(raw, "a non-empty value")
+        raise AssertionError(self.kind)
+
+    def describe_range(self) -> str:
+        """What values are allowed, in words (for docs and errors)."""
+        if self.kind == "bool":
+            return "true | false"
+        if self.kind in ("choice", "offset"):
+            extra = " | <timestamp ms>" if self.kind == "offset" else ""
+            return " | ".join(self.choices) + extra
+        if self.kind in ("int", "duration"):
+            if self.minimum is not None and self.maximum is not None:
+                parts = [f"between {self.minimum} and {self.maximum}"]
+            else:
+                lo = "" if self.minimum is None else f">= {self.minimum}"
+                hi = "" if self.maximum is None else f"<= {self.maximum}"
+                parts = [p for p in (lo, hi) if p]
+            parts += [f"{k} ({v})" for k, v in (self.special or {}).items()]
+            return ", ".join(parts) or "any integer"
+        if self.kind == "interval":
+            return "a Spark interval ('10 seconds')"
+        if self.kind == "list":
+            return "comma-separated columns"
+        return "text"
+
+    def _integer(self, text: str) -> int:
+        m = _DURATION.match(text.lower())
+        if text.lstrip("-").isdigit() and text.count("-") <= 1:
+            return int(text)
+        if self.kind == "duration" and m and m.group(2) in DURATION_UNITS:
+            return int(m.group(1)) * DURATION_UNITS[m.group(2)] // DURATION_UNITS.get(self.unit, 1)
+        what = "a duration in ms, or with a unit such as '60 s' or '1 min'" \
+            if self.kind == "duration" else f"an integer{f' ({self.unit})' if self.unit else ''}"
+        raise self._bad(text, what)
+
+    def _check_range(self, value: int, raw: Any) -> None:
+        if (self.minimum is not None and value < self.minimum) or (
+                self.maximum is not None and value > self.maximum):
+            raise self._bad(raw, self.describe_range())
+
+    def _bad(self, raw: Any, allowed: str) -> PropertyError:
+        err = PropertyError(f"property '{self.name}' must be {allowed}, got '{raw}'")
+        err.key, err.bad_value = self.name, True
+        return err
+
+
+class Registry:
+    """Properties by lower-case name, for one or more scopes.
+
+    Args:
+        properties: the entries.
+        prefixes: ``{prefix: description}`` of name families passed through unchecked
+            (e.g. ``spark.sql.``: any Spark SQL setting).
+    """
+
+    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None):
+        self._by_name = {p.name: p for p in properties}
+        self.prefixes = dict(prefixes or {})
+
+    def __iter__(self) -> Iterator[Property]:
+        return iter(self._by_name.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name.strip().lower() in self._by_name
+
+    def names(self) -> list[str]:
+        """Every registered name, in registration order."""
+        return list(self._by_name)
+
+    def get(self, name: str) -> Property | None:
+        """The property called ``name`` (case-insensitive), or None."""
+        return self._by_name.get(name.strip().lower())
+
+    def passthrough(self, name: str) -> bool:
+        """True if ``name`` belongs to a family passed through unchecked."""
+        low = name.strip().lower()
+        return any(low.startswith(p) and len(low) > len(p) for p in self.prefixes)
+
+    def lookup(self, name: str, what: str = "job property") -> Property:
+        """The property called ``name``.
+
+        Raises:
+            PropertyError: unknown name; suggests the nearest known one.
+        """
+        prop = self.get(name)
+        if prop is not None:
+            return prop
+        err = PropertyError(f"unknown {what} '{name}'{self.suggest(name)}")
+        err.key, err.bad_value = name.strip().lower(), False
+        raise err
+
+    def suggest(self, name: str) -> str:
+        """``"; did you mean 'x'?"`` for the nearest known name, or ``""``."""
+        near = difflib.get_close_matches(name.strip().lower(), self._by_name, n=1, cutoff=0.6)
+        return f"; did you mean '{near[0]}'?" if near else ""
+
+    def validate(self, pairs: Mapping[str, Any], what: str = "job property") -> dict[str, str]:
+        """Check every ``name -> raw value``; returns them with canonical names.
+
+        Names in a pass-through family are kept as given (lower-cased).
+
+        Raises:
+            PropertyError: the first unknown name or bad value (``err.key`` names it).
+        """
+        out = {}
+        for name, raw in pairs.items():
+            if self.get(name) is None and self.passthrough(name):
+                out[name.strip().lower()] = str(raw).strip()
+                continue
+            prop = self.lookup(name, what)
+            prop.parse(raw)
+            out[prop.name] = str(raw).strip()
+        return out
