@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from .exceptions import ParseError, StreamJobError
+from .exceptions import StreamJobError
 
 
 class _Context:
@@ -86,7 +86,7 @@ def _debug(ctx: click.Context) -> bool:
 
 def _print_error(exc: StreamJobError) -> None:
     click.secho(f"Error: {exc}", fg="red", err=True)
-    if isinstance(exc, ParseError) and exc.snippet:
+    if exc.snippet:
         click.echo(exc.snippet, err=True)
 
 
@@ -128,12 +128,8 @@ def _execute_file(obj: _Context, path: str, variables: dict[str, str], manager=N
     for stmt in statements:
         try:
             result = executor.execute(stmt)
-        except ParseError as exc:
-            exc.source = exc.source or path
-            if exc.line and not exc.snippet:
-                lines = text.splitlines()
-                if 0 < exc.line <= len(lines):
-                    exc.snippet = f"{lines[exc.line - 1]}\n{' ' * ((exc.column or 1) - 1)}^"
+        except StreamJobError as exc:
+            exc.locate(stmt.position.line, stmt.position.column, text, path)
             raise
         _render(result, as_json=False)
 
@@ -190,6 +186,37 @@ def submit(obj: _Context, file: str, variables) -> None:
     _execute_file(obj, file, _pairs(variables, "--var"))
 
 
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="Value of ${NAME} in the file (repeatable).")
+@click.option("-v", "--verbose", is_flag=True, help="One line per statement.")
+@click.pass_obj
+def check(obj: _Context, file: str, variables, verbose: bool) -> None:
+    """Dry run: parse and validate FILE against a scratch copy of the catalog.
+
+    Prints OK, or the first error as FILE:LINE:COL: error: ... with the line and a
+    caret, and exits 1. Nothing runs and the catalog is not changed.
+    """
+    from .check import check_script, scratch_catalog
+
+    try:
+        text = _read_script(file, _pairs(variables, "--var"), obj.home)
+        report = check_script(text, file, scratch_catalog(obj.catalog), obj.home)
+    except StreamJobError as exc:
+        if obj.debug:
+            raise
+        where = f"{exc.source or file}:{exc.line}:{exc.column}: " if exc.line else f"{file}: "
+        click.secho(f"{where}error: {exc.message}", fg="red", err=True)
+        if exc.snippet:
+            click.echo(exc.snippet, err=True)
+        sys.exit(1)
+    if verbose:
+        for line in report.lines:
+            click.echo(line)
+    click.echo(f"OK ({report.statements} statement{'s' if report.statements != 1 else ''})")
+
+
 @main.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
@@ -226,25 +253,28 @@ def _statement(obj: _Context, sql: str, as_json: bool) -> None:
 
 def _render(result, as_json: bool) -> None:
     if as_json:
-        if result.columns:
-            data = [dict(zip(result.columns, row)) for row in result.rows]
-        else:
-            data = {"message": result.message}
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json.dumps(result.to_json(), indent=2, default=str))
         return
-    if result.columns:
-        from rich.console import Console
-        from rich.table import Table
+    from rich.console import Console
 
-        table = Table(title=result.title)
-        for c in result.columns:
-            table.add_column(c)
-        for row in result.rows:
-            table.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, dict) else str(v))
-                            for v in row])
-        Console(width=None if sys.stdout.isatty() else 200).print(table)
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    for part in result.sections or [result]:
+        if part.columns:
+            console.print(_table(part))
     if result.message:
         click.echo(result.message)
+
+
+def _table(result):
+    from rich.table import Table
+
+    table = Table(title=result.title, title_justify="left")
+    for c in result.columns:
+        table.add_column(c, overflow="fold")
+    for row in result.rows:
+        table.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+                        for v in row])
+    return table
 
 
 if __name__ == "__main__":  # pragma: no cover

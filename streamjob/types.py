@@ -80,3 +80,60 @@ def ddl(columns: Iterable[Mapping[str, str]]) -> str:
 def arrow_schema(columns: Iterable[Mapping[str, str]]) -> pa.Schema:
     """An Arrow schema from ``[{"name", "type"}, ...]``; every field nullable."""
     return pa.schema([pa.field(c["name"], arrow_type(c["type"])) for c in columns])
+
+
+_COMPLEX = re.compile(r"^(array|map|struct)<(.*)>$")
+KNOWN_TYPES = tuple(_SIMPLE) + ("timestamp_ntz", "decimal(p,s)", "varchar(n)", "char(n)",
+                                "array<t>", "map<k,v>", "struct<name:t,...>")
+
+
+def check_type(type_text: str) -> str:
+    """The normalized type text if it is a Hive/Spark column type streamjob knows
+    (simple types, ``decimal(p,s)``, ``varchar(n)``, ``array<t>``, ``map<k,v>``,
+    ``struct<name:t,...>``, nested).
+
+    Raises:
+        ValidationError: an unknown type; suggests the nearest known name.
+    """
+    import difflib
+
+    t = normalize_type(type_text)
+    if t in _SIMPLE or t in ("timestamp_ntz", "decimal") or _DECIMAL.match(t) or _SIZED_STRING.match(t):
+        return t
+    m = _COMPLEX.match(t)
+    if m:
+        kind, inner = m.groups()
+        parts = _split_top(inner)
+        if kind == "array" and len(parts) == 1:
+            check_type(parts[0])
+            return t
+        if kind == "map" and len(parts) == 2:
+            check_type(parts[0])
+            check_type(parts[1])
+            return t
+        if kind == "struct" and parts and all(":" in p for p in parts):
+            for p in parts:
+                check_type(p.split(":", 1)[1])
+            return t
+    base = re.split(r"[(<]", t, 1)[0]
+    near = difflib.get_close_matches(base, list(_SIMPLE) + ["decimal", "varchar", "array", "map",
+                                                            "struct", "timestamp_ntz"], n=1)
+    hint = f"; did you mean '{near[0]}'?" if near else ""
+    raise ValidationError(f"unknown column type '{type_text}'{hint}", text=type_text)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside ``<>`` and ``()``."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p for p in parts if p]

@@ -5,9 +5,10 @@ the catalog URL into an SQLAlchemy engine (``postgresql://`` on psycopg 3 when p
 is absent, ``~`` expanded and the parent directory created for a SQLite file, one
 serialized connection for an in-memory SQLite database), installs the SQLite connection
 events (WAL journal, busy timeout, foreign keys, ``BEGIN IMMEDIATE`` for writers),
-creates or checks the schema, and runs each method's transaction (:meth:`_tx`), turning
-database errors into :class:`~streamjob.exceptions.CatalogError` naming the URL with its
-password masked. The method groups (:mod:`~streamjob.catalog.objects`,
+brings the schema to this code's revision (alembic migrations of
+:mod:`streamjob.catalog.migrations`), and runs each method's transaction (:meth:`_tx`),
+turning database errors into :class:`~streamjob.exceptions.CatalogError` naming the URL
+with its password masked. The method groups (:mod:`~streamjob.catalog.objects`,
 :mod:`~streamjob.catalog.jobs`, :mod:`~streamjob.catalog.checkpoints`) build on it and
 share the small helpers at the end of this module.
 """
@@ -17,7 +18,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -25,13 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, insert, select, text
+from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from streamjob.catalog.models import SCHEMA_VERSION, Base, CatalogMeta, Job
+from streamjob.catalog import migrations
+from streamjob.catalog.models import Job
 from streamjob.exceptions import CatalogError
 
 __all__ = [
@@ -45,7 +49,7 @@ __all__ = [
 
 #: Execution option marking a connection whose transaction writes (SQLite: BEGIN IMMEDIATE).
 _WRITE = "streamjob_catalog_write"
-#: Advisory-lock key (PostgreSQL) taken while the schema is created or checked.
+#: Advisory-lock key (PostgreSQL) taken while the schema is migrated.
 _SCHEMA_LOCK_KEY = 0x5354524A4F42  # "STRJOB"
 #: SQLite busy timeout, milliseconds.
 BUSY_TIMEOUT_MS = 30000
@@ -78,6 +82,23 @@ def _first_line(exc: BaseException) -> str:
     msg = str(orig if orig is not None else exc).strip()
     line = msg.splitlines()[0].strip() if msg else ""
     return line or type(orig if orig is not None else exc).__name__
+
+
+def _enable_wal(cursor: Any) -> None:
+    # Turning a new database file to WAL takes an exclusive lock, and SQLite answers
+    # "database is locked" at once (no busy handler) to a connection racing another
+    # one for it, e.g. two processes opening a new catalog: retry up to the busy timeout.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class CatalogEngine:
@@ -160,7 +181,7 @@ class CatalogEngine:
             try:
                 cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 if wal:
-                    cursor.execute("PRAGMA journal_mode = WAL")
+                    _enable_wal(cursor)
                     cursor.execute("PRAGMA synchronous = NORMAL")
                 cursor.execute("PRAGMA foreign_keys = ON")
             finally:
@@ -177,31 +198,25 @@ class CatalogEngine:
                 conn.exec_driver_sql("BEGIN")
 
     def _ensure_schema(self) -> None:
-        """Create the tables when missing and check ``schema_version``.
+        """Bring the database to the schema revision of this code (alembic migrations).
 
-        The single place that prepares the database (alembic migrations replace it).
-        Concurrent first starts are serialized (SQLite write lock, PostgreSQL advisory
-        lock) and DDL runs in the same transaction.
+        The single place that prepares the database. Fast path: a read of
+        ``alembic_version`` (no lock); at head, nothing else happens. Otherwise the
+        migrations run in one write transaction (SQLite ``BEGIN IMMEDIATE``, foreign keys
+        off for table copies; PostgreSQL advisory lock), where the revision is read
+        again: concurrent first starts migrate once, the others find the head. See
+        :func:`~streamjob.catalog.migrations.upgrade_to_head` for the errors.
         """
         with self._serial or nullcontext():
             with self._engine.connect() as conn:
-                conn = conn.execution_options(**{_WRITE: True})
                 with conn.begin():
+                    if migrations.is_at_head(conn):
+                        return
+                conn = conn.execution_options(**{_WRITE: True})
+                with migrations.foreign_keys_off(conn), conn.begin():
                     if self._backend == "postgresql":
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
-                    Base.metadata.create_all(conn)
-                    version = conn.scalar(
-                        select(CatalogMeta.value).where(CatalogMeta.key == "schema_version")
-                    )
-                    if version is None:
-                        conn.execute(
-                            insert(CatalogMeta).values(key="schema_version", value=SCHEMA_VERSION)
-                        )
-                    elif version != SCHEMA_VERSION:
-                        raise CatalogError(
-                            f"catalog {self._masked} has schema version {version}; this "
-                            f"streamjob reads version {SCHEMA_VERSION}"
-                        )
+                    migrations.upgrade_to_head(conn, self._masked)
 
     # ------------------------------------------------------------ transactions
 

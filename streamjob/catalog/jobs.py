@@ -52,11 +52,14 @@ class JobsMixin(CatalogEngine):
         dependencies: Iterable[Sequence[str]],
         if_not_exists: bool = False,
         check_dependencies: bool = True,
+        session_properties: Mapping[str, Any] | None = None,
     ) -> bool:
         """Register a job (desired state STOPPED, status CREATED, a fresh uid).
 
         ``dependencies`` are ``(kind, database, name, role)`` tuples, kind ``stream`` or
         ``table``, role ``source``, ``sink`` or ``static``; duplicates are dropped.
+        ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
+        (JSON-serializable; stored as a copy, None meaning ``{}``), kept with the job.
 
         Returns True if created, False if the job existed and ``if_not_exists``. Raises
         :class:`ObjectExistsError` if it exists (without ``if_not_exists``);
@@ -98,6 +101,7 @@ class JobsMixin(CatalogEngine):
                     name=name,
                     query=query,
                     properties=dict(properties),
+                    session_properties=dict(session_properties or {}),
                     desired_state="STOPPED",
                     status="CREATED",
                     attempts=0,
@@ -242,6 +246,7 @@ class JobsMixin(CatalogEngine):
             created_at=job.created_at,
             updated_at=job.updated_at,
             dependencies=tuple(deps),
+            session_properties=dict(job.session_properties or {}),
         )
 
     # -------------------------------------------------------------------- runs

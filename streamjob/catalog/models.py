@@ -4,6 +4,10 @@ Tables: ``streams`` and ``tables`` (one name space per database, enforced by the
 Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints``
 (the retained ones) and ``catalog_meta`` holding ``schema_version``.
 
+The database schema is made and changed only by the alembic migrations of
+:mod:`streamjob.catalog.migrations` (never ``create_all``): a change here needs a new
+revision there, and a test checks that the migrations at head equal these models.
+
 Only the :class:`~streamjob.catalog.api.Catalog` modules (``engine``, ``objects``,
 ``jobs``, ``checkpoints``) use these classes; everyone else gets the records of
 :mod:`streamjob.catalog.records`. Constraint names follow a fixed naming convention
@@ -31,8 +35,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-#: The schema version this code reads and writes (``catalog_meta.schema_version``).
-SCHEMA_VERSION = "1"
+#: The schema revision these models describe: the alembic head revision (a test checks
+#: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
+#: 0001, the value streamjob wrote before it used alembic).
+SCHEMA_VERSION = "0002"
 
 NAME_LENGTH = 255
 
@@ -85,7 +91,8 @@ class Base(DeclarativeBase):
 
 
 class CatalogMeta(Base):
-    """Key/value facts about the catalog itself (``schema_version``)."""
+    """Key/value facts about the catalog itself (``schema_version``, for streamjob
+    versions before alembic; the revision itself is in ``alembic_version``)."""
 
     __tablename__ = "catalog_meta"
 
@@ -127,7 +134,11 @@ class Table(Base):
 
 
 class Job(Base):
-    """A stream job; ``uid`` identifies this incarnation (new on every CREATE)."""
+    """A stream job; ``uid`` identifies this incarnation (new on every CREATE).
+
+    ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
+    (revision 0002; NULL for jobs created before it, read as ``{}``).
+    """
 
     __tablename__ = "jobs"
     __table_args__ = (UniqueConstraint("database", "name"),)
@@ -144,6 +155,7 @@ class Job(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    session_properties: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
 
 
 class JobDependency(Base):

@@ -10,7 +10,7 @@ modules can import them without importing SQLAlchemy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -107,7 +107,10 @@ class JobInfo:
     new one); the manager addresses runs and checkpoints by it. ``query`` is the inner
     ``insert into ... select ...`` text; ``properties`` the JOBPROPERTIES as stored;
     ``attempts`` counts failures since the last good checkpoint; ``dependencies`` is a
-    tuple of ``(kind, database, name, role)`` in the order they were registered.
+    tuple of ``(kind, database, name, role)`` in the order they were registered;
+    ``session_properties`` the session's ``SET`` values captured when CREATE STREAMJOB
+    ran (the job keeps the defaults of the session that created it; ``{}`` if none, and
+    for jobs created before the catalog recorded them).
     """
 
     uid: str
@@ -122,6 +125,7 @@ class JobInfo:
     created_at: datetime
     updated_at: datetime
     dependencies: tuple[Dependency, ...] = ()
+    session_properties: dict[str, Any] = field(default_factory=dict)
 
     @property
     def qualified_name(self) -> str:

@@ -98,3 +98,31 @@ def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
                 except FileNotFoundError:
                     pass
     return deleted
+
+
+def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
+    """Delete the offset and commit log entries of batches after ``checkpoint_id``, so
+    that Spark resumes from it (``START ... FROM CHECKPOINT n``, DESIGN §4). State
+    versions of later batches stay on disk and are overwritten when those batches run
+    again. Returns the number of files deleted (local checkpoints only).
+
+    Raises:
+        CheckpointError: a log file cannot be deleted.
+    """
+    if not is_local_uri(checkpoint_dir):
+        raise CheckpointError(f"restoring a checkpoint on {checkpoint_dir} is not supported yet")
+    deleted = 0
+    for log_name in ("offsets", "commits"):
+        d = _local_path(checkpoint_dir) / log_name
+        for batch_id in log_ids(checkpoint_dir, log_name):
+            if batch_id <= checkpoint_id:
+                continue
+            for name in (str(batch_id), f".{batch_id}.crc"):
+                try:
+                    (d / name).unlink()
+                    deleted += 1
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    raise CheckpointError(f"cannot delete {d / name}: {exc.strerror}") from None
+    return deleted

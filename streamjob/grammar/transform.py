@@ -293,10 +293,12 @@ class Builder:
         key = next((t for t in tokens if t.type == "KEY"), None)
         if key is None:
             return SetProperty, {}
+        self.locations[f"key:{key.value.lower()}"] = self.position(key.start_pos)
         value_token = next((t for t in tokens if t.type == "SET_VALUE"), None)
         value = ""
         if value_token is not None:
             start, end = self.raw_tail(value_token)
+            self.locations[f"value:{key.value.lower()}"] = self.position(start)
             raw = self.text[start:end]
             pieces = [(k, s, e) for k, s, e in iter_pieces(raw) if k != "comment"]
             value = "".join(raw[s:e] for _, s, e in pieces).strip()
@@ -307,6 +309,8 @@ class Builder:
 
     def _reset_property(self, tree: Tree):
         key = next((c for c in tree.children if isinstance(c, Token) and c.type == "KEY"), None)
+        if key is not None:
+            self.locations[f"key:{key.value.lower()}"] = self.position(key.start_pos)
         return ResetProperty, dict(key=key.value.lower() if key is not None else None)
 
     # -- raw tails

@@ -96,7 +96,7 @@ class JobRunner(threading.Thread):
                     self.started.set()
                     return
                 self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
-                                     job.query, job.properties, self.manager.session_props)
+                                     job.query, job.properties, job.session_properties)
                 run_id = self.catalog.start_run(job.uid, attempt)
                 self._update(status="RECOVERING" if failures else "STARTING")
                 self.query = self._start(self.plan)
@@ -197,14 +197,13 @@ class JobManager:
     Args:
         catalog: the catalog (control plane).
         home: the streamjob home (checkpoint root, engine conf).
-        session_props: the client's SET values, layered under JOBPROPERTIES.
+
+    A job's SET values are those captured when it was created (``JobInfo.session_properties``).
     """
 
-    def __init__(self, catalog: Catalog, home: Home, session_props: dict[str, str] | None = None,
-                 debug: bool = False) -> None:
+    def __init__(self, catalog: Catalog, home: Home, debug: bool = False) -> None:
         self.catalog = catalog
         self.home = home
-        self.session_props = session_props if session_props is not None else {}
         self.debug = debug
         self.runners: dict[str, JobRunner] = {}
         self._lock = threading.Lock()

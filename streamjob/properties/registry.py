@@ -130,8 +130,11 @@ class Property:
             return int(text)
         if self.kind == "duration" and m and m.group(2) in DURATION_UNITS:
             return int(m.group(1)) * DURATION_UNITS[m.group(2)] // DURATION_UNITS.get(self.unit, 1)
-        what = "a duration in ms, or with a unit such as '60 s' or '1 min'" \
-            if self.kind == "duration" else f"an integer{f' ({self.unit})' if self.unit else ''}"
+        if self.kind == "duration":
+            what = "a duration in ms, or with a unit such as '60 s' or '1 min'"
+        else:
+            rng = self.describe_range().replace(", -", ", or -")
+            what = f"an integer{f' ({self.unit})' if self.unit else ''} {rng}".rstrip()
         raise self._bad(text, what)
 
     def _check_range(self, value: int, raw: Any) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from streamjob.catalog import Catalog, CheckpointInfo, JobInfo, StreamInfo, TableInfo
+from streamjob.catalog.models import SCHEMA_VERSION
 from streamjob.exceptions import (
     CatalogError,
     ObjectExistsError,
@@ -584,10 +585,12 @@ def test_sqlite_file_setup_and_reopen(tmp_path):
 
     engine = create_engine(url)
     with engine.begin() as conn:
-        assert conn.scalar(text("SELECT value FROM catalog_meta WHERE key = 'schema_version'")) == "1"
-        conn.execute(text("UPDATE catalog_meta SET value = '99' WHERE key = 'schema_version'"))
+        version = conn.scalar(text("SELECT value FROM catalog_meta WHERE key = 'schema_version'"))
+        assert version == SCHEMA_VERSION
+        assert conn.scalar(text("SELECT version_num FROM alembic_version")) == SCHEMA_VERSION
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     engine.dispose()
-    with pytest.raises(CatalogError, match="schema version 99"):
+    with pytest.raises(CatalogError, match="schema revision 0099"):
         Catalog(url)
 
 

@@ -92,3 +92,12 @@ def test_secrets_are_masked():
     assert jp.mask("url", "postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
     assert jp.mask("sasl.password", "pw") == "******"
     assert jp.mask("topic", "t") == "t"
+
+
+def test_docs_property_reference_is_generated_from_the_registry():
+    from pathlib import Path
+
+    from streamjob.properties.__main__ import render
+
+    doc = Path(__file__).parent.parent.parent / "docs" / "properties.md"
+    assert doc.read_text() == render(), "run: python -m streamjob.properties > docs/properties.md"

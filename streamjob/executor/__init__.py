@@ -1,0 +1,81 @@
+"""Executes parsed StreamSQL statements against the catalog (and a job manager, if hosted).
+
+Statements change the catalog, the control plane (DESIGN §8). When this process hosts
+a :class:`~streamjob.manager.JobManager` (``streamjob run``), START and STOP also start
+and stop the job here; otherwise they only set the job's desired state.
+
+With ``dry_run=True`` (``streamjob check``) the executor works on a scratch catalog and
+touches nothing else: START/STOP/DROP are checked and recorded in that catalog, no job
+runs, no checkpoint is removed.
+
+Every :class:`~streamjob.exceptions.StreamJobError` a statement raises leaves with a
+position in the script: the offending property or value, else the statement's object
+name, else the statement's start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog import Catalog
+from ..exceptions import StreamJobError, ValidationError
+from ..grammar import statements as st
+from ..home import Home
+from .describe import DescribeStatements
+from .jobs import JobStatements
+from .objects import ObjectStatements
+from .result import Result
+from .session import SessionStatements
+
+__all__ = ["Executor", "Result"]
+
+
+class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements):
+    """Runs statements for one client session.
+
+    Args:
+        catalog: the catalog (a scratch copy for a dry run).
+        home: the streamjob home.
+        manager: the in-process job manager, or None for a catalog-only client.
+        session_props: this session's ``SET`` values (job property defaults; captured
+            by each job created in this session).
+        dry_run: check START/STOP/DROP instead of running them (see the module doc).
+    """
+
+    def __init__(self, catalog: Catalog, home: Home, manager=None,
+                 session_props: dict[str, str] | None = None, dry_run: bool = False) -> None:
+        self.catalog = catalog
+        self.home = home
+        self.manager = manager
+        self.dry_run = dry_run
+        self.session_props = session_props if session_props is not None else {}
+
+    def execute(self, stmt: st.Statement) -> Result:
+        """Execute one statement.
+
+        Raises:
+            StreamJobError: any error a user can act on, located in the script (the
+                statement changed nothing).
+        """
+        handler = getattr(self, f"_do_{type(stmt).__name__}", None)
+        try:
+            if handler is None:
+                raise ValidationError(f"{type(stmt).__name__} is not supported")
+            return handler(stmt)
+        except StreamJobError as exc:
+            locate(exc, stmt)
+            raise
+
+
+def locate(exc: StreamJobError, stmt: st.Statement) -> None:
+    """Give ``exc`` a position in ``stmt`` if it has none: the property it names
+    (``exc.key``; its value when ``exc.bad_value``), else the statement's object name."""
+    if exc.line is not None:
+        return
+    key: Any = getattr(exc, "key", None)
+    pos = None
+    if key is not None:
+        kind = "value" if getattr(exc, "bad_value", False) else "key"
+        pos = stmt.locations.get(f"{kind}:{key}") or stmt.locations.get(f"key:{key}")
+    pos = pos or stmt.where("name")
+    exc.locate(pos.line, pos.column)

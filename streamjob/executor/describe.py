@@ -1,0 +1,119 @@
+"""LIST/SHOW STREAMJOBS, DESCRIBE STREAMJOB, SHOW CHECKPOINTS, DESCRIBE stream/table.
+
+Secrets (passwords, SASL settings, a password inside a URL) are masked (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .. import properties as jp
+from ..exceptions import ObjectNotFoundError, StreamJobError
+from ..grammar import statements as st
+from .objects import sink_kind, source_kind
+from .result import Result
+
+RUNS_SHOWN = 10
+
+
+def _ts(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value else None
+
+
+class DescribeStatements:
+    """Read-only statements of :class:`~streamjob.executor.Executor`."""
+
+    def _do_ShowStreamJobs(self, s: st.ShowStreamJobs) -> Result:
+        rows = []
+        for job in self.catalog.list_jobs():
+            props = jp.values(job.properties, job.session_properties)
+            last = self.catalog.latest_checkpoint(job.uid)
+            rows.append((
+                job.qualified_name, job.status, job.desired_state, jp.guarantee(props),
+                last.checkpoint_id if last else None, _ts(last.ended_at) if last else None,
+                last.input_rows if last else None, job.attempts, job.last_error,
+            ))
+        return Result(columns=("job", "status", "desired", "guarantee", "last checkpoint",
+                               "checkpoint time", "rows in", "failures", "last error"),
+                      rows=rows, title="streamjobs")
+
+    def _do_ShowCheckpoints(self, s: st.ShowCheckpoints) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.require_job(db, name)
+        return self._checkpoints(job, f"checkpoints of {db}.{name}")
+
+    def _checkpoints(self, job, title: str) -> Result:
+        rows = [(c.checkpoint_id, c.status, _ts(c.started_at), _ts(c.ended_at), c.duration_ms,
+                 c.input_rows, c.state_rows, c.source_offsets)
+                for c in self.catalog.list_checkpoints(job.uid)]
+        return Result(columns=("checkpoint", "status", "started", "ended", "duration ms",
+                               "rows in", "state rows", "source offsets"), rows=rows, title=title)
+
+    def _do_DescribeStreamJob(self, s: st.DescribeStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.require_job(db, name)
+        eff = jp.effective(job.properties, job.session_properties)
+        values = {k: v.value for k, v in eff.items()}
+        try:
+            plan = self._plan(db, name, job.query, job.properties, job.session_properties)
+            mode, problem = plan.output_mode, None
+        except StreamJobError as exc:
+            mode, problem = None, exc.message
+        runs = self.catalog.list_runs(job.uid)
+        failures = sum(1 for r in runs if r.status == "FAILED")
+        overview: list[tuple[str, Any]] = [
+            ("name", job.qualified_name), ("status", job.status),
+            ("desired state", job.desired_state), ("guarantee", jp.guarantee(values)),
+            ("output mode", mode), ("query", job.query),
+            ("checkpoint directory", self.home.checkpoint_dir(db, name)
+             if values["morphling.job.enable.checkpoint"] else "(temporary)"),
+            ("created", _ts(job.created_at)), ("updated", _ts(job.updated_at)),
+            ("runs", len(runs)), ("failed runs", failures),
+            ("failures since last checkpoint", job.attempts), ("last error", job.last_error),
+        ]
+        if problem:
+            overview.append(("cannot run now", problem))
+        props = [(k, jp.mask(k, v.value), v.origin) for k, v in eff.items()]
+        deps = [(kind, f"{d}.{n}", role) for kind, d, n, role in job.dependencies]
+        run_rows = [(r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at), r.cause)
+                    for r in runs[-RUNS_SHOWN:]]
+        return Result(title=f"streamjob {db}.{name}", sections=[
+            Result(columns=("field", "value"), rows=overview, title="streamjob"),
+            Result(columns=("property", "value", "origin"), rows=props, title="properties"),
+            Result(columns=("kind", "name", "role"), rows=deps, title="dependencies"),
+            Result(columns=("attempt", "status", "started", "ended", "cause"), rows=run_rows,
+                   title=f"runs (last {RUNS_SHOWN})"),
+            self._checkpoints(job, "retained checkpoints"),
+        ])
+
+    def _do_Describe(self, s: st.Describe) -> Result:
+        db, name = self._names(s.name, s.kind or "object")
+        obj = None
+        if s.kind in (None, "stream"):
+            obj = self.catalog.get_stream(db, name)
+        if obj is None and s.kind in (None, "table"):
+            obj = self.catalog.get_table(db, name)
+        if obj is None:
+            what = s.kind or "stream or table"
+            raise ObjectNotFoundError(f"{what} {db}.{name} does not exist")
+        info: list[tuple[str, Any]] = [("name", obj.qualified_name), ("kind", obj.kind)]
+        if obj.kind == "stream":
+            info.append(("source", source_kind(obj)))
+            if obj.is_derived:
+                info.append(("query", obj.query))
+        else:
+            info += [("connector", sink_kind(obj)), ("location", obj.location)]
+        if obj.row_format:
+            info.append(("row format", ", ".join(
+                f"{k}={v!r}" for k, v in obj.row_format.items() if k != "delimited" and v)))
+        users = sorted({j.qualified_name for j in self.catalog.list_jobs()
+                        for kind, d, n, _ in j.dependencies if (kind, d, n) == (obj.kind, db, name)})
+        info.append(("used by", ", ".join(users) or None))
+        return Result(title=f"{obj.kind} {db}.{name}", sections=[
+            Result(columns=("column", "type"), title="columns",
+                   rows=[(c["name"], c["type"]) for c in obj.columns]),
+            Result(columns=("field", "value"), rows=info, title=obj.kind),
+            Result(columns=("property", "value"), title="properties",
+                   rows=[(k, jp.mask(k, v)) for k, v in obj.properties.items()]),
+        ])

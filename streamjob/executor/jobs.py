@@ -1,0 +1,130 @@
+"""CREATE/START/STOP/DROP/ALTER STREAMJOB."""
+
+from __future__ import annotations
+
+from .. import properties as jp
+from ..checkpoint import store
+from ..connectors import spec as cspec
+from ..exceptions import JobError, ObjectExistsError
+from ..grammar import statements as st
+from .result import Result
+
+#: Statuses in which some job manager may be running the job's query.
+ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
+
+
+class JobStatements:
+    """Stream job statements of :class:`~streamjob.executor.Executor`."""
+
+    def _plan(self, db: str, name: str, query: str, props: dict, session: dict, position=None):
+        from ..planner.plan import plan_job
+
+        return plan_job(self.catalog, self.home, db, name, query, props, session, position)
+
+    def _do_CreateStreamJob(self, s: st.CreateStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        if self.catalog.get_job(db, name) is not None:
+            if s.if_not_exists:
+                return Result(f"streamjob {db}.{name} exists")
+            raise ObjectExistsError(f"streamjob {db}.{name} already exists")
+        props = jp.validate(st.props(s.properties))
+        session = dict(self.session_props)
+        plan = self._plan(db, name, s.query, props, session, s.query_position)
+        created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
+                                          if_not_exists=s.if_not_exists,
+                                          session_properties=session)
+        return Result(f"streamjob {db}.{name} {'created' if created else 'exists'} "
+                      f"({plan.guarantee}, output mode {plan.output_mode})")
+
+    def _do_AlterStreamJob(self, s: st.AlterStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.require_job(db, name)
+        changes = jp.validate(st.props(s.properties))
+        props = {**job.properties, **changes}
+        plan = self._plan(db, name, job.query, props, job.session_properties)
+        self.catalog.update_job(db, name, properties=props, uid=job.uid)
+        when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""
+        return Result(f"streamjob {db}.{name} altered: "
+                      + ", ".join(f"{k}={jp.mask(k, v)}" for k, v in changes.items())
+                      + f"; guarantee {plan.guarantee}{when}")
+
+    def _do_StartStreamJob(self, s: st.StartStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.require_job(db, name)
+        plan = self._plan(db, name, job.query, job.properties, job.session_properties)
+        restored = ""
+        if s.from_checkpoint is not None:
+            restored = self._restore(s, job, plan)
+        if self.dry_run:
+            self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid)
+            return Result(f"streamjob {db}.{name} can start{restored}")
+        job = self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid) or job
+        if self.manager is None:
+            return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}")
+        self.manager.start(job)
+        return Result(f"streamjob {db}.{name} started{restored}")
+
+    def _restore(self, s: st.StartStreamJob, job, plan) -> str:
+        """START ... FROM CHECKPOINT n (DESIGN §4): the logs after n are removed and the
+        job resumes from n. Refused while the job runs, or if n is not retained."""
+        n = s.from_checkpoint
+        running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
+        if running or (job.desired_state == "RUNNING" and job.status in ACTIVE_STATUSES):
+            raise JobError(f"streamjob {job.qualified_name} is running; STOP it before "
+                           f"starting it from checkpoint {n}")
+        retained = [c.checkpoint_id for c in self.catalog.list_checkpoints(job.uid)]
+        if n not in retained:
+            pos = s.where("checkpoint")
+            have = (f"retained: {', '.join(map(str, retained))}" if retained
+                    else "it has no retained checkpoints")
+            raise JobError(f"checkpoint {n} of streamjob {job.qualified_name} is not retained; "
+                           f"{have}", pos.line, pos.column, str(n))
+        if not plan.props["morphling.job.enable.checkpoint"]:
+            raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
+                           "false, so it keeps no checkpoint to start from")
+        if self.dry_run:
+            return f" from checkpoint {n}"
+        removed = store.truncate_after(self.home.checkpoint_dir(job.database, job.name), n)
+        self.catalog.truncate_checkpoints(job.uid, after=n)
+        later = [c for c in retained if c > n]
+        return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "
+                f"{removed} log files)" if later else f" from checkpoint {n}")
+
+    def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.require_job(db, name)
+        self.catalog.update_job(db, name, desired_state="STOPPED", uid=job.uid)
+        if self.manager is not None:
+            self.manager.stop(job.uid)
+        self.catalog.update_job(db, name, status="STOPPED", uid=job.uid)
+        return Result(f"streamjob {db}.{name} stopped")
+
+    def _do_DropStreamJob(self, s: st.DropStreamJob) -> Result:
+        db, name = self._names(s.name, "job")
+        job = self.catalog.get_job(db, name)
+        if job is None:
+            if s.if_exists:
+                return Result(f"streamjob {db}.{name} does not exist")
+            self.catalog.require_job(db, name)
+        if self.dry_run:
+            self.catalog.drop_job(db, name, if_exists=True)
+            return Result(f"streamjob {db}.{name} can be dropped")
+        if self.manager is not None:
+            self.manager.stop(job.uid)
+        store.purge(self.home.checkpoint_dir(db, name), self.home.checkpoint_root)
+        self._purge_sink_markers(job)
+        self.catalog.drop_job(db, name, if_exists=True)
+        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged")
+
+    def _purge_sink_markers(self, job) -> None:
+        """Remove the job's exactly-once markers from its SQL sinks."""
+        from ..connectors.sql_sink import SqlSink
+
+        for kind, tdb, tname, role in job.dependencies:
+            if role != "sink":
+                continue
+            table = self.catalog.get_table(tdb, tname)
+            spec = table and cspec.table_spec(table.name, table.properties, table.stored_as,
+                                              table.location, "")
+            if isinstance(spec, cspec.SqlTableSpec):
+                SqlSink(spec, table.columns, job.uid, True, False).purge_markers()

@@ -1,0 +1,165 @@
+"""CREATE/DROP/SHOW of streams and tables."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..connectors import spec as cspec
+from ..exceptions import ObjectInUseError, ValidationError
+from ..grammar import statements as st
+from ..home import validate_name
+from ..types import check_type
+from .result import Result
+
+
+class ObjectStatements:
+    """Stream and table statements of :class:`~streamjob.executor.Executor`."""
+
+    def _names(self, name: st.QualifiedName, what: str) -> tuple[str, str]:
+        db, obj = name.resolve()
+        return validate_name(db, "database name"), validate_name(obj, f"{what} name")
+
+    def _do_CreateStream(self, s: st.CreateStream) -> Result:
+        db, name = self._names(s.name, "stream")
+        if s.as_select is not None:
+            return self._create_derived_stream(s, db, name)
+        if not s.columns:
+            raise ValidationError(f"stream {db}.{name} declares no columns")
+        row_format = _row_format(s.row_format)
+        spec = cspec.source_spec(name, st.props(s.properties), row_format)
+        columns = _columns(s.columns, s)
+        _check_event_time(s, columns)
+        if isinstance(spec, cspec.RateSourceSpec):
+            _check_rate_columns(s, columns)
+        created = self.catalog.create_stream(
+            db, name, columns, st.props(s.properties), row_format,
+            if_not_exists=s.if_not_exists)
+        return Result(f"stream {db}.{name} {'created' if created else 'exists'}")
+
+    def _create_derived_stream(self, s: st.CreateStream, db: str, name: str) -> Result:
+        from ..planner.derived import derive_stream
+
+        if s.if_not_exists and self.catalog.get_stream(db, name) is not None:
+            return Result(f"stream {db}.{name} exists")
+        derived = derive_stream(self.catalog, db, name, s.as_select, s.as_select_position)
+        created = self.catalog.create_stream(db, name, derived.columns, {}, None,
+                                             query=s.as_select, if_not_exists=s.if_not_exists)
+        return Result(f"stream {db}.{name} {'created' if created else 'exists'} "
+                      f"(derived from {', '.join(f'{d}.{n}' for d, n in sorted(derived.references))})")
+
+    def _do_CreateTable(self, s: st.CreateTable) -> Result:
+        db, name = self._names(s.name, "table")
+        if not s.columns:
+            raise ValidationError(f"table {db}.{name} declares no columns")
+        props = st.props(s.properties)
+        spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name))
+        columns = _columns(s.columns, s)
+        if isinstance(spec, cspec.SqlTableSpec):
+            declared = {c["name"] for c in columns}
+            missing = [k for k in spec.primary_key if k not in declared]
+            if missing:
+                err = ValidationError(f"primary key column '{missing[0]}' is not a column of "
+                                      f"{db}.{name} ({', '.join(c['name'] for c in columns)})")
+                err.key, err.bad_value = "primary.key", True
+                raise err
+        created = self.catalog.create_table(
+            db, name, columns, props, _row_format(s.row_format),
+            stored_as=s.stored_as, location=s.location, if_not_exists=s.if_not_exists)
+        return Result(f"table {db}.{name} {'created' if created else 'exists'}")
+
+    def _do_DropStream(self, s: st.DropStream) -> Result:
+        db, name = self._names(s.name, "stream")
+        readers = self._derived_readers(db, name)
+        if readers:
+            raise ObjectInUseError(
+                f"cannot drop stream {db}.{name}: derived stream {readers[0]} reads it; "
+                f"drop {readers[0]} first")
+        dropped = self.catalog.drop_stream(db, name, if_exists=s.if_exists)
+        return Result(f"stream {db}.{name} {'dropped' if dropped else 'does not exist'}")
+
+    def _derived_readers(self, db: str, name: str) -> list[str]:
+        """Derived streams whose query reads ``db.name`` (directly or through others)."""
+        from ..planner.derived import stream_references
+
+        out = []
+        for other in self.catalog.list_streams():
+            if other.is_derived and (db, name) in stream_references(self.catalog, other):
+                out.append(other.qualified_name)
+        return out
+
+    def _do_DropTable(self, s: st.DropTable) -> Result:
+        db, name = self._names(s.name, "table")
+        dropped = self.catalog.drop_table(db, name, if_exists=s.if_exists)
+        return Result(f"table {db}.{name} {'dropped' if dropped else 'does not exist'}")
+
+    def _do_ShowStreams(self, s: st.ShowStreams) -> Result:
+        rows = [(x.database, x.name, source_kind(x)) for x in self.catalog.list_streams()]
+        return Result(columns=("database", "stream", "source"), rows=rows, title="streams")
+
+    def _do_ShowTables(self, s: st.ShowTables) -> Result:
+        rows = [(x.database, x.name, sink_kind(x)) for x in self.catalog.list_tables()]
+        return Result(columns=("database", "table", "connector"), rows=rows, title="tables")
+
+
+def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, str]]:
+    out = []
+    for c in cols:
+        try:
+            out.append({"name": c.name.lower(), "type": check_type(c.type)})
+        except ValidationError as exc:
+            pos = stmt.where(f"column:{c.name.lower()}")
+            exc.locate(pos.line, pos.column)
+            raise
+    return out
+
+
+def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None:
+    """``"watermark.column"`` must name a declared timestamp column."""
+    col = st.props(s.properties).get("watermark.column")
+    if col is None:
+        return
+    types = {c["name"]: c["type"] for c in columns}
+    if col.strip().lower() not in types:
+        err = ValidationError(f"\"watermark.column\" names '{col}', which is not a column of "
+                              f"stream {s.name} ({', '.join(types)})")
+        err.key, err.bad_value = "watermark.column", True
+        raise err
+    if types[col.strip().lower()] not in ("timestamp", "timestamp_ntz"):
+        err = ValidationError(f"the event-time column '{col}' must be a timestamp, "
+                              f"not {types[col.strip().lower()]}")
+        err.key, err.bad_value = "watermark.column", True
+        raise err
+
+
+def _check_rate_columns(s: st.CreateStream, columns: list[dict[str, str]]) -> None:
+    """Spark's rate source produces (timestamp timestamp, value bigint)."""
+    allowed = {"timestamp", "value"}
+    for c in columns:
+        if c["name"] not in allowed:
+            pos = s.where(f"column:{c['name']}")
+            raise ValidationError(
+                f"a rate stream has only the columns timestamp and value, not '{c['name']}'",
+                pos.line, pos.column, c["name"])
+
+
+def _row_format(rf: st.RowFormat | None) -> dict | None:
+    if rf is None:
+        return None
+    return {"delimited": True, "fields_terminated_by": rf.fields_terminated_by,
+            "lines_terminated_by": rf.lines_terminated_by}
+
+
+def source_kind(stream) -> str:
+    """``kafka``, ``files``, ``rate`` or ``derived``."""
+    if stream.is_derived:
+        return "derived"
+    return {k.lower(): v for k, v in stream.properties.items()}.get("source", "kafka").lower()
+
+
+def sink_kind(table) -> str:
+    """``sql``, ``console`` or ``files (<format>)``."""
+    p = {k.lower(): v for k, v in table.properties.items()}
+    connector = (p.get("connector") or "").lower()
+    if connector in ("", "files", "file"):
+        return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
+    return connector

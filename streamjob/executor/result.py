@@ -1,0 +1,32 @@
+"""What a statement returns, for the CLI, the shell and ``--json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass
+class Result:
+    """A message, and/or a table of ``rows`` under ``columns`` (with a ``title``), and/or
+    further ``sections`` (DESCRIBE: one result per part)."""
+
+    message: str | None = None
+    columns: Sequence[str] = ()
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    title: str | None = None
+    sections: list["Result"] = field(default_factory=list)
+
+    def to_json(self) -> Any:
+        """A JSON-ready value: a table is a list of row objects; sections a dict by title;
+        a bare message ``{"message": ...}``."""
+        if self.sections:
+            out: dict[str, Any] = {}
+            for sec in self.sections:
+                out[sec.title or "result"] = sec.to_json()
+            if self.message:
+                out["message"] = self.message
+            return out
+        if self.columns:
+            return [dict(zip(self.columns, row)) for row in self.rows]
+        return {"message": self.message}

@@ -1,0 +1,37 @@
+"""SET / RESET: the session's defaults for job properties (DESIGN §3)."""
+
+from __future__ import annotations
+
+from .. import properties as jp
+from ..grammar import statements as st
+from .result import Result
+
+
+class SessionStatements:
+    """``SET k=v``, ``SET``, ``RESET [k]`` of :class:`~streamjob.executor.Executor`.
+
+    A job created in this session keeps the session's values at that moment (its
+    DESCRIBE shows them with origin SET); later SETs do not change existing jobs.
+    """
+
+    def _do_SetProperty(self, s: st.SetProperty) -> Result:
+        if s.key is None:
+            rows = [(k, jp.mask(k, v.value), v.origin)
+                    for k, v in jp.effective({}, self.session_props).items()]
+            return Result(columns=("property", "value", "origin"), rows=rows,
+                          title="session properties")
+        value = (s.value or "").strip()
+        checked = jp.validate({s.key: value})
+        self.session_props.update(checked)
+        (name, raw), = checked.items()
+        return Result(f"{name}={jp.mask(name, raw)}")
+
+    def _do_ResetProperty(self, s: st.ResetProperty) -> Result:
+        if s.key is None:
+            self.session_props.clear()
+            return Result("session properties reset")
+        key = s.key.strip().lower()
+        if key not in self.session_props:
+            key = jp.lookup(key).name
+        self.session_props.pop(key, None)
+        return Result(f"{key} reset")

@@ -1,0 +1,63 @@
+"""``python -m streamjob.properties > docs/properties.md``: the property reference,
+generated from the registry so that it cannot drift from the code."""
+
+from __future__ import annotations
+
+from . import CONNECTOR, ENGINE, JOB
+from .registry import Registry
+
+
+def _table(reg: Registry, with_scope: bool = False) -> list[str]:
+    head = "| property | type | default | allowed | meaning |"
+    if with_scope:
+        head = "| property | where | type | default | allowed | meaning |"
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
+    for p in reg:
+        default = "" if p.default is None else f"`{str(p.default).lower() if isinstance(p.default, bool) else p.default}`"
+        kind = p.kind + (f" ({p.unit})" if p.unit else "")
+        cells = [f"`{p.name}`"] + ([", ".join(p.scopes)] if with_scope else []) + [
+            kind, default, p.describe_range().replace("|", "\\|"), p.description]
+        rows.append("| " + " | ".join(cells) + " |")
+    for prefix, meaning in reg.prefixes.items():
+        cells = [f"`{prefix}*`"] + (["job"] if with_scope else []) + ["string", "", "", meaning]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def render() -> str:
+    """The whole reference as Markdown."""
+    out = [
+        "# Property reference",
+        "",
+        "Generated from `streamjob/properties/definitions.py` by "
+        "`python -m streamjob.properties`; do not edit by hand.",
+        "",
+        "Names are case-insensitive. Values parse as written: `true`/`TRUE`; a duration is "
+        "milliseconds (`60000`) or a number with a unit (`60 s`, `1 min`, `2 hours`). An "
+        "unknown name is an error suggesting the nearest known one; a bad value names the "
+        "property, the value and what is allowed.",
+        "",
+        "## Job properties (JOBPROPERTIES, SET)",
+        "",
+        "Effective values layer default < `SET` (captured when the job is created) < "
+        "JOBPROPERTIES; `DESCRIBE STREAMJOB` shows each value's origin. `ALTER STREAMJOB j "
+        "SET JOBPROPERTIES(...)` changes them for the next start.",
+        "",
+        *_table(JOB),
+        "",
+        "## Engine properties (streamjob.conf, --conf)",
+        "",
+        *_table(ENGINE),
+        "",
+        "## Connector properties (TBLPROPERTIES)",
+        "",
+        "Checked per connector: a property of another connector is named as such.",
+        "",
+        *_table(CONNECTOR, with_scope=True),
+        "",
+    ]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
