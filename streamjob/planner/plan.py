@@ -24,18 +24,35 @@ from ..exceptions import ValidationError
 from ..grammar.statements import Position
 from ..home import Home
 from .. import properties as jp
+from .derived import expand_streams
+from .lookup import Lookup
 from .query import AnalyzedQuery, analyze
+from .window import PROCTIME_COLUMN
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Source:
-    """A stream read by the job: its catalog record, temp view name and connector spec."""
+    """A source stream read by the job (directly or beneath a derived stream): its
+    catalog record, temp view name and connector spec; ``proctime`` when a STREAMWINDOW
+    windows it on processing time (its view then gets the ``__proctime`` column)."""
 
     stream: StreamInfo
     view: str
     spec: Any
+    proctime: bool = False
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A derived stream read by the job: its record, temp view name, its select as Spark
+    SQL over the views of its inputs, and ``proctime`` as in :class:`Source`."""
+
+    stream: StreamInfo
+    view: str
+    select_sql: str
+    proctime: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,7 +69,9 @@ class JobPlan:
     """Everything needed to run one job (no Spark objects; safe to keep and compare).
 
     ``props`` are the effective typed job properties; ``output_mode`` is ``append`` or
-    ``update``; ``guarantee`` exactly-once, at-least-once or none (DESIGN §6)."""
+    ``update``; ``guarantee`` exactly-once, at-least-once or none (DESIGN §6).
+    ``sources`` are the source streams beneath everything the job reads; ``derived``
+    the derived streams it reads, in dependency order (inputs first)."""
 
     database: str
     name: str
@@ -64,6 +83,7 @@ class JobPlan:
     output_mode: str
     props: dict[str, Any]
     guarantee: str
+    derived: tuple[Derived, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -71,8 +91,10 @@ class JobPlan:
 
     @property
     def dependencies(self) -> list[tuple[str, str, str, str]]:
-        """``(kind, database, name, role)`` rows for the catalog."""
+        """``(kind, database, name, role)`` rows for the catalog: every stream beneath
+        the job, derived or not, is a ``source`` (so none can be dropped under it)."""
         deps = [("stream", s.stream.database, s.stream.name, "source") for s in self.sources]
+        deps += [("stream", d.stream.database, d.stream.name, "source") for d in self.derived]
         deps += [("table", s.table.database, s.table.name, "static") for s in self.statics]
         deps.append(("table", self.sink.database, self.sink.name, "sink"))
         return deps
@@ -83,29 +105,29 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
              position: Position | None = None) -> JobPlan:
     """Resolve and check a job without running it.
 
+    The query is analyzed by :func:`.query.analyze` (objects, columns, STREAMWINDOW);
+    derived streams it reads are planned recursively over their inputs' views
+    (:func:`.derived.expand_streams`).
+
     Raises:
-        ValidationError / PropertyError: unknown object or property, bad value, an output
-            mode that Spark cannot run for this query and sink (says what to change).
+        ValidationError / PropertyError: unknown object, column or property, bad value, a
+            bad STREAMWINDOW, insert columns that do not fit the sink, a derived stream that
+            no longer resolves, an output mode that Spark cannot run for this query and
+            sink (says what to change); positions are true script positions when
+            ``position`` (where the query starts in the script) is given.
     """
     props = jp.values(job_props, session_props)
-
-    def resolve(db: str, obj: str) -> str | None:
-        if catalog.get_stream(db, obj) is not None:
-            return "stream"
-        if catalog.get_table(db, obj) is not None:
-            return "table"
-        return None
-
-    aq = analyze(query, resolve, position, database)
-    sources, statics = [], []
+    lookup = Lookup(catalog)
+    aq = analyze(query, lookup, position, database)
+    proctime = {w.view for w in aq.windows if w.proctime}
+    bases, derived_streams = expand_streams(lookup, aq.references)
+    sources = [Source(st, view, cspec.source_spec(st.name, st.properties, st.row_format),
+                      view in proctime) for st, view in bases]
+    derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
+    statics = []
     for ref in aq.references:
-        if ref.kind == "stream":
-            st = catalog.get_stream(ref.database, ref.name)
-            if st.is_derived:
-                raise ValidationError(f"derived stream {st.qualified_name} cannot feed a job yet")
-            sources.append(Source(st, ref.view, cspec.source_spec(st.name, st.properties, st.row_format)))
-        else:
-            tb = catalog.get_table(ref.database, ref.name)
+        if ref.kind == "table":
+            tb = lookup.table(ref.database, ref.name)
             sp = cspec.table_spec(tb.name, tb.properties, tb.stored_as, tb.location,
                                   home.table_location(tb.database, tb.name))
             if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
@@ -117,34 +139,51 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     _check_columns(aq, sink)
     mode = _output_mode(aq, sources, sink, sink_spec)
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
-                   props, jp.guarantee(props))
+                   props, jp.guarantee(props), derived)
 
 
 def _check_columns(aq: AnalyzedQuery, sink: TableInfo) -> None:
+    """The insert's columns against the sink's: names in the insert's column list, and
+    the count the select gives (INSERT maps by position), at the list's / select's place."""
     declared = [c["name"].lower() for c in sink.columns]
+    spans = aq.target_spans or ()
     if aq.target_columns is not None:
-        unknown = [c for c in aq.target_columns if c not in declared]
-        if unknown:
-            raise ValidationError(f"table {sink.qualified_name} has no column {unknown[0]}")
-        if len(aq.target_columns) != len(aq.output_columns) and None not in aq.output_columns:
-            raise ValidationError(
+        for i, c in enumerate(aq.target_columns):
+            if c not in declared:
+                raise _error(f"table {sink.qualified_name} has no column {c} (columns: "
+                             f"{', '.join(declared)})", spans[i] if i < len(spans) else None)
+        if aq.arity_known and len(aq.target_columns) != len(aq.output_columns):
+            raise _error(
                 f"the insert names {len(aq.target_columns)} columns but the select gives "
-                f"{len(aq.output_columns)}")
-    elif None not in aq.output_columns and len(aq.output_columns) != len(declared):
-        raise ValidationError(
+                f"{len(aq.output_columns)}", aq.select_span or (spans[0] if spans else None))
+    elif aq.arity_known and len(aq.output_columns) != len(declared):
+        raise _error(
             f"the select gives {len(aq.output_columns)} columns but table {sink.qualified_name} "
-            f"has {len(declared)} ({', '.join(declared)}); INSERT maps columns by position")
+            f"has {len(declared)} ({', '.join(declared)}); INSERT maps columns by position",
+            aq.select_span)
+
+
+def _error(message: str, span) -> ValidationError:
+    if span is None:
+        return ValidationError(message)
+    return ValidationError(message, line=span.line, column=span.column, text=span.text)
 
 
 def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
-    """Spark's output mode for this query and sink (DESIGN §7)."""
+    """Spark's output mode for this query and sink (DESIGN §7).
+
+    Append for projections, and for aggregations over time windows with a watermark: a
+    STREAMWINDOW (event time with its watermark, or processing time with a zero-delay
+    one), or a written ``window(...)`` grouping when every source stream declares
+    event time. Update for other aggregations into a keyed SQL table or the console;
+    anything else is refused with what to change."""
     if not aq.aggregate:
         return "append"
     watermarked = all(
         {k.lower() for k in s.stream.properties} >= {"watermark.column", "watermark.delay"}
         for s in sources
     )
-    if aq.windowed and watermarked:
+    if aq.windows or (aq.windowed and watermarked):
         return "append"
     if isinstance(sink_spec, cspec.SqlTableSpec) and sink_spec.primary_key:
         return "update"
@@ -181,7 +220,17 @@ def source_frame(session, src: Source, props: dict[str, Any]):
     p = {k.lower(): v for k, v in st.properties.items()}
     if p.get("watermark.column") and p.get("watermark.delay"):
         df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
-    return df
+    return with_proctime(df) if src.proctime else df
+
+
+def with_proctime(df):
+    """``df`` with the processing-time column of a STREAMWINDOW without event time:
+    ``__proctime`` = ``current_timestamp()`` (the micro-batch's time), watermarked with
+    no delay so that a window is final once a later batch has passed its end."""
+    from pyspark.sql import functions as F
+
+    return df.withColumn(PROCTIME_COLUMN, F.current_timestamp()).withWatermark(
+        PROCTIME_COLUMN, "0 seconds")
 
 
 def static_frame(session, st: Static):
@@ -204,13 +253,19 @@ def static_frame(session, st: Static):
 
 
 def result_frame(session, plan: JobPlan):
-    """The job's result: the select over its views, columns named and typed as the sink."""
+    """The job's result: the select over its views, columns named and typed as the sink.
+
+    Views are created in dependency order: source streams, static tables, then each
+    derived stream (its select over the views before it)."""
     from pyspark.sql import functions as F
 
     for src in plan.sources:
         source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
     for st in plan.statics:
         static_frame(session, st).createOrReplaceTempView(st.view)
+    for d in plan.derived:
+        df = session.sql(d.select_sql)
+        (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
     df = session.sql(plan.query.select_sql)
     declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
     targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])

@@ -1,21 +1,29 @@
-"""The inner query of a job: ``insert into t select ...``, parsed with sqlglot.
+"""The inner query of a job (``insert into t select ...``) or of a derived stream
+(``select ...``), parsed with sqlglot and resolved against the catalog.
 
 Hive-flavoured StreamSQL is read with sqlglot's ``hive`` dialect and emitted as Spark SQL.
 Every table reference is resolved against the catalog: a stream becomes a streaming
-source, a table (file or SQL) a static side of a stream-static join. References are
-rewritten to per-job temporary view names so one job's views never shadow another's.
+source, a table (file or SQL) a static side of a stream-static join. Every column is
+resolved against the declared columns (:mod:`.columns`), Slipstream's STREAMWINDOW
+becomes Spark's ``window(...)`` grouping (:mod:`.window`), and references are rewritten
+to per-job temporary view names so one job's views never shadow another's.
+
+Errors are :class:`~streamjob.exceptions.ValidationError` at the offending name's true
+line and column in the script (``position`` is where the query text starts in it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError as SqlglotParseError
 
-from ..exceptions import ValidationError
 from ..grammar.statements import DEFAULT_DATABASE, Position
+from .columns import CatalogSource, ColumnResolver, OutputColumn
+from .lookup import Lookup
+from .text import QueryText, Span, is_window_call, parse
+from .window import (PROCTIME_COLUMN, StreamWindow, WindowClause, add_window_group, aggregates,
+                     extract_windows, groups_by_window, window_table)
 
 AGGREGATES = (exp.AggFunc,)
 
@@ -32,16 +40,37 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class AnalyzedSelect:
+    """A resolved SELECT (the body of a job's insert, or a derived stream's query).
+
+    ``select_sql`` is Spark SQL over the view names; ``references`` the streams and
+    tables read; ``aggregate`` True when it groups, aggregates or is DISTINCT;
+    ``windowed`` when it groups by ``window(...)`` (written or from STREAMWINDOW);
+    ``windows`` the STREAMWINDOWs applied; ``output_columns`` the select list's names
+    (None for an unnamed expression); ``output_types`` the declared type of each output
+    that passes a source column through (else None); ``arity_known`` False when a ``*``
+    could not be expanded. ``tree`` is the rewritten sqlglot tree (not compared)."""
+
+    select_sql: str
+    references: tuple[Reference, ...]
+    aggregate: bool
+    windowed: bool
+    windows: tuple[StreamWindow, ...]
+    output_columns: tuple[str | None, ...]
+    output_types: tuple[str | None, ...]
+    arity_known: bool
+    select_span: Span | None = field(default=None, compare=False)
+    tree: exp.Expr | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class AnalyzedQuery:
     """The outcome of :func:`analyze`.
 
     ``target`` is the sink table ``(database, name)``; ``target_columns`` the insert's
-    column list if it gave one; ``select_sql`` Spark SQL over the view names;
-    ``references`` the streams and static tables read; ``aggregate`` is True when the
-    query groups or aggregates (a stateful query); ``windowed`` when it groups by a
-    ``window(...)``; ``output_columns`` the select list's names (None where a name
-    cannot be known without Spark, e.g. ``*``).
-    """
+    column list if it gave one (``target_spans`` where each stands in the script);
+    ``select_span`` where the select list starts. Other fields as in
+    :class:`AnalyzedSelect`; ``output_columns`` are known for ``*`` too (expanded)."""
 
     target: tuple[str, str]
     target_columns: tuple[str, ...] | None
@@ -50,6 +79,11 @@ class AnalyzedQuery:
     aggregate: bool
     windowed: bool
     output_columns: tuple[str | None, ...]
+    windows: tuple[StreamWindow, ...] = ()
+    output_types: tuple[str | None, ...] = ()
+    arity_known: bool = True
+    target_spans: tuple[Span, ...] = field(default=(), compare=False)
+    select_span: Span | None = field(default=None, compare=False)
 
     @property
     def streams(self) -> tuple[Reference, ...]:
@@ -65,134 +99,173 @@ def view_name(database: str, name: str) -> str:
     return f"sj__{database}__{name}"
 
 
-def analyze(query: str, resolve, position: Position | None = None,
+def analyze(query: str, lookup: Lookup, position: Position | None = None,
             default_database: str = DEFAULT_DATABASE) -> AnalyzedQuery:
     """Parse and resolve a job's inner query.
 
     Args:
         query: the text inside ``AS ("...")``.
-        resolve: ``resolve(database, name) -> "stream" | "table" | None`` (the catalog).
+        lookup: the catalog (:class:`~streamjob.planner.lookup.Lookup`).
         position: where the query text starts in the script, to report true positions.
+        default_database: the database of unqualified names (the job's).
 
     Raises:
-        ValidationError: not an INSERT ... SELECT, a syntax error (with line and column
-            in the script), or an unknown stream/table (named).
+        ValidationError: not an INSERT ... SELECT, a syntax error, an unknown stream,
+            table, column or alias, an ambiguous column, a bad STREAMWINDOW (see
+            :func:`.window.extract_windows`; also on a static table, without an
+            aggregation, or with a written ``window(...)`` grouping), each at its line
+            and column in the script.
     """
-    try:
-        statements = sqlglot.parse(_quote_window_calls(query), read="hive")
-    except SqlglotParseError as exc:
-        err = exc.errors[0] if exc.errors else {}
-        line, col = _script_pos(position, err.get("line"), err.get("col"))
-        raise ValidationError(
-            f"syntax error in the job's query: {err.get('description', str(exc)).strip()}"
-            + (f" near '{err.get('highlight')}'" if err.get("highlight") else ""),
-            line=line, column=col, text=err.get("highlight"),
-        ) from None
-    statements = [s for s in statements if s is not None]
+    qt = QueryText(query, position)
+    text, clauses = extract_windows(qt)
+    statements = parse(qt, text, "job's query")
     if len(statements) != 1 or not isinstance(statements[0], exp.Insert):
-        line, col = _script_pos(position, 1, 1)
-        raise ValidationError(
-            "a streamjob's query must be one 'insert into <table> select ...'",
-            line=line, column=col,
-        )
+        raise qt.error("a streamjob's query must be one 'insert into <table> select ...'")
     insert = statements[0]
     target_node = insert.this
-    target_columns = None
+    target_columns, target_spans = None, ()
     if isinstance(target_node, exp.Schema):
         target_columns = tuple(c.name.lower() for c in target_node.expressions)
+        target_spans = tuple(qt.node_span(c) for c in target_node.expressions)
         target_node = target_node.this
     if not isinstance(target_node, exp.Table):
-        raise ValidationError("the query must insert into a table", *_pos_args(position, query, ""))
+        raise qt.error("the query must insert into a table")
     target = ((target_node.db or default_database).lower(), target_node.name.lower())
-    if resolve(*target) != "table":
-        kind = resolve(*target)
+    kind = lookup.kind(*target)
+    if kind != "table":
         what = "is a stream; a job writes to a table" if kind == "stream" else "does not exist"
-        raise ValidationError(
-            f"table {target[0]}.{target[1]} {what}",
-            *_pos_args(position, query, target_node.name),
-        )
-
+        raise qt.error(f"table {target[0]}.{target[1]} {what}", qt.node_span(target_node.this))
     select = insert.expression
-    if select is None:
-        raise ValidationError("the insert has no select", *_pos_args(position, query, ""))
+    if not isinstance(select, (exp.Query, exp.Subquery)):
+        raise qt.error("the insert has no select")
+    body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
+    return AnalyzedQuery(
+        target=target, target_columns=target_columns, select_sql=body.select_sql,
+        references=body.references, aggregate=body.aggregate, windowed=body.windowed,
+        output_columns=body.output_columns, windows=body.windows,
+        output_types=body.output_types, arity_known=body.arity_known,
+        target_spans=target_spans, select_span=body.select_span,
+    )
+
+
+def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
+                   default_database: str = DEFAULT_DATABASE,
+                   what: str = "derived stream") -> AnalyzedSelect:
+    """Parse and resolve a standalone SELECT (a derived stream's query).
+
+    It must read at least one stream and may not use STREAMWINDOW (a window aggregates;
+    see :mod:`.derived` for the rules of derived streams).
+
+    Raises:
+        ValidationError: as :func:`analyze`, or not one SELECT, or a STREAMWINDOW.
+    """
+    qt = QueryText(text, position)
+    blanked, clauses = extract_windows(qt)
+    if clauses:
+        raise qt.error(f"a {what} cannot use STREAMWINDOW: a window aggregates, and a {what} "
+                       f"only projects, filters and unions streams; window in the streamjob "
+                       f"that reads it", clauses[0].keyword)
+    statements = parse(qt, blanked, f"{what}'s query")
+    if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
+        raise qt.error(f"a {what} is defined by one 'select ...'")
+    return _analyze_body(qt, statements[0], [], lookup, default_database, what)
+
+
+def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
+                  default_database: str, what: str) -> AnalyzedSelect:
     ctes = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
-    references: dict[tuple[str, str], Reference] = {}
+    tables: dict[int, CatalogSource] = {}
+    refs: dict[tuple[str, str], Reference] = {}
+    nodes: list[tuple[exp.Table, Reference]] = []
     for table in list(select.find_all(exp.Table)):
         name = table.name.lower()
-        if not table.db and name in ctes:
+        if not name or (not table.db and name in ctes):
             continue
         db = (table.db or default_database).lower()
-        kind = resolve(db, name)
+        kind = lookup.kind(db, name)
         if kind is None:
-            raise ValidationError(
-                f"unknown stream or table '{db}.{name}'", *_pos_args(position, query, table.name)
-            )
-        ref = references.setdefault((db, name), Reference(kind, db, name, view_name(db, name)))
-        alias = table.alias or table.name
-        table.replace(exp.Table(this=exp.to_identifier(ref.view), alias=exp.TableAlias(
-            this=exp.to_identifier(alias))))
-    if not any(r.kind == "stream" for r in references.values()):
-        raise ValidationError(
-            "the query reads no stream; a streamjob needs at least one stream in FROM",
-            *_pos_args(position, query, ""),
-        )
-    aggregate = bool(select.args.get("group")) or any(
-        True for _ in select.find_all(*AGGREGATES)) or bool(select.args.get("distinct"))
-    windowed = any(
-        isinstance(g, exp.Anonymous) and g.name.lower() == "window"
-        or (isinstance(g, exp.Func) and g.sql_name().lower() == "window")
-        for g in (select.args.get("group").expressions if select.args.get("group") else [])
-    )
-    outputs = tuple(
-        (e.alias_or_name.lower() or None) if not isinstance(e, exp.Star) else None
-        for e in select.expressions
-    )
-    return AnalyzedQuery(
-        target=target,
-        target_columns=target_columns,
+            raise qt.error(f"unknown stream or table '{db}.{name}'", qt.node_span(table.this))
+        if kind == "table" and what != "job":
+            raise qt.error(f"a {what} reads only streams, and {db}.{name} is a table",
+                           qt.node_span(table.this))
+        ref = refs.setdefault((db, name), Reference(kind, db, name, view_name(db, name)))
+        tables[id(table)] = CatalogSource(kind, db, name, lookup.columns(db, name))
+        nodes.append((table, ref))
+    if not any(r.kind == "stream" for r in refs.values()):
+        reader = "a streamjob" if what == "job" else f"a {what}"
+        raise qt.error(f"the query reads no stream; {reader} needs at least one stream in FROM")
+
+    pending = [_place_window(qt, c, select, tables, lookup) for c in clauses]
+    pseudo = set()
+    if clauses or any(is_window_call(n) and n.name.lower() == "window"
+                      for n in select.find_all(exp.Anonymous)):
+        pseudo.add("window")
+    if any(is_window_call(n) and n.name.lower() == "session_window"
+           for n in select.find_all(exp.Anonymous)):
+        pseudo.add("session_window")
+    resolver = ColumnResolver(qt, tables, pseudo)
+    outputs = resolver.resolve(select) or []
+    for target_select, alias, window in pending:
+        add_window_group(target_select, alias, window)
+    for table, ref in nodes:
+        alias = table.args.get("alias")
+        alias = alias.copy() if isinstance(alias, exp.TableAlias) else exp.TableAlias(
+            this=exp.to_identifier(table.name))
+        table.replace(exp.Table(this=exp.to_identifier(ref.view), alias=alias))
+
+    aggregate = any(True for s in select.find_all(exp.Select) if s.args.get("group")) or any(
+        True for _ in select.find_all(*AGGREGATES)) or any(
+        bool(s.args.get("distinct")) for s in select.find_all(exp.Select))
+    windowed = any(groups_by_window(s) for s in select.find_all(exp.Select))
+    return AnalyzedSelect(
         select_sql=select.sql(dialect="spark"),
-        references=tuple(references.values()),
+        references=tuple(refs.values()),
         aggregate=aggregate,
         windowed=windowed,
-        output_columns=outputs,
+        windows=tuple(w for _, _, w in pending),
+        output_columns=tuple(o.name for o in outputs),
+        output_types=tuple(o.type for o in outputs),
+        arity_known=resolver.arity_known,
+        select_span=_select_span(qt, select, outputs),
+        tree=select,
     )
 
 
-def _quote_window_calls(query: str) -> str:
-    """Backquote Spark's ``window(...)`` function, which sqlglot reads as the WINDOW
-    keyword; same length is not kept, so this runs only when such a call exists."""
-    from sqlglot.tokens import Tokenizer, TokenType
-
+def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
+                  tables: dict[int, CatalogSource], lookup: Lookup):
+    """Check a STREAMWINDOW against the tree; returns (select, alias, StreamWindow)."""
+    table = window_table(clause, tree)
+    info = tables.get(id(table)) if table is not None else None
+    if info is None:
+        raise qt.error("STREAMWINDOW must follow a stream in FROM or JOIN, as in "
+                       "FROM s STREAMWINDOW w AS (LENGTH '10' SECOND)", clause.keyword)
+    if info.kind != "stream":
+        raise qt.error(f"STREAMWINDOW applies to a stream, and {info.database}.{info.name} is a "
+                       f"static table", clause.keyword)
+    select = table.find_ancestor(exp.Select)
+    if select is None or not aggregates(select):
+        raise qt.error("STREAMWINDOW needs an aggregation: add GROUP BY or an aggregate function",
+                       clause.keyword)
+    if groups_by_window(select):
+        raise qt.error("the query groups by window(...) and has a STREAMWINDOW; keep one of them",
+                       clause.keyword)
     try:
-        tokens = Tokenizer(dialect="hive").tokenize(query)
-    except Exception:  # noqa: BLE001 - the parser reports tokenizer errors properly
-        return query
-    spans = [t for t, nxt in zip(tokens, tokens[1:])
-             if t.token_type == TokenType.WINDOW and nxt.token_type == TokenType.L_PAREN]
-    for t in reversed(spans):
-        query = query[:t.start] + f"`{query[t.start:t.end + 1]}`" + query[t.end + 1:]
-    return query
+        event_time = lookup.event_time(info.database, info.name)
+    except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
+        raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
+    alias = table.alias_or_name
+    window = StreamWindow(
+        name=clause.name, database=info.database, stream=info.name,
+        view=view_name(info.database, info.name), alias=alias,
+        time_column=event_time[0] if event_time else PROCTIME_COLUMN,
+        proctime=event_time is None, length=clause.length.spark,
+        slide=clause.slide.spark if clause.slide else None)
+    return select, alias, window
 
 
-def _script_pos(position: Position | None, line: int | None, col: int | None):
-    """Map a 1-based (line, col) inside the query to the script."""
-    if line is None:
-        return (position.line, position.column) if position else (None, None)
-    if position is None:
-        return line, col
-    if line == 1:
-        return position.line, position.column + (col or 1) - 1
-    return position.line + line - 1, col
-
-
-def _pos_args(position: Position | None, query: str, needle: str):
-    """(line, column, text) of the first occurrence of ``needle`` in the query."""
-    idx = query.lower().find(needle.lower()) if needle else -1
-    if idx < 0:
-        line, col = _script_pos(position, None, None)
-        return line, col, needle or None
-    before = query[:idx]
-    qline = before.count("\n") + 1
-    qcol = idx - (before.rfind("\n") + 1) + 1
-    line, col = _script_pos(position, qline, qcol)
-    return line, col, needle
+def _select_span(qt: QueryText, select: exp.Expr, outputs: list[OutputColumn]) -> Span | None:
+    for o in outputs:
+        span = qt.node_span(o.node)
+        if span is not None:
+            return span
+    return qt.node_span(select)

@@ -133,3 +133,119 @@ def test_start_and_stop_without_a_manager_set_the_desired_state(ex):
     assert "purged" in r.message and ex.catalog.get_job("default", "j") is None
     [r] = run(ex, "DROP STREAMJOB IF EXISTS j")
     assert "does not exist" in r.message
+
+
+# -- derived streams -----------------------------------------------------------------
+
+
+def derive(ex, select: str, name: str = "d"):
+    """derive_stream for ``CREATE STREAM name AS <select>`` starting on line 2, column 20."""
+    from streamjob.planner.derived import derive_stream
+
+    [stmt] = parse_script(f"\nCREATE STREAM {name} AS {select};")
+    return derive_stream(ex.catalog, "default", name, stmt.as_select, stmt.as_select_position)
+
+
+def test_derived_stream_columns_are_inferred_and_references_are_transitive(ex):
+    d = derive(ex, "select carrier, arr_delay * 2 as doubled, cast(month as bigint) m,\n"
+                   "  upper(carrier) as code, my_udf(carrier) as odd, ts from flights f join ticks t"
+                   " on f.month = t.v")
+    assert d.columns == (
+        {"name": "carrier", "type": "string"}, {"name": "doubled", "type": "double"},
+        {"name": "m", "type": "bigint"}, {"name": "code", "type": "string"},
+        {"name": "odd", "type": "string"}, {"name": "ts", "type": "timestamp"})
+    assert d.references == (("default", "flights"), ("default", "ticks"))
+    run(ex, "CREATE STREAM d1 AS SELECT carrier, arr_delay FROM flights WHERE arr_delay > 60;"
+            "CREATE STREAM d2 AS SELECT carrier AS c FROM d1;")
+    d3 = derive(ex, "select * from d2", "d3")
+    assert d3.columns == ({"name": "c", "type": "string"},)
+    assert d3.references == (("default", "d2"), ("default", "d1"), ("default", "flights"))
+
+    from streamjob.planner.derived import stream_references
+
+    assert stream_references(ex.catalog, ex.catalog.get_stream("default", "d2")) == {
+        ("default", "d1"), ("default", "flights")}
+    assert stream_references(ex.catalog, ex.catalog.get_stream("default", "flights")) == set()
+
+
+@pytest.mark.parametrize("select, message, at", [
+    ("select carrier, count(*) n from flights group by carrier",
+     "a derived stream cannot aggregate: an aggregation's results change as data arrives",
+     (2, 36, "count(*)")),
+    ("select distinct carrier from flights", "a derived stream cannot aggregate", (2, 27, "distinct")),
+    ("select carrier, upper(carrier) from flights",
+     "column 2 of derived stream default.d needs a name: write <expression> AS <name>",
+     (2, 36, "upper(carrier)")),
+    ("select carrier, month carrier from flights",
+     "column 'carrier' appears twice in derived stream default.d; rename one with AS",
+     (2, 36, "month carrier")),
+    ("select carrier from airlines", "a derived stream reads only streams, and default.airlines "
+     "is a table", (2, 40, "airlines")),
+    ("select carrier, arrdelay from flights", "unknown column 'arrdelay' in stream default.flights",
+     (2, 36, "arrdelay")),
+    ("select carrier, count(*) n from flights STREAMWINDOW w AS (LENGTH '1' SECOND) group by carrier",
+     "a derived stream cannot use STREAMWINDOW", (2, 60, "STREAMWINDOW")),
+])
+def test_derived_stream_errors_at_their_place(ex, select, message, at):
+    with pytest.raises(ValidationError) as e:
+        derive(ex, select)
+    assert message in e.value.message
+    assert (e.value.line, e.value.column, e.value.text) == at
+
+
+def test_job_over_derived_streams_plans_their_selects_in_dependency_order(ex):
+    from streamjob.planner.plan import plan_job
+
+    run(ex, "CREATE STREAM d1 AS SELECT carrier, arr_delay, month FROM flights WHERE arr_delay > 60;"
+            "CREATE STREAM d2 AS SELECT carrier, arr_delay FROM d1 WHERE month > 6;")
+    plan = plan_job(ex.catalog, ex.home, "default", "j",
+                    "insert into late select d2.carrier, d2.arr_delay from d2", {})
+    assert plan.output_mode == "append"
+    assert [s.view for s in plan.sources] == ["sj__default__flights"]
+    assert [(d.view, d.select_sql) for d in plan.derived] == [
+        ("sj__default__d1", "SELECT carrier, arr_delay, month FROM sj__default__flights AS flights "
+                            "WHERE arr_delay > 60"),
+        ("sj__default__d2", "SELECT carrier, arr_delay FROM sj__default__d1 AS d1 WHERE month > 6")]
+    assert plan.query.select_sql == "SELECT d2.carrier, d2.arr_delay FROM sj__default__d2 AS d2"
+    assert set(plan.dependencies) == {
+        ("stream", "default", "flights", "source"), ("stream", "default", "d1", "source"),
+        ("stream", "default", "d2", "source"), ("table", "default", "late", "sink")}
+
+
+def test_job_over_derived_stream_is_registered_with_its_base_streams(ex):
+    run(ex, "CREATE STREAM d AS SELECT carrier, arr_delay FROM flights WHERE arr_delay > 60;"
+            'CREATE STREAMJOB j AS ("insert into late select * from d")')
+    job = ex.catalog.get_job("default", "j")
+    assert ("stream", "default", "d", "source") in job.dependencies
+    assert ("stream", "default", "flights", "source") in job.dependencies
+    with pytest.raises(Exception, match="default.j"):
+        run(ex, "DROP STREAM d")
+
+
+def test_streamwindow_over_derived_stream_inherits_event_time_or_uses_processing_time(ex):
+    from streamjob.planner.plan import plan_job
+
+    run(ex, "CREATE TABLE n (n BIGINT) STORED AS PARQUET;"
+            "CREATE STREAM dt AS SELECT ts, v FROM ticks WHERE v > 0;"
+            "CREATE STREAM df AS SELECT carrier FROM flights;")
+    plan = plan_job(ex.catalog, ex.home, "default", "j", "insert into n select count(*) from dt "
+                    "STREAMWINDOW w AS (LENGTH '10' SECOND)", {})
+    assert "GROUP BY `WINDOW`(dt.ts, '10 seconds')" in plan.query.select_sql
+    assert not any(d.proctime for d in plan.derived) and plan.output_mode == "append"
+    plan = plan_job(ex.catalog, ex.home, "default", "j", "insert into n select count(*) from df "
+                    "STREAMWINDOW w AS (LENGTH '10' SECOND)", {})
+    assert "GROUP BY `WINDOW`(df.__proctime, '10 seconds')" in plan.query.select_sql
+    assert [d.proctime for d in plan.derived] == [True]
+    assert not plan.sources[0].proctime
+
+
+def test_derived_stream_query_must_be_a_select(ex):
+    from streamjob.grammar.statements import Position
+    from streamjob.planner.derived import derive_stream
+
+    with pytest.raises(ValidationError, match="a derived stream is defined by one 'select ...'") as e:
+        derive_stream(ex.catalog, "default", "d", "insert into late select carrier, arr_delay "
+                      "from flights", Position(2, 20))
+    assert (e.value.line, e.value.column) == (2, 20)
+    with pytest.raises(ValidationError, match="cannot read itself"):
+        derive_stream(ex.catalog, "default", "flights", "select * from flights")

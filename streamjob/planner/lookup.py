@@ -1,0 +1,118 @@
+"""What the planner reads from the catalog: kinds, declared columns, event time.
+
+One :class:`Lookup` serves one planning pass and caches what it read, so a query that
+names a stream five times reads its record once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from ..catalog.records import StreamInfo, TableInfo
+from ..exceptions import ValidationError
+
+
+class Lookup:
+    """The catalog as the planner sees it.
+
+    Args:
+        catalog: a :class:`~streamjob.catalog.Catalog` (anything with ``get_stream`` and
+            ``get_table`` returning records or None).
+    """
+
+    def __init__(self, catalog: Any) -> None:
+        self.catalog = catalog
+        self._streams: dict[tuple[str, str], StreamInfo | None] = {}
+        self._tables: dict[tuple[str, str], TableInfo | None] = {}
+
+    def stream(self, database: str, name: str) -> StreamInfo | None:
+        """The stream ``database.name``, or None."""
+        key = (database, name)
+        if key not in self._streams:
+            self._streams[key] = self.catalog.get_stream(database, name)
+        return self._streams[key]
+
+    def table(self, database: str, name: str) -> TableInfo | None:
+        """The table ``database.name``, or None."""
+        key = (database, name)
+        if key not in self._tables:
+            self._tables[key] = self.catalog.get_table(database, name)
+        return self._tables[key]
+
+    def kind(self, database: str, name: str) -> str | None:
+        """``"stream"``, ``"table"`` or None (no such object)."""
+        if self.stream(database, name) is not None:
+            return "stream"
+        if self.table(database, name) is not None:
+            return "table"
+        return None
+
+    def columns(self, database: str, name: str) -> tuple[dict[str, Any], ...]:
+        """The declared (or, for a derived stream, inferred) ``{"name", "type"}`` columns."""
+        obj = self.stream(database, name) or self.table(database, name)
+        return tuple(obj.columns) if obj is not None else ()
+
+    def event_time(self, database: str, name: str, _seen=None) -> tuple[str, str] | None:
+        """``(column, delay)`` of a stream with event time, or None (processing time).
+
+        A source stream has event time when it declares both ``"watermark.column"`` and
+        ``"watermark.delay"`` (DESIGN §7). A derived stream inherits its inputs' event
+        time when every stream it reads directly has event time on a column of the same
+        name and the derived stream keeps a column of that name (Spark carries the
+        watermark through projections and filters).
+
+        Raises:
+            ValidationError: a source stream declares one of the two properties only.
+        """
+        st = self.stream(database, name)
+        if st is None:
+            return None
+        if not st.is_derived:
+            p = {k.lower(): v for k, v in st.properties.items()}
+            column, delay = p.get("watermark.column"), p.get("watermark.delay")
+            if column and delay:
+                return str(column).lower(), str(delay)
+            if column or delay:
+                raise ValidationError(
+                    f"stream {st.qualified_name} declares only one of \"watermark.column\" and "
+                    f"\"watermark.delay\"; declare both for event time, or neither for "
+                    f"processing time")
+            return None
+        seen = set(_seen or ()) | {(database, name)}
+        inputs = [r for r in direct_references(st) if r not in seen and self.kind(*r) == "stream"]
+        if not inputs:
+            return None
+        times = [self.event_time(*r, _seen=seen) for r in inputs]
+        if any(t is None for t in times) or len({t[0] for t in times}) != 1:
+            return None
+        column = times[0][0]
+        if column not in {c["name"].lower() for c in st.columns}:
+            return None
+        return times[0]
+
+
+def direct_references(stream: StreamInfo) -> list[tuple[str, str]]:
+    """The objects a derived stream's SELECT names in FROM/JOIN (CTE names excluded),
+    as ``(database, name)``, unqualified names in the derived stream's database; ``[]``
+    for a source stream or a query that no longer parses."""
+    if not stream.is_derived:
+        return []
+    from .text import QueryText, parse
+
+    try:
+        statements = parse(QueryText(stream.query, None), stream.query, "derived stream")
+    except ValidationError:
+        return []
+    refs: list[tuple[str, str]] = []
+    for s in statements:
+        ctes = {c.alias_or_name.lower() for c in s.find_all(exp.CTE)}
+        for t in s.find_all(exp.Table):
+            name = t.name.lower()
+            if not name or (not t.db and name in ctes):
+                continue
+            ref = ((t.db or stream.database).lower(), name)
+            if ref not in refs:
+                refs.append(ref)
+    return refs

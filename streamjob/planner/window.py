@@ -1,0 +1,240 @@
+"""Slipstream's STREAMWINDOW clause, turned into Spark's ``window(...)`` grouping.
+
+``... FROM s [[AS] alias] STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND]) ...``
+(keywords in any case; values quoted or bare whole numbers; units MILLISECOND(S),
+SECOND(S), MINUTE(S), HOUR(S), DAY(S)) declares a tumbling window (no SLIDE) or a
+sliding one over the stream it follows. Before sqlglot reads the query, the clause is
+replaced by spaces of the same length (newlines kept), so every other position stays
+true; after parsing, ``window(<time column>, '<length>'[, '<slide>'])`` is added to the
+GROUP BY of the select that reads the stream (a GROUP BY is created when the select
+aggregates without one).
+
+The time column is the stream's event time (``"watermark.column"``, with the watermark
+``"watermark.delay"`` applied at the source). A stream without event time is windowed
+on processing time: its view gets a column :data:`PROCTIME_COLUMN` =
+``current_timestamp()`` (the micro-batch's time) with a zero-delay watermark, so the
+windowed aggregation appends each window once the next batch has passed its end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+from .text import QueryText, Span, is_window_call, tokenize
+
+#: The processing-time column added to the view of a stream windowed without event time.
+PROCTIME_COLUMN = "__proctime"
+
+_UNITS = {
+    "MILLISECOND": ("millisecond", 1),
+    "SECOND": ("second", 1000),
+    "MINUTE": ("minute", 60_000),
+    "HOUR": ("hour", 3_600_000),
+    "DAY": ("day", 86_400_000),
+}
+_FORM = "STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND])"
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A window length or slide: ``amount`` of ``unit`` (singular, lower case)."""
+
+    amount: int
+    unit: str
+    millis: int
+
+    @property
+    def spark(self) -> str:
+        """Spark's interval text, e.g. ``'10 seconds'``."""
+        return f"{self.amount} {self.unit}{'' if self.amount == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class WindowClause:
+    """One STREAMWINDOW clause as read from the text (before sqlglot parses the query).
+
+    ``keyword`` is the span of the STREAMWINDOW keyword; ``follows`` the end offset of
+    the token before it (the stream's name or alias), -1 if none."""
+
+    name: str
+    length: Duration
+    slide: Duration | None
+    keyword: Span
+    follows: int
+
+
+@dataclass(frozen=True)
+class StreamWindow:
+    """A STREAMWINDOW applied to a stream of the query.
+
+    ``database``/``stream`` name the stream, ``view`` its temporary view, ``alias`` the
+    name the query reads it by; ``time_column`` is its event-time column, or
+    :data:`PROCTIME_COLUMN` when ``proctime`` (the view must then add that column, see
+    :func:`streamjob.planner.plan.source_frame`); ``length``/``slide`` are Spark interval
+    texts (``slide`` None: tumbling)."""
+
+    name: str
+    database: str
+    stream: str
+    view: str
+    alias: str
+    time_column: str
+    proctime: bool
+    length: str
+    slide: str | None
+
+
+def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
+    """Blank every STREAMWINDOW clause out of the query text.
+
+    Returns:
+        ``(text, clauses)``: the text with each clause replaced by spaces of equal
+        length (newlines kept), and the clauses read.
+
+    Raises:
+        ValidationError: a malformed clause (saying what is expected), an unknown time
+            unit, a length or slide that is not a positive whole number, a SLIDE longer
+            than the LENGTH, or more than one STREAMWINDOW.
+    """
+    tokens = tokenize(qt.text)
+    if not tokens:
+        return qt.text, []
+    text = qt.text
+    clauses: list[WindowClause] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.token_type == TokenType.VAR and tok.text.upper() == "STREAMWINDOW":
+            if clauses:
+                raise qt.error("only one STREAMWINDOW per query is supported",
+                               qt.token_span(tok))
+            clause, last = _read_clause(qt, tokens, i)
+            clauses.append(clause)
+            blank = "".join(c if c == "\n" else " " for c in text[tok.start:last.end + 1])
+            text = text[:tok.start] + blank + text[last.end + 1:]
+            i = tokens.index(last) + 1
+            continue
+        i += 1
+    return text, clauses
+
+
+def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClause, Token]:
+    keyword = tokens[i]
+    pos = i + 1
+
+    def peek() -> Token | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def expect(what: str, ok) -> Token:
+        nonlocal pos
+        tok = peek()
+        if tok is None or not ok(tok):
+            found = f"'{tok.text}'" if tok is not None else "the end of the query"
+            span = qt.token_span(tok) if tok is not None else qt.token_span(tokens[pos - 1])
+            raise qt.error(f"malformed STREAMWINDOW clause: expected {what} but found {found}; "
+                           f"the form is {_FORM}", span)
+        pos += 1
+        return tok
+
+    def word(w: str):
+        return lambda t: t.text.upper() == w
+
+    name = expect("a window name", lambda t: t.token_type in (TokenType.VAR, TokenType.IDENTIFIER))
+    expect("AS", word("AS"))
+    expect("'('", lambda t: t.token_type == TokenType.L_PAREN)
+    expect("LENGTH", word("LENGTH"))
+    length = _duration(qt, expect, peek, "LENGTH")
+    slide = None
+    if peek() is not None and peek().text.upper() == "SLIDE":
+        expect("SLIDE", word("SLIDE"))
+        slide_tok = peek()
+        slide = _duration(qt, expect, peek, "SLIDE")
+        if slide.millis > length.millis:
+            raise qt.error(
+                f"STREAMWINDOW SLIDE ({slide.spark}) is longer than its LENGTH ({length.spark}); "
+                f"the slide must not exceed the length", qt.token_span(slide_tok))
+    last = expect("')'" if slide else "SLIDE or ')'",
+                  lambda t: t.token_type == TokenType.R_PAREN)
+    follows = tokens[i - 1] if i > 0 else None
+    is_name = follows is not None and follows.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    return WindowClause(name.text, length, slide, qt.token_span(keyword),
+                        follows.end if is_name else -1), last
+
+
+def _duration(qt: QueryText, expect, peek, what: str) -> Duration:
+    first = peek()
+    negative = first is not None and first.token_type == TokenType.DASH
+    if negative:
+        expect("a number", lambda t: True)
+    value = expect(f"the {what} as a number, e.g. '10'",
+                   lambda t: t.token_type in (TokenType.STRING, TokenType.NUMBER))
+    span = qt.span(first.start, value.end)
+    raw = value.text.strip()
+    try:
+        amount = int(raw) * (-1 if negative else 1)
+    except ValueError:
+        amount = None
+    if amount is None or amount <= 0:
+        shown = ("-" if negative else "") + raw
+        raise qt.error(f"STREAMWINDOW {what} must be a positive whole number, not '{shown}'", span)
+    unit_tok = expect("a time unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)",
+                      lambda t: t.token_type != TokenType.R_PAREN)
+    unit = unit_tok.text.upper()
+    unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNITS else unit
+    if unit not in _UNITS:
+        raise qt.error(f"unknown time unit '{unit_tok.text}' in STREAMWINDOW; use MILLISECOND, "
+                       f"SECOND, MINUTE, HOUR or DAY", qt.token_span(unit_tok))
+    singular, millis = _UNITS[unit]
+    return Duration(amount, singular, amount * millis)
+
+
+def window_table(clause: WindowClause, tree: exp.Expr) -> exp.Table | None:
+    """The FROM/JOIN table the clause follows (matched by the name or alias token just
+    before STREAMWINDOW), or None."""
+    if clause.follows < 0:
+        return None
+    for table in tree.find_all(exp.Table):
+        alias = table.args.get("alias")
+        for ident in (table.this, alias.this if isinstance(alias, exp.TableAlias) else None):
+            meta = getattr(ident, "_meta", None) if ident is not None else None
+            if meta and meta.get("end") == clause.follows:
+                return table
+    return None
+
+
+def aggregates(select: exp.Select) -> bool:
+    """True when ``select`` itself groups or calls an aggregate function (nested queries
+    and OVER windows excluded)."""
+    if select.args.get("group"):
+        return True
+    for part in list(select.expressions) + [select.args.get("having")]:
+        if part is None:
+            continue
+        for node in part.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery, exp.Window))
+                              and n is not part):
+            if isinstance(node, exp.AggFunc) and not isinstance(node.parent, exp.Window):
+                return True
+    return False
+
+
+def add_window_group(select: exp.Select, alias: str, window: StreamWindow) -> None:
+    """Add ``window(alias.time_column, length[, slide])`` to the select's GROUP BY."""
+    args = [exp.column(window.time_column, table=alias),
+            exp.Literal.string(window.length)]
+    if window.slide:
+        args.append(exp.Literal.string(window.slide))
+    call = exp.Anonymous(this=exp.to_identifier("window", quoted=True), expressions=args)
+    group = select.args.get("group")
+    if group is None:
+        select.set("group", exp.Group(expressions=[call]))
+    else:
+        group.append("expressions", call)
+
+
+def groups_by_window(select: exp.Select) -> bool:
+    """True when the select's GROUP BY already calls ``window(...)``."""
+    group = select.args.get("group")
+    return bool(group) and any(is_window_call(n) for g in group.expressions for n in g.walk())

@@ -1,0 +1,5 @@
+-- expect: 5:32: syntax error in the job's query
+CREATE STREAM s (a INT) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="h:9092");
+CREATE TABLE t (a INT);
+CREATE STREAMJOB j AS ("insert into t
+  select a from s where (a > 1 group by a");

@@ -1,0 +1,3 @@
+-- expect: 3:17: streamjob default.nope does not exist
+SHOW STREAMS;
+START STREAMJOB nope;
