@@ -7,15 +7,12 @@ PostgreSQL is required: if it is unreachable, the PostgreSQL half of these tests
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from streamjob.catalog import Catalog, CheckpointInfo, JobInfo, StreamInfo, TableInfo
 from streamjob.catalog.models import SCHEMA_VERSION
@@ -26,39 +23,8 @@ from streamjob.exceptions import (
     ObjectNotFoundError,
 )
 
-PG_URL = os.environ.get(
-    "STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 COLS = [{"name": "id", "type": "int"}, {"name": "dest", "type": "string"}]
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(scope="session")
-def pg_admin():
-    """An engine on the test PostgreSQL database (fails the tests if unreachable)."""
-    engine = create_engine(PG_URL)
-    with engine.connect() as conn:  # raises if PostgreSQL is down: the tests fail
-        conn.execute(text("SELECT 1"))
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def catalog_url(request, tmp_path):
-    """A URL to an empty catalog: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/home/catalog.db"
-        return
-    admin = request.getfixturevalue("pg_admin")
-    schema = f"sj_test_{uuid.uuid4().hex[:12]}"
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 import logging
 import multiprocessing
-import os
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,41 +21,15 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
-PG_URL = os.environ.get(
-    "STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 HEAD = "0002"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
 
-@pytest.fixture(scope="module")
-def pg_admin():
-    """An engine on the test PostgreSQL database (fails the tests if unreachable)."""
-    engine = sa.create_engine(PG_URL)
-    with engine.connect() as conn:
-        conn.execute(sa.text("SELECT 1"))
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
+@pytest.fixture
+def url(catalog_url):
     """A URL to an empty database: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/catalog.db"
-        return
-    admin = request.getfixturevalue("pg_admin")
-    schema = f"sj_mig_{uuid.uuid4().hex[:12]}"
-    with admin.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield make_url(PG_URL).update_query_dict(
-            {"options": f"-csearch_path={schema}"}
-        ).render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    return catalog_url
 
 
 @pytest.fixture

@@ -143,3 +143,23 @@ def test_dry_run_drop_keeps_checkpoint_files(ex):
     dry = Executor(ex.catalog, ex.home, dry_run=True)
     assert run(dry, "DROP STREAMJOB j").message == "streamjob default.j can be dropped"
     assert (ckdir / "commits" / "1").exists()
+
+
+def test_check_runs_against_a_scratch_copy_of_the_catalog(ex):
+    from streamjob.check import check_script, scratch_catalog
+
+    run(ex, 'CREATE STREAMJOB j AS ("insert into totals select k, sum(v) from s group by k")')
+    job = ex.catalog.get_job("default", "j")
+    _fake_checkpoints(ex, job, [2, 3])
+    script = "START STREAMJOB j FROM CHECKPOINT 2;\nDROP STREAMJOB j;\nDROP TABLE totals;"
+    report = check_script(script, "x.sql", scratch_catalog(ex.catalog), ex.home)
+    assert report.statements == 3
+    with pytest.raises(JobError, match="retained: 2, 3") as info:
+        check_script("\nSTART STREAMJOB j FROM CHECKPOINT 9;", "x.sql",
+                     scratch_catalog(ex.catalog), ex.home)
+    assert (info.value.source, info.value.line, info.value.column) == ("x.sql", 2, 35)
+    # the real catalog and checkpoints are untouched
+    after = ex.catalog.get_job("default", "j")
+    assert after.desired_state == "STOPPED" and after.uid == job.uid
+    assert [c.checkpoint_id for c in ex.catalog.list_checkpoints(job.uid)] == [2, 3]
+    assert ex.catalog.get_table("default", "totals") is not None
