@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/unit -m "not slow"
 
 clean:
 	rm -rf $(VENV) .streamjob .pytest_cache *.egg-info

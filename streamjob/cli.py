@@ -226,6 +226,23 @@ def list_jobs(obj: _Context, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def describe(obj: _Context, name: str, as_json: bool) -> None:
+    """Describe a streamjob (SQL, effective properties and their origin, runs,
+    checkpoints), else a stream or table of that name."""
+    from .grammar import parse_statement
+
+    db, _, obj_name = name.rpartition(".")
+    if obj.catalog.get_job(db or "default", obj_name) is not None:
+        _statement(obj, f"DESCRIBE STREAMJOB {name}", as_json)
+    else:
+        parse_statement(f"DESCRIBE {name}")  # a bad name is a parse error here
+        _statement(obj, f"DESCRIBE {name}", as_json)
+
+
+@main.command()
 @click.argument("job")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
@@ -259,8 +276,10 @@ def _render(result, as_json: bool) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 200)
     for part in result.sections or [result]:
-        if part.columns:
+        if part.columns and (part.rows or not result.sections):
             console.print(_table(part))
+        elif part.columns:
+            click.echo(f"{part.title}: none")
     if result.message:
         click.echo(result.message)
 

@@ -74,7 +74,7 @@ class DescribeStatements:
         ]
         if problem:
             overview.append(("cannot run now", problem))
-        props = [(k, jp.mask(k, v.value), v.origin) for k, v in eff.items()]
+        props = [(k, jp.display(k, v.value), v.origin) for k, v in eff.items()]
         deps = [(kind, f"{d}.{n}", role) for kind, d, n, role in job.dependencies]
         run_rows = [(r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at), r.cause)
                     for r in runs[-RUNS_SHOWN:]]

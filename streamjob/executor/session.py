@@ -16,7 +16,7 @@ class SessionStatements:
 
     def _do_SetProperty(self, s: st.SetProperty) -> Result:
         if s.key is None:
-            rows = [(k, jp.mask(k, v.value), v.origin)
+            rows = [(k, jp.display(k, v.value), v.origin)
                     for k, v in jp.effective({}, self.session_props).items()]
             return Result(columns=("property", "value", "origin"), rows=rows,
                           title="session properties")

@@ -21,7 +21,7 @@ from .definitions import CONNECTOR, ENGINE, JOB, SECRET_WORDS
 from .registry import Property, Registry
 
 __all__ = [
-    "CONNECTOR", "ENGINE", "JOB", "Effective", "Property", "Registry", "effective",
+    "CONNECTOR", "ENGINE", "JOB", "Effective", "Property", "Registry", "display", "effective",
     "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
     "validate_engine", "values",
 ]
@@ -143,6 +143,14 @@ def validate_engine(conf: Mapping[str, str]) -> None:
             raise PropertyError(f"unknown engine property '{name}'{ENGINE.suggest(name)}"
                                 + ("" if low.startswith(("spark.", "streamjob.")) else
                                    "; engine properties are spark.* or streamjob.*"))
+
+
+def display(name: str, value: Any) -> Any:
+    """``value`` as SHOW/DESCRIBE print it: masked (see :func:`mask`), booleans as
+    ``true``/``false`` the way they are written in StreamSQL."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return mask(name, value)
 
 
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@/\s]+@")

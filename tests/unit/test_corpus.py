@@ -70,3 +70,26 @@ def test_check_cli_ok_and_catalog_untouched(tmp_path):
     assert result.output.strip().endswith("OK (9 statements)")
     listed = runner.invoke(main, ["--home", str(tmp_path), "list", "--json"])
     assert listed.exit_code == 0 and listed.output.strip() == "[]"
+
+
+def test_submit_then_describe_cli(tmp_path):
+    import json
+
+    runner = CliRunner()
+    home = ["--home", str(tmp_path)]
+    script = CORPUS / "valid" / "derived_and_sql_sinks.sql"
+    assert runner.invoke(main, [*home, "submit", str(script)]).exit_code == 0
+    out = runner.invoke(main, [*home, "describe", "balances_job", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    props = {p["property"]: (p["value"], p["origin"]) for p in data["properties"]}
+    assert props["morphling.job.checkpoint.interval"] == (1000, "SET")
+    assert props["morphling.checkpoint.retained"] == (10, "JOBPROPERTIES")
+    assert props["morphling.result.auto.flush"] == ("false", "SET")
+    fields = {f["field"]: f["value"] for f in data["streamjob"]}
+    assert fields["guarantee"] == "exactly-once" and fields["desired state"] == "RUNNING"
+    table = json.loads(runner.invoke(main, [*home, "describe", "balances", "--json"]).output)
+    assert {p["property"]: p["value"] for p in table["properties"]}["url"] == \
+        "postgresql://app:***@db:5432/bank"
+    missing = runner.invoke(main, [*home, "describe", "nope"])
+    assert missing.exit_code == 1 and "stream or table default.nope does not exist" in missing.output

@@ -47,7 +47,7 @@ def test_describe_streamjob_shows_effective_properties_and_their_origin(ex):
     props = {r[0]: (r[1], r[2]) for r in section(out, "properties").rows}
     assert props["morphling.checkpoint.retained"] == (7, "SET")  # captured at CREATE
     assert props["morphling.job.checkpoint.interval"] == (500, "JOBPROPERTIES")
-    assert props["morphling.result.auto.flush"] == (False, "default")
+    assert props["morphling.result.auto.flush"] == ("false", "default")
     fields = dict(section(out, "streamjob").rows)
     assert fields["guarantee"] == "exactly-once"
     assert fields["output mode"] == "update"
