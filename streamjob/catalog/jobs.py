@@ -202,6 +202,16 @@ class JobsMixin(CatalogEngine):
             session.flush()
             return self._job_info(session, job)
 
+    def count_expired_checkpoint(self, job_uid: str) -> int | None:
+        """Add one to the job's count of expired checkpoints (DESIGN §4); returns the new
+        count, or None if no job has this uid (dropped meanwhile)."""
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
+            if job is None:
+                return None
+            job.expired_checkpoints = int(job.expired_checkpoints or 0) + 1
+            return job.expired_checkpoints
+
     def drop_job(self, database: str, name: str, if_exists: bool = False) -> JobInfo | None:
         """Delete a job with its dependencies, runs and checkpoints (one transaction).
 
@@ -247,6 +257,7 @@ class JobsMixin(CatalogEngine):
             updated_at=job.updated_at,
             dependencies=tuple(deps),
             session_properties=dict(job.session_properties or {}),
+            expired_checkpoints=int(job.expired_checkpoints or 0),
         )
 
     # -------------------------------------------------------------------- runs

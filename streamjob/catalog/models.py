@@ -38,7 +38,7 @@ from sqlalchemy.types import TypeDecorator
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0002"
+SCHEMA_VERSION = "0003"
 
 NAME_LENGTH = 255
 
@@ -156,6 +156,7 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     session_properties: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
+    expired_checkpoints: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class JobDependency(Base):

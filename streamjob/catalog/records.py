@@ -126,6 +126,7 @@ class JobInfo:
     updated_at: datetime
     dependencies: tuple[Dependency, ...] = ()
     session_properties: dict[str, Any] = field(default_factory=dict)
+    expired_checkpoints: int = 0
 
     @property
     def qualified_name(self) -> str:

@@ -21,14 +21,15 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
-HEAD = "0002"
+HEAD = "0003"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
 
 @pytest.fixture
-def url(catalog_url):
+def url(catalog_url, tmp_path):
     """A URL to an empty database: a SQLite file, or a fresh PostgreSQL schema."""
+    (tmp_path / "home").mkdir(exist_ok=True)
     return catalog_url
 
 
@@ -114,7 +115,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -144,8 +145,9 @@ def test_fresh_database_is_at_head_and_equals_models(url, engine):
 def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
-    [(kind, _schema, table, column)] = _diff(engine)  # what 0002 adds
-    assert (kind, table, column.name) == ("add_column", "jobs", "session_properties")
+    added = sorted((kind, table, column.name) for kind, _schema, table, column in _diff(engine))
+    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002, 0003 add
+                     ("add_column", "jobs", "session_properties")]
     _fill_0001(engine)
     with Catalog(url) as cat:
         _assert_filled_rows_kept(cat)
@@ -157,6 +159,7 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
     Base.metadata.create_all(engine)
     with engine.begin() as conn:
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN session_properties"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN expired_checkpoints"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None
     _fill_0001(engine)
@@ -246,7 +249,7 @@ def test_two_processes_open_a_fresh_catalog_at_once(url, engine):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert sorted(results.get(timeout=10) for _ in procs) == [0, 2]  # 0001 and 0002, once
+    assert sorted(results.get(timeout=10) for _ in procs) == [0, 3]  # 0001..0003, once
     assert _revision(engine) == HEAD and _diff(engine) == []
     assert _count(engine, "alembic_version") == 1 and _count(engine, "catalog_meta") == 1
 
