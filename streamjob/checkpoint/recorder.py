@@ -29,6 +29,9 @@ from typing import Any, Callable
 from pyspark.sql.streaming import StreamingQueryListener
 
 from ..catalog import Catalog
+from ..catalog.records import CheckpointInfo
+from .backends import CatalogBackend, CheckpointBackend
+from .backends.base import JobRef
 from .store import is_committed, trim_logs
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,8 @@ class CheckpointTracker:
     latest_id: int | None = None
     offsets: dict[str, Any] = field(default_factory=dict)
     completed: int = 0
+    expired: set[int] = field(default_factory=set)  # ids that expired before completing
+    fingerprint: str | None = None  # the running plan's (checkpoint/fingerprint.py)
     cond: threading.Condition = field(default_factory=threading.Condition)
 
     def wait_for(self, predicate: Callable[["CheckpointTracker"], bool], timeout: float) -> bool:
@@ -74,8 +79,11 @@ class CheckpointRecorder(StreamingQueryListener):
     """Listener for one job's session; see the module docstring for the commit steps."""
 
     def __init__(self, catalog: Catalog, job_uid: str, job_name: str, checkpoint_dir: str,
-                 retained: int, tracker: CheckpointTracker, durable: bool = True) -> None:
+                 retained: int, tracker: CheckpointTracker, durable: bool = True,
+                 backend: CheckpointBackend | None = None) -> None:
         self.catalog = catalog
+        # where checkpoints are recorded (morphling.checkpoint.backend); default: the catalog
+        self.backend = backend if backend is not None else CatalogBackend(catalog)
         self.job_uid = job_uid
         self.job_name = job_name
         self.checkpoint_dir = checkpoint_dir
@@ -107,17 +115,17 @@ class CheckpointRecorder(StreamingQueryListener):
         offsets = merge_offsets([(s.description, s.endOffset) for s in p.sources])
         state_rows = sum(int(op.numRowsTotal) for op in p.stateOperators) if p.stateOperators else None
         if self.durable:
-            self.catalog.record_checkpoint(
-                self.job_uid, batch_id,
+            self.backend.record(JobRef.of(self.job_uid, self.job_name), CheckpointInfo(
+                job_uid=self.job_uid, checkpoint_id=batch_id,
                 started_at=started,
                 ended_at=started + _dt.timedelta(milliseconds=duration),
                 duration_ms=duration,
                 source_offsets=offsets,
                 input_rows=int(p.numInputRows or 0),
                 state_rows=state_rows,
-                status="COMPLETED",
-                retained=self.retained,
-            )
+                status="LATE" if batch_id in self.tracker.expired else "COMPLETED",
+                fingerprint=self.tracker.fingerprint,
+            ), retained=self.retained)
             trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
         with self.tracker.cond:
             self.tracker.latest_id = batch_id

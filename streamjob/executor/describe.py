@@ -44,9 +44,15 @@ class DescribeStatements:
         return self._checkpoints(job, f"checkpoints of {db}.{name}")
 
     def _checkpoints(self, job, title: str) -> Result:
+        """The job's retained checkpoints, read from its backend (``morphling.checkpoint.backend``;
+        in a dry run from the scratch catalog: nothing external is contacted)."""
+        from ..checkpoint.backends import backend_for_job
+
+        with backend_for_job(self.catalog, self.home, job, dry_run=self.dry_run) as backend:
+            checkpoints = backend.list(job)
         rows = [(c.checkpoint_id, c.status, _ts(c.started_at), _ts(c.ended_at), c.duration_ms,
                  c.input_rows, c.state_rows, c.source_offsets)
-                for c in self.catalog.list_checkpoints(job.uid)]
+                for c in checkpoints]
         return Result(columns=("checkpoint", "status", "started", "ended", "duration ms",
                                "rows in", "state rows", "source offsets"), rows=rows, title=title)
 
@@ -71,6 +77,7 @@ class DescribeStatements:
             ("created", _ts(job.created_at)), ("updated", _ts(job.updated_at)),
             ("runs", len(runs)), ("failed runs", failures),
             ("failures since last checkpoint", job.attempts), ("last error", job.last_error),
+            ("expired checkpoints", job.expired_checkpoints),
         ]
         if problem:
             overview.append(("cannot run now", problem))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import properties as jp
-from ..checkpoint import store
+from ..checkpoint import fingerprint, store
 from ..connectors import spec as cspec
 from ..exceptions import JobError, ObjectExistsError
 from ..grammar import statements as st
@@ -17,9 +17,12 @@ class JobStatements:
     """Stream job statements of :class:`~streamjob.executor.Executor`."""
 
     def _plan(self, db: str, name: str, query: str, props: dict, session: dict, position=None):
+        from ..checkpoint.backends import check_plan
         from ..planner.plan import plan_job
 
-        return plan_job(self.catalog, self.home, db, name, query, props, session, position)
+        plan = plan_job(self.catalog, self.home, db, name, query, props, session, position)
+        check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
+        return plan
 
     def _do_CreateStreamJob(self, s: st.CreateStreamJob) -> Result:
         db, name = self._names(s.name, "job")
@@ -52,6 +55,8 @@ class JobStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         plan = self._plan(db, name, job.query, job.properties, job.session_properties)
+        if plan.props["morphling.job.enable.checkpoint"]:  # changed logic is refused here
+            fingerprint.check(self.home.checkpoint_dir(db, name), plan)
         restored = ""
         if s.from_checkpoint is not None:
             restored = self._restore(s, job, plan)
@@ -65,27 +70,37 @@ class JobStatements:
         return Result(f"streamjob {db}.{name} started{restored}")
 
     def _restore(self, s: st.StartStreamJob, job, plan) -> str:
-        """START ... FROM CHECKPOINT n (DESIGN §4): the logs after n are removed and the
-        job resumes from n. Refused while the job runs, or if n is not retained."""
+        """START ... FROM CHECKPOINT n (DESIGN §4): the logs after n are removed, and the
+        records after n in the job's checkpoint backend, and the job resumes from n.
+        Refused while the job runs, or if n is not retained. A dry run contacts nothing:
+        it checks n against the scratch catalog, and not at all for a job whose records
+        live in zookeeper or kafka."""
+        from ..checkpoint.backends import CatalogBackend, backend_for_plan
+
         n = s.from_checkpoint
         running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
         if running or (job.desired_state == "RUNNING" and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before "
                            f"starting it from checkpoint {n}")
-        retained = [c.checkpoint_id for c in self.catalog.list_checkpoints(job.uid)]
-        if n not in retained:
-            pos = s.where("checkpoint")
-            have = (f"retained: {', '.join(map(str, retained))}" if retained
-                    else "it has no retained checkpoints")
-            raise JobError(f"checkpoint {n} of streamjob {job.qualified_name} is not retained; "
-                           f"{have}", pos.line, pos.column, str(n))
-        if not plan.props["morphling.job.enable.checkpoint"]:
-            raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
-                           "false, so it keeps no checkpoint to start from")
-        if self.dry_run:
-            return f" from checkpoint {n}"
-        removed = store.truncate_after(self.home.checkpoint_dir(job.database, job.name), n)
-        self.catalog.truncate_checkpoints(job.uid, after=n)
+        where = plan.props["morphling.checkpoint.backend"]
+        unchecked = self.dry_run and where != "catalog"
+        with (CatalogBackend(self.catalog) if self.dry_run
+              else backend_for_plan(self.catalog, self.home, plan)) as backend:
+            retained = [] if unchecked else [c.checkpoint_id for c in backend.list(job)]
+            if n not in retained and not unchecked:
+                pos = s.where("checkpoint")
+                have = (f"retained: {', '.join(map(str, retained))}" if retained
+                        else "it has no retained checkpoints")
+                raise JobError(f"checkpoint {n} of streamjob {job.qualified_name} is not "
+                               f"retained; {have}", pos.line, pos.column, str(n))
+            if not plan.props["morphling.job.enable.checkpoint"]:
+                raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable."
+                               "checkpoint=false, so it keeps no checkpoint to start from")
+            if self.dry_run:
+                return f" from checkpoint {n}" + (
+                    f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
+            removed = store.truncate_after(self.home.checkpoint_dir(job.database, job.name), n)
+            backend.truncate(job, after=n)
         later = [c for c in retained if c > n]
         return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "
                 f"{removed} log files)" if later else f" from checkpoint {n}")
@@ -111,6 +126,10 @@ class JobStatements:
             return Result(f"streamjob {db}.{name} can be dropped")
         if self.manager is not None:
             self.manager.stop(job.uid)
+        from ..checkpoint.backends import backend_for_job
+
+        with backend_for_job(self.catalog, self.home, job) as backend:
+            backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
         store.purge(self.home.checkpoint_dir(db, name), self.home.checkpoint_root)
         self._purge_sink_markers(job)
         self.catalog.drop_job(db, name, if_exists=True)

@@ -23,6 +23,9 @@ from typing import Callable
 from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
+from ..checkpoint.backends import CheckpointBackend, backend_for_plan
+from ..checkpoint import fingerprint
+from ..checkpoint.expiry import ExpiryWatch, expiry_message
 from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker
 from ..connectors import spec as cspec
 from ..connectors.sql_sink import SqlSink
@@ -64,6 +67,8 @@ class JobRunner(threading.Thread):
         self.started = threading.Event()
         self._stop_requested = threading.Event()
         self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
+        self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
+        self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
 
     @property
     def catalog(self) -> Catalog:
@@ -105,6 +110,7 @@ class JobRunner(threading.Thread):
                 while not self._stop_requested.is_set():
                     if self.query.awaitTermination(0.5):
                         break
+                    self._check_expiry()
                 if self._stop_requested.is_set():
                     self.query.stop()
                     self.catalog.end_run(run_id, "STOPPED", "stopped")
@@ -127,6 +133,7 @@ class JobRunner(threading.Thread):
                 self.error = error_summary(exc)
             finally:
                 self._cleanup_temp()
+                self._close_backend()
             if self._stop_requested.is_set():
                 self.catalog.end_run(run_id, "STOPPED", "stopped")
                 self._update(status="STOPPED")
@@ -161,8 +168,21 @@ class JobRunner(threading.Thread):
             **jp.spark_settings(props),  # the job's own spark.sql.* settings
             "spark.sql.streaming.minBatchesToRetain": str(retained),
         })
+        self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
+        self.backend.mark_running(self.job)
+        latest = self.backend.latest(self.job) if durable else None
+        if latest is not None:  # what the job has committed (run --until-idle compares it)
+            with self.tracker.cond:
+                if self.tracker.latest_id is None:
+                    self.tracker.offsets = dict(latest.source_offsets or {})
+        if durable:  # refuse checkpoints of a different logic (DESIGN §4)
+            fp = fingerprint.check(ckdir, plan)
+            fingerprint.write(ckdir, fp)
+            self.tracker.fingerprint = fp.encode()
+        self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
         recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
-                                      retained, self.tracker, durable=durable)
+                                      retained, self.tracker, durable=durable,
+                                      backend=self.backend)
         session.streams.addListener(recorder)
         writer = None
         if isinstance(plan.sink_spec, cspec.SqlTableSpec):
@@ -172,6 +192,30 @@ class JobRunner(threading.Thread):
             sink.prepare()
             writer = _batch_writer(sink)
         return start_query(session, plan, ckdir, writer)
+
+    def _close_backend(self) -> None:
+        """Withdraw the running mark and close the checkpoint backend of the attempt."""
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        try:
+            backend.clear_running(self.job)
+        except StreamJobError as exc:
+            log.warning("job %s: %s", self.job.qualified_name, exc)
+        finally:
+            backend.close()
+
+    def _check_expiry(self) -> None:
+        """Log and count a checkpoint running past ``morphling.checkpoint.timeout``; the
+        recorder records it as LATE if it completes after all (DESIGN §4)."""
+        watch = self.watch
+        expired = watch.poll() if watch is not None else None
+        if expired is None:
+            return
+        log.warning(expiry_message(expired, self.job.qualified_name))
+        with self.tracker.cond:
+            self.tracker.expired.add(expired)
+        self.catalog.count_expired_checkpoint(self.job.uid)
 
     def _cleanup_temp(self) -> None:
         """Delete the temporary checkpoint of a job without durable checkpoints: each

@@ -1,0 +1,141 @@
+"""Fingerprints of a job's logic, kept with its checkpoints (DESIGN §4).
+
+Spark can resume a query from a checkpoint only if the query is compatible with it: the
+same sources (their number and identity), and for a stateful query (aggregation,
+window, DISTINCT, stream-stream join) the same state schema — otherwise it fails deep
+inside the state store with a JVM stack trace, or silently reads state of a different
+shape. streamjob therefore writes a fingerprint of the job into its checkpoint directory
+(``streamjob.fingerprint``, JSON) at every start, records it with each checkpoint, and
+before a start compares the planned job with the one that took the checkpoints:
+
+- the set of source streams changed: refused (Spark does not allow it);
+- the query is stateful now or was then, and its text or the columns of its streams
+  changed: refused;
+- anything else (a stateless query's projection or filter, the sink's columns): allowed,
+  as Spark allows it for stateless queries.
+
+A refusal says what changed and how to start fresh: DROP STREAMJOB (which purges the
+checkpoints) and CREATE it again. Checkpoints taken before fingerprints existed are
+accepted as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from ..exceptions import JobError
+from .store import _local_path, is_local_uri, log_ids
+
+if TYPE_CHECKING:
+    from ..planner.plan import JobPlan
+
+FILE_NAME = "streamjob.fingerprint"
+VERSION = 1
+
+
+def _digest(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a checkpoint depends on: ``sources`` (the source streams' names),
+    ``query`` (digest of the Spark SQL of the job and its derived streams), ``schemas``
+    (digest of the source streams' columns), ``sink`` (digest of the sink's columns and
+    output mode) and whether the query keeps state."""
+
+    sources: tuple[str, ...]
+    query: str
+    schemas: str
+    sink: str
+    stateful: bool
+    version: int = VERSION
+
+    def encode(self) -> str:
+        """A one-line form for checkpoint records (under 255 characters for few sources)."""
+        return (f"v{self.version};stateful={int(self.stateful)};query={self.query};"
+                f"schemas={self.schemas};sink={self.sink}")
+
+
+def of_plan(plan: "JobPlan") -> Fingerprint:
+    """The fingerprint of a planned job."""
+    sources = tuple(sorted(s.stream.qualified_name for s in plan.sources))
+    stateful = bool(plan.query.aggregate or plan.query.windows or len(plan.sources) > 1)
+    return Fingerprint(
+        sources=sources,
+        query=_digest([plan.query.select_sql, [d.select_sql for d in plan.derived]]),
+        schemas=_digest(sorted((s.stream.qualified_name, list(map(dict, s.stream.columns)))
+                               for s in plan.sources)),
+        sink=_digest([plan.sink.qualified_name, list(map(dict, plan.sink.columns)),
+                      plan.output_mode]),
+        stateful=stateful,
+    )
+
+
+def _path(checkpoint_dir: str) -> Path | None:
+    return _local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
+
+
+def stored(checkpoint_dir: str) -> Fingerprint | None:
+    """The fingerprint written with a checkpoint directory, or None (none yet, unreadable,
+    or not a local directory)."""
+    path = _path(checkpoint_dir)
+    if path is None or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        data["sources"] = tuple(data["sources"])
+        return Fingerprint(**data)
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
+
+
+def write(checkpoint_dir: str, fp: Fingerprint) -> None:
+    """Write ``fp`` into the checkpoint directory (created if needed), atomically."""
+    path = _path(checkpoint_dir)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(fp), indent=1))
+    tmp.replace(path)
+
+
+def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
+    """Compare the planned job with the one that took the checkpoints in
+    ``checkpoint_dir``; returns the plan's fingerprint.
+
+    Raises:
+        JobError: the checkpoints cannot be resumed by this job (says what changed and
+            how to start fresh).
+    """
+    new = of_plan(plan)
+    old = stored(checkpoint_dir)
+    if old is None or not log_ids(checkpoint_dir, "offsets"):
+        return new
+    changes = []
+    if old.sources != new.sources:
+        changes.append(f"its streams changed from {', '.join(old.sources)} to "
+                       f"{', '.join(new.sources)}")
+    if old.stateful or new.stateful:
+        if old.stateful != new.stateful:
+            changes.append("it " + ("no longer keeps" if old.stateful else "now keeps")
+                           + " state (aggregation, window or join)")
+        if old.query != new.query:
+            changes.append("its query changed")
+        if old.schemas != new.schemas:
+            changes.append("the columns of its streams changed")
+    if not changes:
+        return new
+    raise JobError(
+        f"streamjob {plan.qualified_name} cannot resume from its checkpoints: "
+        f"{'; '.join(changes)} since they were taken, and Spark cannot carry a "
+        f"{'stateful ' if old.stateful or new.stateful else ''}query's checkpoint across "
+        f"that. To start fresh, DROP STREAMJOB {plan.qualified_name} (its checkpoints are "
+        f"purged) and CREATE it again.")
