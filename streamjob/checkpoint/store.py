@@ -76,20 +76,24 @@ def _purge_hadoop(checkpoint_dir: str, root: str) -> bool:
 
 
 def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
-    """Delete offset and commit log entries of batches before ``keep_from``.
+    """Delete commit log entries of batches before ``keep_from`` and offset log entries
+    before ``keep_from - 1``.
 
     Spark purges these logs when the *next* batch starts, so at rest it holds one batch
     more than ``minBatchesToRetain``; trimming right after a checkpoint is recorded makes
-    the disk hold exactly the retained checkpoints, like the catalog. Returns the number
-    of files deleted (local checkpoints only).
+    the commit log hold exactly the retained checkpoints, like the backend. The offset
+    log keeps one entry more: checkpoint n read from the offsets of n-1 to those of n,
+    and Spark reads ``offsets/<n-1>`` to resume at n (MicroBatchExecution
+    ``populateStartOffsets``), so resuming from — or restoring — the oldest retained
+    checkpoint needs it. Returns the number of files deleted (local checkpoints only).
     """
     if not is_local_uri(checkpoint_dir):
         return 0
     deleted = 0
-    for log_name in ("offsets", "commits"):
+    for log_name, first_kept in (("offsets", keep_from - 1), ("commits", keep_from)):
         d = _local_path(checkpoint_dir) / log_name
         for batch_id in log_ids(checkpoint_dir, log_name):
-            if batch_id >= keep_from:
+            if batch_id >= first_kept:
                 break
             for name in (str(batch_id), f".{batch_id}.crc"):
                 try:

@@ -5,6 +5,7 @@ Secrets (passwords, SASL settings, a password inside a URL) are masked (DESIGN Â
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,8 @@ from ..exceptions import ObjectNotFoundError, StreamJobError
 from ..grammar import statements as st
 from .objects import sink_kind, source_kind
 from .result import Result
+
+log = logging.getLogger(__name__)
 
 RUNS_SHOWN = 10
 
@@ -28,7 +31,7 @@ class DescribeStatements:
         rows = []
         for job in self.catalog.list_jobs():
             props = jp.values(job.properties, job.session_properties)
-            last = self.catalog.latest_checkpoint(job.uid)
+            last = self._latest(job)
             rows.append((
                 job.qualified_name, job.status, job.desired_state, jp.guarantee(props),
                 last.checkpoint_id if last else None, _ts(last.ended_at) if last else None,
@@ -37,6 +40,20 @@ class DescribeStatements:
         return Result(columns=("job", "status", "desired", "guarantee", "last checkpoint",
                                "checkpoint time", "rows in", "failures", "last error"),
                       rows=rows, title="streamjobs")
+
+    def _latest(self, job):
+        """The job's latest checkpoint from its backend; None if it has none or its
+        backend cannot be reached now (LIST must not fail for one unreachable store)."""
+        from ..checkpoint.backends import backend_for_job, backend_name
+
+        if self.dry_run or backend_name(job) == "catalog":
+            return self.catalog.latest_checkpoint(job.uid)
+        try:
+            with backend_for_job(self.catalog, self.home, job) as backend:
+                return backend.latest(job)
+        except StreamJobError as exc:
+            log.warning("job %s: %s", job.qualified_name, exc.message)
+            return None
 
     def _do_ShowCheckpoints(self, s: st.ShowCheckpoints) -> Result:
         db, name = self._names(s.name, "job")
@@ -67,6 +84,11 @@ class DescribeStatements:
         except StreamJobError as exc:
             mode, problem = None, exc.message
         runs = self.catalog.list_runs(job.uid)
+        try:
+            checkpoints = self._checkpoints(job, "retained checkpoints")
+        except StreamJobError as exc:  # an unreachable backend must not hide the rest
+            checkpoints = Result(columns=("checkpoint", "unavailable"), title="retained checkpoints",
+                                 rows=[(None, exc.message)])
         failures = sum(1 for r in runs if r.status == "FAILED")
         overview: list[tuple[str, Any]] = [
             ("name", job.qualified_name), ("status", job.status),
@@ -91,7 +113,7 @@ class DescribeStatements:
             Result(columns=("kind", "name", "role"), rows=deps, title="dependencies"),
             Result(columns=("attempt", "status", "started", "ended", "cause"), rows=run_rows,
                    title=f"runs (last {RUNS_SHOWN})"),
-            self._checkpoints(job, "retained checkpoints"),
+            checkpoints,
         ])
 
     def _do_Describe(self, s: st.Describe) -> Result:

@@ -23,6 +23,62 @@ STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
 PARTITIONS = 2
 
 
+ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    """A standalone ZooKeeper (Debian package ``zookeeper``) on 127.0.0.1 and a free port,
+    with its own data dir, for the whole session (TESTING.md); yields ``host:port``.
+
+    Ready once it answers ``ruok`` with ``imok`` (polled; a dead server fails at once)."""
+    import shutil
+    import socket
+
+    from streamjob.dev.broker import free_port
+
+    java = shutil.which("java") or (os.environ.get("JAVA_HOME", "") + "/bin/java")
+    if not Path("/usr/share/java/zookeeper.jar").exists():
+        pytest.fail("ZooKeeper is not installed: apt-get install zookeeper (TESTING.md)")
+    base = tmp_path_factory.mktemp("zookeeper")
+    port = free_port()
+    (base / "data").mkdir()
+    (base / "zoo.cfg").write_text(
+        f"tickTime=2000\ndataDir={base / 'data'}\nclientPort={port}\n"
+        "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+        "4lw.commands.whitelist=ruok\nmaxClientCnxns=0\n")
+    with open(base / "zookeeper.log", "wb") as log:
+        proc = subprocess.Popen(
+            [java, "-cp", ZOOKEEPER_CLASSPATH, "org.apache.zookeeper.server.ZooKeeperServerMain",
+             "zoo.cfg"], cwd=base, stdout=log, stderr=subprocess.STDOUT)
+
+    def answers() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"ruok")
+                return s.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 60
+    while not answers():
+        try:
+            code = proc.wait(timeout=0.1)  # the poll interval; returns early if it died
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"ZooKeeper did not come up on 127.0.0.1:{port} (exit {code}); "
+                        f"see {base / 'zookeeper.log'}")
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @pytest.fixture(scope="session")
 def flights_df():
     return nyc.flights()
