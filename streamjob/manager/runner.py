@@ -167,6 +167,8 @@ class JobRunner(threading.Thread):
         session = self.manager.job_session({
             **jp.spark_settings(props),  # the job's own spark.sql.* settings
             "spark.sql.streaming.minBatchesToRetain": str(retained),
+            # a state snapshot every `retained` versions lets maintenance purge older ones
+            "spark.sql.streaming.stateStore.minDeltasForSnapshot": str(retained),
         })
         self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
         self.backend.mark_running(self.job)
