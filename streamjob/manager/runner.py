@@ -15,6 +15,7 @@ One :class:`JobRunner` thread per running job. Each attempt:
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 import threading
 import time
@@ -37,11 +38,18 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 
+_OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
+
 
 def error_summary(exc: BaseException) -> str:
     """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
     text = str(getattr(exc, "desc", None) or exc)
-    for marker in ("streamjob.exceptions.", "ConnectorError: ", "StreamJobError: "):
+    # an error raised by our own code in a Python worker (source, sink) ends its traceback
+    # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
+    ours = _OUR_ERROR.findall(text)
+    if ours:
+        return ours[-1].strip()
+    for marker in ("ConnectorError: ", "StreamJobError: "):
         idx = text.rfind(marker)
         if idx >= 0:
             tail = text[idx:].split("\n", 1)[0]

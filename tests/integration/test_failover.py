@@ -162,3 +162,36 @@ START STREAMJOB j;""")
     assert "cannot resume from its checkpoints: it now keeps state" in res.stderr
     assert "DROP STREAMJOB default.j" in res.stderr and "Traceback" not in res.stderr
     assert f"{second}:7:1" in res.stderr  # the START statement
+
+
+def test_a_source_that_raises_at_a_chosen_batch_fails_over_then_fails(cli, broker, tmp_path):
+    """A malformed record at a chosen offset makes the Kafka source raise in the batch
+    that reads it, on every attempt: failover with backoff, then FAILED with the error
+    naming topic, partition and offset (malformed records are never dropped silently)."""
+    from streamjob.dev.broker import create_topic
+    from streamjob.dev.flights import replay
+
+    topic = f"faulty_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 1)
+    records = [b'{"id": %d, "v": 1.5}' % i for i in range(3000)]
+    records[2100] = b'{"id": 2100, "v": '  # cut short: the fault, read by the third batch
+    replay(broker.bootstrap, topic, records, 1)
+    script = tmp_path / "faulty.sql"
+    script.write_text(f"""
+CREATE STREAM s (id INT, v DOUBLE)
+TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="${{FLIGHTS_BROKER}}", "format"="json");
+CREATE TABLE t (id INT, v DOUBLE) STORED AS PARQUET;
+CREATE STREAMJOB j AS ("insert into t select id, v from s")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="1000",
+               "morphling.task.max.failures"="2");
+START STREAMJOB j;""")
+    res = cli.run("run", str(script), "--until-idle")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    [job] = cli.json("list")
+    assert job["status"] == "FAILED" and job["failures"] == 3
+    assert topic in job["last error"] and "offset 2100" in job["last error"], job["last error"]
+    assert job["last checkpoint"] == 1  # batches 0 and 1 were committed before the fault
+    desc = cli.json("describe", "j")
+    failed = [r for r in desc["runs (last 10)"] if r["status"] == "FAILED"]
+    assert len(failed) == 3 and all("offset 2100" in r["cause"] for r in failed)

@@ -1,0 +1,24 @@
+"""One line a user can act on, from what Spark reports for a failed query."""
+
+from streamjob.manager.runner import error_summary
+
+WORKER = """[STREAM_FAILED] Query [id = 7a10eb12, runId = 992b6067] terminated with exception: \
+[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
+  File "/work/main/streamjob/connectors/formats.py", line 107, in _decode_json
+    raise MalformedRecord(records.topic, records.partition, offset, str(exc)) from None
+streamjob.connectors.formats.MalformedRecord: malformed record in topic 'faulty' partition 0 \
+offset 2100: Expecting value: line 1 column 19 (char 18)
+ SQLSTATE: 38000
+\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:700)
+"""
+
+
+def test_our_error_raised_in_a_python_worker_is_the_summary():
+    assert error_summary(Exception(WORKER)) == (
+        "malformed record in topic 'faulty' partition 0 offset 2100: Expecting value: "
+        "line 1 column 19 (char 18)")
+
+
+def test_other_errors_give_their_first_meaningful_line():
+    text = "java.lang.IllegalStateException: batch 3 doesn't exist\n\tat org.apache.X(X.scala:1)"
+    assert error_summary(Exception(text)) == text.splitlines()[0]
