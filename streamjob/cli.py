@@ -159,22 +159,52 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         _execute_file(obj, file, _pairs(variables, "--var"), manager)
-        if not manager.runners:
-            click.echo("no streamjob was started")
-            return
-        if until_idle:
-            manager.wait_until_idle()
-            click.echo(f"all {len(manager.runners)} job(s) caught up with their input")
-        else:
-            click.echo(f"running {len(manager.runners)} job(s); Ctrl-C stops them")
-            while manager.running():
-                for r in manager.running():
-                    r.join(1.0)
-            failed = [r for r in manager.runners.values() if r.error]
-            if failed:
-                raise StreamJobError(f"job {failed[0].job.qualified_name} failed: {failed[0].error}")
+        _supervise(manager, until_idle)
     finally:
         manager.shutdown()
+
+
+@main.command()
+@click.option("--until-idle", is_flag=True,
+              help="Exit 0 once every job has committed all input available now.")
+@click.pass_obj
+def server(obj: _Context, until_idle: bool) -> None:
+    """Run every job whose desired state is RUNNING (the job manager).
+
+    After a crash of the process that ran them (even SIGKILL), this resumes each job
+    from its last checkpoint. Runs until Ctrl-C/SIGTERM (jobs stop after their current
+    batch; checkpoints stay), or with --until-idle until every job has caught up.
+    """
+    from .manager import JobManager
+
+    manager = JobManager(obj.catalog, obj.home, debug=obj.debug)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        for job in obj.catalog.list_jobs():
+            if job.desired_state == "RUNNING":
+                manager.start(job)
+                click.echo(f"streamjob {job.qualified_name} started")
+        _supervise(manager, until_idle)
+    finally:
+        manager.shutdown()
+
+
+def _supervise(manager, until_idle: bool) -> None:
+    """Wait on the jobs ``manager`` runs: until idle, or until they end or Ctrl-C."""
+    if not manager.runners:
+        click.echo("no streamjob was started")
+        return
+    if until_idle:
+        manager.wait_until_idle()
+        click.echo(f"all {len(manager.runners)} job(s) caught up with their input")
+        return
+    click.echo(f"running {len(manager.runners)} job(s); Ctrl-C stops them")
+    while manager.running():
+        for r in manager.running():
+            r.join(1.0)
+    failed = [r for r in manager.runners.values() if r.error]
+    if failed:
+        raise StreamJobError(f"job {failed[0].job.qualified_name} failed: {failed[0].error}")
 
 
 @main.command()

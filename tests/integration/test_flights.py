@@ -58,7 +58,10 @@ def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
         assert len(versions) <= 3 * 5 + 1, f"state partition {part.name} keeps {sorted(versions)}"
 
 
-def test_crash_midway_then_rerun_gives_exact_result(cli, expected):
+@pytest.mark.parametrize("resume", ["file", "server"])
+def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
+    """SIGKILL of the whole process; then the same file runs again, or the job manager
+    (`streamjob server`) starts: every job that was running resumes from its checkpoint."""
     proc = cli.popen("run", str(FLIGHTS_SQL), MAX_RECORDS_PER_BATCH=15000, CHECKPOINT_INTERVAL=0)
     try:
         # SIGKILL once both jobs have committed at least 3 checkpoints but are far from done
@@ -77,11 +80,16 @@ def test_crash_midway_then_rerun_gives_exact_result(cli, expected):
     partial = carrier_delays(cli.home)["flights"].sum()
     assert 0 < partial < len(expected["late_flights"]) * 100
 
-    res = cli.run("run", str(FLIGHTS_SQL), "--until-idle", MAX_RECORDS_PER_BATCH=15000,
-                  CHECKPOINT_INTERVAL=0)
+    if resume == "file":
+        res = cli.run("run", str(FLIGHTS_SQL), "--until-idle", MAX_RECORDS_PER_BATCH=15000,
+                      CHECKPOINT_INTERVAL=0)
+    else:
+        res = cli.run("server", "--until-idle")
+        for name in JOBS:
+            assert f"streamjob {name} started" in res.stdout
     assert res.returncode == 0, res.stdout + res.stderr
     assert_matches_batch(cli.home, expected)
-    # the runs are in the catalog: the killed one never ended, the resumed one did
+    # resumed from the checkpoints: the retained ones continue the killed run's ids
     for name in JOBS:
         ids = [c["checkpoint"] for c in cli.json("checkpoints", name)]
         assert ids[0] > 0
