@@ -149,3 +149,37 @@ def _deep_merge(a: dict, b: dict) -> dict:
 def _parse_ts(text: str) -> _dt.datetime:
     ts = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
+
+
+def recover_unrecorded(backend, job, checkpoint_dir: str, retained: int,
+                       fingerprint: str | None = None):
+    """Record the newest committed checkpoint if the process died between Spark's commit
+    marker and step 3 above; returns the job's latest recorded checkpoint (or None).
+
+    The record is rebuilt from the checkpoint directory: id from ``commits/``, source end
+    offsets from ``offsets/<id>`` (one JSON line per source after the version and
+    metadata lines), times from the files; input and state row counts are unknown there
+    (0 and None). Without it, a job whose input is already consumed would never record
+    that checkpoint (Spark runs no batch without new input) and ``run --until-idle``
+    would wait forever.
+
+    Raises:
+        ConnectorError / CheckpointError: the backend cannot be read or written.
+    """
+    from .store import committed_offsets
+
+    latest = backend.latest(job)
+    found = committed_offsets(checkpoint_dir)
+    if found is None or (latest is not None and latest.checkpoint_id >= found[0]):
+        return latest
+    batch_id, lines, started, ended = found
+    info = CheckpointInfo(
+        job_uid=job.uid, checkpoint_id=batch_id, started_at=started, ended_at=ended,
+        duration_ms=max(0, int((ended - started).total_seconds() * 1000)),
+        source_offsets=merge_offsets([(f"source{i}", line) for i, line in enumerate(lines)]),
+        input_rows=0, state_rows=None, status="COMPLETED", fingerprint=fingerprint)
+    backend.record(job, info, retained=retained)
+    log.warning("Checkpoint[%s] of job {%s} was committed but not recorded (the process "
+                "died in between); recorded from the checkpoint directory",
+                batch_id, job.qualified_name)
+    return info

@@ -130,3 +130,28 @@ def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
                 except OSError as exc:
                     raise CheckpointError(f"cannot delete {d / name}: {exc.strerror}") from None
     return deleted
+
+
+def committed_offsets(checkpoint_dir: str):
+    """``(id, source offset lines, started, ended)`` of the newest committed batch of a
+    local checkpoint, or None: the offsets file's JSON lines after Spark's version and
+    metadata lines (one per source), and the offsets/commit files' modification times as
+    aware UTC datetimes."""
+    import datetime as _dt
+
+    if not is_local_uri(checkpoint_dir):
+        return None
+    commits = log_ids(checkpoint_dir, "commits")
+    if not commits:
+        return None
+    batch_id = commits[-1]
+    base = _local_path(checkpoint_dir)
+    try:
+        lines = (base / "offsets" / str(batch_id)).read_text().splitlines()
+        started = (base / "offsets" / str(batch_id)).stat().st_mtime
+        ended = (base / "commits" / str(batch_id)).stat().st_mtime
+    except OSError:
+        return None
+    utc = _dt.timezone.utc
+    return (batch_id, [ln for ln in lines[2:] if ln.strip() and ln.strip() != "-"],
+            _dt.datetime.fromtimestamp(started, utc), _dt.datetime.fromtimestamp(ended, utc))

@@ -27,7 +27,7 @@ from ..catalog.records import JobInfo
 from ..checkpoint.backends import CheckpointBackend, backend_for_plan
 from ..checkpoint import fingerprint
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
-from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker
+from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker, recover_unrecorded
 from ..connectors import spec as cspec
 from ..connectors.sql_sink import SqlSink
 from ..exceptions import ConnectorError, StreamJobError
@@ -180,15 +180,17 @@ class JobRunner(threading.Thread):
         })
         self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
         self.backend.mark_running(self.job)
-        latest = self.backend.latest(self.job) if durable else None
-        if latest is not None:  # what the job has committed (run --until-idle compares it)
-            with self.tracker.cond:
-                if self.tracker.latest_id is None:
-                    self.tracker.offsets = dict(latest.source_offsets or {})
         if durable:  # refuse checkpoints of a different logic (DESIGN §4)
             fp = fingerprint.check(ckdir, plan)
             fingerprint.write(ckdir, fp)
             self.tracker.fingerprint = fp.encode()
+            latest = recover_unrecorded(self.backend, self.job, ckdir, retained,
+                                        self.tracker.fingerprint)
+            if latest is not None:  # what the job has committed (run --until-idle compares it)
+                with self.tracker.cond:
+                    if self.tracker.latest_id is None:
+                        self.tracker.latest_id = latest.checkpoint_id
+                        self.tracker.offsets = dict(latest.source_offsets or {})
         self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
         recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
                                       retained, self.tracker, durable=durable,

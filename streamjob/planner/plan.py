@@ -292,7 +292,9 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str,
               .option("checkpointLocation", checkpoint_dir)
               .trigger(processingTime=f"{interval} milliseconds"))
     sp = plan.sink_spec
-    if isinstance(sp, cspec.FileTableSpec):
+    if isinstance(sp, cspec.FileTableSpec) and not plan.props["morphling.job.enable.checkpoint"]:
+        writer = writer.foreachBatch(_plain_file_writer(plan))
+    elif isinstance(sp, cspec.FileTableSpec):
         writer = writer.format(sp.format).option("path", sp.location)
         if sp.format == "csv":
             writer = writer.option("header", "false")
@@ -303,3 +305,39 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str,
     else:
         raise ValidationError(f"table {plan.sink.qualified_name} cannot be written by a job yet")
     return writer.start()
+
+
+def _plain_file_writer(plan: JobPlan) -> Callable:
+    """foreachBatch writer of a file table for a job WITHOUT checkpoints (guarantee none).
+
+    Spark's file sink keeps a manifest (``_spark_metadata``) keyed by batch id and skips
+    any batch at or below its last entry; a job without checkpoints starts at batch 0 on
+    every start, so the file sink would silently drop its output after a restart. Such a
+    job appends each batch's files directly instead (what it writes after a restart is
+    visible, repeated or not, as DESIGN §6 says for "none").
+
+    Raises:
+        ValidationError: the location already holds a file-sink manifest (written by a
+            checkpointed job): readers honour only the manifest and would not see plain
+            files, so the job must write elsewhere.
+    """
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    sp = plan.sink_spec
+    loc = sp.location
+    local = urlparse(loc).scheme in ("", "file")
+    if local and (Path(urlparse(loc).path if loc.startswith("file:") else loc) / "_spark_metadata").exists():
+        raise ValidationError(
+            f"table {plan.sink.qualified_name} at {loc} was written by a checkpointed job "
+            f"(its _spark_metadata manifest decides what readers see), so job "
+            f"{plan.qualified_name}, which has morphling.job.enable.checkpoint=false, cannot "
+            f"add files there: write to another table or enable checkpoints")
+
+    def write(df, batch_id: int) -> None:
+        w = df.write.mode("append").format(sp.format)
+        if sp.format == "csv":
+            w = w.option("header", "false")
+        w.save(loc)
+
+    return write
