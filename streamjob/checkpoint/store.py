@@ -89,19 +89,8 @@ def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
     """
     if not is_local_uri(checkpoint_dir):
         return 0
-    deleted = 0
-    for log_name, first_kept in (("offsets", keep_from - 1), ("commits", keep_from)):
-        d = _local_path(checkpoint_dir) / log_name
-        for batch_id in log_ids(checkpoint_dir, log_name):
-            if batch_id >= first_kept:
-                break
-            for name in (str(batch_id), f".{batch_id}.crc"):
-                try:
-                    (d / name).unlink()
-                    deleted += 1
-                except FileNotFoundError:
-                    pass
-    return deleted
+    return (_delete_entries(checkpoint_dir, "offsets", lambda i: i < keep_from - 1)
+            + _delete_entries(checkpoint_dir, "commits", lambda i: i < keep_from))
 
 
 def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
@@ -115,20 +104,30 @@ def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
     """
     if not is_local_uri(checkpoint_dir):
         raise CheckpointError(f"restoring a checkpoint on {checkpoint_dir} is not supported yet")
+    return sum(_delete_entries(checkpoint_dir, log, lambda i: i > checkpoint_id)
+               for log in ("offsets", "commits"))
+
+
+def _delete_entries(checkpoint_dir: str, log_name: str, doomed) -> int:
+    """Delete the entries (and their ``.crc`` files) of ``offsets`` or ``commits`` whose
+    batch id satisfies ``doomed(id)``; returns the number of files deleted.
+
+    Raises:
+        CheckpointError: a file exists but cannot be deleted.
+    """
+    d = _local_path(checkpoint_dir) / log_name
     deleted = 0
-    for log_name in ("offsets", "commits"):
-        d = _local_path(checkpoint_dir) / log_name
-        for batch_id in log_ids(checkpoint_dir, log_name):
-            if batch_id <= checkpoint_id:
-                continue
-            for name in (str(batch_id), f".{batch_id}.crc"):
-                try:
-                    (d / name).unlink()
-                    deleted += 1
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    raise CheckpointError(f"cannot delete {d / name}: {exc.strerror}") from None
+    for batch_id in log_ids(checkpoint_dir, log_name):
+        if not doomed(batch_id):
+            continue
+        for name in (str(batch_id), f".{batch_id}.crc"):
+            try:
+                (d / name).unlink()
+                deleted += 1
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise CheckpointError(f"cannot delete {d / name}: {exc.strerror}") from None
     return deleted
 
 

@@ -26,9 +26,6 @@ __all__ = [
     "validate_engine", "values",
 ]
 
-JOB_PROPERTIES: dict[str, Property] = {p.name: p for p in JOB}
-
-
 def lookup(name: str) -> Property:
     """The job property called ``name`` (case-insensitive).
 

@@ -30,9 +30,6 @@ _INTERVAL = re.compile(
     r"^(?:interval\s+)?(?:\d+\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?"
     r"|d|days?|weeks?)\s*)+$")
 
-KINDS = ("bool", "int", "duration", "interval", "choice", "string", "list", "offset")
-
-
 @dataclass(frozen=True)
 class Property:
     """One property.
@@ -41,8 +38,7 @@ class Property:
     values with their meaning); ``duration`` (an integer of ``unit`` ms, or a number
     with a unit: ``60 s``, ``1 min``); ``interval`` (a Spark interval string, kept as
     text); ``choice`` (one of ``choices``, lower-cased); ``string`` (non-empty text);
-    ``list`` (comma-separated names, lower-cased); ``offset`` (one of ``choices`` or a
-    timestamp in ms). ``scopes`` says where the property may be given (``job``,
+    ``list`` (comma-separated names, lower-cased). ``scopes`` says where the property may be given (``job``,
     ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
     """
 
@@ -81,12 +77,6 @@ class Property:
             if low in self.choices:
                 return low
             raise self._bad(raw, "one of " + ", ".join(self.choices))
-        if self.kind == "offset":
-            if low in self.choices:
-                return low
-            if low.isdigit():
-                return int(low)
-            raise self._bad(raw, "one of " + ", ".join(self.choices) + " or a timestamp in ms")
         if self.kind == "interval":
             if _INTERVAL.match(low):
                 return text
@@ -106,9 +96,8 @@ class Property:
         """What values are allowed, in words (for docs and errors)."""
         if self.kind == "bool":
             return "true | false"
-        if self.kind in ("choice", "offset"):
-            extra = " | <timestamp ms>" if self.kind == "offset" else ""
-            return " | ".join(self.choices) + extra
+        if self.kind == "choice":
+            return " | ".join(self.choices)
         if self.kind in ("int", "duration"):
             if self.minimum is not None and self.maximum is not None:
                 parts = [f"between {self.minimum} and {self.maximum}"]
