@@ -44,12 +44,10 @@ class DescribeStatements:
     def _latest(self, job):
         """The job's latest checkpoint from its backend; None if it has none or its
         backend cannot be reached now (LIST must not fail for one unreachable store)."""
-        from ..checkpoint.backends import backend_for_job, backend_name
+        from ..checkpoint.backends import backend_for_job
 
-        if self.dry_run or backend_name(job) == "catalog":
-            return self.catalog.latest_checkpoint(job.uid)
         try:
-            with backend_for_job(self.catalog, self.home, job) as backend:
+            with backend_for_job(self.catalog, self.home, job, dry_run=self.dry_run) as backend:
                 return backend.latest(job)
         except StreamJobError as exc:
             log.warning("job %s: %s", job.qualified_name, exc.message)

@@ -327,12 +327,7 @@ class JobManager:
                 pass
             if runner.plan is None:
                 raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")
-            targets = targets_for(runner.plan)
-            latest = self.catalog.latest_checkpoint(runner.job.uid)
-            if latest is not None:
-                with runner.tracker.cond:
-                    if runner.tracker.latest_id is None:
-                        runner.tracker.offsets = dict(latest.source_offsets or {})
+            targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
             while not runner.tracker.wait_for(lambda t: reached(t.offsets, targets), poll_s):
                 if not runner.is_alive():
                     job = self.catalog.get_job_by_uid(runner.job.uid)

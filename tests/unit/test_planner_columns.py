@@ -3,12 +3,10 @@ the column and points at its true line, column and text in a multi-line script."
 
 import pytest
 
-from streamjob.catalog import Catalog
 from streamjob.exceptions import ValidationError
-from streamjob.executor import Executor
 from streamjob.grammar import parse_script
-from streamjob.home import Home
-from streamjob.planner.plan import plan_job
+
+from . import planning
 
 SETUP = """
 CREATE STREAM flights (carrier STRING, month INT, dep_delay DOUBLE, arr_delay DOUBLE)
@@ -26,28 +24,18 @@ HEAD = "-- a comment\n\nCREATE STREAMJOB j AS (\""
 
 @pytest.fixture
 def ex(tmp_path):
-    home = Home.open(tmp_path / "home")
-    catalog = Catalog(home.catalog_url)
-    ex = Executor(catalog, home)
-    for s in parse_script(SETUP):
-        ex.execute(s)
-    yield ex
-    catalog.close()
+    yield from planning.executor(tmp_path, SETUP)
 
 
 def plan(ex, query: str):
-    [stmt] = parse_script(HEAD + query + '");')
-    return plan_job(ex.catalog, ex.home, "default", "j", stmt.query, {}, None, stmt.query_position)
+    return planning.plan(ex, HEAD, query)
 
 
 def error(ex, query: str) -> ValidationError:
-    with pytest.raises(ValidationError) as info:
-        plan(ex, query)
-    return info.value
+    return planning.error(ex, HEAD, query)
 
 
-def where(err: ValidationError):
-    return err.line, err.column, err.text
+where = planning.where
 
 
 def test_query_starts_where_the_script_says():
