@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -101,6 +102,8 @@ def _print_error(exc: StreamJobError) -> None:
 def main(ctx: click.Context, home, catalog_url, conf, debug) -> None:
     """streamjob: StreamSQL jobs as checkpointed Spark Structured Streaming queries."""
     ctx.obj = _Context(home, catalog_url, conf, debug)
+    if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
+        os.environ["STREAMJOB_DEBUG"] = "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not debug:

@@ -30,6 +30,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from ..exceptions import ConnectorError
+from . import worker
+
+worker.install()  # imported inside pyspark's source runner: quiet exit when Spark stops it
 
 SOURCE_NAME = "streamjob_kafka"
 DEFAULT_BATCH_ROWS = 50_000
