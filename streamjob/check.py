@@ -34,7 +34,8 @@ def scratch_catalog(catalog: Catalog | None) -> Catalog:
                               query=s.query)
     for t in catalog.list_tables():
         scratch.create_table(t.database, t.name, t.columns, t.properties, t.row_format,
-                             stored_as=t.stored_as, location=t.location)
+                             stored_as=t.stored_as, location=t.location,
+                             partitioned_by=t.partitioned_by)
     for j in catalog.list_jobs():
         scratch.create_job(j.database, j.name, j.query, j.properties, j.dependencies,
                            check_dependencies=False, session_properties=j.session_properties)

@@ -108,3 +108,17 @@ class JobError(StreamJobError):
 
 class CheckpointError(StreamJobError):
     """A checkpoint cannot be recorded, restored or purged."""
+
+
+class SchemaMismatch(ValidationError):
+    """An existing sink table does not fit the table's declaration (a missing column, an
+    incompatible column type, an extra NOT NULL column the sink cannot fill, or no unique
+    key for an upsert). Raised before a job starts; retrying cannot help, so failover
+    does not retry it.
+
+    Attributes:
+        columns: the names of the mismatching columns (or key columns), in the order
+            found; set by the raiser (empty when unknown).
+    """
+
+    columns: tuple[str, ...] = ()

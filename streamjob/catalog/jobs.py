@@ -15,7 +15,16 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
-from streamjob.catalog.models import Checkpoint, Job, JobDependency, Run, Stream, Table
+from streamjob.catalog.models import (
+    Checkpoint,
+    Job,
+    JobDependency,
+    Run,
+    Stream,
+    Table,
+    from_json_text,
+    to_json_text,
+)
 from streamjob.catalog.records import (
     DEPENDENCY_KINDS,
     DEPENDENCY_ROLES,
@@ -212,6 +221,36 @@ class JobsMixin(CatalogEngine):
             job.expired_checkpoints = int(job.expired_checkpoints or 0) + 1
             return job.expired_checkpoints
 
+    def add_malformed_counts(self, job_uid: str, counts: Mapping[str, int]) -> None:
+        """Add ``counts`` (malformed source records skipped, per stream name) to the job's
+        totals (DESIGN §7: counted, never dropped silently); DESCRIBE STREAMJOB shows them.
+
+        One read-modify-write transaction with the job row locked (SQLite ``BEGIN
+        IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE``), so concurrent writers never
+        lose an increment. Zero counts and an empty mapping change nothing; a uid the
+        catalog no longer holds (the job was dropped) is ignored. Raises ValueError for a
+        count that is not a non-negative int, or a stream name that is not a non-empty str.
+        """
+        adds: dict[str, int] = {}
+        for stream, count in dict(counts).items():
+            if not isinstance(stream, str) or not stream:
+                raise ValueError(f"invalid stream name {stream!r} in malformed counts")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"invalid malformed count {count!r} for stream {stream!r}; "
+                                 "expected an int >= 0")
+            if count:
+                adds[stream] = count
+        if not adds:
+            return
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
+            if job is None:
+                return
+            totals = _counts(job.malformed_counts)
+            for stream, count in adds.items():
+                totals[stream] = totals.get(stream, 0) + count
+            job.malformed_counts = to_json_text(totals)
+
     def drop_job(self, database: str, name: str, if_exists: bool = False) -> JobInfo | None:
         """Delete a job with its dependencies, runs and checkpoints (one transaction).
 
@@ -258,6 +297,7 @@ class JobsMixin(CatalogEngine):
             dependencies=tuple(deps),
             session_properties=dict(job.session_properties or {}),
             expired_checkpoints=int(job.expired_checkpoints or 0),
+            malformed_counts=_counts(job.malformed_counts),
         )
 
     # -------------------------------------------------------------------- runs
@@ -306,3 +346,9 @@ class JobsMixin(CatalogEngine):
                 )
                 for r in rows
             ]
+
+
+def _counts(text_value: str | None) -> dict[str, int]:
+    """``jobs.malformed_counts`` as a dict (entries that are not ``str -> int`` dropped)."""
+    return {str(k): int(v) for k, v in from_json_text(text_value, {}).items()
+            if isinstance(v, int) and not isinstance(v, bool)}

@@ -16,6 +16,7 @@ so that alembic migrations can refer to them.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any
 
@@ -38,7 +39,7 @@ from sqlalchemy.types import TypeDecorator
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0003"
+SCHEMA_VERSION = "0004"
 
 NAME_LENGTH = 255
 
@@ -86,6 +87,26 @@ def _json() -> Any:
     return JSON(none_as_null=True)
 
 
+def to_json_text(value: Any) -> str | None:
+    """What a JSON text column (``tables.partitioned_by``, ``jobs.malformed_counts``)
+    stores for ``value``: compact JSON with sorted keys, or NULL for an empty value."""
+    if not value:
+        return None
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def from_json_text(text_value: str | None, default: Any) -> Any:
+    """The value of a JSON text column: ``default`` for NULL, and for text that is not
+    JSON of ``default``'s kind (a damaged row never makes a catalog read fail)."""
+    if text_value is None:
+        return default
+    try:
+        value = json.loads(text_value)
+    except (TypeError, ValueError):
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -131,13 +152,16 @@ class Table(Base):
     stored_as: Mapped[str | None] = mapped_column(String(32), nullable=True)
     location: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: JSON text of the partition column names (revision 0004); NULL = not partitioned.
+    partitioned_by: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Job(Base):
     """A stream job; ``uid`` identifies this incarnation (new on every CREATE).
 
     ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
-    (revision 0002; NULL for jobs created before it, read as ``{}``).
+    (revision 0002; NULL for jobs created before it, read as ``{}``);
+    ``malformed_counts`` the malformed source records skipped per stream (revision 0004).
     """
 
     __tablename__ = "jobs"
@@ -157,6 +181,8 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     session_properties: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
     expired_checkpoints: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: JSON text ``{stream: count}`` of malformed records skipped (revision 0004); NULL = none.
+    malformed_counts: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class JobDependency(Base):

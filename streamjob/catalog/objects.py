@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from streamjob.catalog.engine import CatalogEngine, Conflict, now_utc, qualified
-from streamjob.catalog.models import Job, JobDependency, Stream, Table
+from streamjob.catalog.models import Job, JobDependency, Stream, Table, from_json_text, to_json_text
 from streamjob.catalog.records import StreamInfo, TableInfo
 from streamjob.exceptions import ObjectExistsError, ObjectInUseError, ObjectNotFoundError
 
@@ -62,16 +62,21 @@ class ObjectsMixin(CatalogEngine):
         stored_as: str | None = None,
         location: str | None = None,
         if_not_exists: bool = False,
+        partitioned_by: Sequence[str] = (),
     ) -> bool:
         """Register a table (a sink, or static data). Same contract as :meth:`create_stream`:
         True if created, False if it existed and ``if_not_exists``; :class:`ObjectExistsError`
-        otherwise, and always when a *stream* of that name exists."""
+        otherwise, and always when a *stream* of that name exists.
+
+        ``partitioned_by`` names the partition columns of a file table, in order (the
+        executor checks that they are columns; stored as given)."""
         values = dict(
             columns=[dict(c) for c in columns],
             properties=dict(properties),
             row_format=dict(row_format) if row_format is not None else None,
             stored_as=stored_as,
             location=location,
+            partitioned_by=to_json_text([str(c) for c in partitioned_by]),
         )
         return self._create_object(Table, Stream, database, name, values, if_not_exists)
 
@@ -224,4 +229,5 @@ class ObjectsMixin(CatalogEngine):
             stored_as=row.stored_as,
             location=row.location,
             created_at=row.created_at,
+            partitioned_by=tuple(str(c) for c in from_json_text(row.partitioned_by, [])),
         )

@@ -37,7 +37,7 @@ CHECKPOINT_STATUSES: tuple[str, ...] = ("COMPLETED", "LATE", "EXPIRED")
 
 #: Kinds of catalog objects a job can depend on, and the role it plays for the job.
 DEPENDENCY_KINDS: tuple[str, ...] = ("stream", "table")
-DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static")
+DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static", "dead-letter")
 
 #: One dependency of a job: (kind, database, name, role).
 Dependency = tuple[str, str, str, str]
@@ -79,7 +79,9 @@ class TableInfo:
     """A registered table: a sink, or static data for stream-static joins.
 
     ``stored_as`` is the STORED AS format (``PARQUET``, ``JSON``, ``CSV``) or None;
-    ``location`` the LOCATION uri or None. Other fields as in :class:`StreamInfo`.
+    ``location`` the LOCATION uri or None; ``partitioned_by`` the names of the partition
+    columns (``PARTITIONED BY``; each one of ``columns``), ``()`` if not partitioned.
+    Other fields as in :class:`StreamInfo`.
     """
 
     database: str
@@ -90,6 +92,7 @@ class TableInfo:
     stored_as: str | None
     location: str | None
     created_at: datetime
+    partitioned_by: tuple[str, ...] = ()
 
     kind = "table"
 
@@ -110,7 +113,9 @@ class JobInfo:
     tuple of ``(kind, database, name, role)`` in the order they were registered;
     ``session_properties`` the session's ``SET`` values captured when CREATE STREAMJOB
     ran (the job keeps the defaults of the session that created it; ``{}`` if none, and
-    for jobs created before the catalog recorded them).
+    for jobs created before the catalog recorded them); ``expired_checkpoints`` how many
+    of its checkpoints expired; ``malformed_counts`` how many malformed source records
+    it skipped, per stream name (``{}`` if none).
     """
 
     uid: str
@@ -127,6 +132,7 @@ class JobInfo:
     dependencies: tuple[Dependency, ...] = ()
     session_properties: dict[str, Any] = field(default_factory=dict)
     expired_checkpoints: int = 0
+    malformed_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def qualified_name(self) -> str:

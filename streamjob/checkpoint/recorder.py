@@ -14,7 +14,10 @@ The commit step, in order:
 3. the row is upserted and older rows beyond the retained count deleted, in one catalog
    transaction (re-recording the same id is harmless);
 4. the offset and commit logs on disk are trimmed to the same retained batches;
-5. waiters (``run --until-idle``) are woken with the new offsets.
+5. the batch's malformed-record counts (Spark observed metrics named ``malformed:<stream>``)
+   are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
+   consumer-group offset commits, DESIGN §7); neither can fail the checkpoint;
+6. waiters (``run --until-idle``) are woken with the new offsets.
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ class CheckpointRecorder(StreamingQueryListener):
 
     def __init__(self, catalog: Catalog, job_uid: str, job_name: str, checkpoint_dir: str,
                  retained: int, tracker: CheckpointTracker, durable: bool = True,
-                 backend: CheckpointBackend | None = None) -> None:
+                 backend: CheckpointBackend | None = None,
+                 on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None) -> None:
         self.catalog = catalog
         # where checkpoints are recorded (morphling.checkpoint.backend); default: the catalog
         self.backend = backend if backend is not None else CatalogBackend(catalog)
@@ -90,6 +94,7 @@ class CheckpointRecorder(StreamingQueryListener):
         self.retained = retained
         self.tracker = tracker
         self.durable = durable
+        self.on_checkpoint = on_checkpoint  # (batch id, merged end offsets) after step 4
 
     def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
         pass
@@ -127,6 +132,7 @@ class CheckpointRecorder(StreamingQueryListener):
                 fingerprint=self.tracker.fingerprint,
             ), retained=self.retained)
             trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
+        self._after(batch_id, offsets, malformed_counts(p))
         with self.tracker.cond:
             self.tracker.latest_id = batch_id
             self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)
@@ -134,6 +140,36 @@ class CheckpointRecorder(StreamingQueryListener):
             self.tracker.cond.notify_all()
         log.info("Checkpoint[%s] of job {%s} completed in %d ms, %s rows",
                  batch_id, self.job_name, duration, p.numInputRows)
+
+
+    def _after(self, batch_id: int, offsets: dict[str, Any], malformed: dict[str, int]) -> None:
+        """Step 5: count malformed records, then the ``on_checkpoint`` hook; failures
+        are logged (the checkpoint itself is already durable)."""
+        if malformed:
+            log.warning("job {%s}: batch %s set aside %s", self.job_name, batch_id,
+                        ", ".join(f"{n} malformed record(s) of stream {s}"
+                                  for s, n in malformed.items()))
+            try:
+                self.catalog.add_malformed_counts(self.job_uid, malformed)
+            except Exception as exc:  # noqa: BLE001 - the count is informational
+                log.warning("job {%s}: could not count malformed records: %s", self.job_name, exc)
+        if self.on_checkpoint is not None:
+            try:
+                self.on_checkpoint(batch_id, offsets)
+            except Exception as exc:  # noqa: BLE001 - e.g. the group commit; never fatal
+                log.warning("job {%s}: after checkpoint %s: %s", self.job_name, batch_id, exc)
+
+
+def malformed_counts(progress) -> dict[str, int]:
+    """``{stream qualified name: malformed records}`` (> 0 only) of one batch's progress,
+    from the observed metrics the planner attaches to tolerant Kafka sources."""
+    out = {}
+    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
+        if name.startswith("malformed:"):
+            n = int(row["malformed"] or 0)
+            if n:
+                out[name.split(":", 1)[1]] = n
+    return out
 
 
 def _deep_merge(a: dict, b: dict) -> dict:

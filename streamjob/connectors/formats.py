@@ -51,7 +51,14 @@ class RecordSlice:
 
 
 class MalformedRecord(ConnectorError):
-    """A record that does not decode into the declared columns; names where it is."""
+    """A record that does not decode into the declared columns; names where it is.
+
+    :func:`decode_tolerant` also fills ``key``, ``value`` (raw bytes) and ``timestamp``
+    (ms since epoch) so the record can go to a dead-letter table."""
+
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp: int | None = None
 
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
         self.topic, self.partition, self.offset, self.reason = topic, partition, offset, reason
@@ -76,6 +83,76 @@ def decode(records: RecordSlice, schema: pa.Schema, fmt: str, delimiter: str = "
     if fmt == "raw":
         return _decode_raw(records, schema)
     raise ConnectorError(f"unknown stream format '{fmt}' (use one of: {', '.join(FORMATS)})")
+
+
+MALFORMED_COLUMN = "__sj_malformed"
+"""Extra string column a tolerant source appends: NULL for a decoded record, the error
+for a malformed one (whose declared columns are all NULL). The planner counts these rows
+with Spark's ``observe`` and filters them out before the query sees the stream."""
+
+_PER_RECORD_AFTER = 8  # malformed records in one slice before decoding record by record
+
+
+def decode_tolerant(records: RecordSlice, schema: pa.Schema, fmt: str,
+                    delimiter: str = ",") -> tuple[pa.RecordBatch, list[MalformedRecord]]:
+    """Decode ``records`` like :func:`decode`, but set malformed records aside instead of
+    failing (``"malformed.policy"`` skip or dead-letter, DESIGN §7).
+
+    Returns the batch of the records that decode (in offset order) and the malformed
+    ones, each with its raw key, value and timestamp. The fast whole-slice path is
+    retried without each malformed record found; after a few, records are decoded one
+    by one, so a slice of garbage costs linear time.
+
+    Raises:
+        ConnectorError: a problem that is not one record's (unknown format, a raw stream
+            column that does not exist).
+    """
+    index = {off: i for i, off in enumerate(records.offsets)}
+    keep = list(range(len(records.offsets)))
+    bad: list[MalformedRecord] = []
+    while len(bad) < _PER_RECORD_AFTER:
+        try:
+            return decode(_subset(records, keep), schema, fmt, delimiter), bad
+        except MalformedRecord as exc:
+            i = index[exc.offset]
+            bad.append(_with_raw(exc, records, i))
+            keep.remove(i)
+    good = []
+    for i in keep:
+        try:
+            decode(_subset(records, [i]), schema, fmt, delimiter)
+            good.append(i)
+        except MalformedRecord as exc:
+            bad.append(_with_raw(exc, records, i))
+    bad.sort(key=lambda b: b.offset)
+    return decode(_subset(records, good), schema, fmt, delimiter), bad
+
+
+def with_malformed(batch: pa.RecordBatch, bad: Sequence[MalformedRecord],
+                   schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` plus one row per malformed record, in ``schema`` (the declared columns
+    and :data:`MALFORMED_COLUMN` last): decoded rows carry NULL there, malformed rows
+    NULL in every declared column and their error."""
+    n = batch.num_rows
+    arrays = []
+    for f in schema:
+        if f.name == MALFORMED_COLUMN:
+            arrays.append(pa.array([None] * n + [b.reason for b in bad], type=f.type))
+        else:
+            col = batch.column(batch.schema.get_field_index(f.name))
+            arrays.append(pa.concat_arrays([col, pa.nulls(len(bad), type=f.type)]))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _subset(records: RecordSlice, idx: Sequence[int]) -> RecordSlice:
+    return RecordSlice(records.topic, records.partition,
+                       [records.offsets[i] for i in idx], [records.values[i] for i in idx],
+                       [records.keys[i] for i in idx], [records.timestamps[i] for i in idx])
+
+
+def _with_raw(exc: MalformedRecord, records: RecordSlice, i: int) -> MalformedRecord:
+    exc.key, exc.value, exc.timestamp = records.keys[i], records.values[i], records.timestamps[i]
+    return exc
 
 
 # -- json --------------------------------------------------------------------------

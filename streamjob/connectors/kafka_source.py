@@ -14,16 +14,41 @@ exactly-once needs (DESIGN §6).
 
 Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 ``topic``, ``bootstrap`` (``kafka.broker.list``), ``format`` (json|delimited|raw),
-``delimiter``, ``startingOffsets`` (earliest|latest, DESIGN §7 reset strategy),
-``maxRecordsPerBatch`` (0 = no cap; Spark's read-limit API), ``pollTimeoutMs``.
+``delimiter``, ``maxRecordsPerBatch`` (0 = no cap; Spark's read-limit API),
+``pollTimeoutMs`` (executor: longest wait for a record the range promises), and:
+
+- ``startingOffsets`` — the reset strategy (DESIGN §7,
+  ``transwarp.consumer.reset.offset.strategy``): ``earliest`` (default), ``latest``,
+  ``committed`` (the consumer group's committed offset per partition, ``latest`` for a
+  partition without one; needs ``groupId``) or a timestamp in ms since the epoch as an
+  integer string (per partition the first record at or after it, found with
+  ``offsets_for_times``; a partition without such a record starts at its end offset).
+  It decides the offsets of a first start (:meth:`KafkaStreamReader.initialOffset`, no
+  checkpoint) and where a partition added while the job runs starts (see
+  :meth:`KafkaStreamReader.latestOffset`). With a checkpoint, Spark hands the reader
+  the checkpointed offsets and the strategy is not used.
+- ``groupId`` — the consumer group (``transwarp.consumer.group.id``, default
+  ``streamjob.<db>.<job>``) whose committed offsets ``committed`` reads; offsets are
+  committed to it by :class:`.kafka_group.GroupCommitter`, not by this reader.
+- ``failOnDataLoss`` — ``true`` (default) or ``false``, Spark's Kafka option: offsets
+  the job still needs that the broker no longer has (below a partition's beginning
+  offset: retention or a truncation removed them) fail the job with a ConnectorError
+  naming topic, partition and offsets; with ``false`` the reader skips to the beginning
+  offset and logs a warning (logger ``streamjob.connectors.kafka_source``) naming them.
+  Checked on the driver (``latestOffset``, ``partitions``) and in ``read``.
+- ``requestTimeoutMs`` — bound on each driver-side broker request (default 30000, at
+  least 1000); connecting waits at most min(it, 10000) ms. An unreachable broker is a
+  ConnectorError "cannot reach Kafka broker at <address>: ...".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -31,8 +56,12 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import ConnectorError
 from . import worker
+from .kafka_group import broker_errors, committed_offsets
 
-worker.install()  # imported inside pyspark's source runner: quiet exit when Spark stops it
+worker.install()  # in pyspark's source runner / Python workers: warnings to stderr, and a
+# quiet exit when Spark stops the runner
+
+log = logging.getLogger(__name__)  # "streamjob.connectors.kafka_source"
 
 SOURCE_NAME = "streamjob_kafka"
 DEFAULT_BATCH_ROWS = 50_000
@@ -52,8 +81,65 @@ class KafkaRange(InputPartition):
     end: int
 
 
-def _consumer(bootstrap: str, **extra):
-    """A kafka-python consumer without a group, or ConnectorError naming the address."""
+STRATEGIES = ("earliest", "latest", "committed")
+"""The named reset strategies; a timestamp (ms since the epoch) is the fourth kind."""
+
+
+def reset_strategy(text: str | None) -> str | int:
+    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"`` or
+    a timestamp (int, ms since the epoch); None or empty means ``"earliest"``.
+
+    Raises:
+        ConnectorError: any other value.
+    """
+    value = (text or "earliest").strip().lower()
+    if value in STRATEGIES:
+        return value
+    if value.isdigit():
+        return int(value)
+    raise ConnectorError(
+        f"unknown reset strategy '{text}' (transwarp.consumer.reset.offset.strategy): "
+        f"expected earliest, latest, committed or a timestamp in ms since the epoch")
+
+
+def _flag(options: dict[str, str], name: str, default: bool) -> bool:
+    """A boolean option (``true``/``false``, any case); ConnectorError otherwise."""
+    text = options.get(name.lower())
+    if text is None or text.strip() == "":
+        return default
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ConnectorError(f"option {name} must be true or false, got '{text}'")
+    return value == "true"
+
+
+def lost_start(topic: str, partition: int, start: int, beginning: int,
+               fail_on_data_loss: bool) -> int:
+    """Where reading of ``partition`` continues when it should start at ``start`` and the
+    broker's first offset still there is ``beginning``: ``start`` itself if nothing is
+    lost, else ``beginning`` after a warning naming the lost offsets
+    ``start..beginning-1`` (``fail_on_data_loss`` False).
+
+    Raises:
+        ConnectorError: offsets are lost and ``fail_on_data_loss`` is True (the message
+            names topic, partition and the lost offsets).
+    """
+    if beginning <= start:
+        return start
+    lost = f"offsets {start}..{beginning - 1} of topic '{topic}' partition {partition}"
+    if fail_on_data_loss:
+        raise ConnectorError(
+            f"{lost} are no longer on the broker (retention removed them); set "
+            f"\"fail.on.data.loss\"=\"false\" on the stream to skip them")
+    log.warning("%s are no longer on the broker (retention removed them): skipped, "
+                "reading continues at offset %d (fail.on.data.loss=false)", lost, beginning)
+    return beginning
+
+
+def _consumer(bootstrap: str, request_timeout_ms: int = 30_000, **extra):
+    """A kafka-python consumer without a group, or ConnectorError naming the address.
+
+    ``request_timeout_ms`` bounds each request; connecting waits min(it, 10 s)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
@@ -62,9 +148,9 @@ def _consumer(bootstrap: str, **extra):
             bootstrap_servers=bootstrap.split(","),
             group_id=None,
             enable_auto_commit=False,
-            request_timeout_ms=30_000,
+            request_timeout_ms=request_timeout_ms,
             metadata_max_age_ms=10_000,
-            bootstrap_timeout_ms=10_000,
+            bootstrap_timeout_ms=min(10_000, request_timeout_ms),
             **extra,
         )
     except KafkaError as exc:
@@ -81,16 +167,24 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.bootstrap = options["bootstrap"]
         self.format = options.get("format", "json")
         self.delimiter = options.get("delimiter", ",")
-        self.starting = options.get("startingoffsets", "earliest").lower()
+        self.starting = reset_strategy(options.get("startingoffsets"))
+        self.group_id = options.get("groupid") or None
+        self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
+        self.request_timeout_ms = int(options.get("requesttimeoutms", "30000"))
+        if self.request_timeout_ms < 1000:
+            raise ConnectorError(
+                f"option requestTimeoutMs must be at least 1000, got {self.request_timeout_ms}")
         self.max_records = int(options.get("maxrecordsperbatch", "0") or 0)
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
+        self.dead_letter = options.get("deadletter") or None  # DeadLetterTarget JSON
         self._meta = None
+        self._warned: set[tuple[int, int]] = set()  # (partition, start) already reported
 
     # -- driver side ---------------------------------------------------------------
 
     def _metadata(self):
         if self._meta is None:
-            self._meta = _consumer(self.bootstrap)
+            self._meta = _consumer(self.bootstrap, self.request_timeout_ms)
         return self._meta
 
     def _partitions(self) -> list:
@@ -99,41 +193,132 @@ class KafkaStreamReader(DataSourceStreamReader):
         meta = self._metadata()
         deadline = time.monotonic() + 30
         while True:
-            parts = meta.partitions_for_topic(self.topic)
-            if parts:
-                return [TopicPartition(self.topic, p) for p in sorted(parts)]
-            if time.monotonic() > deadline:
-                raise ConnectorError(
-                    f"topic '{self.topic}' does not exist on Kafka broker {self.bootstrap}"
-                )
-            meta.topics()  # forces a metadata refresh
+            with broker_errors(self.bootstrap, f"listing the partitions of '{self.topic}'"):
+                parts = meta.partitions_for_topic(self.topic)
+                if parts:
+                    return [TopicPartition(self.topic, p) for p in sorted(parts)]
+                if time.monotonic() > deadline:
+                    raise ConnectorError(
+                        f"topic '{self.topic}' does not exist on Kafka broker {self.bootstrap}"
+                    )
+                meta.topics()  # forces a metadata refresh
             time.sleep(0.2)
 
     def _ends(self, parts) -> dict[int, int]:
-        return {tp.partition: off for tp, off in self._metadata().end_offsets(parts).items()}
+        with broker_errors(self.bootstrap, f"reading end offsets of '{self.topic}'"):
+            offs = self._metadata().end_offsets(parts)
+        return {tp.partition: off for tp, off in offs.items()}
 
     def _beginnings(self, parts) -> dict[int, int]:
-        return {tp.partition: off for tp, off in self._metadata().beginning_offsets(parts).items()}
+        with broker_errors(self.bootstrap, f"reading beginning offsets of '{self.topic}'"):
+            offs = self._metadata().beginning_offsets(parts)
+        return {tp.partition: off for tp, off in offs.items()}
+
+    def _at_time(self, parts, ms: int) -> dict[int, int]:
+        """First offset at or after ``ms`` per partition; the end offset where none is.
+
+        Apache Kafka answers "none" with offset -1 (kafka-python: None); Tansu 0.6 with
+        offset 0 and timestamp -1 — both mean the end offset here. (Tansu looks records
+        up by the time it appended them, not by their producer timestamp.)"""
+        with broker_errors(self.bootstrap, f"looking up offsets of '{self.topic}' by time"):
+            found = self._metadata().offsets_for_times({tp: ms for tp in parts})
+        ends = self._ends(parts)
+        out = {}
+        for tp in parts:
+            hit = found.get(tp)
+            none = hit is None or hit.offset is None or hit.offset < 0 or hit.timestamp == -1
+            out[tp.partition] = ends[tp.partition] if none else min(hit.offset, ends[tp.partition])
+        return out
+
+    def _committed(self, parts) -> dict[int, int]:
+        """The group's committed offset per partition; the end offset where none is (and
+        where a commit lies beyond the end: the topic was recreated; warned)."""
+        if not self.group_id:
+            raise ConnectorError(
+                f"the reset strategy 'committed' of topic '{self.topic}' needs a consumer "
+                f"group id (\"transwarp.consumer.group.id\", option groupId)")
+        committed = committed_offsets(self.bootstrap, self.group_id, self.topic,
+                                      [tp.partition for tp in parts], self.request_timeout_ms)
+        ends = self._ends(parts)
+        out = {}
+        for tp in parts:
+            p, c = tp.partition, committed.get(tp.partition)
+            if c is not None and c > ends[p]:
+                log.warning("committed offset %d of group '%s' for topic '%s' partition %d is "
+                            "beyond its end offset %d (the topic was recreated?): starting at "
+                            "the end", c, self.group_id, self.topic, p, ends[p])
+            out[p] = ends[p] if c is None else min(c, ends[p])
+        return self._no_loss(out)
+
+    def _starts(self, parts) -> dict[int, int]:
+        """Start offsets of ``parts`` (TopicPartitions) by the reset strategy."""
+        if not parts:
+            return {}
+        if self.starting == "earliest":
+            return self._beginnings(parts)
+        if self.starting == "latest":
+            return self._ends(parts)
+        if self.starting == "committed":
+            return self._committed(parts)
+        return self._at_time(parts, self.starting)
+
+    def _no_loss(self, starts: dict[int, int]) -> dict[int, int]:
+        """``starts`` (partition -> offset) checked against the beginning offsets: each
+        start below its partition's beginning fails or is moved up (:func:`lost_start`,
+        warned once per partition and start)."""
+        if not starts:
+            return starts
+        beginnings = self._beginnings([_tp(self.topic, p) for p in starts])
+        out = {}
+        for p, start in starts.items():
+            begin = beginnings.get(p, start)
+            if begin > start and (p, start) in self._warned:
+                out[p] = begin
+                continue
+            out[p] = lost_start(self.topic, p, start, begin, self.fail_on_data_loss)
+            if out[p] != start:
+                self._warned.add((p, start))
+        return out
 
     def initialOffset(self) -> Offsets:
-        """Offsets of a first start: the reset strategy (earliest or latest)."""
-        parts = self._partitions()
-        offs = self._ends(parts) if self.starting == "latest" else self._beginnings(parts)
-        return {self.topic: {str(p): o for p, o in offs.items()}}
+        """Offsets of a first start (no checkpoint), ``{topic: {partition: offset}}``: the
+        reset strategy ``startingOffsets`` applied to every partition (module docstring).
+
+        Raises:
+            ConnectorError: broker unreachable, topic missing, ``committed`` without a
+                group id, or (``committed``, failOnDataLoss) a committed offset below the
+                partition's beginning offset.
+        """
+        starts = self._starts(self._partitions())
+        return {self.topic: {str(p): o for p, o in sorted(starts.items())}}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``ReadMaxRows(maxRecordsPerBatch)`` when a cap is set, else read everything."""
         return ReadMaxRows(self.max_records) if self.max_records > 0 else ReadAllAvailable()
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        """End offsets now, capped by ``limit``; partitions new since ``start`` begin at
-        their earliest offset (as Spark's Kafka source does)."""
+        """End offsets now (``{topic: {partition: offset}}``), capped by ``limit``.
+
+        A partition missing in ``start`` was added to the topic while the job runs; it
+        starts where the reset strategy says — unlike Spark's own Kafka source, which
+        always starts new partitions at their earliest offset: with ``latest`` at its end
+        offset when this call first sees it (records written to it before then are not
+        read), with a timestamp at the first record at or after that time, with
+        ``committed`` at the group's committed offset, else its end offset. With
+        ``earliest`` it is read from its beginning.
+
+        A ``start`` below a partition's beginning offset (records lost to retention)
+        fails or is moved up to the beginning, by ``failOnDataLoss``.
+
+        Raises:
+            ConnectorError: broker unreachable ("cannot reach Kafka broker at <address>"),
+                topic missing, or lost offsets with ``failOnDataLoss`` true.
+        """
         parts = self._partitions()
         ends = self._ends(parts)
         begun = {int(p): o for p, o in start.get(self.topic, {}).items()}
-        missing = [tp for tp in parts if tp.partition not in begun]
-        if missing:
-            begun.update(self._beginnings(missing))
+        begun.update(self._no_loss({p: o for p, o in begun.items() if p in ends}))
+        begun.update(self._starts([tp for tp in parts if tp.partition not in begun]))
         if isinstance(limit, ReadMaxRows):
             ends = _cap(begun, ends, limit.max_rows)
         return {self.topic: {str(p): max(ends[p], begun.get(p, 0)) for p in sorted(ends)}}
@@ -143,16 +328,21 @@ class KafkaStreamReader(DataSourceStreamReader):
         return {self.topic: {str(p): o for p, o in self._ends(self._partitions()).items()}}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[KafkaRange]:
-        """One :class:`KafkaRange` per partition with records in ``[start, end)``."""
-        s = start.get(self.topic, {})
-        ranges = []
-        for p, e in sorted(end.get(self.topic, {}).items(), key=lambda kv: int(kv[0])):
-            b = s.get(p)
-            if b is None:  # partition added since the start offsets were taken
-                b = self._beginnings([_tp(self.topic, int(p))])[int(p)]
-            if e > b:
-                ranges.append(KafkaRange(self.topic, int(p), b, e))
-        return ranges
+        """One :class:`KafkaRange` per partition with records in ``[start, end)``.
+
+        A partition missing in ``start`` (added while the job runs) starts by the reset
+        strategy, as in :meth:`latestOffset`; a start below the partition's beginning
+        offset fails or is moved up, by ``failOnDataLoss``.
+
+        Raises:
+            ConnectorError: broker unreachable, or lost offsets with ``failOnDataLoss``.
+        """
+        ends = {int(p): int(e) for p, e in end.get(self.topic, {}).items()}
+        known = {int(p): int(b) for p, b in start.get(self.topic, {}).items()}
+        begun = self._no_loss({p: b for p, b in known.items() if p in ends and ends[p] > b})
+        begun.update(self._starts([_tp(self.topic, p) for p in ends if p not in known]))
+        return [KafkaRange(self.topic, p, begun[p], e) for p, e in sorted(ends.items())
+                if p in begun and e > begun[p]]
 
     def commit(self, end: Offsets) -> None:
         """Spark finished every record before ``end``; nothing to release here."""
@@ -173,19 +363,29 @@ class KafkaStreamReader(DataSourceStreamReader):
         """
         return read_range(
             partition, self.bootstrap, self.schema, self.format, self.delimiter,
-            self.poll_timeout_ms,
+            self.poll_timeout_ms, dead_letter=self.dead_letter,
+            fail_on_data_loss=self.fail_on_data_loss,
         )
 
 
 def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                delimiter: str, poll_timeout_ms: int = 120_000,
-               batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator:
-    """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+               batch_rows: int = DEFAULT_BATCH_ROWS, *, dead_letter: str | None = None,
+               fail_on_data_loss: bool = True) -> Iterator:
+    """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
-    from .formats import RecordSlice, decode
+    A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
+    (``"malformed.policy"`` skip or dead-letter): malformed records become rows carrying
+    their error there; ``dead_letter`` (a :class:`.dead_letter.DeadLetterTarget` option
+    string) also writes them to the dead-letter table before the batch is yielded.
 
-    arrow = to_arrow_schema(schema)
+    Offsets of the range below the partition's beginning offset (lost to retention) raise
+    ConnectorError naming them, or with ``fail_on_data_loss`` False are skipped with a
+    logged warning (:func:`lost_start`); an unreachable broker is a ConnectorError naming
+    its address."""
+    from .formats import RecordSlice
+
+    decode = _decoder(schema, fmt, delimiter, dead_letter)
     consumer = _consumer(
         bootstrap, fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20,
         max_poll_records=batch_rows, fetch_min_bytes=1, fetch_max_wait_ms=100,
@@ -193,12 +393,13 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     tp = _tp(rng.topic, rng.partition)
     try:
         consumer.assign([tp])
-        earliest = consumer.beginning_offsets([tp])[tp]
-        if earliest > rng.start:
-            raise ConnectorError(
-                f"offsets {rng.start}..{earliest - 1} of topic '{rng.topic}' partition "
-                f"{rng.partition} are no longer on the broker (retention removed them)"
-            )
+        with broker_errors(bootstrap, f"reading the beginning offset of '{rng.topic}' "
+                                      f"partition {rng.partition}"):
+            earliest = consumer.beginning_offsets([tp])[tp]
+        start = lost_start(rng.topic, rng.partition, rng.start, earliest, fail_on_data_loss)
+        if start >= rng.end:
+            return
+        rng = dataclasses.replace(rng, start=start)
         consumer.seek(tp, rng.start)
         offsets, values, keys, stamps = [], [], [], []
         position = rng.start
@@ -224,14 +425,40 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                 stamps.append(rec.timestamp)
             position = max(position, polled[-1].offset + 1)
             if len(offsets) >= batch_rows:
-                yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps),
-                             arrow, fmt, delimiter)
+                yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps))
                 offsets, values, keys, stamps = [], [], [], []
         if offsets:
-            yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps),
-                         arrow, fmt, delimiter)
+            yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps))
     finally:
         consumer.close()
+
+
+def _decoder(schema: StructType, fmt: str, delimiter: str,
+             dead_letter: str | None) -> Callable:
+    """``RecordSlice -> pa.RecordBatch`` for ``read_range``: strict (a malformed record
+    raises :class:`.formats.MalformedRecord`) unless ``schema`` ends in the malformed
+    column; tolerant decoders append malformed rows and write dead letters first."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
+
+    arrow = to_arrow_schema(schema)
+    if MALFORMED_COLUMN not in arrow.names:
+        return lambda records: decode(records, arrow, fmt, delimiter)
+    declared = arrow.remove(arrow.get_field_index(MALFORMED_COLUMN))
+    writer = None
+    if dead_letter:
+        from .dead_letter import DeadLetterTarget, DeadLetterWriter
+
+        writer = DeadLetterWriter(DeadLetterTarget.from_option(dead_letter))
+
+    def tolerant(records):
+        batch, bad = decode_tolerant(records, declared, fmt, delimiter)
+        if bad and writer is not None:
+            writer.write(bad)
+        return with_malformed(batch, bad, arrow)
+
+    return tolerant
 
 
 def _tp(topic: str, partition: int):

@@ -26,13 +26,21 @@ FILE_FORMATS = ("parquet", "json", "csv")
 
 @dataclass(frozen=True)
 class KafkaSourceSpec:
-    """A Kafka stream: topic, bootstrap servers, record format, delimiter, reset strategy."""
+    """A Kafka stream: topic, bootstrap servers, record format, delimiter, reset strategy
+    (``earliest``, ``latest``, ``committed`` or a timestamp in ms as text), consumer group
+    (None: the job's default ``streamjob.<db>.<job>``), what lost offsets do, and the
+    malformed-record policy (``fail``, ``skip``, ``dead-letter`` into table
+    ``dead_letter``, a name as written, resolved by the planner)."""
 
     topic: str
     bootstrap: str
     format: str
     delimiter: str
     reset: str
+    group_id: str | None = None
+    fail_on_data_loss: bool = True
+    malformed: str = "fail"
+    dead_letter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,11 +61,14 @@ class RateSourceSpec:
 @dataclass(frozen=True)
 class FileTableSpec:
     """A file table: Parquet, JSON or CSV files under ``location`` (exactly-once through
-    Spark's file-sink manifest). ``header`` for CSV files read as static data."""
+    Spark's file-sink manifest). ``header`` for CSV files read as static data;
+    ``partitioned_by`` the partition columns (``PARTITIONED BY``): rows go to Hive-style
+    ``col=value`` directories, in this order."""
 
     format: str
     location: str
     header: bool
+    partitioned_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,41 @@ class SqlTableSpec:
 @dataclass(frozen=True)
 class ConsoleTableSpec:
     """Rows printed to the console (for the shell and debugging)."""
+
+
+KAFKA_TABLE_FORMATS = ("json", "delimited")
+
+
+@dataclass(frozen=True)
+class KafkaTableSpec:
+    """A Kafka table (a sink): rows become records of ``topic`` on ``bootstrap``
+    (``"kafka.broker.list"``), values encoded as ``format`` (``json``, the default:
+    one object per record by column name; ``delimited``: fields joined with
+    ``delimiter``, Hive style) so that a Kafka stream with the same columns and format
+    reads them back. ``key`` is the declared column whose value, as UTF-8 text, becomes
+    the record key (None: records without a key). See
+    :mod:`streamjob.connectors.kafka_sink` for the delivery guarantees."""
+
+    topic: str
+    bootstrap: str
+    format: str = "json"
+    delimiter: str = ","
+    key: str | None = None
+
+
+def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
+    """The ``"key"`` of a Kafka table must name one of its declared ``columns``
+    (``[{"name", "type"}, ...]``; names compared case-insensitively).
+
+    Raises:
+        ValidationError: it does not; names the declared columns.
+    """
+    if spec.key is None:
+        return
+    names = [c["name"] for c in columns]
+    if spec.key.lower() not in (n.lower() for n in names):
+        raise ValidationError(f"Kafka table {table}: \"key\" '{spec.key}' is not a column "
+                              f"({', '.join(names)})", text=spec.key)
 
 
 _LABELS = {"kafka stream": "Kafka stream", "file stream": "file stream",
@@ -120,17 +166,45 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     fmt = p.get("format", default_fmt).lower()
     if fmt not in FORMATS:
         raise ValidationError(f"stream '{name}': format must be one of {', '.join(FORMATS)}, got '{fmt}'")
-    reset = p.get("transwarp.consumer.reset.offset.strategy", "earliest").lower()
-    if reset not in ("earliest", "latest"):
+    malformed = typed.get("malformed.policy", "fail")
+    dead_letter = typed.get("malformed.dead.letter.table")
+    if (malformed == "dead-letter") != (dead_letter is not None):
         raise ValidationError(
-            f"stream '{name}': transwarp.consumer.reset.offset.strategy must be earliest or latest, got '{reset}'"
-        )
-    return KafkaSourceSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, reset)
+            f"stream '{name}': \"malformed.policy\"=\"dead-letter\" and "
+            f"\"malformed.dead.letter.table\" go together (the policy and the SQL table "
+            f"receiving the malformed records)")
+    return KafkaSourceSpec(
+        p["topic"], p["kafka.broker.list"], fmt, delimiter,
+        typed.get("transwarp.consumer.reset.offset.strategy", "earliest"),
+        group_id=typed.get("transwarp.consumer.group.id"),
+        fail_on_data_loss=typed.get("fail.on.data.loss", True),
+        malformed=malformed, dead_letter=dead_letter)
+
+
+def _kafka_table_spec(name: str, p: dict[str, str]) -> KafkaTableSpec:
+    """The spec of Kafka table ``name`` from its lower-cased TBLPROPERTIES ``p``."""
+    registry.validate_connector("kafka table", p, f"{_LABELS['kafka table']} '{name}'")
+    missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
+    if missing:
+        raise ValidationError(
+            f"Kafka table '{name}' needs TBLPROPERTIES("
+            + ", ".join(f'"{m}"=...' for m in missing) + ")")
+    if "kafka.zookeeper" in p:
+        log.info("table %s: 'kafka.zookeeper' is accepted for old scripts and ignored", name)
+    fmt = p.get("format", "json").strip().lower()
+    if fmt not in KAFKA_TABLE_FORMATS:
+        raise ValidationError(f"Kafka table '{name}': format must be one of "
+                              f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
+    delimiter = p.get("delimiter") or ","
+    key = p.get("key", "").strip() or None
+    return KafkaTableSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, key)
 
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
-               location: str | None, default_location: str):
-    """The sink/static spec of table ``name``.
+               location: str | None, default_location: str, partitioned_by=()):
+    """The sink/static spec of table ``name``; ``partitioned_by`` (the table's partition
+    columns) goes into a :class:`FileTableSpec` (other kinds of table are not partitioned:
+    the executor refuses PARTITIONED BY for them).
 
     Raises:
         ValidationError: missing or contradictory properties.
@@ -138,8 +212,7 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     p = _lower(properties)
     connector = p.get("connector", "").strip().lower()
     if connector == "kafka" or (not connector and "topic" in p):
-        raise ValidationError(f"table '{name}': Kafka tables (sinks) are not supported yet; "
-                              "write to a file, SQL or console table", text="topic")
+        return _kafka_table_spec(name, p)
     scope = {"sql": "sql table", "console": "console table", "": "file table",
              "files": "file table", "file": "file table"}.get(connector)
     if scope is None:
@@ -157,4 +230,5 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     if fmt not in FILE_FORMATS:
         raise ValidationError(f"table '{name}': STORED AS must be one of {', '.join(FILE_FORMATS).upper()}")
     header = p.get("skip.header.line.count", "0").strip() not in ("", "0")
-    return FileTableSpec(fmt, location or default_location, header)
+    return FileTableSpec(fmt, location or default_location, header,
+                         tuple(c.lower() for c in partitioned_by))

@@ -80,7 +80,7 @@ class DescribeStatements:
             plan = self._plan(db, name, job.query, job.properties, job.session_properties)
             mode, problem = plan.output_mode, None
         except StreamJobError as exc:
-            mode, problem = None, exc.message
+            plan, mode, problem = None, None, exc.message
         runs = self.catalog.list_runs(job.uid)
         try:
             checkpoints = self._checkpoints(job, "retained checkpoints")
@@ -112,6 +112,7 @@ class DescribeStatements:
             Result(columns=("attempt", "status", "started", "ended", "cause"), rows=run_rows,
                    title=f"runs (last {RUNS_SHOWN})"),
             checkpoints,
+            _malformed(job, plan),
         ])
 
     def _do_Describe(self, s: st.Describe) -> Result:
@@ -130,7 +131,8 @@ class DescribeStatements:
             if obj.is_derived:
                 info.append(("query", obj.query))
         else:
-            info += [("connector", sink_kind(obj)), ("location", obj.location)]
+            info += [("connector", sink_kind(obj)), ("location", obj.location),
+                     ("partitioned by", ", ".join(obj.partitioned_by) or None)]
         if obj.row_format:
             info.append(("row format", ", ".join(
                 f"{k}={v!r}" for k, v in obj.row_format.items() if k != "delimited" and v)))
@@ -144,3 +146,21 @@ class DescribeStatements:
             Result(columns=("property", "value"), title="properties",
                    rows=[(k, jp.mask(k, v)) for k, v in obj.properties.items()]),
         ])
+
+
+def _malformed(job, plan) -> Result:
+    """Malformed records of each Kafka source (DESIGN §7: never dropped silently): the
+    stream's ``"malformed.policy"`` and how many records it has set aside so far (counted
+    at each checkpoint; ``fail`` stops the job instead, so its count stays 0)."""
+    from ..connectors import spec as cspec
+
+    counts = dict(getattr(job, "malformed_counts", None) or {})
+    policies = {}
+    for src in (plan.sources if plan is not None else ()):
+        if isinstance(src.spec, cspec.KafkaSourceSpec):
+            where = f" -> {src.dead_letter_table.qualified_name}" if src.dead_letter_table else ""
+            policies[src.stream.qualified_name] = src.spec.malformed + where
+    rows = [(name, policies.get(name), counts.get(name, 0))
+            for name in sorted(set(policies) | set(counts))]
+    return Result(columns=("stream", "policy", "malformed records"), rows=rows,
+                  title="malformed records")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from .. import properties as jp
 from ..checkpoint import fingerprint, store
 from ..connectors import spec as cspec
 from ..exceptions import JobError, ObjectExistsError
 from ..grammar import statements as st
 from .result import Result
+
+log = logging.getLogger(__name__)
 
 #: Statuses in which some job manager may be running the job's query.
 ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
@@ -60,6 +64,8 @@ class JobStatements:
         restored = ""
         if s.from_checkpoint is not None:
             restored = self._restore(s, job, plan)
+        if not self.dry_run:
+            check_sql_tables(plan)
         if self.dry_run:
             self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid)
             return Result(f"streamjob {db}.{name} can start{restored}")
@@ -147,3 +153,28 @@ class JobStatements:
                                               table.location, "")
             if isinstance(spec, cspec.SqlTableSpec):
                 SqlSink(spec, table.columns, job.uid, True, False).purge_markers()
+
+
+def check_sql_tables(plan) -> None:
+    """The SQL tables a job writes (its sink, its dead-letter tables) against their
+    declarations, at START, so a mismatch is an error before the job starts (DESIGN §7).
+    An unreachable database is not an error here: the job starts and fails over until
+    the database answers.
+
+    Raises:
+        SchemaMismatch: an existing table lacks a declared column, has another type, an
+            extra NOT NULL column, or no unique key on the upsert's primary key.
+    """
+    from ..connectors.dead_letter import DeadLetterWriter
+    from ..connectors.sql_sink import SqlSink
+    from ..exceptions import ConnectorError
+
+    sinks = [DeadLetterWriter(s.dead_letter).sink for s in plan.sources if s.dead_letter]
+    if isinstance(plan.sink_spec, cspec.SqlTableSpec):
+        sinks.append(SqlSink(plan.sink_spec, plan.sink.columns, "check",
+                             exactly_once=False, upsert=plan.output_mode == "update"))
+    for sink in sinks:
+        try:
+            sink.check()
+        except ConnectorError as exc:
+            log.warning("streamjob %s: %s (the job starts and retries)", plan.qualified_name, exc)

@@ -52,8 +52,11 @@ class ObjectStatements:
         if not s.columns:
             raise ValidationError(f"table {db}.{name} declares no columns")
         props = st.props(s.properties)
-        spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name))
+        partitioned_by = tuple(c.lower() for c in s.partitioned_by)
+        spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name),
+                                partitioned_by=partitioned_by)
         columns = _columns(s.columns, s)
+        _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
             declared = {c["name"] for c in columns}
             missing = [k for k in spec.primary_key if k not in declared]
@@ -64,7 +67,8 @@ class ObjectStatements:
                 raise err
         created = self.catalog.create_table(
             db, name, columns, props, _row_format(s.row_format),
-            stored_as=s.stored_as, location=s.location, if_not_exists=s.if_not_exists)
+            stored_as=s.stored_as, location=s.location, if_not_exists=s.if_not_exists,
+            partitioned_by=partitioned_by)
         return Result(f"table {db}.{name} {'created' if created else 'exists'}")
 
     def _do_DropStream(self, s: st.DropStream) -> Result:
@@ -97,8 +101,10 @@ class ObjectStatements:
         return Result(columns=("database", "stream", "source"), rows=rows, title="streams")
 
     def _do_ShowTables(self, s: st.ShowTables) -> Result:
-        rows = [(x.database, x.name, sink_kind(x)) for x in self.catalog.list_tables()]
-        return Result(columns=("database", "table", "connector"), rows=rows, title="tables")
+        rows = [(x.database, x.name, sink_kind(x), ", ".join(x.partitioned_by) or None)
+                for x in self.catalog.list_tables()]
+        return Result(columns=("database", "table", "connector", "partitioned by"), rows=rows,
+                      title="tables")
 
 
 def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, str]]:
@@ -111,6 +117,32 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
             exc.locate(pos.line, pos.column)
             raise
     return out
+
+
+_SPEC_KINDS = {"SqlTableSpec": "a SQL", "ConsoleTableSpec": "a console", "KafkaTableSpec": "a Kafka"}
+
+
+def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[str, str]],
+                      partitioned_by: tuple[str, ...]) -> None:
+    """PARTITIONED BY is for file tables only, and partition columns must have a simple
+    type (Spark writes each value into a ``col=value`` directory name). The parser has
+    already checked that each names exactly one column."""
+    if not partitioned_by:
+        return
+    if not isinstance(spec, cspec.FileTableSpec):
+        pos = s.where("partitioned_by")
+        kind = _SPEC_KINDS.get(type(spec).__name__, f"a {type(spec).__name__}")
+        raise ValidationError(
+            f"only file tables can be partitioned: {qname} is {kind} table; drop PARTITIONED BY "
+            f"or make it a file table (STORED AS PARQUET|JSON|CSV)", pos.line, pos.column,
+            "PARTITIONED")
+    types = {c["name"]: c["type"] for c in columns}
+    for name in partitioned_by:
+        if types[name].startswith(("array<", "map<", "struct<")) or types[name] in ("binary", "variant"):
+            pos = s.where(f"partition:{name}")
+            raise ValidationError(
+                f"partition column '{name}' has type {types[name]}; a partition column needs a "
+                f"simple type (string, a number, date, timestamp, boolean)", pos.line, pos.column, name)
 
 
 def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None:

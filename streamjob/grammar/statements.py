@@ -58,7 +58,9 @@ class Statement:
     def where(self, key: str) -> Position:
         """Where a part of the statement starts: ``"name"`` (its object name),
         ``"key:<property>"`` / ``"value:<property>"`` (a TBLPROPERTIES/JOBPROPERTIES
-        entry), ``"column:<name>"``, ``"checkpoint"``; the statement's start if unknown."""
+        entry), ``"column:<name>"``, ``"partition:<name>"`` and ``"partitioned_by"`` (a
+        PARTITIONED BY entry and the clause), ``"checkpoint"``; the statement's start if
+        unknown. Names in keys are lower-cased."""
         return self.locations.get(key, self.position)
 
 
@@ -97,8 +99,16 @@ class CreateStream(Statement):
 
 @dataclass(frozen=True)
 class CreateTable(Statement):
-    """``CREATE TABLE [IF NOT EXISTS] t (cols) [ROW FORMAT ...] [STORED AS fmt]
-    [LOCATION 'uri'] [TBLPROPERTIES(...)]``; ``stored_as`` lower-cased."""
+    """``CREATE TABLE [IF NOT EXISTS] t (cols) [PARTITIONED BY (...)] [ROW FORMAT ...]
+    [STORED AS fmt] [LOCATION 'uri'] [TBLPROPERTIES(...)]``; ``stored_as`` lower-cased.
+
+    ``columns`` are the table's columns in order: those of the column list, then those
+    that ``PARTITIONED BY`` declares with a type (Hive: ``PARTITIONED BY (dt STRING)``;
+    partition columns come last). ``partitioned_by`` names the partition columns in
+    clause order, as written (a bare name, Spark's ``PARTITIONED BY (dt)``, refers to a
+    column of the list). The parser checks that each names exactly one column; where
+    each entry starts is ``where("partition:<name>")``, the clause ``where("partitioned_by")``.
+    """
 
     name: QualifiedName
     columns: tuple[Column, ...] = ()
@@ -107,6 +117,7 @@ class CreateTable(Statement):
     stored_as: str | None = None
     location: str | None = None
     properties: Properties = ()
+    partitioned_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

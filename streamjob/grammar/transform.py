@@ -130,6 +130,46 @@ class Builder:
             columns.append(Column(name, self.type_text(column.children[1])))
         return tuple(columns)
 
+    def partitions(self, tree: Tree, columns: tuple[Column, ...]
+                   ) -> tuple[tuple[Column, ...], tuple[str, ...]]:
+        """The columns PARTITIONED BY adds and the partition column names.
+
+        ``name TYPE`` declares a new column (Hive), appended after ``columns``; a bare
+        ``name`` refers to a column of the list (Spark). Each partition column must be
+        exactly one column, listed once, and one column at least must be left that is
+        not a partition column (Spark and Hive keep no file without data columns)."""
+        self.locations["partitioned_by"] = self.position(tree.meta.start_pos)
+        declared = {c.name.lower() for c in columns}
+        added: list[Column] = []
+        names: list[str] = []
+        for entry in tree.children:
+            ident_tok = entry.children[0].children[0]
+            name = ident_value(ident_tok)
+            key = name.lower()
+            if key in {n.lower() for n in names}:
+                raise self.error(f"partition column '{name}' is listed twice in PARTITIONED BY",
+                                 ident_tok.start_pos)
+            typed = len(entry.children) > 1
+            if typed and key in declared:
+                raise self.error(
+                    f"column '{name}' is declared in the column list and again in PARTITIONED BY; "
+                    f"write PARTITIONED BY ({name}) without a type to partition by it",
+                    ident_tok.start_pos)
+            if not typed and key not in declared:
+                raise self.error(
+                    f"partition column '{name}' is not a column of the table; declare it with "
+                    f"a type, as in PARTITIONED BY ({name} STRING), or add it to the column list",
+                    ident_tok.start_pos)
+            self.locations[f"partition:{key}"] = self.position(ident_tok.start_pos)
+            if typed:
+                self.locations[f"column:{key}"] = self.position(ident_tok.start_pos)
+                added.append(Column(name, self.type_text(entry.children[1])))
+            names.append(name)
+        if len(names) == len(columns) + len(added):
+            raise self.error("every column is a partition column; a partitioned table needs "
+                             "at least one column that is not", tree.meta.start_pos)
+        return tuple(added), tuple(names)
+
     def type_text(self, tree: Tree) -> str:
         out = [tree.children[0].value.lower()]
         for part in tree.children[1:]:
@@ -171,6 +211,7 @@ class Builder:
     # -- statements (each returns a dict of fields plus the class)
 
     _TABLE_CLAUSES = {
+        "partitioned_by": "PARTITIONED BY",
         "row_format": "ROW FORMAT",
         "stored_as": "STORED AS",
         "location": "LOCATION",
@@ -190,9 +231,16 @@ class Builder:
 
     def _create_table(self, tree: Tree):
         found = self.clauses(tree, self._TABLE_CLAUSES)
+        name = self.name(self.find(tree, "qualified_name"))
+        columns = self.columns(self.find(tree, "column_list"))
+        partitioned_by: tuple[str, ...] = ()
+        if "partitioned_by" in found:
+            added, partitioned_by = self.partitions(found["partitioned_by"], columns)
+            columns += added
         return CreateTable, dict(
-            name=self.name(self.find(tree, "qualified_name")),
-            columns=self.columns(self.find(tree, "column_list")),
+            name=name,
+            columns=columns,
+            partitioned_by=partitioned_by,
             if_not_exists=self.find(tree, "if_not_exists") is not None,
             row_format=self.row_format(found["row_format"]) if "row_format" in found else None,
             stored_as=ident_value(found["stored_as"].children[0].children[0]).lower()

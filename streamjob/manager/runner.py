@@ -29,6 +29,7 @@ from ..checkpoint import fingerprint
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
 from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker, recover_unrecorded
 from ..connectors import spec as cspec
+from ..connectors.kafka_sink import KafkaSink
 from ..connectors.sql_sink import SqlSink
 from ..exceptions import ConnectorError, StreamJobError
 from ..home import Home
@@ -77,6 +78,8 @@ class JobRunner(threading.Thread):
         self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
         self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
         self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
+        self.kafka_sink: KafkaSink | None = None  # Kafka table sink of the current attempt
+        self.committers: list = []  # Kafka consumer-group committers of the current attempt
 
     @property
     def catalog(self) -> Catalog:
@@ -142,6 +145,7 @@ class JobRunner(threading.Thread):
             finally:
                 self._cleanup_temp()
                 self._close_backend()
+                self._close_kafka_sink()
             if self._stop_requested.is_set():
                 self.catalog.end_run(run_id, "STOPPED", "stopped")
                 self._update(status="STOPPED")
@@ -192,9 +196,12 @@ class JobRunner(threading.Thread):
                         self.tracker.latest_id = latest.checkpoint_id
                         self.tracker.offsets = dict(latest.source_offsets or {})
         self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
+        _prepare_dead_letters(plan)
+        self.committers = group_committers(plan)
         recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
                                       retained, self.tracker, durable=durable,
-                                      backend=self.backend)
+                                      backend=self.backend,
+                                      on_checkpoint=_commit_groups(self.committers))
         session.streams.addListener(recorder)
         writer = None
         if isinstance(plan.sink_spec, cspec.SqlTableSpec):
@@ -203,10 +210,27 @@ class JobRunner(threading.Thread):
                            upsert=plan.output_mode == "update")
             sink.prepare()
             writer = _batch_writer(sink)
+        if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
+            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+                                        self.job.qualified_name,
+                                        exactly_once=plan.guarantee == "exactly-once")
+            self.kafka_sink.prepare()
+            writer = _kafka_batch_writer(self.kafka_sink)
         return start_query(session, plan, ckdir, writer)
 
+    def _close_kafka_sink(self) -> None:
+        """Close the Kafka table sink of the attempt (its producer); the next attempt's
+        sink fences it anyway (KIP-98)."""
+        sink, self.kafka_sink = self.kafka_sink, None
+        if sink is not None:
+            sink.close()
+
     def _close_backend(self) -> None:
-        """Withdraw the running mark and close the checkpoint backend of the attempt."""
+        """Withdraw the running mark and close the checkpoint backend (and the consumer
+        group committers) of the attempt."""
+        for committer in self.committers:
+            committer.close()
+        self.committers = []
         backend, self.backend = self.backend, None
         if backend is None:
             return
@@ -239,10 +263,65 @@ class JobRunner(threading.Thread):
             self._tmp = None
 
 
-def _batch_writer(sink: SqlSink) -> Callable:
+def _prepare_dead_letters(plan: JobPlan) -> None:
+    """Create (or check) the dead-letter tables of the job's tolerant Kafka sources before
+    it starts, so executors only insert (DESIGN §7).
+
+    Raises:
+        ConnectorError / ValidationError: the database is unreachable or the existing
+            table does not fit its declaration.
+    """
+    from ..connectors.dead_letter import DeadLetterWriter
+
+    for src in plan.sources:
+        if src.dead_letter is not None:
+            DeadLetterWriter(src.dead_letter).sink.prepare()
+
+
+def group_committers(plan: JobPlan) -> list:
+    """One :class:`~streamjob.connectors.kafka_group.GroupCommitter` per (broker, consumer
+    group) of the job's Kafka sources; they connect lazily, at the first commit."""
+    from ..connectors.kafka_group import GroupCommitter
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for src in plan.sources:
+        if isinstance(src.spec, cspec.KafkaSourceSpec) and src.group_id:
+            groups.setdefault((src.spec.bootstrap, src.group_id), []).append(src.spec.topic)
+    return [GroupCommitter(b, g, topics) for (b, g), topics in groups.items()]
+
+
+def _commit_groups(committers: list) -> Callable | None:
+    """The recorder's ``on_checkpoint``: commit each checkpoint's end offsets to the
+    consumer groups, so Kafka tools show the job's progress and lag (DESIGN §7; the
+    engine never reads them back, except the ``committed`` reset strategy)."""
+    if not committers:
+        return None
+
+    def commit(batch_id: int, offsets: dict) -> None:
+        for committer in committers:  # one unreachable group must not stop the others
+            try:
+                committer.commit(offsets)
+            except StreamJobError as exc:
+                log.warning("checkpoint %s: offsets not committed to the consumer group: %s",
+                            batch_id, exc)
+
+    return commit
+
+
+def _kafka_batch_writer(sink: KafkaSink) -> Callable:
+    """foreachBatch function of a Kafka table: the batch as Arrow, one transaction per
+    batch when exactly-once (see connectors/kafka_sink.py)."""
     def write(df, batch_id: int) -> None:
-        rows = df.toArrow().to_pylist()
-        sink.write_batch(rows, batch_id)
+        sink.write_arrow(df.toArrow(), batch_id)
+
+    return write
+
+
+def _batch_writer(sink: SqlSink) -> Callable:
+    """foreachBatch function of a SQL sink: the batch as Arrow, written in one transaction
+    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql_sink.py)."""
+    def write(df, batch_id: int) -> None:
+        sink.write_arrow(df.toArrow(), batch_id)
 
     return write
 

@@ -42,6 +42,19 @@ class Source:
     view: str
     spec: Any
     proctime: bool = False
+    group_id: str | None = None  # Kafka: the consumer group offsets are committed to
+    dead_letter: Any = None  # Kafka: DeadLetterTarget of "malformed.policy"=dead-letter
+    dead_letter_table: TableInfo | None = None
+
+    @property
+    def tolerant(self) -> bool:
+        """Malformed records are set aside (skip/dead-letter) rather than failing."""
+        return isinstance(self.spec, cspec.KafkaSourceSpec) and self.spec.malformed != "fail"
+
+    @property
+    def malformed_metric(self) -> str:
+        """Name of the Spark observed metric counting this source's malformed records."""
+        return f"malformed:{self.stream.qualified_name}"
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,8 @@ class JobPlan:
         deps = [("stream", s.stream.database, s.stream.name, "source") for s in self.sources]
         deps += [("stream", d.stream.database, d.stream.name, "source") for d in self.derived]
         deps += [("table", s.table.database, s.table.name, "static") for s in self.statics]
+        deps += [("table", s.dead_letter_table.database, s.dead_letter_table.name, "dead-letter")
+                 for s in self.sources if s.dead_letter_table is not None]
         deps.append(("table", self.sink.database, self.sink.name, "sink"))
         return deps
 
@@ -121,25 +136,66 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     aq = analyze(query, lookup, position, database)
     proctime = {w.view for w in aq.windows if w.proctime}
     bases, derived_streams = expand_streams(lookup, aq.references)
-    sources = [Source(st, view, cspec.source_spec(st.name, st.properties, st.row_format),
-                      view in proctime) for st, view in bases]
+    sources = [_source(lookup, home, database, name, st, view, view in proctime)
+               for st, view in bases]
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
     statics = []
     for ref in aq.references:
         if ref.kind == "table":
             tb = lookup.table(ref.database, ref.name)
             sp = cspec.table_spec(tb.name, tb.properties, tb.stored_as, tb.location,
-                                  home.table_location(tb.database, tb.name))
+                                  home.table_location(tb.database, tb.name),
+                                  partitioned_by=tb.partitioned_by)
             if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
                 raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
             statics.append(Static(tb, ref.view, sp))
     sink = catalog.get_table(*aq.target)
     sink_spec = cspec.table_spec(sink.name, sink.properties, sink.stored_as, sink.location,
-                                 home.table_location(sink.database, sink.name))
+                                 home.table_location(sink.database, sink.name),
+                                 partitioned_by=sink.partitioned_by)
     _check_columns(aq, sink)
+    if isinstance(sink_spec, cspec.KafkaTableSpec):
+        cspec.check_kafka_key(sink_spec, sink.columns, sink.qualified_name)
     mode = _output_mode(aq, sources, sink, sink_spec)
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
                    props, jp.guarantee(props), derived)
+
+
+def _source(lookup: Lookup, home: Home, database: str, job: str, st: StreamInfo, view: str,
+            proctime: bool) -> Source:
+    """A source stream of job ``database.job``: its connector spec, and for Kafka the
+    consumer group (the stream's ``transwarp.consumer.group.id``, else
+    ``streamjob.<db>.<job>``, DESIGN §7) and the resolved dead-letter table.
+
+    Raises:
+        ValidationError: the dead-letter table does not exist, is not a SQL table, or
+            declares a column that is not a field of a malformed record.
+    """
+    from ..connectors.dead_letter import DeadLetterTarget, check_columns
+    from ..connectors.kafka_group import default_group_id
+
+    sp = cspec.source_spec(st.name, st.properties, st.row_format)
+    if not isinstance(sp, cspec.KafkaSourceSpec):
+        return Source(st, view, sp, proctime)
+    target = table = None
+    if sp.dead_letter:
+        db, _, name = sp.dead_letter.lower().rpartition(".")
+        table = lookup.table(db or st.database, name)
+        if table is None:
+            raise ValidationError(
+                f"stream {st.qualified_name}: dead-letter table '{sp.dead_letter}' does not "
+                f"exist; create a SQL table (\"connector\"=\"sql\") with columns among "
+                f"stream, topic, partition, offset, key, value, timestamp, error")
+        tsp = cspec.table_spec(table.name, table.properties, table.stored_as, table.location,
+                               home.table_location(table.database, table.name))
+        if not isinstance(tsp, cspec.SqlTableSpec):
+            raise ValidationError(f"stream {st.qualified_name}: dead-letter table "
+                                  f"{table.qualified_name} must be a SQL table (\"connector\"=\"sql\")")
+        check_columns(table.qualified_name, table.columns)
+        target = DeadLetterTarget(tsp.url, tsp.table, tuple(dict(c) for c in table.columns),
+                                  tsp.primary_key, st.qualified_name)
+    return Source(st, view, sp, proctime, sp.group_id or default_group_id(database, job),
+                  target, table)
 
 
 def _check_columns(aq: AnalyzedQuery, sink: TableInfo) -> None:
@@ -203,20 +259,34 @@ def source_frame(session, src: Source, props: dict[str, Any]):
     """The streaming DataFrame of one stream (watermark applied if declared)."""
     from .. import types as sjtypes
 
+    from ..connectors.formats import MALFORMED_COLUMN
+
     sp = src.spec
     st = src.stream
     if isinstance(sp, cspec.KafkaSourceSpec):
-        reader = (session.readStream.format("streamjob_kafka").schema(sjtypes.ddl(st.columns))
+        ddl = sjtypes.ddl(st.columns) + (f", `{MALFORMED_COLUMN}` STRING" if src.tolerant else "")
+        reader = (session.readStream.format("streamjob_kafka").schema(ddl)
                   .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
                   .option("format", sp.format).option("delimiter", sp.delimiter)
                   .option("startingOffsets", sp.reset)
+                  .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
                   .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"])))
+        if src.group_id:
+            reader = reader.option("groupId", src.group_id)
+        if src.dead_letter is not None:
+            reader = reader.option("deadLetter", src.dead_letter.to_option())
     elif isinstance(sp, cspec.FileSourceSpec):
         reader = (session.readStream.format(sp.format).schema(sjtypes.ddl(st.columns))
                   .option("path", sp.path))
     else:
         reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
     df = reader.load()
+    if src.tolerant:  # count malformed rows (reported with the batch's progress), drop them
+        from pyspark.sql import functions as F
+
+        flag = F.col(f"`{MALFORMED_COLUMN}`")
+        df = (df.observe(src.malformed_metric, F.count(flag).alias("malformed"))
+              .where(flag.isNull()).drop(MALFORMED_COLUMN))
     p = {k.lower(): v for k, v in st.properties.items()}
     if p.get("watermark.column") and p.get("watermark.delay"):
         df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
@@ -234,21 +304,34 @@ def with_proctime(df):
 
 
 def static_frame(session, st: Static):
-    """A batch DataFrame of a static table (read in full at each batch, DESIGN §7)."""
+    """A batch DataFrame of a static table (read in full at each batch, DESIGN §7), with
+    the table's columns in declared order.
+
+    A partitioned file table is read from its ``col=value`` directories (Spark's partition
+    discovery; the declared schema gives the partition columns their types). A SQL
+    table's ``"table"`` may be ``schema.table`` (a PostgreSQL schema, an attached SQLite
+    database); its columns are matched by name, case-insensitively, when all are there."""
     from .. import types as sjtypes
 
     sp = st.spec
+    names = [c["name"] for c in st.table.columns]
     if isinstance(sp, cspec.FileTableSpec):
         reader = session.read.format(sp.format).schema(sjtypes.ddl(st.table.columns))
         if sp.format == "csv":
             reader = reader.option("header", str(sp.header).lower())
-        return reader.load(sp.location)
+        df = reader.load(sp.location)
+        # Spark puts partition columns after the data columns: restore the declared order
+        return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
     import pandas as pd
 
     from ..connectors.sql_sink import engine_for
 
+    schema, _, table = sp.table.rpartition(".")
     with engine_for(sp.url).connect() as conn:
-        pdf = pd.read_sql_table(sp.table, conn)
+        pdf = pd.read_sql_table(table, conn, schema=schema or None)
+    by_lower = {str(c).lower(): c for c in pdf.columns}
+    if all(n.lower() in by_lower for n in names):
+        pdf = pdf[[by_lower[n.lower()] for n in names]]
     return session.createDataFrame(pdf, schema=sjtypes.ddl(st.table.columns))
 
 
@@ -283,8 +366,8 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str,
                 batch_writer: Callable | None = None):
     """Start the job's streaming query in ``session``; returns the StreamingQuery.
 
-    ``batch_writer(df, batch_id)`` is the foreachBatch function for SQL sinks (built by
-    the manager so that it can carry the sink object)."""
+    ``batch_writer(df, batch_id)`` is the foreachBatch function for SQL and Kafka sinks
+    (built by the manager so that it can carry the sink object)."""
     df = result_frame(session, plan)
     interval = int(plan.props["morphling.job.checkpoint.interval"])
     writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
@@ -298,10 +381,17 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str,
         writer = writer.format(sp.format).option("path", sp.location)
         if sp.format == "csv":
             writer = writer.option("header", "false")
+        if sp.partitioned_by:
+            writer = writer.partitionBy(*sp.partitioned_by)
     elif isinstance(sp, cspec.SqlTableSpec):
         writer = writer.foreachBatch(batch_writer)
     elif isinstance(sp, cspec.ConsoleTableSpec):
         writer = writer.format("console").option("truncate", "false")
+    elif isinstance(sp, cspec.KafkaTableSpec):
+        if batch_writer is None:
+            raise ValidationError(f"Kafka table {plan.sink.qualified_name} is written through "
+                                  "a foreachBatch function (KafkaSink); none was given")
+        writer = writer.foreachBatch(batch_writer)
     else:
         raise ValidationError(f"table {plan.sink.qualified_name} cannot be written by a job yet")
     return writer.start()
@@ -338,6 +428,8 @@ def _plain_file_writer(plan: JobPlan) -> Callable:
         w = df.write.mode("append").format(sp.format)
         if sp.format == "csv":
             w = w.option("header", "false")
+        if sp.partitioned_by:
+            w = w.partitionBy(*sp.partitioned_by)
         w.save(loc)
 
     return write

@@ -96,8 +96,26 @@ CONNECTOR = Registry([
              "consumer group the processed offsets are committed to "
              "(default streamjob.<db>.<job>)", scopes=("kafka stream",)),
     Property("transwarp.consumer.reset.offset.strategy", "choice", "earliest",
-             "where a job without a checkpoint starts reading", choices=("earliest", "latest"),
+             "where a job without a checkpoint starts reading, and where partitions added "
+             "while it runs start: earliest, latest, committed (the consumer group's "
+             "committed offsets, else latest) or a timestamp in ms since the epoch (the "
+             "first record at or after it); with a checkpoint, offsets come from it",
+             choices=("earliest", "latest", "committed"), other=(r"\d{1,15}", "a timestamp in ms"),
              scopes=("kafka stream",)),
+    Property("fail.on.data.loss", "bool", True,
+             "offsets the job still needs that the broker no longer has (retention removed "
+             "them): true fails the job naming topic, partition and offsets; false skips to "
+             "the earliest offset still there with a logged warning (Spark's failOnDataLoss)",
+             scopes=("kafka stream",)),
+    Property("malformed.policy", "choice", "fail",
+             "a record that does not decode into the declared columns: fail (the job fails "
+             "naming topic, partition and offset), skip (dropped and counted in DESCRIBE "
+             "STREAMJOB) or dead-letter (written to \"malformed.dead.letter.table\" and counted)",
+             choices=("fail", "skip", "dead-letter"), scopes=("kafka stream",)),
+    Property("malformed.dead.letter.table", "string", None,
+             "the SQL table receiving malformed records under malformed.policy=dead-letter; "
+             "its columns are taken by name from stream, topic, partition, offset, key, "
+             "value, timestamp, error", scopes=("kafka stream",)),
     Property("path", "string", None, "directory of the stream's files (any Hadoop URI)",
              scopes=("file stream",)),
     Property("rows.per.second", "int", 1, "rows generated per second", unit="rows/s",
@@ -116,6 +134,10 @@ CONNECTOR = Registry([
     Property("primary.key", "list", None,
              "comma-separated key columns: rows are upserted on them (update output mode)",
              scopes=("sql table",)),
+    Property("key", "string", None,
+             "a declared column whose value, as UTF-8 text, is each record's key (records "
+             "with the same key go to the same partition); default: records without a key",
+             scopes=("kafka table",)),
 ])
 
 #: Words in a property name that make its value a secret (masked in output).

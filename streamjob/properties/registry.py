@@ -37,7 +37,9 @@ class Property:
     ``kind``: ``bool``; ``int`` (``minimum``/``maximum``, ``special`` out-of-range
     values with their meaning); ``duration`` (an integer of ``unit`` ms, or a number
     with a unit: ``60 s``, ``1 min``); ``interval`` (a Spark interval string, kept as
-    text); ``choice`` (one of ``choices``, lower-cased); ``string`` (non-empty text);
+    text); ``choice`` (one of ``choices``, lower-cased; or, with ``other`` =
+    ``(regex, words)``, any value matching the regex, e.g. a timestamp in ms besides
+    ``earliest``/``latest``); ``string`` (non-empty text);
     ``list`` (comma-separated names, lower-cased). ``scopes`` says where the property may be given (``job``,
     ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
     """
@@ -53,6 +55,7 @@ class Property:
     special: Mapping[int, str] | None = None
     scopes: tuple[str, ...] = ("job",)
     secret: bool = False
+    other: tuple[str, str] | None = None
 
     def parse(self, raw: Any) -> Any:
         """The typed value of ``raw`` (a string as written, or an already typed value).
@@ -76,7 +79,9 @@ class Property:
         if self.kind == "choice":
             if low in self.choices:
                 return low
-            raise self._bad(raw, "one of " + ", ".join(self.choices))
+            if self.other and re.fullmatch(self.other[0], low):
+                return low
+            raise self._bad(raw, self.describe_range().replace(" | ", ", ").join(("one of ", "")))
         if self.kind == "interval":
             if _INTERVAL.match(low):
                 return text
@@ -97,7 +102,7 @@ class Property:
         if self.kind == "bool":
             return "true | false"
         if self.kind == "choice":
-            return " | ".join(self.choices)
+            return " | ".join(self.choices + ((self.other[1],) if self.other else ()))
         if self.kind in ("int", "duration"):
             if self.minimum is not None and self.maximum is not None:
                 parts = [f"between {self.minimum} and {self.maximum}"]

@@ -506,6 +506,52 @@ def test_concurrent_creates_of_one_name(catalog):
     assert len(catalog.list_jobs()) == 1
 
 
+def test_partitioned_table_round_trip(catalog):
+    cols = COLS + [{"name": "dt", "type": "string"}]
+    assert catalog.create_table("default", "p", cols, {}, stored_as="parquet",
+                                partitioned_by=["dt", "dest"])
+    assert catalog.create_table("default", "q", COLS, {})
+    assert catalog.get_table("default", "p").partitioned_by == ("dt", "dest")
+    assert catalog.get_table("default", "q").partitioned_by == ()
+    assert [t.partitioned_by for t in catalog.list_tables()] == [("dt", "dest"), ()]
+
+
+def test_malformed_counts_add_up_across_concurrent_writers(catalog, catalog_url):
+    _job(catalog, "j")
+    uid = catalog.get_job("default", "j").uid
+    assert catalog.get_job("default", "j").malformed_counts == {}
+    catalog.add_malformed_counts(uid, {})  # nothing to add: no change, no error
+    catalog.add_malformed_counts(uid, {"s": 0})
+    assert catalog.get_job("default", "j").malformed_counts == {}
+    for bad in ({"s": -1}, {"s": 1.5}, {"s": True}, {"": 1}):
+        with pytest.raises(ValueError):
+            catalog.add_malformed_counts(uid, bad)
+    catalog.add_malformed_counts("no-such-uid", {"s": 1})  # a dropped job: ignored
+
+    rounds, errors = 20, []
+
+    def writer(stream: str) -> None:
+        cat = Catalog(catalog_url)  # its own connections: real concurrent transactions
+        try:
+            for _ in range(rounds):
+                cat.add_malformed_counts(uid, {stream: 1, "shared": 2})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            cat.close()
+
+    threads = [threading.Thread(target=writer, args=(f"s{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    counts = catalog.get_job("default", "j").malformed_counts
+    assert counts == {"s0": rounds, "s1": rounds, "s2": rounds, "s3": rounds, "shared": 8 * rounds}
+    assert catalog.get_job_by_uid(uid).malformed_counts == counts
+    assert catalog.list_jobs()[0].malformed_counts == counts
+
+
 # -------------------------------------------------------------- engine and urls
 
 

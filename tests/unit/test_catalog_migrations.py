@@ -21,7 +21,7 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
-HEAD = "0003"
+HEAD = "0004"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -115,7 +115,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -146,8 +146,10 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
     added = sorted((kind, table, column.name) for kind, _schema, table, column in _diff(engine))
-    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002, 0003 add
-                     ("add_column", "jobs", "session_properties")]
+    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0004 add
+                     ("add_column", "jobs", "malformed_counts"),
+                     ("add_column", "jobs", "session_properties"),
+                     ("add_column", "tables", "partitioned_by")]
     _fill_0001(engine)
     with Catalog(url) as cat:
         _assert_filled_rows_kept(cat)
@@ -160,6 +162,8 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
     with engine.begin() as conn:
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN session_properties"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN expired_checkpoints"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN malformed_counts"))
+        conn.execute(sa.text("ALTER TABLE tables DROP COLUMN partitioned_by"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None
     _fill_0001(engine)
@@ -249,9 +253,34 @@ def test_two_processes_open_a_fresh_catalog_at_once(url, engine):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert sorted(results.get(timeout=10) for _ in procs) == [0, 3]  # 0001..0003, once
+    assert sorted(results.get(timeout=10) for _ in procs) == [0, 4]  # 0001..0004, once
     assert _revision(engine) == HEAD and _diff(engine) == []
     assert _count(engine, "alembic_version") == 1 and _count(engine, "catalog_meta") == 1
+
+
+def test_database_at_0003_gains_partitions_and_malformed_counts(url, engine):
+    _alembic(engine, command.upgrade, "0003")
+    _fill_0001(engine)
+    ts, js = UTCDateTime(), sa.JSON()
+    tables = _table("tables", "database", "name", "stored_as", "location", columns=js,
+                    properties=js, row_format=js, created_at=ts)
+    with engine.begin() as conn:
+        conn.execute(tables.insert().values(
+            database="default", name="t", stored_as="parquet", location="/x", columns=COLS,
+            properties={}, row_format=None, created_at=T0))
+    with Catalog(url) as cat:
+        _assert_filled_rows_kept(cat)
+        assert cat.get_table("default", "t").partitioned_by == ()
+        assert cat.get_job("default", "j").malformed_counts == {}
+        cat.add_malformed_counts("u1", {"s": 2})
+        assert cat.get_job("default", "j").malformed_counts == {"s": 2}
+    assert _revision(engine) == HEAD and _diff(engine) == []
+    _alembic(engine, command.downgrade, "0003")
+    with engine.connect() as conn:
+        assert "malformed_counts" not in {c["name"] for c in sa.inspect(conn).get_columns("jobs")}
+        assert "partitioned_by" not in {c["name"] for c in sa.inspect(conn).get_columns("tables")}
+        assert conn.scalar(sa.text("SELECT value FROM catalog_meta")) == "0003"
+    assert (_count(engine, "jobs"), _count(engine, "tables")) == (1, 1)
 
 
 def test_session_properties_round_trip(url):

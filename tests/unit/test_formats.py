@@ -1,4 +1,5 @@
 import datetime as dt
+import json
 
 import pyarrow as pa
 import pytest
@@ -61,3 +62,56 @@ def test_raw_columns():
     schema = pa.schema([("value", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
     b = decode(rs([b"hello"]), schema, "raw")
     assert b.to_pylist() == [{"value": "hello", "partition": 3, "offset": 100}]
+
+
+# -- malformed records set aside ("malformed.policy" skip / dead-letter) ---------------
+
+from streamjob.connectors.dead_letter import DeadLetterTarget, check_columns, rows as dl_rows
+from streamjob.connectors.formats import MALFORMED_COLUMN, decode_tolerant, with_malformed
+from streamjob.exceptions import ValidationError
+
+
+def _slice(values, start=100):
+    n = len(values)
+    return RecordSlice("t", 1, list(range(start, start + n)), values, [b"k"] * n, [1_700_000_000_000] * n)
+
+
+@pytest.mark.parametrize("bad_every", [3, 1, 1000])
+def test_decode_tolerant_keeps_good_records_and_names_each_bad_one(bad_every):
+    values = [b"junk" if i % bad_every == 0 else json.dumps({"a": i, "b": str(i)}).encode()
+              for i in range(40)]
+    schema = pa.schema([("a", pa.int32()), ("b", pa.string())])
+    batch, bad = decode_tolerant(_slice(values), schema, "json")
+    expected_bad = [100 + i for i in range(40) if i % bad_every == 0]
+    assert [b.offset for b in bad] == expected_bad
+    assert batch.column(0).to_pylist() == [i for i in range(40) if i % bad_every]
+    assert all(b.value == b"junk" and b.key == b"k" and b.partition == 1 for b in bad)
+    full = pa.schema(list(schema) + [pa.field(MALFORMED_COLUMN, pa.string())])
+    out = with_malformed(batch, bad, full).to_pylist()
+    assert len(out) == 40
+    assert [r for r in out if r[MALFORMED_COLUMN]] == [
+        {"a": None, "b": None, MALFORMED_COLUMN: b.reason} for b in bad]
+
+
+def test_decode_tolerant_delimited_reports_field_count_and_type():
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    batch, bad = decode_tolerant(_slice([b"1,x", b"2,y,z", b"q,r", b"4,"]), schema, "delimited")
+    assert batch.to_pylist() == [{"a": 1, "b": "x"}, {"a": 4, "b": ""}]
+    assert [(b.offset, b.reason) for b in bad] == [
+        (101, "3 fields, the stream declares 2 columns"),
+        (102, "column 'a': invalid literal for int() with base 10: 'q'")]
+
+
+def test_dead_letter_rows_take_declared_columns_by_name():
+    target = DeadLetterTarget("sqlite://", "dlq", ({"name": "offset", "type": "BIGINT"},
+                                                     {"name": "value", "type": "STRING"},
+                                                     {"name": "key", "type": "BINARY"},
+                                                     {"name": "error", "type": "STRING"}),
+                              ("offset",), "default.s")
+    schema = pa.schema([("a", pa.int32())])
+    _, bad = decode_tolerant(_slice([b"\xff\xfe", b'{"a": 1}']), schema, "json")
+    assert dl_rows(target, bad) == [
+        {"offset": 100, "value": "\ufffd\ufffd", "key": b"k", "error": bad[0].reason}]
+    assert DeadLetterTarget.from_option(target.to_option()) == target
+    with pytest.raises(ValidationError, match="payload"):
+        check_columns("default.dlq", [{"name": "payload", "type": "STRING"}])

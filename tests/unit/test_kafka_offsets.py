@@ -1,5 +1,20 @@
-from streamjob.connectors.kafka_source import _cap, parse_offsets
+"""Offsets of the Kafka source without a broker: the read-limit cap, offset parsing, the
+reset strategy and lost-offsets rules, option checks, group ids and worker logging."""
+
+import logging
+import subprocess
+import sys
+import uuid
+
+import pytest
+from pyspark.sql.types import StringType, StructField, StructType
+
 from streamjob.checkpoint.recorder import merge_offsets
+from streamjob.connectors import worker
+from streamjob.connectors.kafka_group import GroupCommitter, default_group_id
+from streamjob.connectors.kafka_source import (KafkaStreamReader, _cap, lost_start,
+                                               parse_offsets, reset_strategy)
+from streamjob.exceptions import ConnectorError
 from streamjob.manager.idle import reached
 
 
@@ -24,3 +39,92 @@ def test_merge_offsets_by_topic_and_idle_check():
     assert not reached(merged, {"t": {"0": 6, "1": 7}})
     assert reached({}, {"t": {"0": 0}})  # an empty partition is idle from the start
     assert parse_offsets('{"t": {"0": "4"}}') == {"t": {"0": 4}}
+
+
+# -- reset strategy, lost offsets, group ids: no broker needed ----------------------
+
+RAW = StructType([StructField("value", StringType())])
+
+
+def test_reset_strategy_values():
+    assert reset_strategy(None) == reset_strategy("") == "earliest"
+    assert reset_strategy(" Latest ") == "latest"
+    assert reset_strategy("COMMITTED") == "committed"
+    assert reset_strategy("1700000000000") == 1_700_000_000_000
+    for bad in ("newest", "-1", "1.5", '{"t": {"0": 1}}'):
+        with pytest.raises(ConnectorError, match="expected earliest, latest, committed or a "
+                                                 "timestamp"):
+            reset_strategy(bad)
+
+
+def test_reader_options_are_checked_without_connecting():
+    base = {"topic": "t", "bootstrap": "127.0.0.1:1"}
+    r = KafkaStreamReader(RAW, {**base, "startingOffsets": "1700000000000", "groupId": "g",
+                                "failOnDataLoss": "FALSE"})
+    assert (r.starting, r.group_id, r.fail_on_data_loss) == (1_700_000_000_000, "g", False)
+    r = KafkaStreamReader(RAW, base)  # defaults; Spark lower-cases the option keys
+    assert (r.starting, r.group_id, r.fail_on_data_loss, r.request_timeout_ms) == \
+        ("earliest", None, True, 30_000)
+    assert KafkaStreamReader(RAW, {**base, "failondataloss": "true"}).fail_on_data_loss
+    with pytest.raises(ConnectorError, match="failOnDataLoss must be true or false, got 'no'"):
+        KafkaStreamReader(RAW, {**base, "failOnDataLoss": "no"})
+    with pytest.raises(ConnectorError, match="unknown reset strategy 'soonest'"):
+        KafkaStreamReader(RAW, {**base, "startingOffsets": "soonest"})
+    with pytest.raises(ConnectorError, match="requestTimeoutMs must be at least 1000"):
+        KafkaStreamReader(RAW, {**base, "requestTimeoutMs": "10"})
+
+
+def test_lost_start_fails_or_warns_naming_topic_partition_and_offsets(caplog):
+    assert lost_start("t", 3, 10, 10, True) == 10  # nothing lost
+    assert lost_start("t", 3, 12, 10, True) == 12
+    with pytest.raises(ConnectorError,
+                       match=r"offsets 4\.\.9 of topic 't' partition 3 are no longer on the "
+                             r"broker .*\"fail.on.data.loss\"=\"false\""):
+        lost_start("t", 3, 4, 10, True)
+    caplog.set_level(logging.WARNING, logger="streamjob.connectors.kafka_source")
+    assert lost_start("t", 3, 4, 10, False) == 10
+    [rec] = [r for r in caplog.records if r.name == "streamjob.connectors.kafka_source"]
+    assert rec.levelno == logging.WARNING
+    assert "offsets 4..9 of topic 't' partition 3" in rec.getMessage()
+    assert "continues at offset 10" in rec.getMessage()
+
+
+def test_default_group_id_and_nothing_to_commit_makes_no_connection():
+    assert default_group_id("sales", "orders_job") == "streamjob.sales.orders_job"
+    committer = GroupCommitter("127.0.0.1:1", "g", ["mine"])  # nothing listens there
+    committer.commit({})
+    committer.commit({"other": {"0": 5}})  # not one of its topics
+    committer.commit({"mine": {"0": -1}})  # no valid offset
+    assert committer._consumer is None
+    committer.close()
+
+
+def test_log_to_stderr_adds_one_warning_handler(capsys):
+    name = f"streamjob_test_{uuid.uuid4().hex[:8]}"
+    assert worker.log_to_stderr(name) is True
+    assert worker.log_to_stderr(name) is False  # already has one
+    logger = logging.getLogger(name)
+    logger.info("not shown")
+    logger.warning("shown %d", 7)
+    err = capsys.readouterr().err
+    assert f"streamjob WARNING {name}: shown 7" in err and "not shown" not in err
+    assert not logger.propagate
+
+
+def test_kafka_source_warnings_reach_stderr_in_a_pyspark_worker_process():
+    """The module imported in a fresh process whose main module is a pyspark one (as in
+    Spark's Python workers and source runner) logs the lost-offsets warning to stderr;
+    imported elsewhere (this pytest process) it configures nothing."""
+    code = (
+        "import sys, types\n"
+        "sys.modules['__main__'].__spec__ = types.SimpleNamespace(name='pyspark.daemon')\n"
+        "from streamjob.connectors.kafka_source import lost_start\n"
+        "print(lost_start('clicks', 2, 5, 9, False))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "9"
+    assert ("streamjob WARNING streamjob.connectors.kafka_source: offsets 5..8 of topic "
+            "'clicks' partition 2 are no longer on the broker") in res.stderr
+    assert not logging.getLogger("streamjob").handlers

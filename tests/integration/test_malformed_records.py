@@ -1,0 +1,223 @@
+"""Malformed Kafka records under each ``"malformed.policy"``, consumer-group offset
+commits after each checkpoint, and an unreachable broker through failover (DESIGN §7),
+with real jobs: the session's broker, local Spark, SQLite and PostgreSQL.
+
+Jobs run in this process through a :class:`JobManager` (the code path of ``streamjob
+run``); waits are event-driven (``wait_until_idle`` follows the recorded checkpoints)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from kafka import KafkaAdminClient, KafkaProducer
+
+from streamjob.catalog import Catalog
+from streamjob.dev.broker import create_topic
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import Home
+from streamjob.manager.runner import JobManager
+
+pytestmark = pytest.mark.integration
+
+PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+PARTITIONS = 2
+GOOD = 400
+# (partition, index among that partition's records) of the malformed ones, and why
+BAD = {(0, 7): b"not json at all", (0, 150): b'{"id": "seven", "amount": 1.5}',
+       (1, 3): b"[1, 2, 3]", (1, 199): b'{"id": 12, "amount": "lots"}'}
+
+
+class World:
+    """One home, catalog, executor and job manager for the module."""
+
+    def __init__(self, root, bootstrap: str):
+        self.root, self.bootstrap = root, bootstrap
+        self.home = Home.open(root / "home", {"spark.master": "local[2]",
+                                              "spark.sql.shuffle.partitions": "2"})
+        self.catalog = Catalog(self.home.catalog_url)
+        self.ex = Executor(self.catalog, self.home)
+        self.manager = JobManager(self.catalog, self.home)
+
+    def run(self, script: str):
+        return [self.ex.execute(s) for s in parse_script(script)]
+
+    def run_job(self, name: str, timeout: float = 180):
+        """Start job ``name`` here and wait until it has committed all input now present."""
+        runner = self.manager.start(self.catalog.require_job("default", name))
+        self.manager.wait_until_idle(timeout=timeout)
+        return runner
+
+    def stop_all(self):
+        for uid in list(self.manager.runners):
+            self.manager.stop(uid)
+
+    def describe(self, job: str) -> dict:
+        return self.run(f"DESCRIBE STREAMJOB {job};")[0].to_json()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, broker):
+    w = World(tmp_path_factory.mktemp("malformed"), broker.bootstrap)
+    yield w
+    w.stop_all()
+    w.catalog.close()
+
+
+@pytest.fixture(scope="module")
+def events(world):
+    """Topic ``events``: GOOD well-formed records per partition plus the BAD ones at
+    their offsets; returns ``(topic, good ids, bad offsets)``."""
+    topic = f"events_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, PARTITIONS)
+    producer = KafkaProducer(bootstrap_servers=world.bootstrap)
+    ids, bad = [], {}
+    for p in range(PARTITIONS):
+        n = GOOD // PARTITIONS + sum(1 for (bp, _) in BAD if bp == p)
+        for i in range(n):
+            if (p, i) in BAD:
+                value = BAD[(p, i)]
+                bad[(p, i)] = value
+            else:
+                rid = p * 10_000 + i
+                ids.append(rid)
+                value = json.dumps({"id": rid, "amount": i / 4}).encode()
+            producer.send(topic, value, partition=p)
+            if i == n - 2 or i == n - 1:  # the broker's end offset counts batches (TESTING.md)
+                producer.flush()
+    producer.close()
+    return topic, sorted(ids), bad
+
+
+@pytest.fixture(scope="module")
+def pg_schema():
+    """A fresh PostgreSQL schema for the module, dropped afterwards."""
+    schema = f"sj_dlq_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    yield schema
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+def _stream(world, name: str, topic: str, extra: str = "") -> None:
+    world.run(f"""CREATE STREAM {name} (id INT, amount DOUBLE)
+      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{world.bootstrap}",
+                    "format"="json"{extra});""")
+
+
+def _sqlite_table(world, name: str) -> str:
+    url = f"sqlite:///{world.root / (name + '.db')}"
+    world.run(f"""CREATE TABLE {name} (id INT, amount DOUBLE)
+      TBLPROPERTIES("connector"="sql", "url"="{url}", "table"="{name}");""")
+    return url
+
+
+def _malformed_rows(world, job: str) -> list:
+    return [list(r.values()) for r in world.describe(job)["malformed records"]]
+
+
+def test_skip_policy_drops_and_counts_malformed_records(world, events):
+    topic, ids, bad = events
+    _stream(world, "ev_skip", topic, ', "malformed.policy"="skip"')
+    url = _sqlite_table(world, "skipped_sink")
+    world.run("""CREATE STREAMJOB skip_job AS ("insert into skipped_sink select id, amount from ev_skip")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0");""")
+    world.run_job("skip_job")
+    with sa.create_engine(url).connect() as conn:
+        got = sorted(r[0] for r in conn.execute(sa.text("select id from skipped_sink")))
+    assert got == ids  # every good record exactly once, no row for a malformed one
+    rows = _malformed_rows(world, "skip_job")
+    assert rows == [["default.ev_skip", "skip", len(bad)]]
+    assert world.catalog.require_job("default", "skip_job").status == "RUNNING"
+
+
+def test_dead_letter_policy_writes_raw_record_error_and_offset(world, events, pg_schema):
+    topic, ids, bad = events
+    dlq_url = f"{PG_URL}?options=-csearch_path%3D{pg_schema}"
+    world.run(f"""CREATE TABLE dead_letters (stream STRING, topic STRING, `partition` INT,
+        `offset` BIGINT, value STRING, error STRING)
+      TBLPROPERTIES("connector"="sql", "url"="{dlq_url}", "table"="dead_letters",
+                    "primary.key"="topic,partition,offset");""")
+    _stream(world, "ev_dlq", topic,
+            ', "malformed.policy"="dead-letter", "malformed.dead.letter.table"="dead_letters"')
+    url = _sqlite_table(world, "dlq_sink")
+    world.run("""CREATE STREAMJOB dlq_job AS ("insert into dlq_sink select id, amount from ev_dlq")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0");""")
+    world.run_job("dlq_job")
+    with sa.create_engine(url).connect() as conn:
+        assert sorted(r[0] for r in conn.execute(sa.text("select id from dlq_sink"))) == ids
+    with sa.create_engine(dlq_url).connect() as conn:
+        letters = conn.execute(sa.text(
+            'select stream, topic, "partition", "offset", value, error from dead_letters '
+            'order by "partition", "offset"')).all()
+    assert [(r[2], r[3]) for r in letters] == sorted(bad)  # offsets == indexes in a partition
+    assert all(r[0] == "default.ev_dlq" and r[1] == topic and r[5] for r in letters)
+    assert [r[4].encode() for r in letters] == [bad[k] for k in sorted(bad)]
+    assert _malformed_rows(world, "dlq_job") == [
+        ["default.ev_dlq", "dead-letter -> default.dead_letters", len(bad)]]
+    # the table is the job's dependency: it cannot be dropped under it
+    from streamjob.exceptions import StreamJobError
+
+    with pytest.raises(StreamJobError, match="dlq_job"):
+        world.run("DROP TABLE dead_letters;")
+
+
+def test_fail_policy_fails_the_job_naming_the_record(world, events):
+    topic, _, bad = events
+    _stream(world, "ev_fail", topic)  # the default policy is fail
+    _sqlite_table(world, "fail_sink")
+    world.run("""CREATE STREAMJOB fail_job AS ("insert into fail_sink select id, amount from ev_fail")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.task.max.failures"="0");""")
+    runner = world.manager.start(world.catalog.require_job("default", "fail_job"))
+    runner.join(180)
+    world.manager.stop(runner.job.uid)  # forget it: later waits are for running jobs
+    job = world.catalog.require_job("default", "fail_job")
+    assert job.status == "FAILED"
+    assert f"topic '{topic}' partition" in job.last_error and "malformed record" in job.last_error
+
+
+def test_offsets_are_committed_to_the_consumer_group_after_each_checkpoint(world, events):
+    """The skip job above committed its end offsets to streamjob.default.skip_job; a
+    stream naming its own group commits there."""
+    topic, _, _ = events
+    admin = KafkaAdminClient(bootstrap_servers=world.bootstrap)
+    try:
+        from streamjob.connectors.kafka_source import end_offsets
+
+        ends = end_offsets(world.bootstrap, topic)[topic]
+        committed = admin.list_group_offsets("streamjob.default.skip_job")["streamjob.default.skip_job"]
+        assert {str(tp.partition): om.offset for tp, om in committed.items()
+                if tp.topic == topic} == ends
+        _stream(world, "ev_group", topic,
+                ', "malformed.policy"="skip", "transwarp.consumer.group.id"="analytics"')
+        _sqlite_table(world, "group_sink")
+        world.run("""CREATE STREAMJOB group_job AS ("insert into group_sink select id, amount from ev_group")
+          JOBPROPERTIES("morphling.job.checkpoint.interval"="0");""")
+        world.run_job("group_job")
+        committed = admin.list_group_offsets("analytics")["analytics"]
+        assert {str(tp.partition): om.offset for tp, om in committed.items()
+                if tp.topic == topic} == ends
+    finally:
+        admin.close()
+
+
+def test_unreachable_broker_goes_through_failover_and_names_the_address(world):
+    world.run("""CREATE STREAM nowhere (id INT, amount DOUBLE)
+      TBLPROPERTIES("topic"="t", "kafka.broker.list"="127.0.0.1:1", "format"="json");""")
+    _sqlite_table(world, "nowhere_sink")
+    world.run("""CREATE STREAMJOB nowhere_job AS ("insert into nowhere_sink select id, amount from nowhere")
+      JOBPROPERTIES("morphling.task.max.failures"="1");""")
+    runner = world.manager.start(world.catalog.require_job("default", "nowhere_job"))
+    runner.join(180)
+    world.manager.stop(runner.job.uid)
+    job = world.catalog.require_job("default", "nowhere_job")
+    runs = world.catalog.list_runs(job.uid)
+    assert job.status == "FAILED"
+    assert "127.0.0.1:1" in job.last_error
+    assert [r.status for r in runs] == ["FAILED", "FAILED"]  # one failover, then given up
