@@ -136,6 +136,28 @@ def lost_start(topic: str, partition: int, start: int, beginning: int,
     return beginning
 
 
+def beyond_end(topic: str, partition: int, start: int, end: int, beginning: int,
+               fail_on_data_loss: bool) -> int:
+    """Where reading of ``partition`` continues when the job has read up to ``start`` but
+    the partition now ends at ``end`` < ``start``: the topic was deleted and recreated,
+    or its log truncated, so records may have been lost (Spark's Kafka source treats this
+    as data loss too). Returns ``beginning`` (the new log read from its start) after a
+    warning when ``fail_on_data_loss`` is False.
+
+    Raises:
+        ConnectorError: ``fail_on_data_loss`` is True (names topic, partition, offsets).
+    """
+    what = (f"topic '{topic}' partition {partition} ends at offset {end}, but the job has "
+            f"read up to offset {start}: the topic was deleted and recreated, or truncated, "
+            f"and records may have been lost")
+    if fail_on_data_loss:
+        raise ConnectorError(f"{what}; set \"fail.on.data.loss\"=\"false\" on the stream "
+                             f"to read the partition again from its beginning")
+    log.warning("%s: reading continues at its beginning, offset %d (fail.on.data.loss=false)",
+                what, beginning)
+    return beginning
+
+
 def _consumer(bootstrap: str, request_timeout_ms: int = 30_000, **extra):
     """A kafka-python consumer without a group, or ConnectorError naming the address.
 
@@ -280,6 +302,24 @@ class KafkaStreamReader(DataSourceStreamReader):
                 self._warned.add((p, start))
         return out
 
+    def _past_end(self, starts: dict[int, int], ends: dict[int, int]) -> dict[int, int]:
+        """The partitions of ``starts`` whose start lies beyond their end offset (a topic
+        recreated or truncated), mapped to where reading continues (:func:`beyond_end`,
+        warned once per partition and start)."""
+        past = {p: s for p, s in starts.items() if s > ends[p]}
+        if not past:
+            return {}
+        beginnings = self._beginnings([_tp(self.topic, p) for p in past])
+        out = {}
+        for p, start in past.items():
+            if (p, start) in self._warned:
+                out[p] = beginnings.get(p, 0)
+                continue
+            out[p] = beyond_end(self.topic, p, start, ends[p], beginnings.get(p, 0),
+                                self.fail_on_data_loss)
+            self._warned.add((p, start))
+        return out
+
     def initialOffset(self) -> Offsets:
         """Offsets of a first start (no checkpoint), ``{topic: {partition: offset}}``: the
         reset strategy ``startingOffsets`` applied to every partition (module docstring).
@@ -308,7 +348,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``earliest`` it is read from its beginning.
 
         A ``start`` below a partition's beginning offset (records lost to retention)
-        fails or is moved up to the beginning, by ``failOnDataLoss``.
+        fails or is moved up to the beginning, by ``failOnDataLoss``; so does a ``start``
+        beyond a partition's end offset (the topic recreated or truncated), which then
+        reads the partition again from its beginning (:func:`beyond_end`).
 
         Raises:
             ConnectorError: broker unreachable ("cannot reach Kafka broker at <address>"),
@@ -318,6 +360,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         ends = self._ends(parts)
         begun = {int(p): o for p, o in start.get(self.topic, {}).items()}
         begun.update(self._no_loss({p: o for p, o in begun.items() if p in ends}))
+        begun.update(self._past_end({p: o for p, o in begun.items() if p in ends}, ends))
         begun.update(self._starts([tp for tp in parts if tp.partition not in begun]))
         if isinstance(limit, ReadMaxRows):
             ends = _cap(begun, ends, limit.max_rows)
@@ -340,6 +383,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         ends = {int(p): int(e) for p, e in end.get(self.topic, {}).items()}
         known = {int(p): int(b) for p, b in start.get(self.topic, {}).items()}
         begun = self._no_loss({p: b for p, b in known.items() if p in ends and ends[p] > b})
+        begun.update(self._past_end({p: b for p, b in known.items() if p in ends}, ends))
         begun.update(self._starts([_tp(self.topic, p) for p in ends if p not in known]))
         return [KafkaRange(self.topic, p, begun[p], e) for p, e in sorted(ends.items())
                 if p in begun and e > begun[p]]

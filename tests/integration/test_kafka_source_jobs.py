@@ -1,6 +1,7 @@
-"""Malformed Kafka records under each ``"malformed.policy"``, consumer-group offset
-commits after each checkpoint, and an unreachable broker through failover (DESIGN §7),
-with real jobs: the session's broker, local Spark, SQLite and PostgreSQL.
+"""The Kafka source in real jobs (DESIGN §7): malformed records under each
+``"malformed.policy"``, consumer-group offset commits after each checkpoint, the cap on
+records per batch, an unreachable broker through failover, and lost offsets — with the
+session's broker, local Spark, SQLite and PostgreSQL.
 
 Jobs run in this process through a :class:`JobManager` (the code path of ``streamjob
 run``); waits are event-driven (``wait_until_idle`` follows the recorded checkpoints)."""
@@ -221,3 +222,76 @@ def test_unreachable_broker_goes_through_failover_and_names_the_address(world):
     assert job.status == "FAILED"
     assert "127.0.0.1:1" in job.last_error
     assert [r.status for r in runs] == ["FAILED", "FAILED"]  # one failover, then given up
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for v in values[:-1]:
+        producer.send(topic, v, partition=0)
+    producer.flush()
+    producer.send(topic, values[-1], partition=0)  # alone: the broker's end offset (TESTING.md)
+    producer.flush()
+    producer.close()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_lost_offsets_of_a_recreated_topic_fail_or_are_skipped(world, fail):
+    """The job read 30 records; the topic is deleted and recreated holding 5, so the
+    offsets after its checkpoint no longer exist. Default: the job fails naming topic,
+    partition and offsets. "fail.on.data.loss"="false": it reads the new log from its
+    beginning. (Tansu cannot delete records by retention; recreating the topic is the
+    data loss it can show, TESTING.md.)"""
+    topic = f"lost_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 1)
+    _produce(world.bootstrap, topic, [json.dumps({"id": i, "amount": 1.0}).encode()
+                                      for i in range(30)])
+    name = f"lost_{'fail' if fail else 'skip'}"
+    _stream(world, f"{name}_s", topic, "" if fail else ', "fail.on.data.loss"="false"')
+    url = _sqlite_table(world, f"{name}_sink")
+    world.run(f"""CREATE STREAMJOB {name} AS ("insert into {name}_sink select id, amount from {name}_s")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.task.max.failures"="0");""")
+    runner = world.run_job(name)
+    world.manager.stop(runner.job.uid)
+    admin = KafkaAdminClient(bootstrap_servers=world.bootstrap)
+    admin.delete_topics([topic])
+    admin.close()
+    create_topic(world.bootstrap, topic, 1)
+    _produce(world.bootstrap, topic, [json.dumps({"id": 100 + i, "amount": 2.0}).encode()
+                                      for i in range(5)])
+    job = world.catalog.require_job("default", name)
+    if fail:
+        runner = world.manager.start(job)
+        runner.join(180)
+        world.manager.stop(job.uid)
+        job = world.catalog.require_job("default", name)
+        assert job.status == "FAILED"
+        assert f"topic '{topic}' partition 0 ends at offset 5" in job.last_error
+        assert "read up to offset 30" in job.last_error and "fail.on.data.loss" in job.last_error
+        return
+    # not run_job: its "caught up" test (checkpoint offsets >= end offsets) holds at once
+    runner = world.manager.start(job)
+    assert runner.tracker.wait_for(lambda t: t.offsets.get(topic, {}).get("0") == 5, 120)
+    world.manager.stop(runner.job.uid)
+    with sa.create_engine(url).connect() as conn:
+        got = sorted(r[0] for r in conn.execute(sa.text(f"select id from {name}_sink")))
+    assert got == list(range(30)) + list(range(100, 105))
+
+
+def test_max_records_per_batch_bounds_every_checkpoint(world, events):
+    """Admission control: "morphling.job.max.records.per.batch" caps each micro-batch
+    (Spark's ReadMaxRows), spread over the partitions by their backlog."""
+    topic, ids, bad = events
+    _stream(world, "ev_capped", topic, ', "malformed.policy"="skip"')
+    url = _sqlite_table(world, "capped_sink")
+    world.run("""CREATE STREAMJOB capped_job AS ("insert into capped_sink select id, amount from ev_capped")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0",
+                    "morphling.job.max.records.per.batch"="60", "morphling.checkpoint.retained"="100");""")
+    runner = world.run_job("capped_job")
+    world.manager.stop(runner.job.uid)
+    checkpoints = world.catalog.list_checkpoints(runner.job.uid)
+    total = GOOD + len(bad)
+    assert all(c.input_rows <= 60 for c in checkpoints)
+    assert len(checkpoints) >= total // 60
+    assert sum(c.input_rows for c in checkpoints) == total
+    with sa.create_engine(url).connect() as conn:
+        assert sorted(r[0] for r in conn.execute(sa.text("select id from capped_sink"))) == ids
