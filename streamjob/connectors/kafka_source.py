@@ -486,7 +486,7 @@ def _decoder(schema: StructType, fmt: str, delimiter: str,
 
     from .formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
 
-    arrow = to_arrow_schema(schema)
+    arrow = to_arrow_schema(schema, timezone="UTC")  # TIMESTAMP: instants in UTC
     if MALFORMED_COLUMN not in arrow.names:
         return lambda records: decode(records, arrow, fmt, delimiter)
     declared = arrow.remove(arrow.get_field_index(MALFORMED_COLUMN))

@@ -181,8 +181,10 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         malformed=malformed, dead_letter=dead_letter)
 
 
-def _kafka_table_spec(name: str, p: dict[str, str]) -> KafkaTableSpec:
-    """The spec of Kafka table ``name`` from its lower-cased TBLPROPERTIES ``p``."""
+def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) -> KafkaTableSpec:
+    """The spec of Kafka table ``name`` from its lower-cased TBLPROPERTIES ``p``; ROW
+    FORMAT DELIMITED makes ``delimited`` the default format and gives the delimiter, as
+    for Kafka streams."""
     registry.validate_connector("kafka table", p, f"{_LABELS['kafka table']} '{name}'")
     missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
     if missing:
@@ -191,17 +193,18 @@ def _kafka_table_spec(name: str, p: dict[str, str]) -> KafkaTableSpec:
             + ", ".join(f'"{m}"=...' for m in missing) + ")")
     if "kafka.zookeeper" in p:
         log.info("table %s: 'kafka.zookeeper' is accepted for old scripts and ignored", name)
-    fmt = p.get("format", "json").strip().lower()
+    fmt = p.get("format", "delimited" if row_format else "json").strip().lower()
     if fmt not in KAFKA_TABLE_FORMATS:
         raise ValidationError(f"Kafka table '{name}': format must be one of "
                               f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
-    delimiter = p.get("delimiter") or ","
+    delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
     key = p.get("key", "").strip() or None
     return KafkaTableSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, key)
 
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
-               location: str | None, default_location: str, partitioned_by=()):
+               location: str | None, default_location: str, partitioned_by=(),
+               row_format: Mapping | None = None):
     """The sink/static spec of table ``name``; ``partitioned_by`` (the table's partition
     columns) goes into a :class:`FileTableSpec` (other kinds of table are not partitioned:
     the executor refuses PARTITIONED BY for them).
@@ -212,7 +215,7 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     p = _lower(properties)
     connector = p.get("connector", "").strip().lower()
     if connector == "kafka" or (not connector and "topic" in p):
-        return _kafka_table_spec(name, p)
+        return _kafka_table_spec(name, p, row_format)
     scope = {"sql": "sql table", "console": "console table", "": "file table",
              "files": "file table", "file": "file table"}.get(connector)
     if scope is None:
@@ -232,3 +235,11 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     header = p.get("skip.header.line.count", "0").strip() not in ("", "0")
     return FileTableSpec(fmt, location or default_location, header,
                          tuple(c.lower() for c in partitioned_by))
+
+
+def spec_of_table(table, default_location: str = ""):
+    """:func:`table_spec` of a catalog table record (``TableInfo``); ``default_location``
+    is the warehouse directory used when a file table declares no LOCATION."""
+    return table_spec(table.name, table.properties, table.stored_as, table.location,
+                      default_location, partitioned_by=table.partitioned_by,
+                      row_format=table.row_format)

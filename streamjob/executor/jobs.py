@@ -149,8 +149,7 @@ class JobStatements:
             if role != "sink":
                 continue
             table = self.catalog.get_table(tdb, tname)
-            spec = table and cspec.table_spec(table.name, table.properties, table.stored_as,
-                                              table.location, "")
+            spec = table and cspec.spec_of_table(table)
             if isinstance(spec, cspec.SqlTableSpec):
                 SqlSink(spec, table.columns, job.uid, True, False).purge_markers()
 

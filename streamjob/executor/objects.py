@@ -54,7 +54,7 @@ class ObjectStatements:
         props = st.props(s.properties)
         partitioned_by = tuple(c.lower() for c in s.partitioned_by)
         spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name),
-                                partitioned_by=partitioned_by)
+                                partitioned_by=partitioned_by, row_format=_row_format(s.row_format))
         columns = _columns(s.columns, s)
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
@@ -65,6 +65,12 @@ class ObjectStatements:
                                       f"{db}.{name} ({', '.join(c['name'] for c in columns)})")
                 err.key, err.bad_value = "primary.key", True
                 raise err
+        if isinstance(spec, cspec.KafkaTableSpec):
+            try:
+                cspec.check_kafka_key(spec, columns, f"{db}.{name}")
+            except ValidationError as err:
+                err.key, err.bad_value = "key", True
+                raise
         created = self.catalog.create_table(
             db, name, columns, props, _row_format(s.row_format),
             stored_as=s.stored_as, location=s.location, if_not_exists=s.if_not_exists,

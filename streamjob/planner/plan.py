@@ -143,16 +143,12 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     for ref in aq.references:
         if ref.kind == "table":
             tb = lookup.table(ref.database, ref.name)
-            sp = cspec.table_spec(tb.name, tb.properties, tb.stored_as, tb.location,
-                                  home.table_location(tb.database, tb.name),
-                                  partitioned_by=tb.partitioned_by)
+            sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
             if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
                 raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
             statics.append(Static(tb, ref.view, sp))
     sink = catalog.get_table(*aq.target)
-    sink_spec = cspec.table_spec(sink.name, sink.properties, sink.stored_as, sink.location,
-                                 home.table_location(sink.database, sink.name),
-                                 partitioned_by=sink.partitioned_by)
+    sink_spec = cspec.spec_of_table(sink, home.table_location(sink.database, sink.name))
     _check_columns(aq, sink)
     if isinstance(sink_spec, cspec.KafkaTableSpec):
         cspec.check_kafka_key(sink_spec, sink.columns, sink.qualified_name)
@@ -186,8 +182,7 @@ def _source(lookup: Lookup, home: Home, database: str, job: str, st: StreamInfo,
                 f"stream {st.qualified_name}: dead-letter table '{sp.dead_letter}' does not "
                 f"exist; create a SQL table (\"connector\"=\"sql\") with columns among "
                 f"stream, topic, partition, offset, key, value, timestamp, error")
-        tsp = cspec.table_spec(table.name, table.properties, table.stored_as, table.location,
-                               home.table_location(table.database, table.name))
+        tsp = cspec.spec_of_table(table, home.table_location(table.database, table.name))
         if not isinstance(tsp, cspec.SqlTableSpec):
             raise ValidationError(f"stream {st.qualified_name}: dead-letter table "
                                   f"{table.qualified_name} must be a SQL table (\"connector\"=\"sql\")")

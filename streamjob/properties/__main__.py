@@ -1,10 +1,21 @@
 """``python -m streamjob.properties > docs/properties.md``: the property reference,
-generated from the registry so that it cannot drift from the code."""
+generated from the registry so that it cannot drift from the code.
+
+``python -m streamjob.properties --connectors docs/connectors.md`` refreshes the property
+tables inside the connector reference: each block between
+``<!-- properties: <scope> -->`` and ``<!-- /properties -->`` is replaced by the table of
+that connector scope (``kafka stream``, ``sql table`` ...)."""
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 from . import CONNECTOR, ENGINE, JOB
 from .registry import Registry
+
+_BLOCK = re.compile(r"(<!-- properties: ([a-z ]+) -->\n).*?(<!-- /properties -->)", re.S)
 
 
 def _table(reg: Registry, with_scope: bool = False) -> list[str]:
@@ -59,5 +70,18 @@ def render() -> str:
     return "\n".join(out)
 
 
+def render_connectors(text: str) -> str:
+    """``text`` (the connector reference) with every properties block regenerated."""
+    def block(m: re.Match) -> str:
+        reg = Registry([p for p in CONNECTOR if m.group(2) in p.scopes])
+        return m.group(1) + "\n".join(_table(reg)) + "\n" + m.group(3)
+
+    return _BLOCK.sub(block, text)
+
+
 if __name__ == "__main__":
-    print(render(), end="")
+    if sys.argv[1:2] == ["--connectors"]:
+        doc = Path(sys.argv[2])
+        doc.write_text(render_connectors(doc.read_text()))
+    else:
+        print(render(), end="")

@@ -239,6 +239,35 @@ def test_a_second_instance_fences_the_first(broker):
     assert [r["id"] for r in decoded(read_topic(broker.bootstrap, topic))] == [0, 1, 2, 3]
 
 
+def test_fenced_between_marker_and_commit_fails_within_the_commit_timeout(broker):
+    """The takeover lands after the rows and the marker were sent, before EndTxn: Apache
+    Kafka answers PRODUCER_FENCED; Tansu drops the connection and kafka-python would
+    retry forever, so the sink gives up after ``commit_timeout_ms``. Either way the old
+    instance fails and its batch is not committed."""
+    topic = new_topic(broker)
+    uid = uuid.uuid4().hex
+    old = sink_for(broker, topic, exactly_once=True, uid=uid)
+    old.commit_timeout_ms = 1500
+    takeover = []
+    real_commit = old._commit
+
+    def fenced_commit(batch_id):
+        takeover.append(sink_for(broker, topic, exactly_once=True, uid=uid))
+        real_commit(batch_id)
+
+    old._commit = fenced_commit
+    try:
+        with pytest.raises(ConnectorError, match="another instance of job default.job took over"):
+            old.write_arrow(table(0, 2), 0)
+        assert takeover[0].committed_batches() == 0  # the old transaction was aborted
+        assert takeover[0].write_arrow(table(0, 2), 0) == 2
+    finally:
+        old.close()
+        for s in takeover:
+            s.close()
+    assert marker(broker.bootstrap, uid, topic) == 1
+
+
 def test_unreachable_broker_names_address_and_topic():
     address = f"127.0.0.1:{free_port()}"
     sink = KafkaSink(KafkaTableSpec("t", address), COLUMNS, "u", "default.job", True)
@@ -361,7 +390,6 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
     plan, query, sink = world.start("to_kafka", query_text, uid)
     assert plan.guarantee == "exactly-once" and plan.output_mode == "append"
     try:
-        print("T-start", time.monotonic())
         world.write(src, orders(0, 60))
         query.processAllAvailable()
         world.write(src, orders(60, 40))
@@ -375,7 +403,6 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
 
     # a crash after the sink committed but before Spark logged the batch: Spark runs the
     # batch again on restart, and the marker makes the sink skip it
-    print("T-replay", time.monotonic())
     commits = world.root / "checkpoints" / "to_kafka" / "commits"
     for name in (str(last), f".{last}.crc"):  # the entry and its checksum file
         (commits / name).unlink(missing_ok=True)
@@ -384,21 +411,67 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
         query.processAllAvailable()
         assert query.exception() is None
         assert query.lastProgress["batchId"] == last  # the replayed batch ran
+        assert query.lastProgress["numInputRows"] == 40
     finally:
         query.stop()
         sink.close()
 
-    print("T-read", time.monotonic())
     got = read_topic(broker.bootstrap, topic)
     assert len(got) == 100  # no batch twice
     assert all(k == str(json.loads(v)["id"]).encode() for _, k, v in got)
 
-    print("T-before-back", time.monotonic())
     _, back, _ = world.start("from_kafka", "insert into back select * from kback", uuid.uuid4().hex)
     try:
         back.processAllAvailable()
         assert back.exception() is None
     finally:
         back.stop()
-    print("T-end", time.monotonic())
     assert by_id(read_table(str(out)).to_pylist()) == expected(100)
+
+
+def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(world, broker):
+    """START STREAMJOB in an in-process manager: the runner builds, prepares and closes
+    the sink (at-least-once: ``morphling.result.auto.flush``); Kafka stream in, delimited
+    Kafka table out, keyed by name."""
+    from streamjob.dev.flights import replay
+    from streamjob.executor import Executor
+    from streamjob.manager import JobManager
+
+    source, target = new_topic(broker, partitions=2), new_topic(broker, partitions=2)
+    replay(broker.bootstrap, source,
+           [json.dumps({"id": i, "name": None if i % 7 == 0 else f"p{i}"}).encode()
+            for i in range(500)], 2)
+    manager = JobManager(world.catalog, world.home)
+    ex = Executor(world.catalog, world.home, manager)
+    script = f"""
+    CREATE STREAM kin (id BIGINT, name STRING)
+      TBLPROPERTIES("topic"="{source}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
+    CREATE TABLE kout (id BIGINT, name STRING)
+      TBLPROPERTIES("connector"="kafka", "topic"="{target}", "kafka.broker.list"="{broker.bootstrap}",
+                    "format"="delimited", "delimiter"="|", "key"="name");
+    CREATE STREAMJOB relay AS ("insert into kout select id, upper(name) from kin")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.result.auto.flush"="true");
+    START STREAMJOB relay;
+    """
+    from streamjob.grammar import parse_script
+
+    job = None
+    try:
+        for stmt in parse_script(script):
+            ex.execute(stmt)
+        job = world.catalog.get_job("default", "relay")
+        manager.wait_until_idle(timeout=120)
+        runner = manager.runners[job.uid]
+        assert runner.kafka_sink is not None and not runner.kafka_sink.exactly_once
+    finally:
+        if job is not None:
+            manager.stop(job.uid)
+    assert runner.kafka_sink is None  # closed with the attempt
+    got = read_topic(broker.bootstrap, target)
+    cols = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}]
+    values = [v for _, _, v in got]
+    back = decode(RecordSlice(target, 0, list(range(len(values))), values, [None] * len(values),
+                              [0] * len(values)), sjtypes.arrow_schema(cols), "delimited", "|")
+    assert sorted(back.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": i, "name": None if i % 7 == 0 else f"P{i}"} for i in range(500)]
+    assert all(k == (None if v.endswith(b"|\\N") else v.split(b"|")[1]) for _, k, v in got)

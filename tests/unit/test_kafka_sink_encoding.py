@@ -19,6 +19,8 @@ from streamjob.connectors.formats import RecordSlice, decode
 from streamjob.connectors.kafka_sink import KafkaSink, assign_partitions, encode_records
 from streamjob.exceptions import ConnectorError, PropertyError, ValidationError
 
+from . import planning
+
 UTC = dt.timezone.utc
 COLUMNS = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
            {"name": "price", "type": "decimal(20,6)"}, {"name": "ratio", "type": "double"},
@@ -203,3 +205,41 @@ def test_records_without_key_spread_in_contiguous_runs():
     assert assign_partitions([None] * 2, [0, 1, 2]) == [0, 1]
     with pytest.raises(ConnectorError, match="no partitions"):
         assign_partitions([None], [])
+
+
+# -- planning (catalog, no Spark, no broker) ------------------------------------------
+
+PLAN_SETUP = """
+CREATE STREAM s (id BIGINT, name STRING)
+  TBLPROPERTIES("topic"="in", "kafka.broker.list"="127.0.0.1:1");
+CREATE TABLE k (id BIGINT, name STRING)
+  TBLPROPERTIES("topic"="out", "kafka.broker.list"="127.0.0.1:1", "key"="name");
+"""
+
+
+@pytest.fixture
+def planner(tmp_path):
+    yield from planning.executor(tmp_path, PLAN_SETUP)
+
+
+def test_a_job_into_a_kafka_table_plans_append_exactly_once(planner):
+    p = planning.plan(planner, 'CREATE STREAMJOB j AS ("', "insert into k select id, name from s")
+    assert p.sink_spec == cspec.KafkaTableSpec("out", "127.0.0.1:1", "json", ",", "name")
+    assert (p.output_mode, p.guarantee) == ("append", "exactly-once")
+
+
+def test_a_kafka_table_key_that_is_no_column_is_refused_at_create_table(planner):
+    from streamjob.grammar import parse_script
+
+    sql = ('CREATE TABLE bad_key (id BIGINT, name STRING)\n  TBLPROPERTIES("connector"="kafka", '
+           '"topic"="out", "kafka.broker.list"="127.0.0.1:1", "key"="nope");')
+    with pytest.raises(ValidationError) as err:
+        for stmt in parse_script(sql):
+            planner.execute(stmt)
+    assert "\"key\" 'nope' is not a column (id, name)" in str(err.value)
+    assert (err.value.line, err.value.column) == (2, sql.splitlines()[1].index('"nope"') + 1)
+
+
+def test_an_aggregation_into_a_kafka_table_needs_a_window(planner):
+    err = planning.error(planner, 'CREATE STREAMJOB j AS ("', "insert into k select count(*), name from s group by name")
+    assert "aggregate over a window" in str(err)

@@ -101,3 +101,18 @@ def test_docs_property_reference_is_generated_from_the_registry():
 
     doc = Path(__file__).parent.parent.parent / "docs" / "properties.md"
     assert doc.read_text() == render(), "run: python -m streamjob.properties > docs/properties.md"
+
+
+def test_connector_reference_tables_are_generated_from_the_registry():
+    from pathlib import Path
+
+    from streamjob.properties.__main__ import render_connectors
+
+    doc = Path(__file__).parent.parent.parent / "docs" / "connectors.md"
+    text = doc.read_text()
+    from streamjob.properties import CONNECTOR
+
+    scopes = {scope for prop in CONNECTOR for scope in prop.scopes}
+    assert all(f"<!-- properties: {scope} -->" in text for scope in scopes), scopes
+    assert text == render_connectors(text), \
+        "run: python -m streamjob.properties --connectors docs/connectors.md"
