@@ -51,12 +51,16 @@ def spark_session(home: Home, debug: bool = False):
 def job_session(root, sql_conf: dict[str, str]):
     """A session clone for one job: own temp views and SQL conf, shared SparkContext.
 
-    The Python data sources are registered per clone (Spark keeps them per session).
+    The Python data sources are registered per clone (Spark keeps them per session):
+    ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
+    tables read at each micro-batch, :mod:`streamjob.connectors.sql_static`).
     """
     from .connectors.kafka_source import KafkaDataSource
+    from .connectors.sql_static import FileStaticDataSource, SqlStaticDataSource
 
     session = root.newSession()
-    session.dataSource.register(KafkaDataSource)
+    for source in (KafkaDataSource, SqlStaticDataSource, FileStaticDataSource):
+        session.dataSource.register(source)
     for k, v in sql_conf.items():
         session.conf.set(k, v)
     return session

@@ -389,6 +389,25 @@ class KafkaSink:
             except Exception as exc:  # noqa: BLE001 - closing must not mask the real error
                 log.debug("closing a Kafka client of topic %s: %s", self.spec.topic, exc)
 
+    def purge_markers(self) -> None:
+        """Delete the job's marker group (DROP STREAMJOB), so a dropped job leaves no
+        consumer group behind; an unreachable broker or a missing group is a warning."""
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
+
+        admin = None
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.spec.bootstrap.split(","),
+                                     request_timeout_ms=self.timeout_ms,
+                                     client_id=f"streamjob-{self.job_name}")
+            admin.delete_groups([self.marker_group])
+        except (KafkaError, OSError, ValueError) as exc:
+            log.warning("could not delete the marker group %s of job %s on Kafka broker "
+                        "%s: %s", self.marker_group, self.job_name, self.spec.bootstrap, exc)
+        finally:
+            if admin is not None:
+                admin.close()
+
     # -- writing ----------------------------------------------------------------------
 
     def committed_batches(self) -> int:

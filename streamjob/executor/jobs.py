@@ -142,7 +142,9 @@ class JobStatements:
         return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged")
 
     def _purge_sink_markers(self, job) -> None:
-        """Remove the job's exactly-once markers from its SQL sinks."""
+        """Remove the job's exactly-once markers from its sinks: the marker rows of SQL
+        tables, the marker consumer group of Kafka tables."""
+        from ..connectors.kafka_sink import KafkaSink
         from ..connectors.sql_sink import SqlSink
 
         for kind, tdb, tname, role in job.dependencies:
@@ -152,6 +154,8 @@ class JobStatements:
             spec = table and cspec.spec_of_table(table)
             if isinstance(spec, cspec.SqlTableSpec):
                 SqlSink(spec, table.columns, job.uid, True, False).purge_markers()
+            elif isinstance(spec, cspec.KafkaTableSpec):
+                KafkaSink(spec, table.columns, job.uid, job.qualified_name, True).purge_markers()
 
 
 def check_sql_tables(plan) -> None:

@@ -299,35 +299,47 @@ def with_proctime(df):
 
 
 def static_frame(session, st: Static):
-    """A batch DataFrame of a static table (read in full at each batch, DESIGN §7), with
-    the table's columns in declared order.
+    """A batch DataFrame of a static table, with the table's columns in declared order,
+    read in full at each micro-batch of a streaming query that joins it (DESIGN §7).
 
-    A partitioned file table is read from its ``col=value`` directories (Spark's partition
-    discovery; the declared schema gives the partition columns their types). A SQL
+    A SQL table, and a file table on a local or ``file:`` location, go through streamjob's
+    Python data sources (``streamjob_sql``, ``streamjob_files``,
+    :mod:`streamjob.connectors.sql_static`), whose reads run again at every micro-batch:
+    rows inserted and files added between batches are joined by the next batch. A SQL
     table's ``"table"`` may be ``schema.table`` (a PostgreSQL schema, an attached SQLite
-    database); its columns are matched by name, case-insensitively, when all are there."""
+    database); its columns are matched by name, case-insensitively (by position when a
+    name is missing and the counts agree). A partitioned file table is read from its
+    ``col=value`` directories (the declared schema gives the partition columns their
+    types). A file table on another URI scheme (hdfs:, s3a: ...) goes through Spark's
+    reader, which lists its files once, when the job starts.
+
+    Raises:
+        ConnectorError: the SQL table cannot be reached, does not exist or its columns
+            do not match (checked here, at job start).
+    """
     from .. import types as sjtypes
+    from ..connectors import sql_static
 
     sp = st.spec
     names = [c["name"] for c in st.table.columns]
-    if isinstance(sp, cspec.FileTableSpec):
-        reader = session.read.format(sp.format).schema(sjtypes.ddl(st.table.columns))
+    ddl = sjtypes.ddl(st.table.columns)
+    if isinstance(sp, cspec.FileTableSpec) and sql_static.is_local(sp.location):
+        return (session.read.format(sql_static.FILE_SOURCE_NAME).schema(ddl)
+                .option("location", sp.location).option("format", sp.format)
+                .option("header", str(sp.header).lower())
+                .option("partitionedBy", ",".join(sp.partitioned_by))
+                .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
+                .load())
+    if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
+        reader = session.read.format(sp.format).schema(ddl)
         if sp.format == "csv":
             reader = reader.option("header", str(sp.header).lower())
         df = reader.load(sp.location)
         # Spark puts partition columns after the data columns: restore the declared order
         return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
-    import pandas as pd
-
-    from ..connectors.sql_sink import engine_for
-
-    schema, _, table = sp.table.rpartition(".")
-    with engine_for(sp.url).connect() as conn:
-        pdf = pd.read_sql_table(table, conn, schema=schema or None)
-    by_lower = {str(c).lower(): c for c in pdf.columns}
-    if all(n.lower() in by_lower for n in names):
-        pdf = pdf[[by_lower[n.lower()] for n in names]]
-    return session.createDataFrame(pdf, schema=sjtypes.ddl(st.table.columns))
+    sql_static.check_sql_table(sp.url, sp.table, names)
+    return (session.read.format(sql_static.SQL_SOURCE_NAME).schema(ddl)
+            .option("url", sp.url).option("table", sp.table).load())
 
 
 def result_frame(session, plan: JobPlan):

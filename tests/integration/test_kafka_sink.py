@@ -360,8 +360,8 @@ def orders(start: int, n: int) -> list[dict]:
 
 
 def expected(n: int) -> list[dict]:
-    """The rows read back: ``at`` as the sink's ISO-8601 UTC text (the stream declares it
-    STRING: the Kafka source cannot decode TIMESTAMP columns yet, see the report)."""
+    """The rows read back: ``at`` as the sink's ISO-8601 UTC text (the stream reading it
+    back declares it STRING, to check the exact text the sink wrote)."""
     return [{"id": i, "name": None if i % 5 == 0 else f"C{i}",
              "price": Decimal(f"{i}.25") * 2,
              "at": f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
@@ -475,3 +475,35 @@ def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(wo
     assert sorted(back.to_pylist(), key=lambda r: r["id"]) == [
         {"id": i, "name": None if i % 7 == 0 else f"P{i}"} for i in range(500)]
     assert all(k == (None if v.endswith(b"|\\N") else v.split(b"|")[1]) for _, k, v in got)
+
+
+def test_drop_streamjob_deletes_the_marker_group_of_its_kafka_table(world, broker):
+    """DROP STREAMJOB purges the job's exactly-once marker (the consumer group
+    ``streamjob-sink-<uid>``), as it purges SQL sink markers."""
+    import pyarrow as pa
+    from kafka import KafkaAdminClient
+
+    from streamjob.connectors.kafka_sink import KafkaSink
+    from streamjob.connectors.spec import spec_of_table
+
+    topic = new_topic(broker)
+    world.run(f"""
+    CREATE STREAM ticks (`timestamp` TIMESTAMP, value BIGINT) TBLPROPERTIES("source"="rate");
+    CREATE TABLE dropout (id BIGINT)
+      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}");
+    CREATE STREAMJOB dropjob AS ("insert into dropout select value from ticks");""")
+    job = world.catalog.require_job("default", "dropjob")
+    table = world.catalog.get_table("default", "dropout")
+    sink = KafkaSink(spec_of_table(table), table.columns, job.uid, job.qualified_name, True)
+    try:  # batch 0 as the running job would write it
+        sink.write_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), 0)
+    finally:
+        sink.close()
+    assert marker(broker.bootstrap, job.uid, topic) == 1
+    world.run("DROP STREAMJOB dropjob;")
+    group = f"streamjob-sink-{job.uid}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        assert admin.list_group_offsets(group)[group] == {}
+    finally:
+        admin.close()

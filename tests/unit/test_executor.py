@@ -163,3 +163,22 @@ def test_check_runs_against_a_scratch_copy_of_the_catalog(ex):
     assert after.desired_state == "STOPPED" and after.uid == job.uid
     assert [c.checkpoint_id for c in ex.catalog.list_checkpoints(job.uid)] == [2, 3]
     assert ex.catalog.get_table("default", "totals") is not None
+
+
+def test_start_refuses_a_sink_table_whose_schema_does_not_match(ex, tmp_path):
+    """An existing SQL sink table is checked at START STREAMJOB (DESIGN §7): a mismatch is
+    an error before the job starts, naming the column, and the job is not started."""
+    import sqlalchemy as sa
+
+    from streamjob.exceptions import SchemaMismatch
+
+    url = f"sqlite:///{tmp_path}/sink.db"
+    with sa.create_engine(url).begin() as conn:
+        conn.execute(sa.text("CREATE TABLE agg (k TEXT PRIMARY KEY, total BLOB)"))
+    run(ex, f"""CREATE TABLE agg (k STRING, total DOUBLE)
+      TBLPROPERTIES ("connector"="sql", "url"="{url}", "primary.key"="k");
+    CREATE STREAMJOB j AS ("insert into agg select k, sum(v) from s group by k");""")
+    with pytest.raises(SchemaMismatch, match="total") as err:
+        run(ex, "START STREAMJOB j;")
+    assert "DOUBLE" in str(err.value).upper()
+    assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
