@@ -53,10 +53,10 @@ def job_session(root, sql_conf: dict[str, str]):
 
     The Python data sources are registered per clone (Spark keeps them per session):
     ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
-    tables read at each micro-batch, :mod:`streamjob.connectors.sql_static`).
+    tables read at each micro-batch, :mod:`streamjob.connectors.static`).
     """
     from .connectors.kafka_source import KafkaDataSource
-    from .connectors.sql_static import FileStaticDataSource, SqlStaticDataSource
+    from .connectors.static import FileStaticDataSource, SqlStaticDataSource
 
     session = root.newSession()
     for source in (KafkaDataSource, SqlStaticDataSource, FileStaticDataSource):

@@ -193,6 +193,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.group_id = options.get("groupid") or None
         self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
         self.request_timeout_ms = int(options.get("requesttimeoutms", "30000"))
+        self.isolation = options.get("isolationlevel", "read_uncommitted").lower()
+        if self.isolation not in ("read_uncommitted", "read_committed"):
+            raise ConnectorError(f"option isolationLevel must be read_uncommitted or "
+                                 f"read_committed, got '{self.isolation}'")
         if self.request_timeout_ms < 1000:
             raise ConnectorError(
                 f"option requestTimeoutMs must be at least 1000, got {self.request_timeout_ms}")
@@ -206,7 +210,8 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def _metadata(self):
         if self._meta is None:
-            self._meta = _consumer(self.bootstrap, self.request_timeout_ms)
+            self._meta = _consumer(self.bootstrap, self.request_timeout_ms,
+                                   isolation_level=self.isolation)
         return self._meta
 
     def _partitions(self) -> list:
@@ -408,14 +413,15 @@ class KafkaStreamReader(DataSourceStreamReader):
         return read_range(
             partition, self.bootstrap, self.schema, self.format, self.delimiter,
             self.poll_timeout_ms, dead_letter=self.dead_letter,
-            fail_on_data_loss=self.fail_on_data_loss,
+            fail_on_data_loss=self.fail_on_data_loss, isolation_level=self.isolation,
         )
 
 
 def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                delimiter: str, poll_timeout_ms: int = 120_000,
                batch_rows: int = DEFAULT_BATCH_ROWS, *, dead_letter: str | None = None,
-               fail_on_data_loss: bool = True) -> Iterator:
+               fail_on_data_loss: bool = True,
+               isolation_level: str = "read_uncommitted") -> Iterator:
     """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
     A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
@@ -426,13 +432,16 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     Offsets of the range below the partition's beginning offset (lost to retention) raise
     ConnectorError naming them, or with ``fail_on_data_loss`` False are skipped with a
     logged warning (:func:`lost_start`); an unreachable broker is a ConnectorError naming
-    its address."""
+    its address. With ``isolation_level`` ``read_committed`` records of aborted
+    transactions (and transaction markers) are not returned; the end offsets the driver
+    plans with are then the last stable offsets (Kafka's ListOffsets rule)."""
     from .formats import RecordSlice
 
     decode = _decoder(schema, fmt, delimiter, dead_letter)
     consumer = _consumer(
         bootstrap, fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20,
         max_poll_records=batch_rows, fetch_min_bytes=1, fetch_max_wait_ms=100,
+        isolation_level=isolation_level,
     )
     tp = _tp(rng.topic, rng.partition)
     try:

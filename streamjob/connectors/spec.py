@@ -41,6 +41,7 @@ class KafkaSourceSpec:
     fail_on_data_loss: bool = True
     malformed: str = "fail"
     dead_letter: str | None = None
+    isolation: str = "read_uncommitted"
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         typed.get("transwarp.consumer.reset.offset.strategy", "earliest"),
         group_id=typed.get("transwarp.consumer.group.id"),
         fail_on_data_loss=typed.get("fail.on.data.loss", True),
-        malformed=malformed, dead_letter=dead_letter)
+        malformed=malformed, dead_letter=dead_letter,
+        isolation=typed.get("kafka.isolation.level", "read_uncommitted"))
 
 
 def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) -> KafkaTableSpec:

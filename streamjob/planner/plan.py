@@ -265,6 +265,7 @@ def source_frame(session, src: Source, props: dict[str, Any]):
                   .option("format", sp.format).option("delimiter", sp.delimiter)
                   .option("startingOffsets", sp.reset)
                   .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
+                  .option("isolationLevel", sp.isolation)
                   .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"])))
         if src.group_id:
             reader = reader.option("groupId", src.group_id)
@@ -304,7 +305,7 @@ def static_frame(session, st: Static):
 
     A SQL table, and a file table on a local or ``file:`` location, go through streamjob's
     Python data sources (``streamjob_sql``, ``streamjob_files``,
-    :mod:`streamjob.connectors.sql_static`), whose reads run again at every micro-batch:
+    :mod:`streamjob.connectors.static`), whose reads run again at every micro-batch:
     rows inserted and files added between batches are joined by the next batch. A SQL
     table's ``"table"`` may be ``schema.table`` (a PostgreSQL schema, an attached SQLite
     database); its columns are matched by name, case-insensitively (by position when a
@@ -318,14 +319,15 @@ def static_frame(session, st: Static):
             do not match (checked here, at job start).
     """
     from .. import types as sjtypes
-    from ..connectors import sql_static
+    from ..connectors import static
 
     sp = st.spec
     names = [c["name"] for c in st.table.columns]
     ddl = sjtypes.ddl(st.table.columns)
-    if isinstance(sp, cspec.FileTableSpec) and sql_static.is_local(sp.location):
-        return (session.read.format(sql_static.FILE_SOURCE_NAME).schema(ddl)
-                .option("location", sp.location).option("format", sp.format)
+    if isinstance(sp, cspec.FileTableSpec) and static.is_local(sp.location):
+        return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
+                .option("location", static.absolute(sp.location))
+                .option("format", sp.format)
                 .option("header", str(sp.header).lower())
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
@@ -337,8 +339,8 @@ def static_frame(session, st: Static):
         df = reader.load(sp.location)
         # Spark puts partition columns after the data columns: restore the declared order
         return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
-    sql_static.check_sql_table(sp.url, sp.table, names)
-    return (session.read.format(sql_static.SQL_SOURCE_NAME).schema(ddl)
+    static.check_sql_table(sp.url, sp.table, names)
+    return (session.read.format(static.SQL_SOURCE_NAME).schema(ddl)
             .option("url", sp.url).option("table", sp.table).load())
 
 

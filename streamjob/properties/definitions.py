@@ -107,6 +107,11 @@ CONNECTOR = Registry([
              "them): true fails the job naming topic, partition and offsets; false skips to "
              "the earliest offset still there with a logged warning (Spark's failOnDataLoss)",
              scopes=("kafka stream",)),
+    Property("kafka.isolation.level", "choice", "read_uncommitted",
+             "read_committed: records of aborted transactions are not read, and reading "
+             "stops at the last stable offset (use it to read a Kafka table an exactly-once "
+             "job writes); read_uncommitted reads every record (Kafka's and Spark's default)",
+             choices=("read_uncommitted", "read_committed"), scopes=("kafka stream",)),
     Property("malformed.policy", "choice", "fail",
              "a record that does not decode into the declared columns: fail (the job fails "
              "naming topic, partition and offset), skip (dropped and counted in DESCRIBE "

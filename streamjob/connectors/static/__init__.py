@@ -1,0 +1,56 @@
+"""Static tables of stream-static joins, read again at every micro-batch (DESIGN §7).
+
+Spark plans a stream-static join once and runs the plan at each micro-batch. What the
+static side reads then depends on the relation:
+
+- a DataFrame made from rows (the old ``pandas.read_sql_table`` + ``createDataFrame``)
+  is a snapshot taken when the job starts;
+- Spark's file reader (``session.read.parquet(dir)``) lists the directory (or reads the
+  ``_spark_metadata`` manifest) once, when the DataFrame is created: files added later
+  are never joined (measured with pyspark 4.3: a Parquet file added to the static
+  table's directory between two micro-batches was not seen by the second one, with or
+  without a manifest);
+- a Python batch data source (``pyspark.sql.datasource``) has its ``partitions()``
+  planned once, but its ``read(partition)`` runs in every micro-batch that scans it.
+
+So both sources here do all their work in ``read``:
+
+``streamjob_sql`` (:class:`.sql.SqlStaticDataSource`)
+    The whole SQL table through SQLAlchemy, one query per micro-batch (one
+    transaction: a consistent snapshot per batch). Options: ``url`` (an SQLAlchemy URL),
+    ``table`` (``name`` or ``schema.name``: a PostgreSQL schema, an attached SQLite
+    database), ``batchRows`` (rows per Arrow batch, default 50,000).
+
+``streamjob_files`` (:class:`.files.FileStaticDataSource`)
+    The files of a file table on a local or ``file:`` location, listed at every
+    micro-batch: the files the ``_spark_metadata`` manifest lists when there is one
+    (:func:`..file_table.committed_files`), otherwise every file not hidden (no path
+    component under the location starting with ``.`` or ``_``, except ``_col=value``).
+    Options: ``location``, ``format`` (parquet, json or csv), ``header`` (``true``: the
+    first line of each CSV file is skipped), ``partitionedBy`` (comma-separated partition
+    columns: their values come from Hive-style ``col=value`` directories, URL-unescaped,
+    ``__HIVE_DEFAULT_PARTITION__`` is NULL), ``partitions`` (read tasks; each file goes
+    to one task by a hash of its path), ``batchRows``. A location that does not exist
+    reads as an empty table; a file deleted between listing and reading is skipped.
+    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.is_local` tells the
+    planner to use Spark's reader, which lists them once at job start.
+
+Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
+TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
+are matched to the declared ones by name, case-insensitively (SQL tables: by position
+when some declared name is missing but the column counts agree; CSV files: by position,
+as Spark reads them); values are converted to the declared types (see
+:func:`.common.arrow_column`); a value that cannot be is a :class:`ConnectorError` naming the
+table or file, the column and the value.
+"""
+
+from .. import worker
+from .common import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
+from .files import FileStaticDataSource, absolute, is_local, read_file_table, table_files
+from .sql import SqlStaticDataSource, check_sql_table, read_sql_table
+
+worker.install()  # connector warnings visible in pyspark's Python workers
+
+__all__ = ["FILE_SOURCE_NAME", "SQL_SOURCE_NAME", "FileStaticDataSource", "SqlStaticDataSource",
+           "absolute", "arrow_column", "check_sql_table", "column_map", "is_local",
+           "read_file_table", "read_sql_table", "table_files"]
