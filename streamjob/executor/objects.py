@@ -195,9 +195,12 @@ def source_kind(stream) -> str:
 
 
 def sink_kind(table) -> str:
-    """``sql``, ``console`` or ``files (<format>)``."""
+    """``sql``, ``console``, ``kafka`` or ``files (<format>)`` (the rule of
+    :func:`~streamjob.connectors.spec.table_spec`: a table with ``"topic"`` is Kafka)."""
     p = {k.lower(): v for k, v in table.properties.items()}
     connector = (p.get("connector") or "").lower()
+    if not connector and "topic" in p:
+        return "kafka"
     if connector in ("", "files", "file"):
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector

@@ -243,3 +243,10 @@ def test_a_kafka_table_key_that_is_no_column_is_refused_at_create_table(planner)
 def test_an_aggregation_into_a_kafka_table_needs_a_window(planner):
     err = planning.error(planner, 'CREATE STREAMJOB j AS ("', "insert into k select count(*), name from s group by name")
     assert "aggregate over a window" in str(err)
+
+
+def test_show_tables_names_a_kafka_table_declared_by_its_topic(planner):
+    from streamjob.grammar import parse_script
+
+    shown = [planner.execute(s) for s in parse_script("SHOW TABLES;")][0].to_json()
+    assert {r["table"]: r["connector"] for r in shown}["k"] == "kafka"
