@@ -22,21 +22,16 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from streamjob.catalog import Catalog
 from streamjob.connectors.file_table import committed_files, read_table
-from streamjob.engine import job_session, spark_session
 from streamjob.exceptions import ValidationError
-from streamjob.executor import Executor
-from streamjob.grammar import parse_script
-from streamjob.home import Home
-from streamjob.planner.plan import Static, plan_job, start_query, static_frame
+from streamjob.planner.plan import Static, start_query, static_frame
 
 from .conftest import wait_for
+from .world import SparkWorld
 
 pytestmark = pytest.mark.integration
 
 PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-FAST = {"morphling.job.checkpoint.interval": "0"}
 ORDER_COLUMNS = ("id", "region", "amount", "day")
 ORDER_DDL = "id BIGINT, region STRING, amount DOUBLE, day STRING"
 # (id, region, amount, day); "region" is a region no static table has (unless it read
@@ -47,28 +42,8 @@ MANAGERS = {"eu": "Eva", "us": "Sam"}
 FLOORS = {"eu": 1, "us": 2, "region": 3}
 
 
-class World:
-    """A home, a catalog, an executor and one Spark session clone for the module."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.home = Home.open(root / "home", {"spark.master": "local[2]"})
-        self.catalog = Catalog(self.home.catalog_url)
-        self.ex = Executor(self.catalog, self.home)
-        self.session = job_session(spark_session(self.home), {"spark.sql.shuffle.partitions": "2"})
-        self.files = 0
-
-    def run(self, script: str) -> None:
-        for stmt in parse_script(script):
-            self.ex.execute(stmt)
-
-    def plan(self, job: str, query: str, **props: str):
-        return plan_job(self.catalog, self.home, "default", job, query,
-                        {**FAST, **{k.replace("_", "."): v for k, v in props.items()}})
-
-    def start(self, job: str, query: str, **props: str):
-        plan = self.plan(job, query, **props)
-        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job))
+class World(SparkWorld):
+    """The module's :class:`SparkWorld`, with its file streams of ORDERS."""
 
     def stream_dir(self, name: str) -> Path:
         directory = self.root / "in" / name
@@ -78,11 +53,12 @@ class World:
     def write(self, directory: Path, fmt: str, rows: list[tuple]) -> None:
         """Add one file of ``rows`` (ORDER_COLUMNS) in format ``fmt`` to a file stream's
         directory, atomically (written aside, then renamed in)."""
+        if fmt == "json":
+            super().write(directory, [dict(zip(ORDER_COLUMNS, r)) for r in rows])
+            return
         self.files += 1
         tmp = self.root / f".part-{self.files}.{fmt}"
-        if fmt == "json":
-            tmp.write_text("".join(json.dumps(dict(zip(ORDER_COLUMNS, r))) + "\n" for r in rows))
-        elif fmt == "csv":
+        if fmt == "csv":
             tmp.write_text("".join(",".join(str(v) for v in r) + "\n" for r in rows))
         else:
             schema = pa.schema([("id", pa.int64()), ("region", pa.string()),
@@ -109,9 +85,7 @@ class World:
 def world(tmp_path_factory):
     w = World(tmp_path_factory.mktemp("files"))
     yield w
-    for q in w.session.streams.active:
-        q.stop()
-    w.catalog.close()
+    w.close()
 
 
 def hive_rows(location: Path) -> list[dict]:
@@ -170,7 +144,7 @@ def test_json_and_csv_file_tables_written_by_jobs(world):
                                         "from orders_jc")
     # without checkpoints: each batch appended by a plain (foreachBatch) partitioned write
     plan, to_csv = world.start("to_csv", "insert into rows_csv select region, id, day from orders_jc",
-                               morphling_job_enable_checkpoint="false")
+                               {"morphling.job.enable.checkpoint": "false"})
     try:
         world.feed(to_json, directory)
         to_csv.processAllAvailable()
@@ -198,7 +172,7 @@ def test_json_and_csv_file_tables_written_by_jobs(world):
     # a job without checkpoints may not add plain files beside a file-sink manifest
     # (the location a file: URI)
     plan = world.plan("late_json", "insert into rows_json select id, region, amount from orders_jc",
-                      morphling_job_enable_checkpoint="false")
+                      {"morphling.job.enable.checkpoint": "false"})
     with pytest.raises(ValidationError, match="was written by a checkpointed job"):
         start_query(world.session, plan, str(world.root / "checkpoints" / "late_json"))
 
@@ -307,6 +281,145 @@ def test_stream_static_join_with_postgresql_table_in_a_schema(world):
         with admin.begin() as conn:
             conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+def _join_across_a_change(world, name: str, static_ddl: str | None, change) -> set[tuple]:
+    """Run ``insert into {name} select o.id, r.manager from orders_{name} o join
+    {name}_regions r on o.region = r.region`` over two micro-batches (ORDERS[:7], then
+    ORDERS[7:]), calling ``change()`` between them; the rows written, as (id, manager).
+    ``static_ddl`` declares ``{name}_regions (region STRING, manager STRING)`` (None: it
+    exists)."""
+    out = world.root / "out" / name
+    directory = world.orders_stream(f"orders_{name}")
+    world.run(f"""{static_ddl + ";" if static_ddl else ""}
+    CREATE TABLE {name} (id BIGINT, manager STRING) STORED AS PARQUET LOCATION '{out}';""")
+    _, query = world.start(name, f"""insert into {name} select o.id, r.manager
+        from orders_{name} o join {name}_regions r on o.region = r.region""")
+    try:
+        world.write(directory, "json", ORDERS[:7])
+        query.processAllAvailable()
+        change()
+        world.write(directory, "json", ORDERS[7:])
+        query.processAllAvailable()
+        assert query.exception() is None
+        assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) == 2
+    finally:
+        query.stop()
+    return {(r["id"], r["manager"]) for r in read_table(str(out)).to_pylist()}
+
+
+def _joined(before: dict, after: dict) -> set[tuple]:
+    """(id, manager) of the orders of the first batch joined with ``before``, and of
+    the second with ``after``."""
+    return ({(i, before[r]) for i, r, _, _ in ORDERS[:7] if r in before}
+            | {(i, after[r]) for i, r, _, _ in ORDERS[7:] if r in after})
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_static_sql_table_is_read_again_at_each_batch(world, backend):
+    """Rows inserted and updated in the SQL table between two micro-batches are joined
+    by the second one (the table is read at every batch, not once at job start)."""
+    if backend == "sqlite":
+        url, schema = f"sqlite:///{world.root / 'changing.db'}", None
+    else:
+        url, schema = PG_URL, f"sj_static_{uuid.uuid4().hex[:12]}"
+    engine = sa.create_engine(url)
+    regions = sa.Table("regions", sa.MetaData(schema=schema), sa.Column("region", sa.Text),
+                       sa.Column("MANAGER", sa.Text))
+    with engine.begin() as conn:
+        if schema:
+            conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        regions.create(conn)
+        conn.execute(regions.insert(), [{"region": "eu", "MANAGER": "Eva"}])
+
+    def change():
+        with engine.begin() as conn:
+            conn.execute(regions.update().where(regions.c.region == "eu").values(MANAGER="Eve"))
+            conn.execute(regions.insert(), [{"region": "us", "MANAGER": "Sam"}])
+
+    name = f"changing_{backend}"
+    table = f"{schema}.regions" if schema else "regions"
+    try:
+        got = _join_across_a_change(world, name, f"""CREATE TABLE {name}_regions
+          (region STRING, manager STRING)
+          TBLPROPERTIES ("connector"="sql", "url"="{url}", "table"="{table}")""", change)
+    finally:
+        if schema:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
+    assert got == _joined({"eu": "Eva"}, {"eu": "Eve", "us": "Sam"})
+    assert {m for _, m in got} == {"Eva", "Eve", "Sam"}
+
+
+def _add_file(world, directory: Path, name: str, fmt: str, rows: list[dict]) -> None:
+    """Add one file of ``rows`` ({region, manager}) to a static table's ``directory``,
+    atomically (written aside, then renamed in)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = world.root / f".static-{uuid.uuid4().hex}"
+    if fmt == "csv":
+        tmp.write_text("region,manager\n" + "".join(f"{r['region']},{r['manager']}\n" for r in rows))
+    else:
+        pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(
+            [(k, pa.string()) for k in rows[0]])), tmp)
+    os.rename(tmp, directory / name)
+
+
+@pytest.mark.parametrize("layout", ["parquet", "csv", "partitioned-parquet"])
+def test_static_file_table_sees_files_added_between_batches(world, layout):
+    """A file (or a new ``region=...`` partition directory) added to a static file
+    table's location between two micro-batches is joined by the second one."""
+    fmt = "csv" if layout == "csv" else "parquet"
+    name = f"grown_{layout.replace('-', '_')}"
+    location = world.root / "static" / name
+    if layout == "partitioned-parquet":
+        _add_file(world, location / "region=eu", "part-0.parquet", fmt, [{"manager": "Eva"}])
+        ddl = (f"CREATE TABLE {name}_regions (manager STRING) PARTITIONED BY (region STRING) "
+               f"STORED AS PARQUET LOCATION 'file://{location}'")
+
+        def change():
+            _add_file(world, location / "region=us", "part-1.parquet", fmt, [{"manager": "Sam"}])
+    else:
+        _add_file(world, location, f"part-0.{fmt}", fmt, [{"region": "eu", "manager": "Eva"}])
+        ddl = (f"CREATE TABLE {name}_regions (region STRING, manager STRING) STORED AS "
+               f"{fmt.upper()} LOCATION '{location}'"
+               + (' TBLPROPERTIES ("skip.header.line.count"="1")' if fmt == "csv" else ""))
+
+        def change():
+            _add_file(world, location, f"part-1.{fmt}", fmt, [{"region": "us", "manager": "Sam"}])
+
+    got = _join_across_a_change(world, name, ddl, change)
+    assert got == _joined({"eu": "Eva"}, {"eu": "Eva", "us": "Sam"})
+    assert any(m == "Sam" for _, m in got)
+
+
+def test_static_table_written_by_another_job_is_joined_as_it_grows(world):
+    """A static table filled by a streaming job (files listed in its ``_spark_metadata``
+    manifest) is joined with what that job has committed by each micro-batch."""
+    feed = world.stream_dir("manager_feed")
+    location = world.root / "out" / "managers_live"
+    world.run(f"""
+    CREATE STREAM manager_feed (region STRING, manager STRING)
+      TBLPROPERTIES ("source"="files", "path"="{feed}", "format"="json");
+    CREATE TABLE live_regions (region STRING, manager STRING) STORED AS PARQUET
+      LOCATION '{location}';""")
+    _, writer = world.start("live_regions", "insert into live_regions select * from manager_feed")
+
+    def publish(rows: dict) -> None:
+        tmp = world.root / f".managers-{uuid.uuid4().hex}"
+        tmp.write_text("".join(json.dumps({"region": r, "manager": m}) + "\n"
+                               for r, m in rows.items()))
+        os.rename(tmp, feed / f"{uuid.uuid4().hex}.json")
+        writer.processAllAvailable()
+        assert writer.exception() is None
+
+    try:
+        publish({"eu": "Eva"})
+        assert (location / "_spark_metadata").is_dir()
+        got = _join_across_a_change(world, "live", None, lambda: publish({"us": "Sam"}))
+    finally:
+        writer.stop()
+    assert got == _joined({"eu": "Eva"}, {"eu": "Eva", "us": "Sam"})
 
 
 # ------------------------------------------------------------------ console sink

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import time
 import uuid
 from decimal import Decimal
@@ -31,6 +30,8 @@ from streamjob.connectors.kafka_source import end_offsets
 from streamjob.connectors.spec import KafkaTableSpec
 from streamjob.dev.broker import create_topic, free_port
 from streamjob.exceptions import ConnectorError
+
+from .world import SparkWorld
 
 pytestmark = pytest.mark.integration
 
@@ -296,62 +297,34 @@ def test_missing_topic_is_an_error_and_is_not_created(broker):
 # -- (b) through Spark ---------------------------------------------------------------
 
 
-class World:
-    """A home, a catalog, an executor and one Spark session clone for the module."""
+class World(SparkWorld):
+    """The module's :class:`SparkWorld`, starting jobs that write Kafka tables."""
 
-    def __init__(self, root, bootstrap):
-        from streamjob.catalog import Catalog
-        from streamjob.engine import job_session, spark_session
-        from streamjob.executor import Executor
-        from streamjob.home import Home
-
-        self.root = root
-        self.bootstrap = bootstrap
-        self.home = Home.open(root / "home", {"spark.master": "local[2]"})
-        self.catalog = Catalog(self.home.catalog_url)
-        self.ex = Executor(self.catalog, self.home)
-        self.session = job_session(spark_session(self.home), {"spark.sql.shuffle.partitions": "2"})
-        self.files = 0
-
-    def run(self, script: str) -> None:
-        from streamjob.grammar import parse_script
-
-        for stmt in parse_script(script):
-            self.ex.execute(stmt)
-
-    def write(self, directory, records: list[dict]) -> None:
-        """Add one JSON-lines file to a file stream's directory, atomically."""
-        self.files += 1
-        tmp = self.root / f".part-{self.files}.json"
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
-        os.rename(tmp, directory / f"part-{self.files:04d}.json")
-
-    def start(self, job: str, query: str, uid: str):
-        """Plan and start ``job``; a Kafka table sink is built as the runner builds it."""
+    def start_kafka(self, job: str, query: str, uid: str):
+        """Plan and start ``job``; a Kafka table sink is built as the runner builds it.
+        Returns ``(plan, query, sink)`` (sink None for other tables)."""
         from streamjob.connectors import spec as cspec
-        from streamjob.planner.plan import plan_job, start_query
+        from streamjob.planner.plan import start_query
 
-        plan = plan_job(self.catalog, self.home, "default", job, query,
-                        {"morphling.job.checkpoint.interval": "0"})
-        sink = writer = None
+        plan = self.plan(job, query)
+        sink = None
         if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
             sink = KafkaSink(plan.sink_spec, plan.sink.columns, uid, plan.qualified_name,
                              exactly_once=plan.guarantee == "exactly-once")
             sink.prepare()
 
-            def writer(df, batch_id):
-                sink.write_arrow(df.toArrow(), batch_id)
-        query = start_query(self.session, plan, str(self.root / "checkpoints" / job), writer)
+        def writer(df, batch_id):
+            sink.write_arrow(df.toArrow(), batch_id)
+        query = start_query(self.session, plan, str(self.root / "checkpoints" / job),
+                            writer if sink is not None else None)
         return plan, query, sink
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, broker):
-    w = World(tmp_path_factory.mktemp("kafka_sink"), broker.bootstrap)
+    w = World(tmp_path_factory.mktemp("kafka_sink"))
     yield w
-    for q in w.session.streams.active:
-        q.stop()
-    w.catalog.close()
+    w.close()
 
 
 def orders(start: int, n: int) -> list[dict]:
@@ -381,13 +354,14 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
     CREATE TABLE korders (id BIGINT, name STRING, price DECIMAL(12,2), at TIMESTAMP)
       TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "key"="id");
     CREATE STREAM kback (id BIGINT, name STRING, price DECIMAL(12,2), at STRING)
-      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
+      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json",
+                    "kafka.isolation.level"="read_committed");
     CREATE TABLE back (id BIGINT, name STRING, price DECIMAL(12,2), at STRING)
       STORED AS PARQUET LOCATION '{out}';
     """)
     uid = uuid.uuid4().hex
     query_text = "insert into korders select id, upper(name), price * 2, at from orders"
-    plan, query, sink = world.start("to_kafka", query_text, uid)
+    plan, query, sink = world.start_kafka("to_kafka", query_text, uid)
     assert plan.guarantee == "exactly-once" and plan.output_mode == "append"
     try:
         world.write(src, orders(0, 60))
@@ -406,7 +380,7 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
     commits = world.root / "checkpoints" / "to_kafka" / "commits"
     for name in (str(last), f".{last}.crc"):  # the entry and its checksum file
         (commits / name).unlink(missing_ok=True)
-    _, query, sink = world.start("to_kafka", query_text, uid)
+    _, query, sink = world.start_kafka("to_kafka", query_text, uid)
     try:
         query.processAllAvailable()
         assert query.exception() is None
@@ -420,7 +394,8 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
     assert len(got) == 100  # no batch twice
     assert all(k == str(json.loads(v)["id"]).encode() for _, k, v in got)
 
-    _, back, _ = world.start("from_kafka", "insert into back select * from kback", uuid.uuid4().hex)
+    _, back, _ = world.start_kafka("from_kafka", "insert into back select * from kback",
+                                   uuid.uuid4().hex)
     try:
         back.processAllAvailable()
         assert back.exception() is None

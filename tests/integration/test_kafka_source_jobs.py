@@ -15,12 +15,10 @@ import pytest
 import sqlalchemy as sa
 from kafka import KafkaAdminClient, KafkaProducer
 
-from streamjob.catalog import Catalog
 from streamjob.dev.broker import create_topic
-from streamjob.executor import Executor
-from streamjob.grammar import parse_script
-from streamjob.home import Home
 from streamjob.manager.runner import JobManager
+
+from .world import World as BaseWorld
 
 pytestmark = pytest.mark.integration
 
@@ -32,19 +30,14 @@ BAD = {(0, 7): b"not json at all", (0, 150): b'{"id": "seven", "amount": 1.5}',
        (1, 3): b"[1, 2, 3]", (1, 199): b'{"id": 12, "amount": "lots"}'}
 
 
-class World:
-    """One home, catalog, executor and job manager for the module."""
+class World(BaseWorld):
+    """The module's :class:`BaseWorld` (its executor catalog-only, as before), with the
+    session's broker and a job manager; ``close`` stops the jobs still running."""
 
     def __init__(self, root, bootstrap: str):
-        self.root, self.bootstrap = root, bootstrap
-        self.home = Home.open(root / "home", {"spark.master": "local[2]",
-                                              "spark.sql.shuffle.partitions": "2"})
-        self.catalog = Catalog(self.home.catalog_url)
-        self.ex = Executor(self.catalog, self.home)
+        super().__init__(root)
+        self.bootstrap = bootstrap
         self.manager = JobManager(self.catalog, self.home)
-
-    def run(self, script: str):
-        return [self.ex.execute(s) for s in parse_script(script)]
 
     def run_job(self, name: str, timeout: float = 180):
         """Start job ``name`` here and wait until it has committed all input now present."""
@@ -56,6 +49,10 @@ class World:
         for uid in list(self.manager.runners):
             self.manager.stop(uid)
 
+    def close(self) -> None:
+        self.stop_all()
+        super().close()
+
     def describe(self, job: str) -> dict:
         return self.run(f"DESCRIBE STREAMJOB {job};")[0].to_json()
 
@@ -64,8 +61,7 @@ class World:
 def world(tmp_path_factory, broker):
     w = World(tmp_path_factory.mktemp("malformed"), broker.bootstrap)
     yield w
-    w.stop_all()
-    w.catalog.close()
+    w.close()
 
 
 @pytest.fixture(scope="module")

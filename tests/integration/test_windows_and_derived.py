@@ -10,65 +10,29 @@ watermark, and filtered records would not move it)."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from streamjob.catalog import Catalog
 from streamjob.connectors.file_table import read_table
-from streamjob.engine import job_session, spark_session
-from streamjob.executor import Executor
-from streamjob.grammar import parse_script
-from streamjob.home import Home
-from streamjob.planner.plan import plan_job, start_query
+
+from .world import SparkWorld
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-FAST = {"morphling.job.checkpoint.interval": "0"}
 # (user, seconds after T0): three users over four 10-second windows
 CLICKS = [("ann", 1), ("bob", 2), ("ann", 4), ("ann", 9), ("bob", 11), ("cid", 13), ("ann", 17),
           ("bob", 19), ("bob", 20), ("cid", 24), ("cid", 27), ("ann", 31), ("bob", 38)]
 SENTINEL = "__sentinel"
 
 
-class World:
-    """A home, a catalog, an executor and one Spark session clone for the module."""
-
-    def __init__(self, root):
-        self.root = root
-        self.home = Home.open(root / "home", {"spark.master": "local[2]"})
-        self.catalog = Catalog(self.home.catalog_url)
-        self.ex = Executor(self.catalog, self.home)
-        self.session = job_session(spark_session(self.home), {"spark.sql.shuffle.partitions": "2"})
-        self.files = 0
-
-    def run(self, script: str) -> None:
-        for stmt in parse_script(script):
-            self.ex.execute(stmt)
-
-    def write(self, directory, records: list[dict]) -> None:
-        """Add one JSON-lines file to a file stream's directory, atomically."""
-        self.files += 1
-        tmp = self.root / f".part-{self.files}.json"
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
-        os.rename(tmp, directory / f"part-{self.files:04d}.json")
-
-    def start(self, job: str, query: str):
-        plan = plan_job(self.catalog, self.home, "default", job, query, FAST)
-        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job))
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    w = World(tmp_path_factory.mktemp("windows"))
+    w = SparkWorld(tmp_path_factory.mktemp("windows"))
     yield w
-    for q in w.session.streams.active:
-        q.stop()
-    w.catalog.close()
+    w.close()
 
 
 def ts(seconds: float) -> str:
