@@ -329,3 +329,33 @@ def test_timestamp_columns_and_event_time_windows_over_kafka(world):
     got = {(u, int((dt.datetime.fromisoformat(str(w)).replace(tzinfo=dt.timezone.utc).timestamp()
                     * 1000 - t0) // 1000)): n for u, w, n in rows if u != "late"}
     assert got == expected
+
+
+def test_raw_format_exposes_key_value_topic_partition_offset_timestamp(world):
+    """``"format"="raw"``: the declared columns pick the record's own fields."""
+    topic = f"raw_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 1)
+    producer = KafkaProducer(bootstrap_servers=world.bootstrap)
+    sent = [(f"k{i}".encode() if i % 4 else None, f"payload {i}".encode()) for i in range(9)]
+    for key, value in sent[:-1]:
+        producer.send(topic, value, key=key, partition=0)
+    producer.flush()
+    producer.send(topic, sent[-1][1], key=sent[-1][0], partition=0)  # alone (TESTING.md)
+    producer.flush()
+    producer.close()
+    world.run(f"""CREATE STREAM raw_in (`key` STRING, `value` STRING, `topic` STRING,
+        `partition` INT, `offset` BIGINT, `timestamp` TIMESTAMP)
+      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{world.bootstrap}", "format"="raw");""")
+    url = f"sqlite:///{world.root / 'raw.db'}"
+    world.run(f"""CREATE TABLE raw_out (k STRING, v STRING, t STRING, p INT, o BIGINT, ts TIMESTAMP)
+      TBLPROPERTIES("connector"="sql", "url"="{url}", "table"="raw_out");
+    CREATE STREAMJOB raw_job AS ("insert into raw_out
+        select `key`, `value`, `topic`, `partition`, `offset`, `timestamp` from raw_in")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0");""")
+    runner = world.run_job("raw_job")
+    world.manager.stop(runner.job.uid)
+    with sa.create_engine(url).connect() as conn:
+        rows = conn.execute(sa.text("select k, v, t, p, o, ts from raw_out order by o")).all()
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
+        (k.decode() if k else None, v.decode(), topic, 0, i) for i, (k, v) in enumerate(sent)]
+    assert all(r[5] is not None for r in rows)
