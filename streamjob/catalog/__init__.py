@@ -15,6 +15,7 @@ from streamjob.catalog.records import (
     CheckpointInfo,
     JobInfo,
     RunInfo,
+    ServerInfo,
     StreamInfo,
     TableInfo,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "CheckpointInfo",
     "JobInfo",
     "RunInfo",
+    "ServerInfo",
     "StreamInfo",
     "TableInfo",
     "CHECKPOINT_STATUSES",

@@ -20,14 +20,20 @@ longer holds (the job was dropped, perhaps recreated) are silently ignored.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from streamjob.catalog.checkpoints import CheckpointsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
+from streamjob.catalog.servers import ServersMixin
+
+if TYPE_CHECKING:
+    from streamjob.catalog.watch import CatalogWatcher
 
 __all__ = ["Catalog"]
 
 
-class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin):
+class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -42,7 +48,9 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin):
     Methods come in groups, one module each: connection and transactions
     (:mod:`~streamjob.catalog.engine`), streams and tables
     (:mod:`~streamjob.catalog.objects`), jobs and runs (:mod:`~streamjob.catalog.jobs`),
-    checkpoints (:mod:`~streamjob.catalog.checkpoints`).
+    checkpoints (:mod:`~streamjob.catalog.checkpoints`), job managers and their lease
+    (:mod:`~streamjob.catalog.servers`). :meth:`watcher` waits for changes made by
+    other clients (:mod:`~streamjob.catalog.watch`).
     """
 
     @property
@@ -54,6 +62,22 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin):
     def dialect(self) -> str:
         """The database backend name: ``sqlite`` or ``postgresql``."""
         return self._backend
+
+    def clone(self) -> "Catalog":
+        """A new :class:`Catalog` on the same URL with its own connection pool (e.g. for
+        a thread whose writes must not queue behind others' in one pool). An in-memory
+        SQLite catalog lives in one connection: it returns itself."""
+        if self._serial is not None:
+            return self
+        return type(self)(self._url.render_as_string(hide_password=False))
+
+    def watcher(self, poll_s: float = 1.0) -> "CatalogWatcher":
+        """A :class:`~streamjob.catalog.watch.CatalogWatcher` of this catalog: waits up
+        to ``poll_s`` seconds, returning early when another client changes streams,
+        tables, jobs or the lease (PostgreSQL LISTEN/NOTIFY; SQLite just waits)."""
+        from streamjob.catalog.watch import CatalogWatcher
+
+        return CatalogWatcher(self, poll_s)
 
     def close(self) -> None:
         """Close the connection pool. The object stays usable (it reconnects on use)."""

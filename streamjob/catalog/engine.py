@@ -39,6 +39,7 @@ from streamjob.exceptions import CatalogError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "NOTIFY_CHANNEL",
     "CatalogEngine",
     "Conflict",
     "check_choice",
@@ -52,6 +53,8 @@ _WRITE = "streamjob_catalog_write"
 _SCHEMA_LOCK_KEY = 0x5354524A4F42  # "STRJOB"
 #: SQLite busy timeout, milliseconds.
 BUSY_TIMEOUT_MS = 30000
+#: PostgreSQL LISTEN/NOTIFY channel of catalog changes (see ``CatalogEngine._notify``).
+NOTIFY_CHANNEL = "streamjob_catalog"
 
 
 class Conflict(CatalogError):
@@ -253,6 +256,25 @@ class CatalogEngine:
                 text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
                 {"k": f"streamjob.object:{database}.{name}"},
             )
+
+    def _notify(self, session: Session, kind: str) -> None:
+        """Tell listeners (PostgreSQL ``LISTEN streamjob_catalog``) that ``kind``
+        (``stream``, ``table``, ``job``, ``lease``) changed: ``pg_notify`` in the write's
+        own transaction, so it is delivered at commit and never for a rollback. A no-op
+        on SQLite, whose watchers poll (:mod:`~streamjob.catalog.watch`)."""
+        if self._backend == "postgresql":
+            session.execute(text("SELECT pg_notify(:c, :k)"), {"c": NOTIFY_CHANNEL, "k": kind})
+
+    def _db_now(self, session: Session) -> datetime:
+        """The database's clock (PostgreSQL ``clock_timestamp()``, one clock for every
+        host sharing the catalog); on SQLite, which serves one machine, this host's.
+        Aware UTC."""
+        if self._backend == "postgresql":
+            value = session.scalar(text("SELECT clock_timestamp()"))
+            if isinstance(value, datetime):
+                return value.astimezone(timezone.utc) if value.tzinfo else value.replace(
+                    tzinfo=timezone.utc)
+        return now_utc()
 
     @staticmethod
     def _job_id_for_uid(session: Session, job_uid: str) -> int | None:

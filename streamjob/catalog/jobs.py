@@ -2,7 +2,10 @@
 
 :class:`JobsMixin` creates, reads, lists, updates and drops jobs, and records the runs
 of a job by its ``uid``. A job's dependencies are checked in the transaction that
-creates it; run writes for a uid the catalog no longer holds are ignored.
+creates it; run writes for a uid the catalog no longer holds are ignored. Creating,
+updating and dropping a job notify catalog watchers (PostgreSQL NOTIFY ``job`` in the
+same transaction); counters, runs and progress (:meth:`JobsMixin.update_progress`) do
+not, being too frequent.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ class JobsMixin(CatalogEngine):
                     JobDependency(job_id=job.id, kind=k, database=d, name=n, role=r)
                     for k, d, n, r in deps
                 )
+                self._notify(session, "job")
         except Conflict:
             if if_not_exists:
                 return False
@@ -176,11 +180,13 @@ class JobsMixin(CatalogEngine):
         attempts: int | None = None,
         properties: Mapping[str, Any] | None = None,
         uid: str | None = None,
+        owner: str | None = _UNCHANGED,
     ) -> JobInfo | None:
         """Change a job's fields (those given) and set ``updated_at``; returns the job.
 
-        ``last_error`` is left unchanged unless given (None clears it); ``properties``
-        replaces the whole dict. With ``uid``, the update applies only if the job still
+        ``last_error`` and ``owner`` (the server id of the job manager running the job)
+        are left unchanged unless given (None clears them); ``properties`` replaces the
+        whole dict. Notifies catalog watchers (PostgreSQL NOTIFY ``job``). With ``uid``, the update applies only if the job still
         has that uid, and is silently ignored otherwise (returns None) — for writers that
         may race with DROP and re-CREATE. Raises :class:`ObjectNotFoundError` if the job
         does not exist (without ``uid``), ValueError for an unknown status or state.
@@ -207,8 +213,11 @@ class JobsMixin(CatalogEngine):
                 job.attempts = attempts
             if properties is not None:
                 job.properties = dict(properties)
+            if owner is not _UNCHANGED:
+                job.owner = owner
             job.updated_at = now_utc()
             session.flush()
+            self._notify(session, "job")
             return self._job_info(session, job)
 
     def count_expired_checkpoint(self, job_uid: str) -> int | None:
@@ -251,6 +260,26 @@ class JobsMixin(CatalogEngine):
                 totals[stream] = totals.get(stream, 0) + count
             job.malformed_counts = to_json_text(totals)
 
+    def update_progress(self, job_uid: str, progress: Mapping[str, Any]) -> None:
+        """Replace the job's latest progress (``JobInfo.progress``) with ``progress``.
+
+        ``progress`` is a JSON-serializable mapping; the job manager writes ``batch_id``,
+        ``input_rows_per_s``, ``processed_rows_per_s``, ``lag_records``,
+        ``last_checkpoint_at`` and ``updated_at`` (see :class:`JobInfo`), at most once a
+        second per job. An empty mapping clears it. Neither ``updated_at`` of the job nor
+        catalog watchers are touched (progress is too frequent to notify). A uid the
+        catalog no longer holds (dropped) is ignored. Raises ValueError if ``progress``
+        is not a mapping or not JSON-serializable.
+        """
+        if not isinstance(progress, Mapping):
+            raise ValueError(f"job progress must be a mapping, got {type(progress).__name__}")
+        try:
+            value = to_json_text(dict(progress))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"job progress is not JSON-serializable: {exc}") from None
+        with self._tx(write=True) as session:
+            session.execute(update(Job).where(Job.uid == job_uid).values(progress=value))
+
     def drop_job(self, database: str, name: str, if_exists: bool = False) -> JobInfo | None:
         """Delete a job with its dependencies, runs and checkpoints (one transaction).
 
@@ -271,6 +300,7 @@ class JobsMixin(CatalogEngine):
             for model in (Checkpoint, Run, JobDependency):
                 session.execute(delete(model).where(model.job_id == job_id))
             session.execute(delete(Job).where(Job.id == job_id))
+            self._notify(session, "job")
             return info
 
     @staticmethod
@@ -298,6 +328,8 @@ class JobsMixin(CatalogEngine):
             session_properties=dict(job.session_properties or {}),
             expired_checkpoints=int(job.expired_checkpoints or 0),
             malformed_counts=_counts(job.malformed_counts),
+            owner=job.owner,
+            progress=from_json_text(job.progress, {}),
         )
 
     # -------------------------------------------------------------------- runs
@@ -327,6 +359,23 @@ class JobsMixin(CatalogEngine):
                 .where(Run.id == run_id, Run.ended_at.is_(None))
                 .values(status=status, cause=cause, ended_at=now_utc())
             )
+
+    def end_open_runs(self, job_uid: str, status: str = "FAILED", cause: str | None = None) -> int:
+        """End every run of the job that has not ended (those of a job manager that died
+        without ending them, e.g. SIGKILL) with ``status`` and ``cause``; returns how many.
+        A job manager calls it before it starts a job it takes over. ValueError for a
+        status other than STOPPED, FAILED or FINISHED; 0 for an unknown uid."""
+        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != "RUNNING"))
+        with self._tx(write=True) as session:
+            job_id = self._job_id_for_uid(session, job_uid)
+            if job_id is None:
+                return 0
+            result = session.execute(
+                update(Run)
+                .where(Run.job_id == job_id, Run.ended_at.is_(None))
+                .values(status=status, cause=cause, ended_at=now_utc())
+            )
+            return int(result.rowcount or 0)
 
     def list_runs(self, job_uid: str) -> list[RunInfo]:
         """The runs of the job with this uid, oldest first ([] if unknown)."""

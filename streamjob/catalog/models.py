@@ -2,14 +2,16 @@
 
 Tables: ``streams`` and ``tables`` (one name space per database, enforced by the
 Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints``
-(the retained ones) and ``catalog_meta`` holding ``schema_version``.
+(the retained ones), ``catalog_meta`` holding ``schema_version``, and (revision 0005)
+the job managers: ``servers`` (one row per running ``streamjob server``) and ``leases``
+(the row ``manager`` names the one server that runs the jobs).
 
 The database schema is made and changed only by the alembic migrations of
 :mod:`streamjob.catalog.migrations` (never ``create_all``): a change here needs a new
 revision there, and a test checks that the migrations at head equal these models.
 
 Only the :class:`~streamjob.catalog.api.Catalog` modules (``engine``, ``objects``,
-``jobs``, ``checkpoints``) use these classes; everyone else gets the records of
+``jobs``, ``checkpoints``, ``servers``) use these classes; everyone else gets the records of
 :mod:`streamjob.catalog.records`. Constraint names follow a fixed naming convention
 so that alembic migrations can refer to them.
 """
@@ -39,9 +41,12 @@ from sqlalchemy.types import TypeDecorator
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0004"
+SCHEMA_VERSION = "0005"
 
 NAME_LENGTH = 255
+SERVER_ID_LENGTH = 64
+#: The name of the lease row whose holder is the active job manager.
+MANAGER_LEASE = "manager"
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -161,7 +166,9 @@ class Job(Base):
 
     ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
     (revision 0002; NULL for jobs created before it, read as ``{}``);
-    ``malformed_counts`` the malformed source records skipped per stream (revision 0004).
+    ``malformed_counts`` the malformed source records skipped per stream (revision 0004);
+    ``owner`` the server id of the job manager running it, NULL when none does, and
+    ``progress`` the JSON text of its latest progress (revision 0005).
     """
 
     __tablename__ = "jobs"
@@ -183,6 +190,10 @@ class Job(Base):
     expired_checkpoints: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     #: JSON text ``{stream: count}`` of malformed records skipped (revision 0004); NULL = none.
     malformed_counts: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: ``servers.server_id`` of the job manager running the job (revision 0005); NULL = none.
+    owner: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True)
+    #: JSON text of the latest progress (revision 0005; see ``Catalog.update_progress``).
+    progress: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class JobDependency(Base):
@@ -230,3 +241,29 @@ class Checkpoint(Base):
     state_rows: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="COMPLETED")
     fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)
+
+
+class Server(Base):
+    """A running job manager (``streamjob server``), registered at its start and removed
+    at a clean exit; ``heartbeat_at`` is renewed about once a second while it lives
+    (revision 0005). ``server_id`` is ``host:pid:random``."""
+
+    __tablename__ = "servers"
+
+    server_id: Mapped[str] = mapped_column(String(SERVER_ID_LENGTH), primary_key=True)
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    pid: Mapped[int] = mapped_column(Integer)
+    spark_master: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Lease(Base):
+    """A named lease (revision 0005): ``holder`` holds it until ``expires_at`` unless it
+    renews it. The row ``manager`` (made by the migration) elects the active job manager."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

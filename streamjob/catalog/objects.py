@@ -3,7 +3,8 @@
 :class:`ObjectsMixin` creates, reads, lists and drops streams and tables. Creating or
 dropping takes the per-name lock (:meth:`~CatalogEngine._lock_names`) so that it cannot
 race with a job being created on the same name; a drop is refused while any job depends
-on the object.
+on the object. Every create and drop notifies catalog watchers (PostgreSQL NOTIFY in
+the same transaction; see :mod:`~streamjob.catalog.watch`).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class ObjectsMixin(CatalogEngine):
                         return False
                     raise ObjectExistsError(f"{kind} {qname} already exists")
                 session.add(model(database=database, name=name, created_at=now_utc(), **values))
+                self._notify(session, kind)
         except Conflict:
             # a concurrent creator won the race (unique constraint)
             if if_not_exists:
@@ -204,6 +206,7 @@ class ObjectsMixin(CatalogEngine):
                     f"cannot drop {kind} {qname}: used by jobs {names} (drop the jobs first)"
                 )
             session.execute(delete(model).where(model.id == row_id))
+            self._notify(session, kind)
         return True
 
     @staticmethod

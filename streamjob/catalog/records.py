@@ -116,6 +116,13 @@ class JobInfo:
     for jobs created before the catalog recorded them); ``expired_checkpoints`` how many
     of its checkpoints expired; ``malformed_counts`` how many malformed source records
     it skipped, per stream name (``{}`` if none).
+
+    ``owner`` is the server id (:class:`ServerInfo`) of the job manager running the job,
+    None when none does. ``progress`` is the latest progress that manager reported
+    (``{}`` before the first batch): ``batch_id`` (int), ``input_rows_per_s`` and
+    ``processed_rows_per_s`` (float, rows per second), ``lag_records`` (int: records in
+    the Kafka sources beyond the batch's end offsets, None if no source reports it),
+    ``last_checkpoint_at`` (ISO-8601 UTC text or None), ``updated_at`` (ISO-8601 UTC).
     """
 
     uid: str
@@ -133,11 +140,30 @@ class JobInfo:
     session_properties: dict[str, Any] = field(default_factory=dict)
     expired_checkpoints: int = 0
     malformed_counts: dict[str, int] = field(default_factory=dict)
+    owner: str | None = None
+    progress: dict[str, Any] = field(default_factory=dict)
 
     @property
     def qualified_name(self) -> str:
         """``database.name``."""
         return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A registered job manager (``streamjob server``).
+
+    ``server_id`` is ``f"{host}:{pid}:{8 hex digits}"``; ``spark_master`` the master its
+    SparkSession uses (``local[*]``, ``spark://...``); ``started_at`` when it registered;
+    ``heartbeat_at`` its latest heartbeat (renewed about once a second while it lives).
+    """
+
+    server_id: str
+    host: str
+    pid: int
+    spark_master: str
+    started_at: datetime
+    heartbeat_at: datetime
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,11 @@ class CheckpointTracker:
     """What a job's recorder has seen: latest checkpoint id and merged source offsets.
 
     ``offsets`` maps topic -> partition -> next offset for Kafka sources; other sources
-    appear under their Spark description."""
+    appear under their Spark description. ``latest_at`` is when the latest checkpoint
+    completed (aware UTC; the job's progress reports it, manager/progress.py)."""
 
     latest_id: int | None = None
+    latest_at: _dt.datetime | None = None
     offsets: dict[str, Any] = field(default_factory=dict)
     completed: int = 0
     expired: set[int] = field(default_factory=set)  # ids that expired before completing
@@ -135,6 +137,7 @@ class CheckpointRecorder(StreamingQueryListener):
         self._after(batch_id, offsets, malformed_counts(p))
         with self.tracker.cond:
             self.tracker.latest_id = batch_id
+            self.tracker.latest_at = started + _dt.timedelta(milliseconds=duration)
             self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)
             self.tracker.completed += 1
             self.tracker.cond.notify_all()

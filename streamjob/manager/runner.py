@@ -10,6 +10,20 @@ One :class:`JobRunner` thread per running job. Each attempt:
    failures since the last completed checkpoint stay within
    ``morphling.task.max.failures``, waits a growing backoff (1 s, 2 s, 4 s ... 30 s) and
    goes to 1; otherwise the job is FAILED with the error kept in the catalog.
+
+Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
+STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
+that has an ``owner`` id (``streamjob server``) writes it into the job row when it starts
+the job and clears it when the job ends. Progress (batch, rates, lag, last checkpoint) is
+written by a second listener, :mod:`~streamjob.manager.progress`.
+
+Stopping: a graceful stop (STOP STREAMJOB, SIGTERM/Ctrl-C) lets the current micro-batch
+finish — it waits, at most ``morphling.checkpoint.timeout`` (and 60 s), until Spark
+reports no trigger active (``query.status['isTriggerActive']``), then stops the query,
+so the checkpoint directory ends on a committed batch. An immediate stop (a dropped job)
+stops the query at once. A *fenced* runner (its job manager lost the lease, see
+:mod:`~streamjob.manager.server`) stops at once and writes nothing more to the catalog:
+another job manager may already own the job.
 """
 
 from __future__ import annotations
@@ -31,13 +45,18 @@ from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker, recover
 from ..connectors import spec as cspec
 from ..connectors.kafka_sink import KafkaSink
 from ..connectors.sql_sink import SqlSink
-from ..exceptions import ConnectorError, StreamJobError
+from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..home import Home
 from ..planner.plan import JobPlan, plan_job, start_query
+from .progress import ProgressListener
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+#: Longest wait, in seconds, for the current micro-batch of a graceful stop.
+GRACEFUL_STOP_S = 60.0
+#: Seconds between two looks at a running query (stop requests, expiry, progress).
+WATCH_S = 0.25
 
 _OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
 
@@ -63,7 +82,12 @@ def error_summary(exc: BaseException) -> str:
 
 
 class JobRunner(threading.Thread):
-    """Runs one job until stopped or failed; see the module docstring."""
+    """Runs one job until stopped or failed; see the module docstring.
+
+    ``status`` is the status this runner last wrote (None before it wrote one);
+    ``ended_by_request`` tells, once the thread ended, whether a stop request ended it
+    (otherwise the job failed, was invalid, or its query stopped by itself).
+    """
 
     def __init__(self, manager: "JobManager", job: JobInfo) -> None:
         super().__init__(name=f"job-{job.qualified_name}", daemon=True)
@@ -73,30 +97,87 @@ class JobRunner(threading.Thread):
         self.plan: JobPlan | None = None
         self.query = None
         self.error: str | None = None
+        self.status: str | None = None
         self.started = threading.Event()
         self._stop_requested = threading.Event()
+        self._graceful = True
+        self.fenced = False
+        self.ended_by_request = False
+        self._write_lock = threading.Lock()  # status writes vs. reassert()
         self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
         self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
         self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
         self.kafka_sink: KafkaSink | None = None  # Kafka table sink of the current attempt
         self.committers: list = []  # Kafka consumer-group committers of the current attempt
+        self.progress: ProgressListener | None = None  # progress writer of the current attempt
 
     @property
     def catalog(self) -> Catalog:
         return self.manager.catalog
 
-    def request_stop(self) -> None:
-        """Ask the job to stop; the query is stopped and the run ends STOPPED."""
+    @property
+    def stop_requested(self) -> bool:
+        """True once :meth:`request_stop` or :meth:`fence` was called."""
+        return self._stop_requested.is_set()
+
+    def request_stop(self, graceful: bool = True) -> None:
+        """Ask the job to stop; the runner thread stops the query (after its current
+        micro-batch if ``graceful``) and the run ends STOPPED. Returns at once."""
+        if not graceful:
+            self._graceful = False
         self._stop_requested.set()
+
+    def fence(self) -> threading.Thread | None:
+        """Stop at once and write nothing more to the catalog (the job manager lost its
+        lease: another one may own the job now). The query is stopped from a helper
+        thread, returned (None without a query), so this returns at once even if the
+        runner thread is stuck on the catalog."""
+        self.fenced = True
+        if self.progress is not None:
+            self.progress.enabled = False
+        self.request_stop(graceful=False)
         q = self.query
-        if q is not None:
-            try:
-                q.stop()
-            except Exception:  # noqa: BLE001 - stopping a dead query is fine
-                pass
+        if q is None:
+            return None
+        helper = threading.Thread(target=_stop_quietly, args=(q,), daemon=True,
+                                  name=f"fence-{self.job.qualified_name}")
+        helper.start()
+        return helper
 
     def _update(self, **kw) -> None:
-        self.catalog.update_job(self.job.database, self.job.name, uid=self.job.uid, **kw)
+        with self._write_lock:
+            if self.fenced:
+                return
+            self.catalog.update_job(self.job.database, self.job.name, uid=self.job.uid, **kw)
+            if "status" in kw:
+                self.status = kw["status"]
+
+    def reassert(self, job: JobInfo) -> bool:
+        """Write this runner's status and owner again if ``job`` (a catalog read) shows
+        others, e.g. a client wrote STOPPED while a START followed at once, so the job
+        kept running here. Only while the job runs (not stopping, not ended). Returns
+        True if it wrote."""
+        with self._write_lock:
+            if self.fenced or self._stop_requested.is_set() or not self.is_alive() \
+                    or self.status not in ("STARTING", "RUNNING", "RECOVERING"):
+                return False
+            if job.status == self.status and job.owner == self.manager.owner:
+                return False
+            self.catalog.update_job(self.job.database, self.job.name, uid=self.job.uid,
+                                    status=self.status, owner=self.manager.owner)
+            return True
+
+    def _end(self, run_id: int | None, status: str, cause: str, **kw) -> None:
+        """Final writes of the runner: the run ends with ``status``/``cause``, the job
+        gets ``status`` and no owner. Catalog errors are logged (the thread ends anyway);
+        a fenced runner writes nothing."""
+        if self.fenced:
+            return
+        try:
+            self.catalog.end_run(run_id, "STOPPED" if status == "STOPPED" else "FAILED", cause)
+            self._update(status=status, owner=None, **kw)
+        except CatalogError as exc:
+            log.warning("job %s: status %s not written: %s", self.job.qualified_name, status, exc)
 
     def run(self) -> None:  # noqa: C901 - the supervision loop reads best as one piece
         failures = 0
@@ -113,45 +194,50 @@ class JobRunner(threading.Thread):
                     return
                 self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
                                      job.query, job.properties, job.session_properties)
-                run_id = self.catalog.start_run(job.uid, attempt)
-                self._update(status="RECOVERING" if failures else "STARTING")
+                if self._stop_requested.is_set():
+                    break
+                run_id = None if self.fenced else self.catalog.start_run(job.uid, attempt)
+                self._update(status="RECOVERING" if failures else "STARTING",
+                             owner=self.manager.owner)
                 self.query = self._start(self.plan)
                 self._update(status="RUNNING", attempts=failures)
                 self.started.set()
                 while not self._stop_requested.is_set():
-                    if self.query.awaitTermination(0.5):
+                    if self.query.awaitTermination(WATCH_S):
                         break
                     self._check_expiry()
+                    self.progress.flush()
                 if self._stop_requested.is_set():
-                    self.query.stop()
-                    self.catalog.end_run(run_id, "STOPPED", "stopped")
-                    self._update(status="STOPPED")
+                    self._stop_query()
+                    self.progress.flush(force=True)
+                    self.ended_by_request = True
+                    self._end(run_id, "STOPPED", "stopped")
                     return
                 exc = self.query.exception()
                 if exc is None:
-                    self.catalog.end_run(run_id, "STOPPED", "query stopped")
-                    self._update(status="STOPPED")
+                    self._end(run_id, "STOPPED", "query stopped")
                     return
                 raise exc
             except StreamJobError as exc:
                 self.error = str(exc)
-                if not isinstance(exc, ConnectorError):  # invalid job: no retry can help
-                    self.catalog.end_run(run_id, "FAILED", self.error)
-                    self._update(status="FAILED", last_error=self.error)
+                if not isinstance(exc, (ConnectorError, CatalogError)):
+                    # an invalid job: no retry can help
+                    self._end(run_id, "FAILED", self.error, last_error=self.error)
                     self.started.set()
                     return
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
                 self.error = error_summary(exc)
             finally:
+                if self.query is not None:  # never leave a query behind an attempt
+                    _stop_quietly(self.query)
                 self._cleanup_temp()
                 self._close_backend()
                 self._close_kafka_sink()
             if self._stop_requested.is_set():
-                self.catalog.end_run(run_id, "STOPPED", "stopped")
-                self._update(status="STOPPED")
+                self.ended_by_request = True
+                self._end(run_id, "STOPPED", "stopped")
                 return
             log.warning("job %s failed: %s", self.job.qualified_name, self.error)
-            self.catalog.end_run(run_id, "FAILED", self.error)
             if self.tracker.completed > completed_at_failure:
                 failures = 0  # a checkpoint completed since the last failure: count afresh
             completed_at_failure = self.tracker.completed
@@ -160,12 +246,64 @@ class JobRunner(threading.Thread):
             allowed = props.get("morphling.task.max.failures", 5)
             if not props.get("morphling.job.enable.auto.failover", True) or allowed < 0 \
                     or failures > allowed:
-                self._update(status="FAILED", last_error=self.error, attempts=failures)
+                self._end(run_id, "FAILED", self.error, last_error=self.error, attempts=failures)
                 self.started.set()
                 return
-            self._update(status="RECOVERING", last_error=self.error, attempts=failures)
+            try:
+                if not self.fenced:
+                    self.catalog.end_run(run_id, "FAILED", self.error)
+                self._update(status="RECOVERING", last_error=self.error, attempts=failures)
+            except CatalogError as exc:
+                log.warning("job %s: failure not recorded: %s", self.job.qualified_name, exc)
             backoff = min(MAX_BACKOFF_S, 2.0 ** (failures - 1))
             self._stop_requested.wait(backoff)
+        # stopped while between attempts (backoff, planning)
+        self.ended_by_request = True
+        self._end(None, "STOPPED", "stopped")
+        self.started.set()
+
+    def _stop_query(self) -> None:
+        """Stop the query: STOPPING, then (graceful) wait for the current micro-batch to
+        end, bounded by ``morphling.checkpoint.timeout`` and :data:`GRACEFUL_STOP_S`."""
+        q = self.query
+        try:
+            self._update(status="STOPPING")
+        except CatalogError as exc:
+            log.warning("job %s: status STOPPING not written: %s", self.job.qualified_name, exc)
+        if self._graceful and not self.fenced:
+            self._await_batch_end(q)
+        _stop_quietly(q)
+
+    def _await_batch_end(self, q) -> None:
+        """Wait until no trigger is active, polling every 5 ms. A job whose batches run
+        back to back (each longer than the checkpoint interval) is never idle: once the
+        batch that ran when the stop was asked for has completed, the stop goes ahead
+        (the batch that just began is interrupted; its offsets are logged, so the next
+        start replays it). Bounded by ``morphling.checkpoint.timeout`` and
+        :data:`GRACEFUL_STOP_S`."""
+        props = self.plan.props if self.plan else {}
+        bound = min(GRACEFUL_STOP_S, props.get("morphling.checkpoint.timeout", 60_000) / 1000)
+        deadline = time.monotonic() + bound
+        try:
+            last = q.lastProgress
+            running = (int(last["batchId"]) if last else -1) + 1
+        except Exception:  # noqa: BLE001 - a query that died meanwhile
+            return
+        while not self.fenced and time.monotonic() < deadline:
+            try:
+                if not q.isActive or not q.status.get("isTriggerActive"):
+                    return
+                last = q.lastProgress
+                if last is not None and int(last["batchId"]) >= running:
+                    log.info("job %s: batch %s completed and the next one began; stopping "
+                             "(it is replayed at the next start)", self.job.qualified_name,
+                             last["batchId"])
+                    return
+            except Exception:  # noqa: BLE001 - a query that died meanwhile
+                return
+            time.sleep(0.005)
+        log.warning("job %s: the current batch did not end within %.0f s; stopping it "
+                    "(it is replayed at the next start)", self.job.qualified_name, bound)
 
     def _start(self, plan: JobPlan):
         props = plan.props
@@ -194,6 +332,7 @@ class JobRunner(threading.Thread):
                 with self.tracker.cond:
                     if self.tracker.latest_id is None:
                         self.tracker.latest_id = latest.checkpoint_id
+                        self.tracker.latest_at = latest.ended_at or latest.started_at
                         self.tracker.offsets = dict(latest.source_offsets or {})
         self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
         _prepare_dead_letters(plan)
@@ -203,6 +342,9 @@ class JobRunner(threading.Thread):
                                       backend=self.backend,
                                       on_checkpoint=_commit_groups(self.committers))
         session.streams.addListener(recorder)
+        self.progress = ProgressListener(self.catalog, self.job.uid, self.job.qualified_name,
+                                         self.tracker)
+        session.streams.addListener(self.progress)
         writer = None
         if isinstance(plan.sink_spec, cspec.SqlTableSpec):
             sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
@@ -251,7 +393,10 @@ class JobRunner(threading.Thread):
         log.warning(expiry_message(expired, self.job.qualified_name))
         with self.tracker.cond:
             self.tracker.expired.add(expired)
-        self.catalog.count_expired_checkpoint(self.job.uid)
+        try:
+            self.catalog.count_expired_checkpoint(self.job.uid)
+        except CatalogError as exc:  # the count is informational; the job runs on
+            log.warning("job %s: expired checkpoint not counted: %s", self.job.qualified_name, exc)
 
     def _cleanup_temp(self) -> None:
         """Delete the temporary checkpoint of a job without durable checkpoints: each
@@ -261,6 +406,14 @@ class JobRunner(threading.Thread):
 
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _stop_quietly(query) -> None:
+    """``query.stop()``; stopping a query that already ended is fine."""
+    try:
+        query.stop()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _prepare_dead_letters(plan: JobPlan) -> None:
@@ -332,14 +485,19 @@ class JobManager:
     Args:
         catalog: the catalog (control plane).
         home: the streamjob home (checkpoint root, engine conf).
+        debug: Spark's own logs and full traces.
+        owner: the server id written into ``jobs.owner`` of the jobs it runs
+            (``streamjob server``); None for ``streamjob run``, whose jobs have no owner.
 
     A job's SET values are those captured when it was created (``JobInfo.session_properties``).
     """
 
-    def __init__(self, catalog: Catalog, home: Home, debug: bool = False) -> None:
+    def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
+                 owner: str | None = None) -> None:
         self.catalog = catalog
         self.home = home
         self.debug = debug
+        self.owner = owner
         self.runners: dict[str, JobRunner] = {}
         self._lock = threading.Lock()
 
@@ -366,23 +524,54 @@ class JobManager:
             runner.start()
             return runner
 
-    def stop(self, job_uid: str, timeout: float = 60.0) -> bool:
-        """Stop the job's runner if this process runs it; True if it was running."""
+    def stop(self, job_uid: str, timeout: float = 90.0, graceful: bool = True) -> bool:
+        """Stop the job's runner if this process runs it, waiting up to ``timeout``
+        seconds for it to end; True if it was running. ``graceful``: after the current
+        micro-batch (module docstring), else at once."""
         with self._lock:
             runner = self.runners.pop(job_uid, None)
         if runner is None:
             return False
-        runner.request_stop()
+        runner.request_stop(graceful=graceful)
         runner.join(timeout)
         return True
 
+    def stop_all(self, graceful: bool = True, timeout: float = 90.0) -> list[JobRunner]:
+        """Stop every runner at once (in parallel), waiting up to ``timeout`` seconds in
+        all; returns them."""
+        with self._lock:
+            runners = list(self.runners.values())
+            self.runners.clear()
+        for runner in runners:
+            runner.request_stop(graceful=graceful)
+        deadline = time.monotonic() + timeout
+        for runner in runners:
+            runner.join(max(0.0, deadline - time.monotonic()))
+        return runners
+
+    def fence(self) -> list[JobRunner]:
+        """Stop every runner at once without further catalog writes (the lease is lost:
+        see :meth:`JobRunner.fence`); returns at once with the fenced runners."""
+        with self._lock:
+            runners = list(self.runners.values())
+            self.runners.clear()
+        for runner in runners:
+            runner.fence()
+        return runners
+
     def running(self) -> list[JobRunner]:
-        return [r for r in self.runners.values() if r.is_alive()]
+        """The runners whose thread is alive."""
+        return [r for r in list(self.runners.values()) if r.is_alive()]
+
+    def forget(self, job_uid: str) -> JobRunner | None:
+        """Remove the job's runner from this manager (without stopping it); returns it."""
+        with self._lock:
+            return self.runners.pop(job_uid, None)
 
     def shutdown(self) -> None:
-        """Stop every job this process runs (checkpoints stay), then Spark."""
-        for uid in list(self.runners):
-            self.stop(uid)
+        """Stop every job this process runs, each after its current micro-batch and all
+        at once (checkpoints stay), then Spark."""
+        self.stop_all(graceful=True)
         from ..engine import stop_spark
 
         stop_spark()

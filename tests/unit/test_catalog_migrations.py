@@ -21,7 +21,7 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
-HEAD = "0004"
+HEAD = "0005"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -101,6 +101,14 @@ def _fill_0001(engine) -> None:
         conn.execute(runs.insert().values(job_id=job_id, attempt=1, status="RUNNING", started_at=T0))
 
 
+def _described(diff) -> tuple[str, str, str]:
+    """An alembic diff as (kind, table, column); column "" for a whole table."""
+    if diff[0] == "add_table":
+        return ("add_table", diff[1].name, "")
+    kind, _schema, table, column = diff
+    return (kind, table, column.name)
+
+
 def _assert_filled_rows_kept(cat: Catalog) -> None:
     assert [s.name for s in cat.list_streams()] == ["s"]
     job = cat.get_job("default", "j")
@@ -115,7 +123,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -145,11 +153,15 @@ def test_fresh_database_is_at_head_and_equals_models(url, engine):
 def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
-    added = sorted((kind, table, column.name) for kind, _schema, table, column in _diff(engine))
-    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0004 add
+    added = sorted(_described(d) for d in _diff(engine))
+    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0005 add
                      ("add_column", "jobs", "malformed_counts"),
+                     ("add_column", "jobs", "owner"),
+                     ("add_column", "jobs", "progress"),
                      ("add_column", "jobs", "session_properties"),
-                     ("add_column", "tables", "partitioned_by")]
+                     ("add_column", "tables", "partitioned_by"),
+                     ("add_table", "leases", ""),
+                     ("add_table", "servers", "")]
     _fill_0001(engine)
     with Catalog(url) as cat:
         _assert_filled_rows_kept(cat)
@@ -164,6 +176,10 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN expired_checkpoints"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN malformed_counts"))
         conn.execute(sa.text("ALTER TABLE tables DROP COLUMN partitioned_by"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN owner"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN progress"))
+        conn.execute(sa.text("DROP TABLE servers"))
+        conn.execute(sa.text("DROP TABLE leases"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None
     _fill_0001(engine)
@@ -253,7 +269,7 @@ def test_two_processes_open_a_fresh_catalog_at_once(url, engine):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert sorted(results.get(timeout=10) for _ in procs) == [0, 4]  # 0001..0004, once
+    assert sorted(results.get(timeout=10) for _ in procs) == [0, 5]  # 0001..0005, once
     assert _revision(engine) == HEAD and _diff(engine) == []
     assert _count(engine, "alembic_version") == 1 and _count(engine, "catalog_meta") == 1
 
@@ -330,3 +346,30 @@ def test_migrations_print_nothing_and_leave_logging_alone(tmp_path, capsys):
     after = (root.level, list(root.handlers), logging.getLogger("alembic").handlers[:])
     assert after == before
     assert not logging.getLogger("alembic.runtime.migration").disabled
+
+
+def test_database_at_0004_gains_servers_leases_owner_and_progress(url, engine):
+    _alembic(engine, command.upgrade, "0004")
+    _fill_0001(engine)
+    with Catalog(url) as cat:
+        _assert_filled_rows_kept(cat)
+        job = cat.get_job("default", "j")
+        assert (job.owner, job.progress) == (None, {})
+        assert cat.lease_holder() is None and cat.list_servers() == []
+        cat.register_server("h:1:abcd", "h", 1, "local[2]")
+        assert cat.acquire_lease("h:1:abcd", 5000)
+        assert cat.lease_holder().server_id == "h:1:abcd"
+        cat.update_job("default", "j", owner="h:1:abcd")
+        cat.update_progress("u1", {"batch_id": 3})
+        job = cat.get_job("default", "j")
+        assert (job.owner, job.progress) == ("h:1:abcd", {"batch_id": 3})
+    assert _revision(engine) == HEAD and _diff(engine) == []
+    with engine.connect() as conn:  # the migration made the one lease row
+        assert conn.execute(sa.text("SELECT name FROM leases")).scalars().all() == ["manager"]
+    _alembic(engine, command.downgrade, "0004")
+    with engine.connect() as conn:
+        insp = sa.inspect(conn)
+        assert not {"servers", "leases"} & set(insp.get_table_names())
+        assert not {"owner", "progress"} & {c["name"] for c in insp.get_columns("jobs")}
+        assert conn.scalar(sa.text("SELECT value FROM catalog_meta")) == "0004"
+    assert _count(engine, "jobs") == 1

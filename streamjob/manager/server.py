@@ -1,0 +1,455 @@
+"""The job manager service, ``streamjob server`` (DESIGN §5, §8).
+
+The catalog is the control plane: clients (shell, ``submit``, CLI verbs) only change it,
+and the job manager makes the running jobs follow it. Any number of servers may run on
+one catalog; exactly one of them, the holder of the catalog's ``manager`` lease
+(:mod:`streamjob.catalog.servers`), runs jobs. The others are standbys.
+
+Each server:
+
+1. registers itself (``servers`` row, id ``host:pid:random``) and starts its SparkSession
+   at once (on a thread), standbys too, so a takeover does not wait for Spark;
+2. renews its heartbeat and tries to take or renew the lease every second (every third
+   of the TTL if that is shorter), on a thread and a catalog connection pool of its own;
+3. as a standby, runs nothing and says once per holder ``standby: server X holds the
+   lease``; as the holder, reconciles at least once a second and at once when another
+   client changes the catalog (PostgreSQL LISTEN/NOTIFY; :mod:`streamjob.catalog.watch`):
+
+   * a job whose desired state is RUNNING and that it does not run is started (its open
+     runs, left by a job manager that died, are ended first; ``jobs.owner`` becomes this
+     server's id);
+   * a job it runs whose desired state became STOPPED is stopped after its current
+     micro-batch (STOPPING, then STOPPED, owner cleared);
+   * a job it runs that was dropped (its uid is gone) is stopped at once, and its
+     checkpoint directory is purged again once it stopped (the dropping client purged
+     it while the query could still write to it);
+   * a job that ended by itself (FAILED after its failover attempts, or invalid) is left
+     alone until its row changes (START, STOP/START, ALTER); a job already FAILED when
+     this server first sees it is left alone likewise, so a takeover or a restart never
+     revives a FAILED job;
+   * ALTER STREAMJOB on a running job does not restart it: properties apply at its next
+     start (as the ALTER message says);
+   * a job with desired state STOPPED that still names an owner (its job manager died
+     while it was stopped) gets its open runs ended and its owner cleared.
+
+Fencing: the holder counts its lease as held until ``ttl`` after it *sent* its latest
+successful renewal (its own monotonic clock; the database recorded a later expiry). A
+watchdog thread, which never touches the catalog, fences the server when less than
+``min(2 s, ttl/4)`` of that time is left without a renewal (the catalog unreachable, the
+process stalled), and the lease thread fences it when a renewal finds another holder:
+every job it runs is stopped at once and writes nothing more to the catalog, since a
+standby may take over as soon as the lease expires. A fenced server stays a candidate
+and runs the jobs again if it gets the lease back. Limits: a process frozen past its
+lease (SIGSTOP, a long GC pause) runs its queries until it resumes and fences itself;
+nothing stops a ``streamjob run`` process (which holds no lease) from running a job
+that a server runs too.
+
+Shutdown (SIGTERM, SIGINT/Ctrl-C): every job stops after its current micro-batch, in
+parallel (their desired state stays RUNNING; status STOPPED), the lease is kept renewed
+meanwhile, then released, and the server unregistered, so a standby takes over within
+a second instead of after the TTL. A second signal interrupts the shutdown.
+
+With ``until_idle`` (``streamjob server --until-idle``) the server takes the lease (an
+error if another live server holds it), starts the RUNNING jobs once, waits until each
+has committed all input available when it started, then shuts down the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from datetime import datetime
+from typing import Callable
+
+from ..catalog import Catalog
+from ..catalog.records import JobInfo
+from ..exceptions import StreamJobError
+from ..home import Home
+from .runner import JobManager, JobRunner
+
+log = logging.getLogger(__name__)
+
+#: Statuses in which a job manager may be running the job's query.
+ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
+#: Longest wait, in seconds, for the jobs to stop at shutdown.
+SHUTDOWN_TIMEOUT_S = 120.0
+#: Seconds between two prunes of dead servers' rows by the lease holder.
+PRUNE_EVERY_S = 30.0
+
+
+def new_server_id() -> str:
+    """``f"{hostname}:{pid}:{8 random hex digits}"``, the host name shortened so that the
+    id fits the catalog's 64 characters."""
+    suffix = f":{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return socket.gethostname()[: 64 - len(suffix)] + suffix
+
+
+class JobServer:
+    """A job manager process: see the module docstring.
+
+    Args:
+        catalog: the catalog (control plane).
+        home: the streamjob home (Spark conf with ``spark.master``, checkpoint root).
+        debug: Spark's own logs and full traces.
+        lease_ttl_ms: the lease's time to live, milliseconds (> 0): a standby takes over
+            at most about this long after the holder died.
+        poll_s: seconds between two reconciliations without notifications (> 0).
+        echo: where the server's one-line reports go (``click.echo`` in the CLI);
+            default: the log at INFO level.
+
+    Raises (from :meth:`run`): CatalogError if the catalog cannot be reached at start;
+    StreamJobError with ``until_idle`` when another server holds the lease or a job fails.
+    """
+
+    def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
+                 lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
+                 echo: Callable[[str], None] | None = None) -> None:
+        if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
+            raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
+        if poll_s <= 0:
+            raise ValueError(f"poll_s must be > 0, got {poll_s!r}")
+        self.catalog = catalog
+        self.home = home
+        self.debug = debug
+        self.lease_ttl_ms = lease_ttl_ms
+        self.poll_s = float(poll_s)
+        self.server_id = new_server_id()
+        self.spark_master = home.conf.get("spark.master", "local[*]")
+        self.manager = JobManager(catalog, home, debug, owner=self.server_id)
+        self._echo = echo or log.info
+        self._lock = threading.RLock()          # holding/deadline vs. starting vs. fencing
+        self.holding = False                     # we hold the lease and may run jobs
+        self._deadline = 0.0                     # monotonic time our lease ends
+        self._stop = threading.Event()           # shutdown requested
+        self._lease_done = threading.Event()     # lease and watchdog threads end
+        self._threads: list[threading.Thread] = []
+        self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
+        self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
+        self._standby_for: str | None = None
+        self._outage = False
+        self._signals = 0
+        self._signal_name: str | None = None
+        self._loop_error: str | None = None
+        self._lease_catalog: Catalog | None = None
+        self._watcher = None
+        self._last_prune = 0.0
+
+    # ---------------------------------------------------------------- public
+
+    def run(self, until_idle: bool = False) -> None:
+        """Serve until :meth:`request_stop` (SIGTERM/SIGINT when called in the main
+        thread), or with ``until_idle`` until the jobs caught up; always shuts down
+        cleanly (module docstring)."""
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._on_signal)
+        self.catalog.register_server(self.server_id, socket.gethostname(), os.getpid(),
+                                     self.spark_master)
+        try:
+            self._lease_catalog = self.catalog.clone()
+            self._watcher = self.catalog.watcher(self.poll_s)
+            self._echo(f"server {self.server_id}: job manager on {self.spark_master}, "
+                       f"catalog {self.catalog.url}")
+            self._renew()
+            if until_idle:
+                self._await_lease()
+            for target, name in ((self._keep_lease, "lease"), (self._watchdog, "lease-watchdog")):
+                t = threading.Thread(target=target, name=name, daemon=True)
+                t.start()
+                self._threads.append(t)
+            # standbys too, so a takeover need not wait for Spark; on a thread, so the loop
+            # answers signals and reports meanwhile (a job start waits for it)
+            threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
+            if until_idle:
+                self._until_idle()
+            else:
+                self._serve()
+        finally:
+            self.shutdown()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to shut down (returns at once; safe from signal handlers)."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.wake()
+
+    def shutdown(self) -> None:
+        """Stop every job after its current micro-batch (in parallel), then release the
+        lease, unregister and stop Spark. Idempotent."""
+        self._stop.set()
+        if self._signal_name:
+            self._echo(f"server {self.server_id}: {self._signal_name}: stopping the jobs after "
+                       "their current batch")
+            self._signal_name = None
+        for runner in list(self.manager.runners.values()):
+            self._stop_job(runner, graceful=True, why="server shutdown")
+        deadline = time.monotonic() + SHUTDOWN_TIMEOUT_S
+        for _runner, waiter in list(self._stopping.values()):
+            if waiter is not None:
+                waiter.join(max(0.0, deadline - time.monotonic()))
+        self._lease_done.set()
+        for t in self._threads:
+            t.join(10)
+        self._threads.clear()
+        try:
+            self.catalog.unregister_server(self.server_id)  # releases the lease too
+            with self._lock:
+                self.holding = False
+        except StreamJobError as exc:
+            log.warning("server %s: lease not released: %s", self.server_id, exc)
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+        if self._lease_catalog is not None and self._lease_catalog is not self.catalog:
+            self._lease_catalog.close()
+        self._lease_catalog = None
+        from ..engine import stop_spark
+
+        stop_spark()
+
+    # ---------------------------------------------------------------- loops
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            if self.holding:
+                try:
+                    self._reconcile()
+                    self._loop_error = None
+                except StreamJobError as exc:  # catalog trouble: the watchdog fences if needed
+                    if str(exc) != self._loop_error:  # once per distinct error
+                        log.warning("server %s: reconciling failed: %s", self.server_id, exc)
+                    self._loop_error = str(exc)
+            else:
+                self._note_standby()
+            self._watcher.wait()
+
+    def _await_lease(self) -> None:
+        """``until_idle`` needs the lease: wait for it up to one TTL and a second (the
+        lease of a job manager that just died expires meanwhile); an error if a live
+        server keeps it."""
+        deadline = time.monotonic() + self.lease_ttl_ms / 1000 + 1.0
+        while not self.holding and not self._stop.is_set() and time.monotonic() < deadline:
+            self._stop.wait(min(self.poll_s, self.lease_ttl_ms / 3000))
+            self._renew()
+        if not self.holding:
+            holder = self.catalog.lease_holder()
+            raise StreamJobError(
+                f"server {holder.server_id if holder else '?'} holds the job manager lease "
+                "and runs the jobs; --until-idle needs the lease (stop that server, or let "
+                "it run the jobs)")
+
+    def _until_idle(self) -> None:
+        self._reconcile()
+        runners = list(self.manager.runners.values())
+        if not runners:
+            self._echo("no streamjob was started")
+            return
+        self.manager.wait_until_idle()
+        self._echo(f"all {len(runners)} job(s) caught up with their input")
+
+    def _start_spark(self) -> None:
+        try:
+            self.manager.spark()
+        except Exception as exc:  # noqa: BLE001 - the first job start raises it again
+            log.error("server %s: Spark did not start: %s", self.server_id, exc)
+
+    def _keep_lease(self) -> None:
+        every = min(self.poll_s, self.lease_ttl_ms / 3000)
+        while not self._lease_done.wait(every):
+            self._renew()
+            if self.holding and time.monotonic() - self._last_prune > PRUNE_EVERY_S:
+                self._last_prune = time.monotonic()
+                try:
+                    pruned = self._lease_catalog.prune_servers(max(30_000, 3 * self.lease_ttl_ms))
+                    for sid in pruned:
+                        log.info("server %s: removed dead server %s", self.server_id, sid)
+                except StreamJobError as exc:
+                    log.debug("pruning servers failed: %s", exc)
+
+    def _renew(self) -> None:
+        """Heartbeat and take/renew the lease once (the lease thread's step)."""
+        cat = self._lease_catalog or self.catalog
+        sent = time.monotonic()
+        try:
+            if not cat.heartbeat(self.server_id):
+                cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
+                                    self.spark_master)
+            held = cat.acquire_lease(self.server_id, self.lease_ttl_ms)
+        except StreamJobError as exc:
+            if not self._outage:
+                log.warning("server %s: cannot renew the lease: %s", self.server_id, exc)
+                self._outage = True
+            return
+        if self._outage:
+            log.warning("server %s: the catalog answers again", self.server_id)
+            self._outage = False
+        with self._lock:
+            if held:
+                self._deadline = sent + self.lease_ttl_ms / 1000
+                if not self.holding and not self._stop.is_set():
+                    self.holding = True
+                    self._standby_for = None
+                    self._echo(f"server {self.server_id}: active (holds the job manager lease)")
+                    if self._watcher is not None:
+                        self._watcher.wake()
+            elif self.holding:
+                self._fence("another server holds the lease now")
+
+    def _watchdog(self) -> None:
+        margin = min(2.0, self.lease_ttl_ms / 4000)
+        while not self._lease_done.wait(0.1):
+            # read without the lock (the lock holder may be a slow catalog call's caller);
+            # _fence re-checks under it
+            if self.holding and time.monotonic() > self._deadline - margin:
+                self._fence("the lease could not be renewed in time")
+
+    def _fence(self, why: str) -> None:
+        """Lost the lease: stop every job at once, writing nothing more (module doc).
+        The fenced runners count as stopping until they ended, so that no job of theirs
+        starts again here while its old query still stops."""
+        with self._lock:
+            if not self.holding:
+                return
+            self.holding = False
+            runners = self.manager.fence()
+            stopping = [r for r, _w in list(self._stopping.values())]
+            helpers = [h for h in (r.fence() for r in runners + stopping) if h is not None]
+            for runner in runners:
+                self._stop_job(runner, graceful=False, why="fenced")
+        deadline = time.monotonic() + 30
+        for helper in helpers:  # the queries, not the runner threads (maybe stuck on the catalog)
+            helper.join(max(0.0, deadline - time.monotonic()))
+        self._echo(f"server {self.server_id}: {why}: stopped {len(runners)} job(s) at once "
+                   "(fenced)")
+        log.warning("server %s fenced: %s", self.server_id, why)
+
+    def _on_signal(self, signum, frame) -> None:
+        # no output here: a handler that writes may interrupt a write of the main thread
+        self._signals += 1
+        if self._signals > 1:
+            raise KeyboardInterrupt
+        self._signal_name = signal.Signals(signum).name
+        self.request_stop()
+
+    def _note_standby(self) -> None:
+        try:
+            holder = self.catalog.lease_holder()
+        except StreamJobError:
+            return
+        if holder is not None and holder.server_id not in (self._standby_for, self.server_id):
+            self._standby_for = holder.server_id
+            self._echo(f"standby: server {holder.server_id} holds the lease")
+
+    # ---------------------------------------------------------------- reconcile
+
+    def _reconcile(self) -> None:
+        """One pass of the holder (module docstring)."""
+        jobs = self.catalog.list_jobs()
+        by_uid = {j.uid: j for j in jobs}
+        for uid, runner in list(self.manager.runners.items()):
+            job = by_uid.get(uid)
+            if job is None:
+                self._stop_job(runner, graceful=False, why="dropped")
+            elif job.desired_state != "RUNNING":
+                self._stop_job(runner, graceful=True, why="stopped")
+            elif not runner.is_alive():
+                self.manager.forget(uid)
+                now = self.catalog.get_job_by_uid(uid)  # after the runner's last writes
+                if now is not None:
+                    self._ended[uid] = now.updated_at
+                    self._echo(f"streamjob {job.qualified_name} {now.status.lower()}"
+                               + (f": {runner.error}" if runner.error else ""))
+            else:
+                runner.reassert(job)
+        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
+        for job in jobs:
+            mine = job.uid in self.manager.runners or job.uid in self._stopping
+            if job.desired_state != "RUNNING":
+                if job.owner and not mine:
+                    self._disown(job)
+                continue
+            if mine or job.qualified_name in busy_names:
+                continue
+            seen = self._ended.get(job.uid)
+            if seen is not None:
+                if job.updated_at == seen:
+                    continue
+                del self._ended[job.uid]  # its row changed since it ended: try again
+            elif job.status == "FAILED":
+                self._ended[job.uid] = job.updated_at
+                self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
+                           "START it again to retry")
+                continue
+            self._start_job(job)
+        for uid in [u for u in self._ended if u not in by_uid]:
+            del self._ended[uid]
+
+    def _start_job(self, job: JobInfo) -> None:
+        self.manager.spark()  # outside the lock: starting Spark takes seconds
+        ended = self.catalog.end_open_runs(
+            job.uid, "FAILED", f"its job manager ({job.owner or 'unknown'}) died or lost "
+            "its lease while running it")
+        if ended:
+            log.warning("streamjob %s: ended %d run(s) left open by job manager %s",
+                        job.qualified_name, ended, job.owner or "unknown")
+        with self._lock:  # short: the watchdog fences under it
+            if not self.holding or self._stop.is_set():
+                return
+            self.manager.start(job)
+        self._echo(f"streamjob {job.qualified_name} started")
+
+    def _stop_job(self, runner: JobRunner, graceful: bool, why: str) -> None:
+        """Stop a runner without blocking the loop: a waiter thread joins it, reports,
+        and for a dropped job purges its checkpoint directory."""
+        uid = runner.job.uid
+        with self._lock:
+            self.manager.forget(uid)
+            if uid in self._stopping:
+                return
+            runner.request_stop(graceful=graceful)
+            self._stopping[uid] = (runner, None)  # the waiter follows
+
+        def wait() -> None:
+            runner.join(SHUTDOWN_TIMEOUT_S)
+            try:
+                if why == "dropped" and not runner.fenced:
+                    self._purge_dropped(runner.job)
+                self._echo(f"streamjob {runner.job.qualified_name} stopped ({why})")
+            finally:
+                self._stopping.pop(uid, None)
+                if self._watcher is not None:
+                    self._watcher.wake()  # a recreated job of that name may start now
+
+        waiter = threading.Thread(target=wait, name=f"stop-{runner.job.qualified_name}",
+                                  daemon=True)
+        with self._lock:
+            self._stopping[uid] = (runner, waiter)
+        waiter.start()
+
+    def _purge_dropped(self, job: JobInfo) -> None:
+        """Purge the checkpoint directory of a dropped job again, after its query
+        stopped, unless a job of that name runs here meanwhile (it cannot: a job of a
+        name being stopped is not started)."""
+        from ..checkpoint import store
+
+        current = self.catalog.get_job(job.database, job.name)
+        if current is not None and current.uid in self.manager.runners:
+            return
+        try:
+            store.purge(self.home.checkpoint_dir(job.database, job.name),
+                        self.home.checkpoint_root)
+        except StreamJobError as exc:
+            log.warning("streamjob %s: checkpoint directory not purged: %s",
+                        job.qualified_name, exc)
+
+    def _disown(self, job: JobInfo) -> None:
+        """A stopped job still naming an owner: its job manager died meanwhile."""
+        self.catalog.end_open_runs(job.uid, "STOPPED",
+                                   f"stopped while its job manager ({job.owner}) was gone")
+        self.catalog.update_job(job.database, job.name, uid=job.uid, owner=None,
+                                status="STOPPED" if job.status in ACTIVE_STATUSES else None)

@@ -1,0 +1,189 @@
+"""A bare ``SELECT ... FROM stream [LIMIT n]``: the shell's transient look at a stream.
+
+A job's query is an ``insert into <table> select ...``; the shell also accepts a bare
+SELECT, which runs as a short-lived streaming query whose rows are printed, not stored.
+:func:`plan_preview` resolves it with the job planner's machinery (the same column and
+object checks, STREAMWINDOW, derived streams and stream-static joins, errors at their
+line and column in the statement) and :func:`preview_frame` builds it in a Spark session
+clone with the same source readers a job uses (:func:`.plan.source_frame`).
+
+Differences from a job, on purpose:
+
+* the top-level ``LIMIT n`` is not part of the Spark query (a streaming LIMIT is
+  stateful); it is the number of rows to show (default :data:`DEFAULT_LIMIT`);
+* a Kafka stream is read from its reset strategy
+  (``transwarp.consumer.reset.offset.strategy``: ``earliest`` unless the stream says
+  otherwise), or from ``reset`` when the caller overrides it; nothing is committed to
+  any consumer group;
+* malformed records of a stream with ``malformed.policy`` ``skip`` or ``dead-letter``
+  are skipped: a preview never writes to a dead-letter table;
+* an aggregation runs in ``update`` output mode, so its changing results are shown as
+  they change (a job would need a keyed sink for that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from .. import properties as jp
+from ..catalog import Catalog
+from ..connectors import spec as cspec
+from ..exceptions import ValidationError
+from ..grammar.statements import DEFAULT_DATABASE
+from ..home import Home
+from .derived import expand_streams
+from .lookup import Lookup
+from .plan import Derived, Source, Static, source_frame, static_frame, with_proctime
+from .query import AnalyzedSelect, _analyze_body
+from .text import QueryText, parse
+from .window import extract_windows
+
+#: Rows shown by a SELECT without LIMIT.
+DEFAULT_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class PreviewPlan:
+    """A resolved bare SELECT (no Spark objects).
+
+    ``select`` is the analyzed query (its ``select_sql`` over view names, without the
+    top-level LIMIT); ``limit`` the rows to show; ``sources``, ``statics`` and
+    ``derived`` as in :class:`~streamjob.planner.plan.JobPlan`; ``props`` the effective
+    typed job properties of the session (``SET``); ``output_mode`` ``append`` or
+    ``update`` (an aggregation)."""
+
+    select: AnalyzedSelect
+    limit: int
+    sources: tuple[Source, ...]
+    statics: tuple[Static, ...]
+    derived: tuple[Derived, ...]
+    props: dict[str, Any]
+    output_mode: str
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The output column names as the select names them (``_cN`` when unnamed)."""
+        return tuple(c or f"_c{i}" for i, c in enumerate(self.select.output_columns))
+
+
+def is_select(text: str) -> bool:
+    """True when ``text`` (one statement) is a query: it starts with SELECT or WITH,
+    after blanks, comments and opening parentheses."""
+    from ..grammar.lexical import iter_pieces
+
+    for kind, start, end in iter_pieces(text):
+        if kind in ("ws", "comment"):
+            continue
+        piece = text[start:end].lstrip("(")
+        if not piece:
+            continue
+        word = re.match(r"[A-Za-z_]*", piece).group(0).lower()
+        return word in ("select", "with")
+    return False
+
+
+def plan_preview(catalog: Catalog, home: Home, text: str,
+                 session_props: dict[str, str] | None = None, reset: str | None = None,
+                 default_database: str = DEFAULT_DATABASE) -> PreviewPlan:
+    """Resolve a bare SELECT against the catalog.
+
+    Args:
+        catalog: the catalog.
+        home: the streamjob home (default locations of file tables).
+        text: the statement (a trailing ``;`` is allowed).
+        session_props: the session's ``SET`` values (``spark.sql.*`` settings, records
+            per batch).
+        reset: a reset strategy for every Kafka stream read (``earliest``, ``latest``,
+            ``committed`` or a timestamp in ms), instead of each stream's own.
+
+    Raises:
+        ValidationError: not one SELECT, a syntax error, an unknown stream, table or
+            column, a bad STREAMWINDOW, no stream read, a LIMIT that is not a whole
+            number (at its line and column in ``text``); a Kafka stream to be read from
+            ``committed`` offsets without a consumer group.
+    """
+    text = text.rstrip().removesuffix(";")
+    qt = QueryText(text, None)
+    blanked, clauses = extract_windows(qt)
+    statements = parse(qt, blanked, "query")
+    if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
+        raise qt.error("expected one 'select ...' (an insert runs as a streamjob: "
+                       "CREATE STREAMJOB j AS (\"insert into t select ...\"))")
+    select = statements[0]
+    limit = _take_limit(qt, select)
+    lookup = Lookup(catalog)
+    try:
+        body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
+    except ValidationError as exc:
+        if exc.message.startswith("the query reads no stream"):
+            exc.message = ("the query reads no stream; a SELECT in the shell shows the rows of "
+                           "a stream as they arrive: name one in FROM")
+            exc.args = (exc.message,)
+        raise
+    props = jp.values({}, session_props)
+    proctime = {w.view for w in body.windows if w.proctime}
+    bases, derived_streams = expand_streams(lookup, body.references)
+    sources = tuple(_source(st, view, view in proctime, reset) for st, view in bases)
+    derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
+    statics = []
+    for ref in body.references:
+        if ref.kind == "table":
+            tb = lookup.table(ref.database, ref.name)
+            sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
+            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
+                raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
+            statics.append(Static(tb, ref.view, sp))
+    mode = "update" if body.aggregate else "append"
+    return PreviewPlan(body, limit, sources, tuple(statics), derived, props, mode)
+
+
+def _take_limit(qt: QueryText, select: exp.Expr) -> int:
+    """Remove the top-level LIMIT from ``select``; returns its count (the default if none).
+
+    Raises:
+        ValidationError: a LIMIT that is not a whole number >= 0.
+    """
+    node = select.args.get("limit")
+    if node is None:
+        return DEFAULT_LIMIT
+    value = node.args.get("expression") or node.this
+    text = value.sql() if isinstance(value, exp.Expr) else str(value)
+    if not text.isdigit():
+        raise qt.error(f"LIMIT must be a whole number of rows, got '{text}'", qt.node_span(node))
+    select.set("limit", None)
+    return int(text)
+
+
+def _source(stream, view: str, proctime: bool, reset: str | None) -> Source:
+    """A source of the preview: the stream's connector spec, its reset strategy replaced
+    by ``reset`` if given, no dead-letter target (malformed records are skipped) and only
+    the stream's own consumer group (read by the ``committed`` strategy, never written)."""
+    sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
+    if isinstance(sp, cspec.KafkaSourceSpec):
+        if reset:
+            sp = dataclasses.replace(sp, reset=reset)
+        if sp.reset == "committed" and not sp.group_id:
+            raise ValidationError(
+                f"stream {stream.qualified_name} starts at its consumer group's committed "
+                f"offsets ('committed') but names no group (\"transwarp.consumer.group.id\"); "
+                f"SET transwarp.consumer.reset.offset.strategy=earliest or latest to look at it")
+        return Source(stream, view, sp, proctime, sp.group_id)
+    return Source(stream, view, sp, proctime)
+
+
+def preview_frame(session, plan: PreviewPlan):
+    """The streaming DataFrame of the preview in ``session`` (a session clone): a view per
+    source stream, static table and derived stream, in dependency order, then the select."""
+    for src in plan.sources:
+        source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
+    for st in plan.statics:
+        static_frame(session, st).createOrReplaceTempView(st.view)
+    for d in plan.derived:
+        df = session.sql(d.select_sql)
+        (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
+    return session.sql(plan.select.select_sql)

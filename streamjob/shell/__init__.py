@@ -1,0 +1,29 @@
+"""``streamjob shell``: an interactive StreamSQL shell in the manner of pgcli and litecli.
+
+- :mod:`.app` — the loop: prompt, statements, results, errors, where jobs run;
+- :mod:`.splitter` — ``;``-terminated multi-line input, meta-command lines;
+- :mod:`.lexer` — syntax highlighting (pygments) and the keyword lists;
+- :mod:`.completion` — keywords, property names and values, catalog names;
+- :mod:`.meta` — ``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``, ``\\timing``, ``\\json``;
+- :mod:`.preview` — ``SELECT ... FROM stream [LIMIT n]`` as a transient query;
+- :mod:`.terminal` — the JVM's stderr, Ctrl-C, log lines above the prompt.
+
+prompt_toolkit and pyspark are imported only when the shell runs (``streamjob --help``
+stays instant).
+"""
+
+from __future__ import annotations
+
+
+def run_shell(catalog, home, debug: bool = False, as_json: bool = False,
+              interactive: bool | None = None) -> int:
+    """Run the shell over ``catalog`` until quit or end of input; returns the exit status.
+
+    Interactive when stdin is a terminal (unless ``interactive`` says otherwise); else
+    the statements on stdin run without prompts or questions."""
+    from .app import Shell
+
+    return Shell(catalog, home, debug=debug, as_json=as_json, interactive=interactive).run()
+
+
+__all__ = ["run_shell"]

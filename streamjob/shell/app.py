@@ -1,0 +1,475 @@
+"""The shell's loop: read statements, run them, print their results.
+
+On a terminal, input comes from a prompt_toolkit prompt (history in
+``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion);
+DROP asks for confirmation. Otherwise (``streamjob shell < file.sql``) statements are
+read from stdin and run as they complete, with no prompt and no question; errors name
+``<stdin>:LINE:COL`` and make the exit status 1.
+
+Where started jobs run: when a job manager (``streamjob server``) holds the catalog's
+lease, START only sets the job's desired state and the server runs it. Without one, the
+shell hosts the jobs it starts in an in-process :class:`~streamjob.manager.JobManager`
+and says so; they stop when the shell exits (after a question on a terminal), their
+checkpoints kept and their desired state still RUNNING, so a job manager started later
+resumes them. Spark starts on the first SELECT or hosted START, not before.
+
+Errors print as one red line, ``Error: LINE:COL: message`` with the position inside the
+statement (a full trace only with ``--debug``); the shell goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import traceback
+from typing import IO
+
+import click
+
+from ..exceptions import StreamJobError, ValidationError
+from .completion import PREVIEW_RESET_KEY, Names
+from .splitter import Piece, bare_word, first_word, is_complete, position_in, split_input
+from .terminal import follow_stderr, restore_sigint, stderr_to
+
+log = logging.getLogger(__name__)
+
+PROMPT = "streamjob> "
+#: Seconds START waits for a job hosted by the shell to be running (or to fail).
+START_WAIT_S = 60.0
+
+
+class Shell:
+    """One shell session over a catalog.
+
+    Args:
+        catalog: the catalog.
+        home: the streamjob home (history file, checkpoints, engine settings).
+        debug: print full traces of errors.
+        as_json: start with JSON output (``\\json`` toggles it).
+        interactive: read from a prompt (default: stdin is a terminal).
+    """
+
+    def __init__(self, catalog, home, debug: bool = False, as_json: bool = False,
+                 interactive: bool | None = None) -> None:
+        self.catalog = catalog
+        self.home = home
+        self.debug = debug
+        self.as_json = as_json
+        self.timing = False
+        self.interactive = sys.stdin.isatty() if interactive is None else interactive
+        self.session_props: dict[str, str] = {}
+        self.reset: str | None = None  # where SELECT reads Kafka streams from, if SET
+        self.manager = None  # the JobManager of jobs this shell hosts (created on demand)
+        self.errors = 0
+        self.names = Names()
+        self._spark_started = False
+        self._reported: set[str] = set()
+        self.refresh_names()
+
+    # -- output --------------------------------------------------------------------
+
+    def echo(self, text: str = "") -> None:
+        """Print a line of output."""
+        click.echo(text)
+
+    def error(self, exc: BaseException, piece: Piece | None = None, text: str = "",
+              source: str | None = None) -> None:
+        """Print ``exc`` as one red line; with ``source`` (a script), its position in
+        the script, else in the statement. Counts the error."""
+        self.errors += 1
+        if isinstance(exc, StreamJobError):
+            message = " ".join(exc.message.split()) or type(exc).__name__
+            where = ""
+            if exc.line is not None and exc.column is not None:
+                line, col = exc.line, exc.column
+                if source is not None and piece is not None:
+                    line, col = position_in(text, piece.offset, line, col)
+                where = f"{source}:{line}:{col}: " if source else f"{line}:{col}: "
+            elif source is not None and piece is not None:
+                line, col = position_in(text, piece.offset, 1, 1)
+                where = f"{source}:{line}:{col}: "
+            line_text = f"Error: {where}{message}"
+        else:
+            line_text = f"Error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            if not self.debug:
+                line_text += " (run with --debug for the full trace)"
+        if self.debug:
+            traceback.print_exception(exc, file=sys.stderr)
+        click.secho(line_text, fg="red", err=True)
+
+    def render(self, result) -> None:
+        """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
+        tables, or JSON under ``\\json``)."""
+        from ..cli import _render
+
+        _render(result, self.as_json)
+
+    # -- state ---------------------------------------------------------------------
+
+    def refresh_names(self) -> None:
+        """Reload the catalog names offered by completion (kept as they were if the
+        catalog cannot be read)."""
+        try:
+            self.names = Names.load(self.catalog)
+        except Exception as exc:  # noqa: BLE001 - completion must never break the shell
+            log.debug("cannot read catalog names: %s", exc)
+
+    def server(self) -> str | None:
+        """The id of the job manager holding the catalog's lease, or None (no server
+        runs; also when the catalog cannot tell)."""
+        holder_of = getattr(self.catalog, "lease_holder", None)
+        if not callable(holder_of):
+            return None
+        try:
+            holder = holder_of()
+        except Exception as exc:  # noqa: BLE001 - no lease information: no server
+            log.debug("lease_holder failed: %s", exc)
+            return None
+        if holder is None or isinstance(holder, str):
+            return holder
+        host, pid = getattr(holder, "host", None), getattr(holder, "pid", None)
+        if host is not None and pid is not None:
+            return f"{host}:{pid}"  # as `streamjob status` names a job manager
+        return str(getattr(holder, "server_id", None) or holder)
+
+    def job_manager(self):
+        """The in-process job manager of the jobs this shell hosts (created on first use)."""
+        if self.manager is None:
+            from ..manager import JobManager
+
+            shell = self
+
+            class ShellJobManager(JobManager):
+                """The shell's job manager: Spark starts through :meth:`Shell.spark`."""
+
+                def spark(self):
+                    return shell.spark()
+
+            self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug)
+        return self.manager
+
+    def hosted(self) -> list:
+        """The runners of the jobs running in this shell."""
+        return self.manager.running() if self.manager is not None else []
+
+    def spark(self):
+        """The process's SparkSession, started on first use (it takes a few seconds).
+
+        On a terminal (without ``--debug``) the JVM's own stderr (its start-up banner,
+        errors of Spark itself) goes to ``<home>/shell_spark.log``, not over the prompt."""
+        from ..engine import spark_session
+
+        if self._spark_started or self.debug or not self.interactive:
+            spark = spark_session(self.home, self.debug)
+        else:
+            log_file = self.home.root / "shell_spark.log"
+            click.secho(f"starting Spark (its log: {log_file}) ...", dim=True)
+            with stderr_to(log_file):
+                spark = spark_session(self.home, self.debug)
+        self._spark_started = True
+        restore_sigint()
+        return spark
+
+    # -- running -------------------------------------------------------------------
+
+    def run_text(self, text: str, source: str | None = None, final: bool = True) -> bool:
+        """Run every command in ``text``; with ``final``, an unfinished last statement
+        too (a script's last statement may lack its ``;``). ``source`` names a script
+        (errors then give positions in it). Returns False when a command quits."""
+        split = split_input(text)
+        pieces = list(split.pieces)
+        if split.rest and (final or bare_word(split.rest)):
+            pieces.append(Piece("sql", split.rest.rstrip().rstrip(";").rstrip(), split.rest_offset))
+        for piece in pieces:
+            if not self.run_piece(piece, text, source):
+                return False
+        return True
+
+    def run_piece(self, piece: Piece, text: str = "", source: str | None = None) -> bool:
+        """Run one statement or meta command, printing its result or its error; returns
+        False when it quits the shell."""
+        from .meta import run_meta
+
+        started = time.perf_counter()
+        try:
+            word = bare_word(piece.text)
+            if word in ("quit", "exit"):
+                return False
+            if piece.kind == "meta":
+                if not run_meta(self, piece.text):
+                    return False
+            elif word == "help":
+                run_meta(self, "\\help")
+            else:
+                self.run_statement(piece.text)
+        except KeyboardInterrupt:
+            click.secho("Interrupted.", fg="yellow", err=True)
+        except Exception as exc:  # noqa: BLE001 - the shell's error boundary
+            self.error(exc, piece, text or piece.text, source)
+        finally:
+            restore_sigint()
+            self.refresh_names()
+        if self.timing:
+            self.echo(f"Time: {time.perf_counter() - started:.3f} s")
+        return True
+
+    def run_statement(self, text: str) -> None:
+        """Run one statement (without its ``;``) and print its result.
+
+        Raises:
+            StreamJobError: the statement's error (it changed nothing), positioned in
+                ``text``.
+        """
+        from ..grammar import parse_statement
+        from ..grammar import statements as st
+        from ..planner.preview import is_select
+
+        if is_select(text):
+            from .preview import run_select
+
+            run_select(self, text)
+            return
+        if first_word(text) == "insert":
+            raise ValidationError('an INSERT runs as a streamjob: CREATE STREAMJOB j AS ("insert '
+                                  'into t select ..."); then START STREAMJOB j', 1, 1)
+        stmt = parse_statement(text)
+        if self._shell_setting(stmt):
+            return
+        if isinstance(stmt, (st.DropStreamJob, st.DropStream, st.DropTable)) \
+                and not self._confirm_drop(stmt):
+            return
+        from ..executor import Executor
+
+        server = None
+        manager = self.manager
+        hosted_here = isinstance(stmt, st.StopStreamJob) and self._hosts(stmt)
+        if isinstance(stmt, st.StartStreamJob):
+            server = self.server()
+            manager = None if server else self.job_manager()
+        result = Executor(self.catalog, self.home, manager, self.session_props).execute(stmt)
+        if isinstance(stmt, st.StartStreamJob):
+            self._started(stmt, result, server)
+        elif isinstance(stmt, st.StopStreamJob) and not hosted_here:
+            server = self.server()
+            if server:
+                result.message = (f"{result.message}; server {server} stops it after its "
+                                  f"current batch")
+        self.render(result)
+        if isinstance(stmt, st.SetProperty) and stmt.key is None and self.reset:
+            self.echo(f"{PREVIEW_RESET_KEY}={self.reset} (where SELECT in this shell starts)")
+
+    def _hosts(self, stmt) -> bool:
+        """True if the job ``stmt`` names runs in this shell."""
+        qualified = ".".join(stmt.name.resolve())
+        return any(r.job.qualified_name == qualified for r in self.hosted())
+
+    def _shell_setting(self, stmt) -> bool:
+        """``SET``/``RESET`` of :data:`PREVIEW_RESET_KEY`: where SELECT in this shell
+        starts reading Kafka streams (not a job property). True if handled here."""
+        from .. import properties as jp
+        from ..grammar import statements as st
+
+        if isinstance(stmt, st.ResetProperty) and stmt.key is None:
+            self.reset = None
+            return False
+        key = getattr(stmt, "key", None)
+        if not isinstance(stmt, (st.SetProperty, st.ResetProperty)) or key is None \
+                or key.strip().lower() != PREVIEW_RESET_KEY:
+            return False
+        if isinstance(stmt, st.ResetProperty):
+            self.reset = None
+            self.echo(f"{PREVIEW_RESET_KEY} reset (SELECT reads each stream from its own)")
+            return True
+        try:
+            self.reset = str(jp.CONNECTOR.lookup(PREVIEW_RESET_KEY).parse(stmt.value or ""))
+        except StreamJobError as exc:
+            pos = stmt.where("name")
+            exc.locate(pos.line, pos.column)
+            raise
+        self.echo(f"{PREVIEW_RESET_KEY}={self.reset} (where SELECT in this shell starts "
+                  f"reading Kafka streams)")
+        return True
+
+    def _confirm_drop(self, stmt) -> bool:
+        """Ask before a DROP on a terminal ("Drop streamjob x? [y/N]"); True to go on. An
+        object that does not exist is not asked about (the statement reports it)."""
+        from ..grammar import statements as st
+
+        if not self.interactive:
+            return True
+        kind, get = {st.DropStreamJob: ("streamjob", self.catalog.get_job),
+                     st.DropStream: ("stream", self.catalog.get_stream),
+                     st.DropTable: ("table", self.catalog.get_table)}[type(stmt)]
+        if get(*stmt.name.resolve()) is None:
+            return True
+        if self.confirm(f"Drop {kind} {stmt.name}? [y/N] "):
+            return True
+        self.echo(f"{kind} {stmt.name} not dropped")
+        return False
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question on the terminal (yes only for y/yes); always yes when
+        not interactive."""
+        if not self.interactive:
+            return True
+        from prompt_toolkit import prompt
+
+        try:
+            answer = prompt(question)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    def _started(self, stmt, result, server: str | None) -> None:
+        """Say where a started job runs; for a job hosted here, wait until it runs (or
+        failed), at most :data:`START_WAIT_S` (Ctrl-C stops waiting, not the job)."""
+        from ..exceptions import JobError
+
+        db, name = stmt.name.resolve()
+        qualified = f"{db}.{name}"
+        if server:
+            phrase = "will start when a job manager runs it"
+            note = f"server {server} runs it"
+            msg = result.message or ""
+            result.message = (msg.replace(phrase, f"will start: {note}") if phrase in msg
+                              else f"{msg}; {note}")
+            return
+        runner = next((r for r in (self.manager.runners.values() if self.manager else ())
+                       if r.job.qualified_name == qualified), None)
+        if runner is not None:
+            try:
+                runner.started.wait(START_WAIT_S)
+            except KeyboardInterrupt:
+                pass
+            if runner.error and not runner.is_alive():
+                self._reported.add(runner.job.uid)
+                raise JobError(f"streamjob {qualified} failed: {runner.error}")
+        result.message = ((result.message or "") + f"\nno job manager is running: this shell "
+                          f"runs streamjob {qualified}; it stops when the shell exits")
+
+    def report_jobs(self) -> None:
+        """Print a red line for each job hosted here that failed since the last report."""
+        if self.manager is None:
+            return
+        for runner in list(self.manager.runners.values()):
+            uid = runner.job.uid
+            if uid in self._reported or runner.is_alive() or not runner.error:
+                continue
+            self._reported.add(uid)
+            click.secho(f"streamjob {runner.job.qualified_name} failed: {runner.error}",
+                        fg="red", err=True)
+
+    # -- the two modes -------------------------------------------------------------
+
+    def run(self, stdin: IO[str] | None = None) -> int:
+        """Run the shell until quit or end of input; returns the exit status (1 when a
+        script had errors)."""
+        try:
+            if self.interactive:
+                self.loop()
+                return 0
+            self.script(stdin or sys.stdin)
+            return 1 if self.errors else 0
+        finally:
+            self.close()
+
+    def script(self, stream: IO[str], source: str = "<stdin>") -> None:
+        """Run the statements read from ``stream`` as each completes (no prompt, no
+        question)."""
+        buffer = ""
+        for line in stream:
+            buffer += line
+            if is_complete(buffer):
+                if not self.run_text(buffer, source=source, final=False):
+                    return
+                buffer = "\n" * buffer.count("\n")  # keep later line numbers true
+        if buffer.strip():
+            self.run_text(buffer, source=source, final=True)
+
+    def loop(self) -> None:
+        """The interactive prompt loop (see the module docstring)."""
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        session = self._prompt_session()
+        follow_stderr()
+        self._banner()
+        while True:
+            self.report_jobs()
+            try:
+                with patch_stdout(raw=True):
+                    text = session.prompt(PROMPT)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                if self._may_exit():
+                    return
+                continue
+            if not self.run_text(text) and self._may_exit():
+                return
+
+    def _prompt_session(self):
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.application import get_app
+        from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+        from prompt_toolkit.filters import Condition
+        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.lexers import PygmentsLexer
+
+        from .completion import ShellCompleter
+        from .lexer import StreamSqlLexer
+
+        def continuation(width: int, line_number: int, is_soft_wrap: bool) -> str:
+            return "-> ".rjust(width)
+
+        unfinished = Condition(lambda: not is_complete(get_app().current_buffer.text))
+        return PromptSession(
+            history=FileHistory(str(self.home.root / "shell_history")),
+            multiline=unfinished,
+            lexer=PygmentsLexer(StreamSqlLexer),
+            completer=ShellCompleter(lambda: self.names),
+            complete_while_typing=True,
+            auto_suggest=AutoSuggestFromHistory(),
+            prompt_continuation=continuation,
+            enable_open_in_editor=True,
+        )
+
+    def _banner(self) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from .. import properties as jp
+
+        try:
+            ver = version("streamjob")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            ver = "dev"
+        self.echo(f"streamjob {ver} shell, catalog {jp.mask('url', self.home.catalog_url)}")
+        server = self.server()
+        self.echo(f"jobs started here run in server {server}" if server else
+                  "no job manager is running: jobs started here run in this shell")
+        self.echo("\\help for help, \\q to quit")
+
+    def _may_exit(self) -> bool:
+        """True to exit: no job runs here, or the user agrees to stop them."""
+        running = self.hosted()
+        if not running or not self.interactive:
+            return True
+        names = ", ".join(r.job.qualified_name for r in running)
+        n = len(running)
+        verbs = "runs in this shell and stops" if n == 1 else "run in this shell and stop"
+        return self.confirm(f"{'streamjob' if n == 1 else 'streamjobs'} {names} {verbs} "
+                            f"when it exits. Exit? [y/N] ")
+
+    def close(self) -> None:
+        """Stop the jobs hosted here (checkpoints kept) and Spark, if started."""
+        running = self.hosted()
+        if running:
+            names = ", ".join(r.job.qualified_name for r in running)
+            self.echo(f"stopping {names} (checkpoints kept; a job manager resumes "
+                      f"{'it' if len(running) == 1 else 'them'})")
+        if self.manager is not None:
+            self.manager.shutdown()
+        elif self._spark_started:
+            from ..engine import stop_spark
+
+            stop_spark()

@@ -1,0 +1,81 @@
+"""The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``,
+``\\timing``, ``\\json``), modelled on psql/pgcli. A meta command is one line and needs
+no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..exceptions import StreamJobError
+from .completion import META_COMMANDS, PREVIEW_RESET_KEY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app import Shell
+
+HELP = f"""\
+Statements end with ';' (Enter on an unfinished statement continues it on the next line):
+  CREATE STREAM s (col type, ...) TBLPROPERTIES("topic"="t", "kafka.broker.list"="host:port")
+  CREATE TABLE t (col type, ...) [STORED AS PARQUET|JSON|CSV] [TBLPROPERTIES(...)]
+  CREATE STREAMJOB j AS ("insert into t select ... from s") [JOBPROPERTIES(...)]
+  START STREAMJOB j [FROM CHECKPOINT n] | STOP STREAMJOB j | DROP STREAMJOB j
+  ALTER STREAMJOB j SET JOBPROPERTIES(...)   LIST STREAMJOBS   SHOW STREAMS | TABLES
+  DESCRIBE [STREAMJOB] name   SHOW CHECKPOINTS FOR STREAMJOB j   SET k=v | SET | RESET [k]
+  SELECT ... FROM s [LIMIT n]   prints rows of stream s as they arrive, until n rows
+                                (20 without LIMIT) or Ctrl-C; Kafka streams are read from
+                                their reset strategy (earliest unless the stream says
+                                otherwise, or SET {PREVIEW_RESET_KEY}=latest)
+Meta commands (one line, no ';'):
+""" + "\n".join(f"  {name:<9} {text}" for name, text in META_COMMANDS.items()) + """
+Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input, Ctrl-D quits.
+"""
+
+
+def run_meta(shell: "Shell", line: str) -> bool:
+    """Run one meta command line; returns False when the shell should quit.
+
+    Raises:
+        StreamJobError: an unknown command, a missing argument, or the error of the
+            statement it runs.
+    """
+    command, _, arg = line.strip().partition(" ")
+    command, arg = command.lower(), arg.strip()
+    if command in ("\\q", "\\quit"):
+        return False
+    if command in ("\\?", "\\help", "\\h"):
+        shell.echo(HELP.rstrip("\n"))
+    elif command == "\\l":
+        shell.run_statement("LIST STREAMJOBS")
+    elif command == "\\d":
+        describe(shell, arg)
+    elif command == "\\i":
+        if not arg:
+            raise StreamJobError("\\i needs a file: \\i FILE")
+        try:
+            text = Path(arg).expanduser().read_text()
+        except OSError as exc:
+            raise StreamJobError(f"cannot read {arg}: {exc.strerror}") from None
+        return shell.run_text(text, source=arg)
+    elif command == "\\timing":
+        shell.timing = not shell.timing
+        shell.echo(f"Timing is {'on' if shell.timing else 'off'}.")
+    elif command == "\\json":
+        shell.as_json = not shell.as_json
+        shell.echo(f"Output format is {'JSON' if shell.as_json else 'tables'}.")
+    else:
+        raise StreamJobError(f"unknown command {command}; \\? lists the commands")
+    return True
+
+
+def describe(shell: "Shell", name: str) -> None:
+    """``\\d``: every stream, table and streamjob; ``\\d name``: DESCRIBE STREAMJOB name if
+    a job has that name, else DESCRIBE name (a stream or table)."""
+    if not name:
+        for sql in ("SHOW STREAMS", "SHOW TABLES", "LIST STREAMJOBS"):
+            shell.run_statement(sql)
+        return
+    db, _, obj = name.rpartition(".")
+    if shell.catalog.get_job((db or "default").strip("`"), obj.strip("`")) is not None:
+        shell.run_statement(f"DESCRIBE STREAMJOB {name}")
+    else:
+        shell.run_statement(f"DESCRIBE {name}")

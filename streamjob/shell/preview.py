@@ -1,0 +1,164 @@
+"""``SELECT ... FROM stream [LIMIT n]`` in the shell: a transient streaming query whose
+rows are printed as they arrive.
+
+The SELECT is planned by :mod:`streamjob.planner.preview` (the job planner's checks and
+source readers) and runs in its own Spark session clone with a temporary checkpoint
+directory and a 500 ms trigger; a foreachBatch function prints each micro-batch's rows
+until ``n`` rows were shown (20 without LIMIT) or Ctrl-C, then the query is stopped and
+its checkpoint directory removed. Nothing is committed to any consumer group and nothing
+is recorded in the catalog. Rows print as a table whose header comes first (or as one
+JSON object per line under ``\\json``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import tempfile
+import threading
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Callable
+
+import click
+
+from ..exceptions import StreamJobError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app import Shell
+
+#: Micro-batch interval of a preview query.
+TRIGGER = "500 milliseconds"
+#: Widest a column is padded to (longer values are printed whole).
+MAX_WIDTH = 30
+
+
+def format_value(value: Any) -> str:
+    """A cell as printed: ``null``, timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]``,
+    nested values as JSON, anything else as ``str``."""
+    if value is None:
+        return "null"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=str)
+    if hasattr(value, "asDict"):  # a nested Row
+        return json.dumps(value.asDict(recursive=True), default=str)
+    if isinstance(value, Decimal):
+        return str(value)
+    return str(value)
+
+
+class RowPrinter:
+    """Prints rows under a header as they come, up to ``limit`` rows.
+
+    Column widths are those of the names, widened by the first rows printed (up to
+    :data:`MAX_WIDTH`), so later rows line up with the header. ``as_json`` prints one
+    JSON object per row instead."""
+
+    def __init__(self, columns: list[str], limit: int, as_json: bool,
+                 echo: Callable[[str], None]) -> None:
+        self.columns = list(columns)
+        self.limit = limit
+        self.as_json = as_json
+        self.echo = echo
+        self.count = 0
+        self.widths: list[int] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int:
+        """Rows still to print."""
+        return max(0, self.limit - self.count)
+
+    def print_rows(self, rows: list[tuple]) -> None:
+        """Print ``rows`` (at most :attr:`remaining` of them)."""
+        with self._lock:
+            rows = rows[: self.remaining]
+            if not rows:
+                return
+            if self.as_json:
+                for row in rows:
+                    self.echo(json.dumps(dict(zip(self.columns, row)), default=str))
+            else:
+                cells = [[format_value(v) for v in row] for row in rows]
+                if self.widths is None:
+                    self.widths = [min(MAX_WIDTH, max([len(c)] + [len(r[i]) for r in cells]))
+                                   for i, c in enumerate(self.columns)]
+                    self.echo(self._line(self.columns))
+                    self.echo("-+-".join("-" * w for w in self.widths))
+                for r in cells:
+                    self.echo(self._line(r))
+            self.count += len(rows)
+
+    def _line(self, cells: list[str]) -> str:
+        return " | ".join(c.ljust(w) for c, w in zip(cells, self.widths or [])).rstrip()
+
+    def footer(self, interrupted: bool) -> str:
+        """``3 rows``, with ``(stopped by Ctrl-C)`` when interrupted."""
+        n = self.count
+        return f"{n} row{'s' if n != 1 else ''}" + (" (stopped by Ctrl-C)" if interrupted else "")
+
+
+def run_select(shell: "Shell", text: str) -> None:
+    """Run the bare SELECT ``text`` as a transient query and print its rows (see the
+    module docstring). Returns after ``n`` rows, Ctrl-C or a failure of the query.
+
+    Raises:
+        ValidationError: the SELECT does not resolve (see
+            :func:`streamjob.planner.preview.plan_preview`).
+        StreamJobError: the query failed (an unreachable broker, a bad record ...).
+    """
+    from .. import properties as jp
+    from ..planner.preview import plan_preview
+
+    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset)
+    if plan.limit == 0:
+        shell.echo("0 rows")
+        return
+    from ..engine import job_session
+    from ..planner.preview import preview_frame
+
+    session = job_session(shell.spark(), jp.spark_settings(plan.props))
+    df = preview_frame(session, plan)
+    printer = RowPrinter(df.columns, plan.limit, shell.as_json, shell.echo)
+    done = threading.Event()
+
+    def batch(frame, batch_id: int) -> None:
+        want = printer.remaining
+        if want > 0:
+            printer.print_rows([tuple(r) for r in frame.limit(want).collect()])
+        if printer.remaining <= 0:
+            done.set()
+
+    checkpoint = tempfile.mkdtemp(prefix="streamjob-select-")
+    query = None
+    interrupted = False
+    try:
+        query = (df.writeStream.outputMode(plan.output_mode)
+                 .option("checkpointLocation", checkpoint)
+                 .trigger(processingTime=TRIGGER)
+                 .foreachBatch(batch).start())
+        if shell.interactive:
+            click.secho(f"(up to {plan.limit} rows as they arrive; Ctrl-C stops)", dim=True)
+        try:
+            while not done.wait(0.25):
+                if not query.isActive:
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        failure = None if done.is_set() or interrupted else query.exception()
+    finally:
+        if query is not None:
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001 - a failed query is already stopped
+                pass
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    if failure is not None:
+        from ..manager.runner import error_summary
+
+        raise StreamJobError(f"the query failed: {error_summary(failure)}")
+    if interrupted:
+        shell.echo()  # after the terminal's ^C
+    shell.echo(printer.footer(interrupted))

@@ -1,0 +1,451 @@
+"""The job manager service with real processes: ``streamjob server`` and client commands
+as separate processes on one catalog, SQLite and PostgreSQL (DESIGN §5, §8).
+
+Each test has its own home, catalog (a SQLite file, or a fresh PostgreSQL schema) and
+Kafka topic on the session's broker; a feeder thread produces a small JSON record every
+50 ms so the jobs keep making checkpoints (interval 1 s, longer than a batch takes
+here, so a graceful stop finds the gap between two batches). The test process reads the
+catalog directly (no Spark here) and waits on conditions with deadlines; the servers'
+stdout lines are collected by a reader thread and waited on the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from streamjob.catalog import Catalog
+from streamjob.checkpoint.store import log_ids
+from streamjob.dev.broker import create_topic
+
+from .conftest import STREAMJOB
+from .conftest import wait_for as _wait_for
+
+
+def wait_for(predicate, timeout, what, interval=0.2):
+    t = time.monotonic()
+    try:
+        return _wait_for(predicate, timeout, what, interval)
+    finally:
+        if os.environ.get("SJ_TRACE"):
+            print(f"{time.monotonic() - T0:7.2f} waited {time.monotonic() - t:5.2f} s for {what}")
+
+pytestmark = pytest.mark.integration
+T0 = time.monotonic()
+
+PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL",
+                        "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+JOB_SQL = """
+CREATE STREAM IF NOT EXISTS events (id INT, v STRING)
+TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{bootstrap}", "format"="json");
+CREATE TABLE IF NOT EXISTS {job}_out (id INT, v STRING) STORED AS JSON;
+CREATE STREAMJOB {job} AS ("insert into {job}_out select id, v from events")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
+START STREAMJOB {job};
+"""
+
+
+class Server:
+    """A ``streamjob server`` process in its own process group; its output lines are
+    collected by a thread and can be waited for."""
+
+    def __init__(self, env: "Env", *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [STREAMJOB, "--catalog", env.url, "server", *args], env=env.environ(),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.id = self.wait_line(r"^server (\S+): job manager on", 60).group(1)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with self._cond:
+                if os.environ.get("SJ_TRACE"):
+                    print(f"{time.monotonic() - T0:7.2f} {self.proc.pid}: {line.rstrip()}")
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self._cond:
+            return "\n".join(self.lines)
+
+    def wait_line(self, pattern: str, timeout: float) -> re.Match:
+        """The first output line matching ``pattern``; fails after ``timeout`` s or if
+        the process ended without printing one."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._more()):
+                    pytest.fail(f"no line matching {pattern!r} within {timeout} s "
+                                f"(exit {self.proc.poll()}); output:\n" + "\n".join(self.lines))
+                self._cond.wait(min(left, 0.5))
+
+    def _more(self) -> bool:
+        return not self.proc.stdout.closed and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the whole group (the Python process and its Spark JVM)."""
+        os.killpg(self.proc.pid, sig)
+
+    def terminate(self) -> None:
+        """SIGTERM to the server process alone, as ``kill PID`` or systemd with
+        KillMode=mixed do (a signal to the group would kill Spark's JVM and Python
+        workers under the server's feet)."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the whole group (the Python process and its Spark JVM)."""
+        if self.proc.poll() is None:
+            self.signal(signal.SIGKILL)
+        self.proc.wait(60)
+
+    def wait_exit(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"server {self.id} did not exit within {timeout} s; output:\n"
+                        + self.output)
+
+
+class Feeder:
+    """Produces ``{"id": n, "v": "r<n>"}`` to the topic every ``every_s`` seconds, each
+    record flushed alone (visible at once to offset readers on this broker)."""
+
+    def __init__(self, bootstrap: str, topic: str, every_s: float = 0.05) -> None:
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        self.topic, self.every_s, self.sent = topic, every_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.producer.send(self.topic, json.dumps({"id": self.sent, "v": f"r{self.sent}"})
+                               .encode(), partition=self.sent % 2)
+            self.producer.flush()
+            self.sent += 1
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.producer.close()
+
+
+class Env:
+    """One test's home, catalog URL, topic and client commands."""
+
+    def __init__(self, root: Path, url: str, bootstrap: str, topic: str) -> None:
+        self.root, self.url, self.bootstrap, self.topic = root, url, bootstrap, topic
+        self.home = root / "home"
+        self.home.mkdir(parents=True)
+        (self.home / "streamjob.conf").write_text(
+            "spark.master=local[2]\nspark.sql.shuffle.partitions=2\n")
+        self.catalog = Catalog(url)
+        self.servers: list[Server] = []
+        self.feeder: Feeder | None = None
+
+    def environ(self) -> dict:
+        return {**os.environ, "STREAMJOB_HOME": str(self.home)}
+
+    def server(self, *args: str) -> Server:
+        s = Server(self, *args)
+        self.servers.append(s)
+        return s
+
+    def submit(self, sql: str) -> str:
+        path = self.root / f"submit-{uuid.uuid4().hex[:6]}.sql"
+        path.write_text(sql)
+        res = subprocess.run([STREAMJOB, "--catalog", self.url, "submit", str(path)],
+                             env=self.environ(), capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        return res.stdout
+
+    def create_job(self, job: str) -> str:
+        return self.submit(JOB_SQL.format(topic=self.topic, bootstrap=self.bootstrap, job=job))
+
+    def feed(self) -> Feeder:
+        self.feeder = Feeder(self.bootstrap, self.topic)
+        return self.feeder
+
+    def job(self, name: str):
+        return self.catalog.get_job("default", name)
+
+    def checkpoint_ids(self, name: str) -> list[int]:
+        job = self.job(name)
+        return [c.checkpoint_id for c in self.catalog.list_checkpoints(job.uid)] if job else []
+
+    def checkpoint_dir(self, name: str) -> str:
+        return str(self.home / "checkpoints" / "default" / name)
+
+    def wait_job(self, name: str, timeout: float, what: str, interval: float = 0.2, **fields):
+        """Wait until job ``name`` has every given field value (``owner=...``,
+        ``status=...``); returns the job."""
+        def ok():
+            job = self.job(name)
+            return job if job and all(getattr(job, k) == v for k, v in fields.items()) else None
+
+        return wait_for(ok, timeout, f"{name}: {what} ({fields})", interval)
+
+    def wait_checkpoint_beyond(self, name: str, after: int, timeout: float) -> list[int]:
+        return wait_for(lambda: [i for i in self.checkpoint_ids(name) if i > after] or None,
+                        timeout, f"a checkpoint of {name} after {after}")
+
+    def close(self) -> None:
+        if self.feeder is not None:
+            self.feeder.stop()
+        for s in self.servers:
+            s.kill()
+        self.catalog.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def env(request, tmp_path, broker):
+    topic = f"events_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    admin = schema = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/home/catalog.db"
+    else:
+        admin = create_engine(PG_URL)
+        schema = f"sj_server_{uuid.uuid4().hex[:10]}"
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"}) \
+            .render_as_string(hide_password=False)
+    e = Env(tmp_path, url, broker.bootstrap, topic)
+    try:
+        yield e
+    finally:
+        e.close()
+        if admin is not None:
+            with admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+
+
+# ---------------------------------------------------------------------- tests
+
+
+def test_server_follows_submit_stop_and_drop(env):
+    """(a) Jobs submitted by another process start within a few seconds; STOP STREAMJOB
+    stops one after its batch (STOPPED, no owner); a job whose row is dropped while it
+    runs is stopped at once and its checkpoints purged; DROP of a stopped job makes it
+    go for good; progress is written about once a second."""
+    server = env.server()
+    server.wait_line(r": active \(holds the job manager lease\)", 60)
+    holder = env.catalog.lease_holder()
+    assert holder is not None and holder.server_id == server.id
+    env.feed()
+    env.create_job("first")
+    env.wait_job("first", 120, "started by the server", status="RUNNING", owner=server.id)
+    env.wait_checkpoint_beyond("first", -1, 60)
+
+    # Spark is up now: a second job must start within the poll interval plus a little
+    env.create_job("second")
+    submitted = time.monotonic()
+    env.wait_job("second", 5, "picked up within a few seconds", owner=server.id, interval=0.05)
+    picked_up = time.monotonic() - submitted
+    env.wait_job("second", 60, "running", status="RUNNING")
+    first_ck = env.checkpoint_ids("first")[-1]
+
+    # progress: batch, rates, lag and last checkpoint time, about once a second
+    def progressed():
+        p = env.job("first").progress
+        return p if p.get("batch_id", -1) > first_ck and p.get("last_checkpoint_at") \
+            and p.get("lag_records") is not None else None
+
+    progress = wait_for(progressed, 30, "progress of job first")
+    assert set(progress) == {"batch_id", "input_rows_per_s", "processed_rows_per_s",
+                             "lag_records", "last_checkpoint_at", "updated_at"}
+    assert 0 <= progress["lag_records"] < 1000 and progress["input_rows_per_s"] >= 0
+
+    out = env.submit("STOP STREAMJOB first;")
+    assert "stopped" in out or "STOPPED" in out
+    job = env.wait_job("first", 60, "stopped by the server", status="STOPPED", owner=None)
+    assert job.desired_state == "STOPPED"
+    server.wait_line(r"streamjob default\.first stopped \(stopped\)", 60)
+    runs = env.catalog.list_runs(job.uid)
+    assert runs[-1].status == "STOPPED" and runs[-1].ended_at is not None
+    ck = env.checkpoint_dir("first")
+    assert log_ids(ck, "offsets")[-1] == log_ids(ck, "commits")[-1]  # after its batch
+
+    # a job row that disappears while the job runs: stopped at once, checkpoints purged.
+    # (The catalog is changed directly: DROP STREAMJOB from a client purges the checkpoint
+    # directory itself while the server's query may still write to it; see the report.)
+    second = env.job("second")
+    env.catalog.drop_job("default", "second")
+    server.wait_line(r"streamjob default\.second stopped \(dropped\)", 60)
+    assert not Path(env.checkpoint_dir("second")).exists()
+    assert env.catalog.list_runs(second.uid) == []
+
+    env.submit("DROP STREAMJOB first;")  # a stopped job: gone, and nothing restarts it
+    assert env.job("first") is None and not Path(env.checkpoint_dir("first")).exists()
+    env.create_job("third")  # the server still follows the catalog
+    env.wait_job("third", 60, "running", status="RUNNING", owner=server.id)
+    assert "default.first started" not in server.output.split("stopped (stopped)")[-1]
+    server.terminate()
+    assert server.wait_exit(60) == 0, server.output
+    print(f"second job picked up {picked_up:.2f} s after submit ({env.catalog.dialect})")
+
+
+def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
+    """(b)-(d) in one life of a catalog, three servers:
+
+    * two servers, one lease: only its holder runs the jobs, the standby runs none;
+    * SIGKILL of the holder: the standby takes over once the lease expired (TTL 3 s)
+      and the jobs resume from their checkpoints (ids continue);
+    * a server started after the kill waits as the new standby (then frozen with
+      SIGSTOP, so that what the next step leaves stays visible);
+    * SIGTERM of the holder: every job stops after its current batch (STOPPED, desired
+      state still RUNNING, the checkpoint logs end on a commit), the lease is released
+      and the server unregistered, so the standby, thawed, takes over at once, long
+      before the holder's 30 s TTL, resuming with the next batch.
+    """
+    first = env.server("--lease-ttl", "3000")
+    first.wait_line(r": active \(holds the job manager lease\)", 60)
+    second = env.server("--lease-ttl", "30000")
+    second.wait_line(rf"^standby: server {re.escape(first.id)} holds the lease", 60)
+    assert {s.server_id for s in env.catalog.list_servers()} == {first.id, second.id}
+    env.feed()
+    env.create_job("k1")
+    env.create_job("k2")
+    for name in ("k1", "k2"):
+        env.wait_job(name, 120, "run by the lease holder", status="RUNNING", owner=first.id)
+        env.wait_checkpoint_beyond(name, 0, 60)
+    assert env.catalog.lease_holder().server_id == first.id
+    assert " started" not in second.output  # the standby runs nothing
+
+    # (b), (c): SIGKILL of the holder; the standby takes over after the lease expired
+    first.kill()
+    killed_at = time.monotonic()
+    killed = {n: max(env.checkpoint_ids(n)) for n in ("k1", "k2")}
+    second.wait_line(r": active \(", 60)
+    took_over = time.monotonic() - killed_at
+    assert took_over >= 2.0, f"took the lease {took_over:.1f} s after the kill, before it expired"
+    # a new server, started now, waits as standby (its Spark starts meanwhile)
+    third = env.server("--lease-ttl", "30000")
+    for name in ("k1", "k2"):
+        job = env.wait_job(name, 90, "taken over", status="RUNNING", owner=second.id)
+        new = env.wait_checkpoint_beyond(name, killed[name], 60)
+        assert min(new) <= killed[name] + 2, f"{name} did not resume from its checkpoint"
+        runs = env.catalog.list_runs(job.uid)
+        assert any(r.status == "FAILED" and first.id in (r.cause or "") for r in runs), runs
+        assert runs[-1].ended_at is None and len([r for r in runs if r.ended_at is None]) == 1
+
+    third.wait_line(rf"^standby: server {re.escape(second.id)} holds the lease", 60)
+    assert " started" not in third.output
+
+    # (d): SIGTERM of the holder, with the standby frozen
+    third.signal(signal.SIGSTOP)
+    try:
+        second.terminate()
+        assert second.wait_exit(90) == 0, second.output
+        assert "Traceback" not in second.output, second.output
+        stopped = {}
+        for name in ("k1", "k2"):
+            job = env.job(name)
+            assert (job.status, job.desired_state, job.owner) == ("STOPPED", "RUNNING", None)
+            runs = env.catalog.list_runs(job.uid)
+            assert (runs[-1].status, runs[-1].cause) == ("STOPPED", "stopped"), runs
+            ck = env.checkpoint_dir(name)
+            offsets, commits = log_ids(ck, "offsets"), log_ids(ck, "commits")
+            assert offsets[-1] == commits[-1], f"{name}: batch {offsets[-1]} left uncommitted"
+            stopped[name] = max(env.checkpoint_ids(name))
+            assert stopped[name] == commits[-1]
+        with env.catalog._engine.connect() as conn:  # noqa: SLF001 - the raw lease row
+            assert conn.execute(text("SELECT holder, expires_at FROM leases")).all() == [
+                (None, None)]
+        servers = {s.server_id for s in env.catalog.list_servers()}
+        assert second.id not in servers and third.id in servers  # (first: dead, not pruned yet)
+        assert env.catalog.lease_holder() is None
+    finally:
+        third.signal(signal.SIGCONT)
+    thawed = time.monotonic()
+    third.wait_line(r": active \(", 15)
+    handed_over = time.monotonic() - thawed
+    assert handed_over < 5, f"took {handed_over:.1f} s: the lease was not released"
+    for name in ("k1", "k2"):
+        env.wait_job(name, 90, "taken over", status="RUNNING", owner=third.id)
+        new = env.wait_checkpoint_beyond(name, stopped[name], 90)
+        assert min(new) == stopped[name] + 1, f"{name}: the next batch follows the last commit"
+    third.terminate()
+    assert third.wait_exit(90) == 0, third.output
+    print(f"\nstandby took over {took_over:.1f} s after SIGKILL (lease TTL 3 s); "
+          f"{handed_over:.2f} s after a SIGTERM released it ({env.catalog.dialect})")
+
+
+def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
+    """A holder whose lease renewals stall (here: the test locks the lease for longer
+    than the TTL — SQLite: an exclusive write lock on the catalog; PostgreSQL: ACCESS
+    EXCLUSIVE on ``leases``) stops every job at once before the lease expires, writing
+    nothing; once the catalog answers again it takes the lease back and runs them."""
+    ttl = 3000
+    server = env.server("--lease-ttl", str(ttl))
+    server.wait_line(r": active \(", 60)
+    env.feed()
+    env.create_job("f")
+    job = env.wait_job("f", 120, "running", status="RUNNING", owner=server.id)
+    env.wait_checkpoint_beyond("f", 0, 60)
+
+    if env.catalog.dialect == "sqlite":
+        import sqlite3
+
+        lock = sqlite3.connect(make_url(env.url).database, timeout=30, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+    else:
+        lock = env.catalog._engine.connect()  # noqa: SLF001 - a raw transaction
+        lock.begin()
+        lock.execute(text("LOCK TABLE leases IN ACCESS EXCLUSIVE MODE"))
+    locked_at = time.monotonic()
+    try:
+        server.wait_line(r"could not be renewed in time: stopped 1 job\(s\) at once \(fenced\)",
+                         ttl / 1000 + 10)
+        fenced_after = time.monotonic() - locked_at
+        assert fenced_after < ttl / 1000, f"fenced {fenced_after:.1f} s after the lease locked"
+        commits = log_ids(env.checkpoint_dir("f"), "commits")
+        # the outage lasts past the lease's expiry; meanwhile the queries stay stopped
+        while time.monotonic() - locked_at < ttl / 1000 + 1:
+            assert log_ids(env.checkpoint_dir("f"), "commits") == commits
+            time.sleep(0.1)
+        assert env.job("f").status == "RUNNING"  # a fenced server writes nothing
+    finally:
+        lock.rollback() if env.catalog.dialect != "sqlite" else lock.execute("ROLLBACK")
+        lock.close()
+    server.wait_line(r"streamjob default\.f stopped \(fenced\)", 60)
+    # the catalog answers again: the lease is taken back and the job runs again
+    wait_for(lambda: server.output.count(": active (") >= 2, 30, "the lease taken back")
+    new = env.wait_checkpoint_beyond("f", max(commits), 90)
+    assert min(new) <= max(commits) + 2
+    job = env.wait_job("f", 30, "running again", status="RUNNING", owner=server.id)
+    runs = env.catalog.list_runs(job.uid)
+    assert len(runs) >= 2 and "lost its lease" in (runs[-2].cause or ""), runs
+    server.terminate()
+    assert server.wait_exit(90) == 0, server.output
+    print(f"\nfenced {fenced_after:.2f} s after the lease was locked (TTL {ttl} ms, "
+          f"{env.catalog.dialect})")

@@ -1,0 +1,333 @@
+"""``streamjob shell`` through a real terminal: pexpect runs it in a pseudo-terminal
+(TERM=xterm, 40x140) and pyte, a terminal emulator, keeps the screen it draws, so that
+what a user would see (the prompt, the line being edited, a completion) is checked on the
+screen, and printed results in the transcript. Waits are event-driven: each read blocks
+until the shell writes something, up to a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+
+pytestmark = pytest.mark.integration
+
+STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
+ROWS, COLS = 40, 140
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|[\x07\x08\x0e\x0f]")
+PROMPT = "streamjob> "
+UP = "\x1b[A"
+
+
+class Terminal:
+    """``streamjob --home HOME shell`` in a pseudo-terminal, its screen emulated."""
+
+    def __init__(self, home: Path) -> None:
+        env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(COLS),
+                   LINES=str(ROWS))
+        env.pop("STREAMJOB_HOME", None)
+        self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
+                                   dimensions=(ROWS, COLS), encoding="utf-8",
+                                   codec_errors="replace")
+        self.screen = pyte.Screen(COLS, ROWS)
+        self.stream = pyte.Stream(self.screen)
+        self.raw = ""  # everything the shell wrote
+        self.mark = 0  # transcript offset after which `output` looks
+
+    # -- reading -------------------------------------------------------------------
+
+    def _pump(self, timeout: float) -> bool:
+        """Read what the shell wrote within ``timeout`` s; False at its exit."""
+        try:
+            data = self.child.read_nonblocking(65536, timeout=max(timeout, 0.01))
+        except pexpect.TIMEOUT:
+            return True
+        except pexpect.EOF:
+            return False
+        self.raw += data
+        self.stream.feed(data)
+        return True
+
+    @property
+    def transcript(self) -> str:
+        """The output without escape sequences and carriage returns."""
+        return ANSI.sub("", self.raw).replace("\r", "")
+
+    def output(self) -> str:
+        """The transcript since the last :meth:`send`."""
+        return ANSI.sub("", self.raw[self.mark:]).replace("\r", "")
+
+    def lines(self) -> list[str]:
+        """The screen, one string per row, right-trimmed."""
+        return [line.rstrip() for line in self.screen.display]
+
+    def cursor_line(self) -> str:
+        """The screen row the cursor is on."""
+        return self.screen.display[self.screen.cursor.y].rstrip()
+
+    def wait(self, predicate, what: str, timeout: float = 30.0) -> None:
+        """Read until ``predicate()`` holds; fail naming ``what`` with the screen."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"timed out after {timeout} s waiting for {what}; screen:\n"
+                            + "\n".join(self.lines()) + "\n--- output:\n" + self.output()[-3000:])
+            if not self._pump(min(left, 1.0)) and not predicate():
+                pytest.fail(f"the shell exited while waiting for {what}; output:\n"
+                            + self.output()[-3000:])
+
+    def expect(self, pattern: str, timeout: float = 30.0) -> re.Match:
+        """Wait until the output since the last send matches ``pattern`` (a regex)."""
+        found: list[re.Match] = []
+
+        def match() -> bool:
+            m = re.search(pattern, self.output())
+            if m:
+                found.append(m)
+            return m is not None
+
+        self.wait(match, f"output matching {pattern!r}", timeout)
+        return found[0]
+
+    def expect_screen(self, pattern: str, timeout: float = 30.0) -> None:
+        """Wait until the cursor's row on the screen matches ``pattern``."""
+        self.wait(lambda: re.search(pattern, self.cursor_line()) is not None,
+                  f"the cursor line to match {pattern!r}", timeout)
+
+    def prompt(self, timeout: float = 30.0) -> None:
+        """Wait for an empty prompt on the cursor's row."""
+        self.wait(lambda: self.cursor_line() == PROMPT.rstrip()
+                  and self.screen.cursor.x == len(PROMPT), "the prompt", timeout)
+
+    # -- writing -------------------------------------------------------------------
+
+    def send(self, keys: str) -> None:
+        """Type ``keys`` (``\\r`` is Enter, ``\\t`` Tab); output after this is new."""
+        self.mark = len(self.raw)
+        self.child.send(keys)
+
+    def complete(self, typed: str, item: str, timeout: float = 30.0) -> None:
+        """Type ``typed``, wait for the completion menu (which opens while typing) to
+        offer ``item``, and press Tab, as a user would."""
+        self.send(typed)
+        self.wait(lambda: any(line.strip().startswith(item) for line in
+                              self.lines()[self.screen.cursor.y + 1:]),
+                  f"the completion menu to offer {item!r}", timeout)
+        self.send("\t")
+
+    def run(self, statement: str, timeout: float = 30.0) -> str:
+        """Type a one-line statement and Enter; wait for the next prompt; its output."""
+        self.send(statement + "\r")
+        self.expect(r"\n", timeout)
+        self.prompt(timeout)
+        return self.output()
+
+    def exit(self, keys: str = "\\q\r", timeout: float = 60.0) -> None:
+        """Quit (``\\q``, or ``keys``) and wait for the process to end."""
+        self.send(keys)
+        self.wait(lambda: not self.child.isalive(), "the shell to exit", timeout)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def term_factory(tmp_path):
+    terminals: list[Terminal] = []
+
+    def spawn(home: Path | None = None) -> Terminal:
+        t = Terminal(home or tmp_path / "home")
+        terminals.append(t)
+        return t
+
+    yield spawn
+    for t in terminals:
+        t.close()
+
+
+KAFKA_STREAM = ('CREATE STREAM {name} (id int, name string) TBLPROPERTIES("topic"="{topic}", '
+                '"kafka.broker.list"="{bootstrap}", "format"="json")')
+
+
+def test_editing_completion_confirmation_and_errors(term_factory):
+    """Prompt, multi-line input, completion of a keyword, a catalog name and a property
+    name, DROP confirmation, meta commands, and a one-line error after which the shell
+    goes on."""
+    t = term_factory()
+    t.prompt()
+    assert "no job manager is running: jobs started here run in this shell" in t.transcript
+
+    # a statement over two lines: Enter before the ';' continues it
+    t.send("CREATE STREAM clicks (id int, name string)\r")
+    t.expect_screen(r"^\s*->$")
+    t.send(' TBLPROPERTIES("topic"="clicks", "kafka.broker.list"="127.0.0.1:9", "format"="json");\r')
+    t.expect(r"stream default\.clicks created")
+    t.prompt()
+
+    # keyword completion
+    t.complete("SHOW STREAMJ", "STREAMJOBS")
+    t.expect_screen(r"^streamjob> SHOW STREAMJOBS$")
+    t.send(";\r")
+    t.expect(r"streamjobs")
+    t.prompt()
+
+    # catalog name completion (the stream created above)
+    t.complete("DESCRIBE STREAM cli", "clicks")
+    t.expect_screen(r"^streamjob> DESCRIBE STREAM clicks$")
+    t.send(";\r")
+    t.expect(r"kafka\.broker\.list")
+    t.prompt()
+
+    # property name completion inside TBLPROPERTIES(
+    t.complete('CREATE TABLE sink (id int, name string) TBLPROPERTIES("conn', "connector")
+    t.expect_screen(r'TBLPROPERTIES\("connector"$')
+    t.send('="console");\r')
+    t.expect(r"table default\.sink created")
+    t.prompt()
+
+    # DROP asks; "n" keeps the stream
+    t.send("DROP STREAM clicks;\r")
+    t.expect(r"Drop stream clicks\? \[y/N\]")
+    t.send("n\r")
+    t.expect(r"stream clicks not dropped")
+    t.prompt()
+    assert "clicks" in t.run("SHOW STREAMS;")
+
+    # an error: one red line with line:col inside the statement, then the prompt again
+    t.send("CREATE STREAM bad (id int)\r")
+    t.expect_screen(r"->$")
+    t.send('TBLPROPERTIES("topik"="x");\r')
+    m = t.expect(r"Error: (\d+):(\d+): ([^\n]*)\n")
+    assert (m.group(1), m.group(2)) == ("2", "15"), m.group(0)
+    assert "topik" in m.group(3) and "did you mean 'topic'" in m.group(3)
+    t.prompt()
+    after = t.output()[m.end():]
+    assert "Traceback" not in t.transcript and after.strip() == PROMPT.strip(), after
+    assert "bad" not in t.run("SHOW STREAMS;")
+
+    # meta commands
+    assert "Meta commands" in t.run("\\help")
+    assert "streamjobs" in t.run("\\l")
+    assert "Output format is JSON" in t.run("\\json")
+    out = t.run("SHOW TABLES;")
+    assert json.loads(out[out.index("["):out.rindex("]") + 1])[0]["table"] == "sink"
+    t.exit()
+    assert t.child.exitstatus == 0
+
+
+def test_history_persists_across_sessions(term_factory, tmp_path):
+    """A statement of one session is recalled with Up in the next (``<home>/shell_history``)."""
+    home = tmp_path / "hist"
+    first = term_factory(home)
+    first.prompt()
+    assert "streams" in first.run("SHOW STREAMS;")
+    first.exit("\x04")  # Ctrl-D
+    assert (home / "shell_history").exists()
+
+    second = term_factory(home)
+    second.prompt()
+    second.send(UP)
+    second.expect_screen(r"^streamjob> SHOW STREAMS;$")
+    second.send("\r")
+    second.expect(r"streams")
+    second.prompt()
+    second.exit()
+    assert first.child.exitstatus == second.child.exitstatus == 0
+
+
+def _produce(bootstrap: str, topic: str, records: list[dict]) -> None:
+    """Produce JSON records, the last alone and flushed (the broker reports the end
+    offset as the last batch's base offset + 1, see streamjob/dev/flights.py)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1)
+    try:
+        for r in records[:-1]:
+            producer.send(topic, json.dumps(r).encode())
+        producer.flush()
+        producer.send(topic, json.dumps(records[-1]).encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def test_select_shows_rows_of_a_kafka_stream(term_factory, broker):
+    """SELECT ... LIMIT 3 prints three rows as they arrive and returns to the prompt; a
+    SELECT that finds nothing waits until Ctrl-C."""
+    from streamjob.dev.broker import create_topic
+
+    topic = f"shell_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 1)
+    _produce(broker.bootstrap, topic, [{"id": i, "name": f"n{i}"} for i in range(1, 6)])
+    t = term_factory()
+    t.prompt()
+    t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
+    t.send("SELECT id, name FROM s LIMIT 3;\r")
+    m = t.expect(r"(?s)id +\| name\n-+\+-+\n(.*?)\n3 rows\n", timeout=120)
+    rows = [r.split("|") for r in m.group(1).splitlines()]
+    assert [(a.strip(), b.strip()) for a, b in rows] == [("1", "n1"), ("2", "n2"), ("3", "n3")]
+    t.prompt()
+    # Spark started on this first SELECT; the JVM's banner went to its log, not the screen
+    assert "starting Spark" in t.transcript and "Setting default log level" not in t.transcript
+
+    t.send("SELECT name FROM s WHERE id > 100;\r")
+    t.expect(r"Ctrl-C stops", timeout=60)
+    t.send("\x03")
+    t.expect(r"0 rows \(stopped by Ctrl-C\)")
+    t.prompt()
+    t.exit()
+
+
+def _rows(directory: Path) -> int:
+    """Rows in the JSON files of a file table."""
+    return sum(len(f.read_text().splitlines()) for f in directory.glob("*.json"))
+
+
+def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, tmp_path):
+    """START with no job manager running: the shell runs the job, says so, and stops it
+    (after asking) when it exits."""
+    topic = f"shell_{uuid.uuid4().hex[:8]}"
+    from streamjob.dev.broker import create_topic
+
+    create_topic(broker.bootstrap, topic, 1)
+    _produce(broker.bootstrap, topic, [{"id": 1, "name": "a"}])
+    t = term_factory()
+    t.prompt()
+    t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
+    out = tmp_path / "out"
+    t.run(f"CREATE TABLE t (id int, name string) STORED AS JSON LOCATION '{out}';")
+    assert "created" in t.run('CREATE STREAMJOB j AS ("insert into t select id, name from s") '
+                               'JOBPROPERTIES("morphling.job.checkpoint.interval"="1000");')
+    t.send("START STREAMJOB j;\r")
+    t.expect(r"no job manager is running: this shell runs streamjob default\.j; it stops "
+             r"when the shell exits", timeout=120)
+    t.prompt()
+    # Ctrl-C of a SELECT stops the SELECT only, not the job the shell hosts
+    t.send("SELECT * FROM s WHERE id < 0;\r")
+    t.expect(r"Ctrl-C stops", timeout=60)
+    t.send("\x03")
+    t.expect(r"0 rows \(stopped by Ctrl-C\)")
+    t.prompt()
+    _produce(broker.bootstrap, topic, [{"id": 2, "name": "b"}])
+    t.wait(lambda: _rows(out) >= 2,
+           "the job to write both records", 60)
+    jobs = t.run("\\l")
+    assert re.search(r"│ default\.j +│ RUNNING", jobs), jobs
+    assert "Interrupted" not in t.transcript and "failed" not in t.transcript
+    assert "Setting default log level" not in t.transcript
+    t.send("\\q\r")
+    t.expect(r"streamjob default\.j runs in this shell and stops when it exits\. Exit\? \[y/N\]")
+    t.send("y\r")
+    t.expect(r"stopping default\.j")
+    t.wait(lambda: not t.child.isalive(), "the shell to exit", 60)

@@ -1,0 +1,345 @@
+"""The client verbs of the CLI against a real catalog (SQLite; one case on PostgreSQL).
+
+No Spark: jobs are only created, started and stopped in the catalog; no job manager
+runs, except a faked lease holder where the messages about one are checked. Most cases
+run click's CliRunner in-process; ``--help`` and ``status --watch`` run the installed
+``streamjob`` in a subprocess (``--watch`` is ended by SIGINT, as Ctrl-C does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from streamjob.catalog import Catalog
+from streamjob.cli import main
+
+STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
+
+SETUP = """
+CREATE STREAM s (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="127.0.0.1:9");
+CREATE TABLE out (k STRING, v DOUBLE) STORED AS JSON;
+CREATE STREAMJOB j AS ("insert into out select k, v from s");
+"""
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A fresh home with its SQLite catalog: ``{"home": ..., "url": ...}``."""
+    home = tmp_path / "home"
+    return {"home": str(home), "url": f"sqlite:///{home}/catalog.db"}
+
+
+def cli(env, *args, input=None):
+    """Run ``streamjob ARGS`` in-process with STREAMJOB_HOME = the test's home."""
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False,
+                              env={"STREAMJOB_HOME": env["home"], "COLUMNS": "200"})
+
+
+def ok(result) -> str:
+    """stdout of a successful run."""
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.stderr == ""
+    return result.stdout
+
+
+def one_error(result) -> str:
+    """The single red ``Error:`` line of a failed run (exit 1, no trace)."""
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert lines and lines[0].startswith("Error: ")
+    assert sum(line.startswith("Error") for line in lines) == 1
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def job(env):
+    """The home with stream s, table out and job default.j (CREATED, desired STOPPED)."""
+    ok(cli(env, "-e", SETUP))
+    return env
+
+
+def catalog_of(env) -> Catalog:
+    return Catalog(env["url"])
+
+
+# -- -e ---------------------------------------------------------------------------------
+
+
+def test_e_executes_statements_in_one_session_and_prints_each_result(env):
+    out = ok(cli(env, "-e", SETUP, "-e", "SHOW STREAMS; SHOW STREAMJOBS"))
+    assert "stream default.s created" in out and "table default.out created" in out
+    assert "streamjob default.j created (exactly-once" in out
+    assert "streamjobs" in out and "CREATED" in out  # the tables of the second -e
+    assert catalog_of(env).get_job("default", "j").status == "CREATED"
+
+
+def test_e_json_prints_one_document_per_statement_per_line(job):
+    out = ok(cli(job, "-e", "SHOW STREAMS; START STREAMJOB j;", "--json"))
+    streams, started = [json.loads(line) for line in out.splitlines()]
+    assert streams == [{"database": "default", "stream": "s", "source": "kafka"}]
+    assert started["message"].startswith("streamjob default.j: desired state RUNNING")
+    # --json before -e works the same
+    assert json.loads(ok(cli(job, "--json", "-e", "SHOW TABLES")))[0]["table"] == "out"
+
+
+def test_e_parse_error_names_line_and_column_and_executes_nothing(job):
+    result = cli(job, "-e", "STOP STREAMJOB j;\nSHOW STRAEMS;")
+    line = one_error(result)
+    assert line.startswith("Error: line 2, column 6: unexpected 'STRAEMS'")
+    assert "did you mean STREAMS?" in line
+    assert result.stderr.splitlines()[1:] == ["SHOW STRAEMS;", "     ^"]
+    assert result.stdout == ""
+    assert catalog_of(job).get_job("default", "j").status == "CREATED"  # STOP did not run
+
+
+def test_e_stops_at_the_first_failing_statement(job):
+    result = cli(job, "-e", "START STREAMJOB j; START STREAMJOB nope; SHOW STREAMS")
+    assert one_error(result) == ("Error: line 1, column 36: streamjob default.nope "
+                                 "does not exist")
+    assert "desired state RUNNING" in result.stdout and "kafka" not in result.stdout
+
+
+def test_e_with_a_command_is_a_usage_error_and_no_arguments_print_help(env):
+    assert cli(env, "-e", "SHOW STREAMS", "list").exit_code == 2
+    out = ok(cli(env))
+    assert "Commands:" in out and "status" in out and "-e, --execute" in out
+
+
+# -- start / stop / drop ------------------------------------------------------------------
+
+
+def test_start_stop_drop_change_the_desired_state_without_a_job_manager(job):
+    out = ok(cli(job, "start", "j"))
+    assert out == ("streamjob default.j: desired state RUNNING; no job manager is running: "
+                   "start one with `streamjob server`\n")
+    assert catalog_of(job).get_job("default", "j").desired_state == "RUNNING"
+    out = ok(cli(job, "stop", "default.j"))
+    assert out == ("streamjob default.j: desired state STOPPED; no job manager is running, "
+                   "so nothing runs it\n")
+    assert catalog_of(job).get_job("default", "j").desired_state == "STOPPED"
+    assert ok(cli(job, "drop", "j")) == "streamjob default.j dropped; its checkpoints were purged\n"
+    assert catalog_of(job).get_job("default", "j") is None
+    assert ok(cli(job, "drop", "j", "--if-exists")) == "streamjob default.j does not exist\n"
+
+
+def test_start_from_checkpoint_removes_the_later_ones(job):
+    catalog = catalog_of(job)
+    uid = catalog.get_job("default", "j").uid
+    t = datetime.now(timezone.utc)
+    for n in range(3):
+        catalog.record_checkpoint(uid, n, started_at=t, ended_at=t, duration_ms=5,
+                                  source_offsets={"t": {"0": n}}, input_rows=1, retained=5)
+    out = ok(cli(job, "start", "j", "--from-checkpoint", "1"))
+    assert out.startswith("streamjob default.j: desired state RUNNING from checkpoint 1 "
+                          "(checkpoints 2 removed")
+    assert out.rstrip().endswith("no job manager is running: start one with `streamjob server`")
+    ids = [c["checkpoint"] for c in json.loads(ok(cli(job, "checkpoints", "j", "--json")))]
+    assert ids == [0, 1]
+    ok(cli(job, "stop", "j"))
+    assert one_error(cli(job, "start", "j", "--from-checkpoint", "7")) == (
+        "Error: checkpoint 7 of streamjob default.j is not retained; retained: 0, 1")
+
+
+def test_messages_name_the_job_manager_holding_the_lease(job):
+    catalog = catalog_of(job)  # a job manager as `streamjob server` registers itself
+    catalog.register_server("node1:4242:0badcafe", "node1", 4242, "local[*]")
+    assert catalog.acquire_lease("node1:4242:0badcafe", ttl_ms=60_000)
+    assert ok(cli(job, "start", "j")) == ("streamjob default.j: desired state RUNNING; "
+                                          "server node1:4242 starts it\n")
+    assert ok(cli(job, "stop", "j")) == ("streamjob default.j: desired state STOPPED; "
+                                         "server node1:4242 stops it after its current batch\n")
+    assert "job manager: server node1:4242" in ok(cli(job, "status"))
+    server = json.loads(ok(cli(job, "status", "--json")))["server"]
+    assert (server["label"], server["server_id"]) == ("node1:4242", "node1:4242:0badcafe")
+    assert ok(cli(job, "drop", "j")).endswith("; server node1:4242 stops it if it runs it\n")
+
+
+# -- read verbs: --json shapes and tables ------------------------------------------------------
+
+
+def test_read_verbs_json_shapes(job):
+    jobs = json.loads(ok(cli(job, "list", "--json")))
+    assert [(j["job"], j["status"], j["desired"]) for j in jobs] == [("default.j", "CREATED", "STOPPED")]
+    described = json.loads(ok(cli(job, "describe", "j", "--json")))
+    assert {"streamjob", "properties", "dependencies", "retained checkpoints"} <= set(described)
+    assert {"field": "name", "value": "default.j"} in described["streamjob"]
+    stream = json.loads(ok(cli(job, "describe", "default.s", "--json")))
+    assert stream["columns"] == [{"column": "k", "type": "string"}, {"column": "v", "type": "double"}]
+    assert json.loads(ok(cli(job, "checkpoints", "j", "--json"))) == []
+    snapshot = json.loads(ok(cli(job, "status", "--json")))
+    assert snapshot["server"] is None and datetime.fromisoformat(snapshot["at"])
+    (entry,) = snapshot["jobs"]
+    assert entry["job"] == "default.j" and entry["status"] == "CREATED"
+    assert entry["desired_state"] == "STOPPED" and entry["batch"] is None
+    assert set(entry) >= {"processed_rows_per_s", "input_rows_per_s", "lag_records",
+                          "last_checkpoint_at", "last_checkpoint_age_s", "error", "owner"}
+    # the group's --json is the default of every read verb
+    assert json.loads(ok(cli(job, "--json", "list")))[0]["job"] == "default.j"
+
+
+def test_status_table_falls_back_to_the_latest_recorded_checkpoint(job):
+    catalog = catalog_of(job)
+    uid = catalog.get_job("default", "j").uid
+    t = datetime.now(timezone.utc) - timedelta(seconds=3)
+    catalog.record_checkpoint(uid, 4, started_at=t, ended_at=t, duration_ms=5,
+                              source_offsets={}, input_rows=1, retained=5)
+    catalog.update_job("default", "j", status="FAILED", last_error="boom: " + "x" * 200)
+    out = ok(cli(job, "status"))
+    header = next(line for line in out.splitlines() if "job" in line and "state" in line)
+    for column in ("job", "state", "desired", "rows/s", "batch", "last checkpoint", "lag", "error"):
+        assert column in header
+    row = next(line for line in out.splitlines() if "default.j" in line)
+    assert "FAILED" in row and "STOPPED" in row and " 4 " in row
+    assert "3 s ago" in row or "4 s ago" in row
+    assert "boom: xxx" in row and "…" in row and "x" * 60 not in row  # truncated
+    assert "no job manager is running" in out
+    entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
+    assert entry["batch"] == 4 and 2 <= entry["last_checkpoint_age_s"] < 30
+    assert entry["error"] == "boom: " + "x" * 200  # whole in JSON
+
+
+def test_status_shows_the_job_managers_progress(job):
+    at = (datetime.now(timezone.utc) - timedelta(minutes=5)).isoformat()
+    catalog = catalog_of(job)
+    job_info = catalog.update_job("default", "j", status="RUNNING", desired_state="RUNNING")
+    catalog.update_progress(job_info.uid, {
+        "batch_id": 17, "input_rows_per_s": 1300.0, "processed_rows_per_s": 1234.5,
+        "lag_records": 42, "last_checkpoint_at": at, "updated_at": at})
+    row = next(line for line in ok(cli(job, "status")).splitlines() if "default.j" in line)
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells == ["default.j", "RUNNING", "RUNNING", "1,234.5", "17", "5 min ago", "42", ""]
+    entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
+    assert (entry["batch"], entry["processed_rows_per_s"], entry["lag_records"]) == (17, 1234.5, 42)
+    assert 299 <= entry["last_checkpoint_age_s"] < 330
+
+
+# -- --catalog / --home, errors --------------------------------------------------------------
+
+
+def test_catalog_and_home_may_follow_the_verb(job, tmp_path):
+    other = f"sqlite:///{tmp_path}/other.db"
+    ok(cli(job, "-e", "CREATE STREAM o (a INT) TBLPROPERTIES ('topic'='t', "
+                      "'kafka.broker.list'='h:1')", "--catalog", other))
+    assert json.loads(ok(cli(job, "list", "--json", "--catalog", other))) == []
+    assert json.loads(ok(cli(job, "--catalog", other, "list", "--json"))) == []  # group level
+    assert json.loads(ok(cli(job, "describe", "o", "--catalog", other, "--json")))["columns"]
+    # after the verb wins over before it
+    assert json.loads(ok(cli(job, "--catalog", other, "list", "--catalog", job["url"],
+                             "--json")))[0]["job"] == "default.j"
+    empty = tmp_path / "empty-home"
+    assert json.loads(ok(cli(job, "status", "--home", str(empty), "--json")))["jobs"] == []
+    assert (empty / "catalog.db").exists()
+    for verb in (["start", "j"], ["stop", "j"], ["checkpoints", "j"], ["drop", "j"]):
+        assert one_error(cli(job, *verb, "--home", str(empty))) == (
+            "Error: streamjob default.j does not exist")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["start", "nope"], "Error: streamjob default.nope does not exist"),
+    (["stop", "db.nope"], "Error: streamjob db.nope does not exist"),
+    (["drop", "nope"], "Error: streamjob default.nope does not exist"),
+    (["checkpoints", "nope"], "Error: streamjob default.nope does not exist"),
+    (["describe", "nope"], "Error: streamjob, stream or table default.nope does not exist"),
+    (["describe", "a b"], "Error: invalid name 'a b': expected NAME or DATABASE.NAME "
+                          "(letters, digits and '_'; other names in `backquotes`)"),
+])
+def test_errors_are_one_red_line_and_exit_1(job, args, message):
+    result = cli(job, *args)
+    assert one_error(result) == message
+    assert result.stderr == message + "\n" and result.stdout == ""
+
+
+def test_lifecycle_on_postgresql_and_sqlite(catalog_url, tmp_path):
+    """Create, start, watch the state, stop, drop through --catalog URL after each verb."""
+    env = {"home": str(tmp_path / "h"), "url": catalog_url}
+    at = ["--catalog", catalog_url]
+    ok(cli(env, "-e", SETUP, *at))
+    assert "no job manager is running" in ok(cli(env, "start", "j", *at))
+    (entry,) = json.loads(ok(cli(env, "status", "--json", *at)))["jobs"]
+    assert (entry["job"], entry["desired_state"]) == ("default.j", "RUNNING")
+    ok(cli(env, "stop", "j", *at))
+    assert json.loads(ok(cli(env, "list", "--json", *at)))[0]["desired"] == "STOPPED"
+    ok(cli(env, "drop", "j", *at))
+    assert json.loads(ok(cli(env, "list", "--json", *at))) == []
+    assert one_error(cli(env, "describe", "j", *at)) == (
+        "Error: streamjob, stream or table default.j does not exist")
+
+
+# -- processes: --help imports no pyspark; status --watch ends quietly on Ctrl-C -------------------
+
+
+def test_help_imports_no_pyspark():
+    code = ("import sys\n"
+            "from streamjob.cli import main\n"
+            "for args in (['--help'], ['status', '--help'], ['start', '--help']):\n"
+            "    try:\n"
+            "        main(args)\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, e.code\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))\n"
+            "assert not heavy, heavy\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "status" in done.stdout and "--from-checkpoint" in done.stdout
+
+
+def _watch(env, *extra, until: str):
+    """Start ``status --watch --interval 0.2``, read stdout until a line contains ``until``,
+    send SIGINT; returns (exit code, stdout lines read, stderr)."""
+    proc = subprocess.Popen([STREAMJOB, "status", "--watch", "--interval", "0.2", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "STREAMJOB_HOME": env["home"]})
+    lines = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"streamjob ended early: {proc.stderr.read()}"
+            lines.append(line)
+            if until in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, lines, err
+
+
+def test_status_watch_json_prints_a_document_per_refresh_and_exits_0_on_ctrl_c(job):
+    code, lines, err = _watch(job, "--json", until='"jobs"')
+    assert code == 0 and err == ""
+    assert json.loads(lines[-1])["jobs"][0]["job"] == "default.j"
+
+
+def test_status_watch_table_exits_0_on_ctrl_c(job):
+    code, lines, err = _watch(job, until="Ctrl-C quits")
+    assert code == 0 and err == ""
+    assert any("default.j" in line and "CREATED" in line for line in lines)
+
+
+def test_status_watch_live_table_on_a_terminal(job):
+    pexpect = pytest.importorskip("pexpect")
+    child = pexpect.spawn(STREAMJOB, ["status", "--watch", "--interval", "0.2"],
+                          env={**os.environ, "STREAMJOB_HOME": job["home"]},
+                          dimensions=(30, 150), encoding="utf-8", timeout=20)
+    try:
+        child.expect("default.j")
+        child.expect("Ctrl-C quits")
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert "Error" not in child.before and "Interrupted" not in child.before

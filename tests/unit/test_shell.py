@@ -1,0 +1,355 @@
+"""The shell without a terminal: statement splitting, highlighting, completion, the
+planning of a bare SELECT, and the shell's statement loop in non-interactive mode (no
+Spark: every statement here is catalog-only or fails before Spark would start)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+from pygments.token import Comment, Keyword, String
+
+from streamjob.catalog import Catalog
+from streamjob.exceptions import ValidationError
+from streamjob.home import Home
+from streamjob.planner.preview import DEFAULT_LIMIT, is_select, plan_preview
+from streamjob.shell.app import Shell
+from streamjob.shell.completion import Names, suggest
+from streamjob.shell.lexer import StreamSqlLexer
+from streamjob.shell.splitter import is_complete, position_in, split_input
+
+KAFKA = ('CREATE STREAM clicks (id int, name string) TBLPROPERTIES("topic"="clicks", '
+         '"kafka.broker.list"="127.0.0.1:9", "format"="json", "malformed.policy"="skip");\n')
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+def test_split_statements_ignores_semicolons_in_strings_names_and_comments():
+    text = ("CREATE STREAMJOB j AS (\"insert into t select ';' from s\");\n"
+            "-- a comment; still a comment\nSHOW `we;ird`; /* ; */ LIST STREAMJOBS;")
+    split = split_input(text)
+    assert [p.text for p in split.pieces] == [
+        "CREATE STREAMJOB j AS (\"insert into t select ';' from s\")",
+        "-- a comment; still a comment\nSHOW `we;ird`",
+        "/* ; */ LIST STREAMJOBS"]
+    assert split.complete and split.rest == ""
+
+
+def test_split_keeps_the_unfinished_rest_and_its_offset():
+    split = split_input("SHOW STREAMS;\n  CREATE STREAM s (a int)\n")
+    assert [p.text for p in split.pieces] == ["SHOW STREAMS"]
+    assert split.rest == "CREATE STREAM s (a int)\n" and split.rest_offset == 16
+    assert not split.complete
+
+
+@pytest.mark.parametrize("text, complete", [
+    ("", True),
+    ("   \n", True),
+    ("SHOW STREAMS", False),
+    ("SHOW STREAMS;", True),
+    ("SHOW STREAMS;  -- done", True),
+    ("CREATE STREAM s (a int)\nTBLPROPERTIES(\"topic\"=\"t\");", True),
+    ("SET x = 'a;", False),  # inside a string
+    ("SHOW /* ; */ STREAMS", False),
+    ("SHOW STREAMS; /* open", False),
+    ("\\l", True),
+    ("  \\d clicks", True),
+    ("quit", True),
+    ("EXIT;", True),
+    ("help", True),
+    ("select * from s", False),
+])
+def test_is_complete(text, complete):
+    assert is_complete(text) is complete
+
+
+def test_meta_commands_are_lines_where_a_statement_would_start():
+    split = split_input("\\timing\nSHOW STREAMS;\n\\d clicks\n")
+    assert [(p.kind, p.text) for p in split.pieces] == [
+        ("meta", "\\timing"), ("sql", "SHOW STREAMS"), ("meta", "\\d clicks")]
+    # inside a statement a backslash is no meta command
+    assert not is_complete("SHOW\n\\l")
+
+
+def test_position_in_maps_a_statement_position_into_the_input():
+    text = "SHOW STREAMS;\n  CREATE STREAM s\n (a int)"
+    offset = split_input(text).rest_offset
+    assert position_in(text, offset, 1, 8) == (2, 10)
+    assert position_in(text, offset, 2, 3) == (3, 3)
+
+
+# --------------------------------------------------------------------------- highlighting
+
+
+def _tokens(text):
+    return [(tok, val) for tok, val in StreamSqlLexer().get_tokens(text) if val.strip()]
+
+
+def test_lexer_knows_streamsql_keywords_strings_and_comments():
+    toks = dict((v, t) for t, v in _tokens(
+        'create streamjob j as ("insert into t select * from s") '
+        'JOBPROPERTIES("k"="v"); -- note\n\\d j'))
+    for word in ("create", "streamjob", "as", "JOBPROPERTIES"):
+        assert toks[word] in Keyword, word
+    assert toks['"insert into t select * from s"'] in String
+    assert toks["-- note"] in Comment
+    assert toks["\\d"] is Keyword.Pseudo
+    assert toks["j"] not in Keyword
+
+
+def test_lexer_runs_an_unterminated_string_to_the_end():
+    toks = _tokens("SELECT 'abc; def")
+    assert toks[-1][0] in String and toks[-1][1].startswith("'abc; def")
+
+
+# --------------------------------------------------------------------------- completion
+
+NAMES = Names(streams=["clicks", "orders", "sales.events"], tables=["agg", "out"],
+              jobs=["j1", "jobtwo"])
+
+
+def _offers(text):
+    return [(s.text, s.start) for s in suggest(text, NAMES)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
+    ("cr", [("create", -2)]),
+    ("create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("LIST ", [("STREAMJOBS", 0)]),
+    ("SHOW STREAMS; sh", [("show", -2)]),
+])
+def test_keyword_completion(text, expected):
+    assert _offers(text) == expected
+
+
+def test_statement_keywords_at_the_start():
+    offered = [t for t, _ in _offers("")]
+    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT"} <= set(offered)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("START STREAMJOB ", [("j1", 0), ("jobtwo", 0)]),
+    ("stop streamjob jo", [("jobtwo", -2)]),
+    ("DROP STREAMJOB IF EXISTS j", [("j1", -1), ("jobtwo", -1)]),
+    ("DROP STREAM c", [("clicks", -1)]),
+    ("DESCRIBE TABLE ", [("agg", 0), ("out", 0)]),
+    ("SHOW CHECKPOINTS FOR STREAMJOB j1", [("j1", -2)]),
+    ("select * from o", [("orders", -1), ("out", -1)]),
+    ("select * from sales.e", [("sales.events", -7)]),
+    ("select * from ev", [("sales.events", -2)]),
+    ("select * from `cl", [("clicks", -3)]),
+    ('CREATE STREAMJOB x AS ("insert into a', [("agg", -1)]),
+    ('CREATE STREAMJOB x AS ("insert into out select * from clicks c join or',
+     [("orders", -2)]),
+    ("\\d cl", [("clicks", -2)]),
+])
+def test_catalog_name_completion(text, expected):
+    assert _offers(text) == expected
+
+
+def test_describe_offers_kinds_and_every_name():
+    offered = [t for t, _ in _offers("DESCRIBE ")]
+    assert offered[:3] == ["STREAM", "STREAMJOB", "TABLE"]
+    assert {"clicks", "agg", "j1"} <= set(offered)
+
+
+def test_property_names_in_tblproperties_by_object_kind():
+    stream = [t for t, _ in _offers('CREATE STREAM s (a int) TBLPROPERTIES("')]
+    assert 'topic"' in stream and 'kafka.broker.list"' in stream
+    assert 'primary.key"' not in stream  # a table's property
+    table = [t for t, _ in _offers("CREATE TABLE t (a int) TBLPROPERTIES(")]
+    assert '"primary.key"' in table and '"malformed.policy"' not in table
+    assert _offers('CREATE TABLE t (a int) TBLPROPERTIES("conn') == [('connector"', -4)]
+    # unquoted as typed; dotted names whole
+    assert ("kafka.broker.list", -3) in _offers(
+        "create stream s (a int) tblproperties(topic='t', kaf")
+
+
+def test_property_values_and_job_properties():
+    assert _offers('CREATE STREAM s (a int) TBLPROPERTIES("transwarp.consumer.reset.offset.'
+                   'strategy"="la') == [('latest"', -2)]
+    assert [t for t, _ in _offers(
+        'CREATE STREAMJOB j AS ("insert into t select * from s") JOBPROPERTIES("morphling.result')
+    ] == ['morphling.result.auto.flush"']
+    assert ("morphling.job.checkpoint.interval", -15) in _offers("SET morphling.job.c")
+    assert _offers("SET morphling.job.enable.checkpoint = t") == [("true", -1)]
+    assert ("transwarp.consumer.reset.offset.strategy", -9) in _offers("SET transwarp")
+    assert _offers("RESET morphling.checkpoint.r") == [("morphling.checkpoint.retained", -22)]
+
+
+def test_meta_command_completion():
+    assert [t for t, _ in _offers("\\")][:3] == ["\\?", "\\help", "\\q"]
+    assert _offers("\\ti") == [("\\timing", -3)]
+
+
+def test_nothing_inside_comments_or_after_a_closing_quote():
+    assert _offers("SHOW -- sho") == []
+    assert _offers("SET x = 'abc'") == []
+
+
+def test_names_load_from_the_catalog(world):
+    ex = world
+    names = Names.load(ex.catalog)
+    assert names.streams == ["clicks"] and names.tables == ["out"] and names.jobs == ["j"]
+
+
+# --------------------------------------------------------------------------- bare SELECT
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A home and catalog with a Kafka stream ``clicks``, a file table ``out`` and a job."""
+    home = Home.open(tmp_path / "home")
+    catalog = Catalog(home.catalog_url)
+    shell = Shell(catalog, home, interactive=False)
+    shell.run_text(KAFKA + "CREATE TABLE out (id int, name string);\n"
+                   "CREATE STREAMJOB j AS (\"insert into out select id, name from clicks\");")
+    assert shell.errors == 0
+    yield shell
+    catalog.close()
+
+
+def test_is_select():
+    assert is_select("SELECT 1") and is_select("  -- c\n(select * from s)")
+    assert is_select("with a as (select 1) select * from a")
+    assert not is_select("insert into t select 1") and not is_select("selection")
+
+
+def test_plan_preview_takes_the_limit_and_reads_from_the_reset_strategy(world):
+    plan = plan_preview(world.catalog, world.home, "SELECT id FROM clicks WHERE id > 1 LIMIT 3;")
+    assert plan.limit == 3 and "LIMIT" not in plan.select.select_sql.upper()
+    assert plan.output_mode == "append" and plan.columns == ("id",)
+    [src] = plan.sources
+    assert src.spec.reset == "earliest" and src.dead_letter is None and src.group_id is None
+    assert plan_preview(world.catalog, world.home, "select * from clicks").limit == DEFAULT_LIMIT
+    latest = plan_preview(world.catalog, world.home, "select * from clicks", reset="latest")
+    assert latest.sources[0].spec.reset == "latest"
+    agg = plan_preview(world.catalog, world.home, "select name, count(*) from clicks group by name")
+    assert agg.output_mode == "update"
+    with pytest.raises(ValidationError, match="names no group"):
+        plan_preview(world.catalog, world.home, "select * from clicks", reset="committed")
+
+
+@pytest.mark.parametrize("sql, message, where", [
+    ("select nope from clicks", "unknown column 'nope'", (1, 8)),
+    ("select 1", "reads no stream", (1, 1)),
+    ("select * from clicks limit x", "LIMIT must be a whole number", (1, 28)),
+    ("select * from nowhere", "unknown stream or table 'default.nowhere'", (1, 15)),
+])
+def test_plan_preview_errors(world, sql, message, where):
+    with pytest.raises(ValidationError) as info:
+        plan_preview(world.catalog, world.home, sql)
+    assert message in info.value.message and (info.value.line, info.value.column) == where
+
+
+# --------------------------------------------------------------------------- the shell loop
+
+
+def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
+    world.script(io.StringIO(
+        "SHOW STREAMS;\n"
+        "\\l\n"
+        "CREATE STREAM bad (a int)\n"
+        "  TBLPROPERTIES(\"topik\"=\"x\");\n"
+        "select nope from clicks;\n"
+        "INSERT INTO out SELECT * FROM clicks;\n"
+        "DROP TABLE out;\n"
+        "SHOW TABLES"))  # the last statement may lack its ';'
+    out, err = capsys.readouterr()
+    assert "clicks" in out and "streamjobs" in out
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("Error: <stdin>:4:17: ") and "topik" in lines[0]
+    assert lines[1].startswith("Error: <stdin>:5:8: unknown column 'nope'")
+    assert lines[2].startswith("Error: <stdin>:6:1: an INSERT runs as a streamjob")
+    # no question without a terminal; the table is in use by job j
+    assert lines[3].startswith("Error: <stdin>:7:") and "j" in lines[3]
+    assert len(lines) == 4 and world.errors == 4
+    assert "│ default  │ out   │ files (parquet)" in out.split("tables")[-1]  # SHOW TABLES ran
+
+
+def test_quit_stops_a_script(world, capsys):
+    world.script(io.StringIO("SHOW STREAMS;\nquit\nSHOW TABLES;\n"))
+    out, _ = capsys.readouterr()
+    assert "streams" in out and "tables" not in out
+
+
+def test_meta_toggles_and_describe(world, capsys):
+    world.run_text("\\json\nSHOW STREAMS;\n\\json\n\\timing\n\\d clicks\n\\d j\n\\nope\n")
+    out, err = capsys.readouterr()
+    assert '"stream": "clicks"' in out and "Output format is tables." in out
+    assert "Timing is on." in out and "Time: " in out
+    assert "kafka.broker.list" in out  # DESCRIBE clicks
+    assert "insert into out" in out  # DESCRIBE STREAMJOB j
+    assert "Error: unknown command \\nope" in err
+
+
+def test_set_of_the_select_start_is_the_shells_own(world, capsys):
+    world.run_text("SET transwarp.consumer.reset.offset.strategy = latest;")
+    assert world.reset == "latest" and world.session_props == {}
+    world.run_text("SET transwarp.consumer.reset.offset.strategy = soon;")
+    world.run_text("RESET;")
+    out, err = capsys.readouterr()
+    assert "transwarp.consumer.reset.offset.strategy=latest" in out
+    assert "Error: 1:1: property 'transwarp.consumer.reset.offset.strategy' must be" in err
+    assert world.reset is None
+
+
+def test_start_with_a_server_only_sets_the_desired_state(world, capsys):
+    world.catalog.lease_holder = lambda: SimpleNamespace(server_id="s1", host="h", pid=42)
+    world.run_text("START STREAMJOB j;")
+    out, err = capsys.readouterr()
+    assert err == "" and world.manager is None
+    assert "streamjob default.j will start: server h:42 runs it" in out
+    assert world.catalog.get_job("default", "j").desired_state == "RUNNING"
+
+
+def test_completion_names_follow_the_catalog(world):
+    world.run_text("CREATE TABLE more (a int);")
+    assert "more" in world.names.tables
+
+
+def test_help_does_not_import_the_shell_or_spark():
+    code = ("import sys; from click.testing import CliRunner; from streamjob.cli import main; "
+            "r = CliRunner().invoke(main, ['--help']); assert 'shell' in r.output, r.output; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('prompt_toolkit', 'pyspark')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_shell_reads_stdin_when_it_is_not_a_terminal(tmp_path):
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).with_name("streamjob"))
+    res = subprocess.run([exe, "--home", str(tmp_path / "h"), "shell"], input=KAFKA + "SHOW STREAMS;\n"
+                         "DROP STREAM clicks;\nSHOW STREAMS;\nselect x from clicks;\n",
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1  # the last statement failed
+    assert "streamjob>" not in res.stdout and "[y/N]" not in res.stdout
+    assert "stream default.clicks dropped" in res.stdout
+    assert res.stderr.strip() == "Error: <stdin>:5:15: unknown stream or table 'default.clicks'"
+
+
+def test_row_printer_lines_rows_up_under_a_header_and_stops_at_the_limit():
+    import datetime as dt
+
+    from streamjob.shell.preview import RowPrinter
+
+    lines: list[str] = []
+    p = RowPrinter(["id", "name", "at"], 3, False, lines.append)
+    p.print_rows([(1, None, dt.datetime(2024, 1, 2, 3, 4, 5)), (22, "bb", None)])
+    p.print_rows([(3, "c", None), (4, "d", None)])  # only one more fits
+    assert p.remaining == 0 and p.footer(False) == "3 rows"
+    assert lines == ["id | name | at",
+                     "---+------+--------------------",
+                     "1  | null | 2024-01-02 03:04:05",
+                     "22 | bb   | null",
+                     "3  | c    | null"]
+    out: list[str] = []
+    j = RowPrinter(["id", "tags"], 5, True, out.append)
+    j.print_rows([(1, ["a"])])
+    assert out == ['{"id": 1, "tags": ["a"]}'] and j.footer(True) == "1 row (stopped by Ctrl-C)"
