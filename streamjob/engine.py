@@ -2,26 +2,133 @@
 
 pyspark is imported here and nowhere near the CLI's start-up path, so ``streamjob --help``
 and catalog-only commands stay instant.
+
+On a cluster (``spark.master`` other than ``local``/``local[...]``, e.g.
+``spark://host:7077``) the executors run our Python data sources (the Kafka source's
+``read``, the static tables' readers), which Spark pickles by reference to the module
+``streamjob.connectors...``. The executors need not have streamjob installed: the driver
+zips its own installed package once per process (:func:`package_zip`) and hands it to
+``SparkContext.addPyFile`` (:func:`ship_package`), so every Python worker of the
+application imports streamjob from that zip. The executors' Python must still have
+streamjob's third-party dependencies (pyarrow, kafka-python, sqlalchemy, ...), as with
+any PySpark job; it is the interpreter named by ``PYSPARK_PYTHON`` on the driver (this
+interpreter unless set).
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
 import sys
+import tempfile
 import threading
+import zipfile
 from importlib import resources
+from pathlib import Path
 
 from .home import Home
 
 _lock = threading.Lock()
 _spark = None
+_zip_lock = threading.Lock()
+_zip: str | None = None  # this process's zip of the streamjob package (package_zip)
+
+#: Names left out of the shipped package: byte-code caches and editor/OS litter.
+_SKIP_DIRS = {"__pycache__"}
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+#: Where Spark's Python streaming-source runner looks for Python includes (see ship_package).
+_STREAMING_RUNNER_DIR = "streaming_job"
+
+
+def is_local_master(master: str) -> bool:
+    """True for masters whose executors live in the driver's JVM (``local``,
+    ``local[N]``, ``local[*]``, ``local[N,F]``): they import streamjob as the driver does.
+    Anything else (``spark://``, ``yarn``, ``k8s://``, ``local-cluster[...]``) has separate
+    executor processes, which get the package shipped."""
+    master = (master or "").strip()
+    return master == "local" or master.startswith("local[")
+
+
+def _package_files(pkg_dir: Path) -> list[Path]:
+    """The files of the package: modules and package data, no caches, sorted."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(pkg_dir):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(_SKIP_SUFFIXES) or name.startswith("."):
+                continue
+            files.append(Path(dirpath) / name)
+    return files
+
+
+def package_zip() -> str:
+    """A zip of the installed ``streamjob`` package (the directory of its
+    ``__init__.py``: every module and the package data, such as ``grammar/*.lark`` and
+    ``resources/*``), built once per process in a temporary directory removed at exit.
+
+    Its name carries the version and a digest of the contents
+    (``streamjob-<version>-<digest>.zip``), so executors never mistake one build for
+    another. Returns the zip's path.
+    """
+    global _zip
+    with _zip_lock:
+        if _zip is not None and os.path.exists(_zip):
+            return _zip
+        import streamjob
+
+        pkg_dir = Path(streamjob.__file__).resolve().parent
+        files = _package_files(pkg_dir)
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.relative_to(pkg_dir.parent).as_posix().encode() + b"\0")
+            digest.update(f.read_bytes())
+        tmp = tempfile.mkdtemp(prefix="streamjob-pyfiles-")
+        atexit.register(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, f"streamjob-{streamjob.__version__}-{digest.hexdigest()[:12]}.zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in files:
+                zf.write(f, f.relative_to(pkg_dir.parent).as_posix())
+        _zip = path
+        return path
+
+
+def ship_package(sc) -> str | None:
+    """Make the executors of SparkContext ``sc`` import streamjob from :func:`package_zip`
+    (``sc.addPyFile``) unless its master is local; returns the zip's path, or None when
+    nothing was shipped.
+
+    Must run before the Python data sources are registered (:func:`job_session`):
+    pyspark captures the context's Python includes when it wraps a data source.
+    """
+    if is_local_master(sc.master):
+        return None
+    path = package_zip()
+    name = os.path.basename(path)
+    if name not in (sc._python_includes or []):
+        sc.addPyFile(path)
+    # Spark 4.x runs a Python streaming source's driver side (initialOffset, latestOffset,
+    # partitions) in a runner process whose Python includes it resolves under the
+    # artifact directory "streaming_job" of the driver's SparkFiles root, not the root
+    # where addPyFile put them (PythonStreamingSourceRunner passes a fixed job artifact
+    # UUID). Without a copy there, a PYSPARK_PYTHON without streamjob installed fails to
+    # unpickle our Kafka source on the driver.
+    root = sc._jvm.org.apache.spark.SparkFiles.getRootDirectory()
+    target = os.path.join(root, _STREAMING_RUNNER_DIR, name)
+    if not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(path, target)
+    return path
 
 
 def spark_session(home: Home, debug: bool = False):
     """The process's SparkSession, created on first use from the home's ``spark.*`` conf.
 
-    Python workers run this interpreter (so they see streamjob and its dependencies);
-    Spark's own logging is kept to errors unless ``debug``.
+    Python workers run this interpreter (so they see streamjob and its dependencies)
+    unless ``PYSPARK_PYTHON`` names another; on a cluster master the streamjob package
+    is shipped to the executors (:func:`ship_package`). Spark's own logging is kept to
+    errors unless ``debug``.
     """
     global _spark
     with _lock:
@@ -43,8 +150,14 @@ def spark_session(home: Home, debug: bool = False):
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         for k, v in conf.items():
             builder = builder.config(k, v)
-        _spark = builder.getOrCreate()
-        _spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
+        try:
+            ship_package(spark.sparkContext)
+        except BaseException:
+            spark.stop()
+            raise
+        _spark = spark
         return _spark
 
 
@@ -53,7 +166,9 @@ def job_session(root, sql_conf: dict[str, str]):
 
     The Python data sources are registered per clone (Spark keeps them per session):
     ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
-    tables read at each micro-batch, :mod:`streamjob.connectors.static`).
+    tables read at each micro-batch, :mod:`streamjob.connectors.static`). Spark pickles
+    them by reference to their modules; on a cluster the executors import those from the
+    package zip that :func:`spark_session` shipped before.
     """
     from .connectors.kafka_source import KafkaDataSource
     from .connectors.static import FileStaticDataSource, SqlStaticDataSource

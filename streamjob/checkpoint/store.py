@@ -3,6 +3,14 @@
 A checkpoint is one committed micro-batch: Spark writes ``offsets/<id>`` before the batch
 runs (write-ahead), the state versions during it, and ``commits/<id>`` after the sink has
 taken the batch. Checkpoint id = batch id. Only a batch with a commit marker is complete.
+
+The checkpoint root (``spark.morphling.taskstate.checkpoint.directory``) may be a local
+path, a ``file:`` URI or any Hadoop URI (``hdfs://``, ``s3a://``, ``abfs://``,
+``viewfs://`` ...). Local directories are read and trimmed with os calls; any other URI
+goes through Hadoop's ``FileSystem`` in the JVM of the process's Spark session — the file
+system Spark itself writes the checkpoint with, configured by the same ``spark.hadoop.*``
+settings (:class:`_HadoopFs`). Those operations need the process to host Spark (the job
+manager, ``streamjob run``, the shell); elsewhere they raise :class:`CheckpointError`.
 """
 
 from __future__ import annotations
@@ -22,19 +30,130 @@ def _local_path(uri: str) -> Path:
     return Path(urlparse(uri).path if uri.startswith("file:") else uri)
 
 
+def _join(uri: str, *parts: str) -> str:
+    return "/".join([uri.rstrip("/"), *parts])
+
+
+def _why(exc: Exception) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+class _LocalFs:
+    """Checkpoint files on the local file system (plain paths and ``file:`` URIs)."""
+
+    def exists(self, uri: str) -> bool:
+        return _local_path(uri).exists()
+
+    def list_names(self, uri: str) -> list[str]:
+        d = _local_path(uri)
+        return [p.name for p in d.iterdir()] if d.is_dir() else []
+
+    def delete(self, uri: str) -> bool:
+        try:
+            _local_path(uri).unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def read_text(self, uri: str) -> str:
+        return _local_path(uri).read_text()
+
+    def mtime(self, uri: str) -> float:
+        return _local_path(uri).stat().st_mtime
+
+
+class _HadoopFs:
+    """Checkpoint files on a Hadoop file system, through the JVM of the Spark session
+    (``org.apache.hadoop.fs.FileSystem`` with Spark's Hadoop configuration). JVM errors
+    are raised as OSError, like the local file system's."""
+
+    def __init__(self, spark) -> None:
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def _call(self, uri: str, op):
+        from py4j.protocol import Py4JError
+
+        try:
+            path = self._jvm.org.apache.hadoop.fs.Path(uri)
+            return op(path.getFileSystem(self._conf), path)
+        except Py4JError as exc:
+            text = str(getattr(exc, "java_exception", None) or exc).strip().splitlines()
+            raise OSError(f"{uri}: {text[0] if text else type(exc).__name__}") from None
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._call(uri, lambda fs, p: fs.exists(p)))
+
+    def list_names(self, uri: str) -> list[str]:
+        def ls(fs, p):
+            if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
+                return []
+            return [st.getPath().getName() for st in fs.listStatus(p)]
+        return list(self._call(uri, ls))
+
+    def delete(self, uri: str, recursive: bool = False) -> bool:
+        return bool(self._call(uri, lambda fs, p: fs.delete(p, recursive)))
+
+    def read_text(self, uri: str) -> str:
+        def read(fs, p):
+            stream = fs.open(p)
+            try:
+                return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            finally:
+                stream.close()
+        return str(self._call(uri, read))
+
+    def mtime(self, uri: str) -> float:
+        return self._call(uri, lambda fs, p: fs.getFileStatus(p).getModificationTime()) / 1000
+
+
+_LOCAL = _LocalFs()
+
+
+def _fs(uri: str):
+    """The file system of ``uri``: local os calls, or Hadoop's through the process's
+    Spark session.
+
+    Raises:
+        CheckpointError: a non-local URI in a process without a Spark session.
+    """
+    if is_local_uri(uri):
+        return _LOCAL
+    from ..engine import _spark  # the process's session, if it hosts one
+
+    if _spark is None:
+        raise CheckpointError(
+            f"checkpoint directory {uri} is on a Hadoop file system, which streamjob reaches "
+            "through the Spark session of a process that runs jobs (streamjob server, "
+            "run, shell), and none runs here; local paths and file: URIs work anywhere")
+    return _HadoopFs(_spark)
+
+
 def is_committed(checkpoint_dir: str, batch_id: int) -> bool:
-    """True if Spark wrote the commit marker of ``batch_id`` (non-local URIs: assumed)."""
-    if not is_local_uri(checkpoint_dir):
-        return True
-    return (_local_path(checkpoint_dir) / "commits" / str(batch_id)).exists()
+    """True if Spark wrote the commit marker of ``batch_id``.
+
+    Raises:
+        CheckpointError: a Hadoop URI in a process without Spark.
+    """
+    try:
+        return _fs(checkpoint_dir).exists(_join(checkpoint_dir, "commits", str(batch_id)))
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {checkpoint_dir}: {_why(exc)}") from None
 
 
 def log_ids(checkpoint_dir: str, log_name: str) -> list[int]:
-    """Batch ids present in ``offsets`` or ``commits`` of a local checkpoint, ascending."""
-    d = _local_path(checkpoint_dir) / log_name
-    if not d.is_dir():
-        return []
-    return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
+    """Batch ids present in ``offsets`` or ``commits`` of a checkpoint, ascending
+    (none if the directory does not exist).
+
+    Raises:
+        CheckpointError: the directory cannot be listed, or a Hadoop URI in a process
+            without Spark.
+    """
+    try:
+        names = _fs(checkpoint_dir).list_names(_join(checkpoint_dir, log_name))
+    except OSError as exc:
+        raise CheckpointError(f"cannot list {_join(checkpoint_dir, log_name)}: {_why(exc)}") from None
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 def purge(checkpoint_dir: str, root: str) -> bool:
@@ -65,14 +184,11 @@ def _purge_hadoop(checkpoint_dir: str, root: str) -> bool:
     """Delete a checkpoint on a Hadoop file system through the running JVM."""
     if not checkpoint_dir.rstrip("/").startswith(root.rstrip("/") + "/"):
         raise CheckpointError(f"refusing to delete {checkpoint_dir}: not inside {root}")
-    from ..engine import _spark  # only reachable when a session exists
-
-    if _spark is None:
-        raise CheckpointError(f"deleting {checkpoint_dir} needs the job manager's Spark session")
-    jvm = _spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(checkpoint_dir)
-    fs = path.getFileSystem(_spark._jsc.hadoopConfiguration())
-    return bool(fs.delete(path, True))
+    try:
+        return _fs(checkpoint_dir).delete(checkpoint_dir, recursive=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot delete checkpoint directory {checkpoint_dir}: "
+                              f"{_why(exc)}") from None
 
 
 def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
@@ -85,10 +201,11 @@ def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
     log keeps one entry more: checkpoint n read from the offsets of n-1 to those of n,
     and Spark reads ``offsets/<n-1>`` to resume at n (MicroBatchExecution
     ``populateStartOffsets``), so resuming from — or restoring — the oldest retained
-    checkpoint needs it. Returns the number of files deleted (local checkpoints only).
+    checkpoint needs it. Returns the number of files deleted.
+
+    Raises:
+        CheckpointError: a log cannot be listed or a file cannot be deleted.
     """
-    if not is_local_uri(checkpoint_dir):
-        return 0
     return (_delete_entries(checkpoint_dir, "offsets", lambda i: i < keep_from - 1)
             + _delete_entries(checkpoint_dir, "commits", lambda i: i < keep_from))
 
@@ -97,58 +214,61 @@ def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
     """Delete the offset and commit log entries of batches after ``checkpoint_id``, so
     that Spark resumes from it (``START ... FROM CHECKPOINT n``, DESIGN §4). State
     versions of later batches stay on disk and are overwritten when those batches run
-    again. Returns the number of files deleted (local checkpoints only).
+    again. Returns the number of files deleted.
 
     Raises:
-        CheckpointError: a log file cannot be deleted.
+        CheckpointError: a log file cannot be deleted, or the checkpoint is on a Hadoop
+            URI and this process hosts no Spark session.
     """
-    if not is_local_uri(checkpoint_dir):
-        raise CheckpointError(f"restoring a checkpoint on {checkpoint_dir} is not supported yet")
     return sum(_delete_entries(checkpoint_dir, log, lambda i: i > checkpoint_id)
                for log in ("offsets", "commits"))
 
 
 def _delete_entries(checkpoint_dir: str, log_name: str, doomed) -> int:
     """Delete the entries (and their ``.crc`` files) of ``offsets`` or ``commits`` whose
-    batch id satisfies ``doomed(id)``; returns the number of files deleted.
+    batch id satisfies ``doomed(id)``; returns the number of files deleted (a checksummed
+    Hadoop file system such as ``file:`` through viewfs deletes the ``.crc`` with its file,
+    which then counts once).
 
     Raises:
         CheckpointError: a file exists but cannot be deleted.
     """
-    d = _local_path(checkpoint_dir) / log_name
+    fs = _fs(checkpoint_dir)
+    d = _join(checkpoint_dir, log_name)
     deleted = 0
     for batch_id in log_ids(checkpoint_dir, log_name):
         if not doomed(batch_id):
             continue
         for name in (str(batch_id), f".{batch_id}.crc"):
             try:
-                (d / name).unlink()
-                deleted += 1
-            except FileNotFoundError:
-                pass
+                deleted += bool(fs.delete(_join(d, name)))
             except OSError as exc:
-                raise CheckpointError(f"cannot delete {d / name}: {exc.strerror}") from None
+                raise CheckpointError(f"cannot delete {_join(d, name)}: {_why(exc)}") from None
     return deleted
 
 
 def committed_offsets(checkpoint_dir: str):
     """``(id, source offset lines, started, ended)`` of the newest committed batch of a
-    local checkpoint, or None: the offsets file's JSON lines after Spark's version and
-    metadata lines (one per source), and the offsets/commit files' modification times as
-    aware UTC datetimes."""
+    checkpoint, or None: the offsets file's JSON lines after Spark's version and metadata
+    lines (one per source), and the offsets/commit files' modification times as aware UTC
+    datetimes.
+
+    Raises:
+        CheckpointError: the logs cannot be listed, or a Hadoop URI in a process
+            without Spark.
+    """
     import datetime as _dt
 
-    if not is_local_uri(checkpoint_dir):
-        return None
     commits = log_ids(checkpoint_dir, "commits")
     if not commits:
         return None
     batch_id = commits[-1]
-    base = _local_path(checkpoint_dir)
+    fs = _fs(checkpoint_dir)
+    offsets = _join(checkpoint_dir, "offsets", str(batch_id))
     try:
-        lines = (base / "offsets" / str(batch_id)).read_text().splitlines()
-        started = (base / "offsets" / str(batch_id)).stat().st_mtime
-        ended = (base / "commits" / str(batch_id)).stat().st_mtime
+        lines = fs.read_text(offsets).splitlines()
+        started = fs.mtime(offsets)
+        ended = fs.mtime(_join(checkpoint_dir, "commits", str(batch_id)))
     except OSError:
         return None
     utc = _dt.timezone.utc

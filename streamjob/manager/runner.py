@@ -273,6 +273,26 @@ class JobRunner(threading.Thread):
         if self._graceful and not self.fenced:
             self._await_batch_end(q)
         _stop_quietly(q)
+        if self._graceful and not self.fenced:
+            self._await_recorded()
+
+    def _await_recorded(self, timeout_s: float = 5.0) -> None:
+        """After a graceful stop, give the checkpoint recorder (Spark's listener bus is
+        asynchronous) up to ``timeout_s`` seconds to record the last committed batch, so
+        the catalog shows it at once (the next start would record it anyway)."""
+        from ..checkpoint.store import log_ids
+
+        if not self.plan or not self.plan.props["morphling.job.enable.checkpoint"]:
+            return
+        try:
+            commits = log_ids(self.manager.home.checkpoint_dir(self.job.database,
+                                                               self.job.name), "commits")
+        except Exception:  # noqa: BLE001 - a remote checkpoint URI: not listed here
+            return
+        if commits:
+            last = commits[-1]
+            self.tracker.wait_for(lambda t: t.latest_id is not None and t.latest_id >= last,
+                                  timeout_s)
 
     def _await_batch_end(self, q) -> None:
         """Wait until no trigger is active, polling every 5 ms. A job whose batches run
