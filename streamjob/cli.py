@@ -222,14 +222,17 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     again resumes the jobs from their checkpoints.
     """
     from .manager import JobManager
+    from .manager.host import HostRegistration
 
-    manager = JobManager(obj.catalog, obj.home, debug=obj.debug)
+    host = HostRegistration(obj.catalog, obj.home.conf.get("spark.master", "local[*]"))
+    manager = JobManager(obj.catalog, obj.home, debug=obj.debug, owner=host.server_id)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         _execute_file(obj, file, _pairs(variables, "--var"), manager)
         _supervise(manager, until_idle)
     finally:
         manager.shutdown()
+        host.close()
 
 
 @main.command()

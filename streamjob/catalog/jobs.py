@@ -360,6 +360,28 @@ class JobsMixin(CatalogEngine):
                 .values(status=status, cause=cause, ended_at=now_utc())
             )
 
+    def claim_job(self, job_uid: str, owner: str, live_within_ms: int) -> str | None:
+        """Make ``owner`` (a registered job manager or hosting process) the job's owner,
+        atomically, unless another owner is alive (registered, heartbeat younger than
+        ``live_within_ms``). Returns None when claimed (or already ours), else the live
+        owner's id. Two processes starting one job at once: exactly one claims it.
+        An unknown uid returns None (the caller's start then finds the job gone)."""
+        from datetime import timedelta
+
+        from streamjob.catalog.models import Server
+
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
+            if job is None:
+                return None
+            if job.owner and job.owner != owner:
+                beat = session.scalar(select(Server.heartbeat_at)
+                                      .where(Server.server_id == job.owner))
+                if beat is not None and beat > now_utc() - timedelta(milliseconds=live_within_ms):
+                    return job.owner
+            job.owner = owner
+            return None
+
     def end_open_runs(self, job_uid: str, status: str = "FAILED", cause: str | None = None) -> int:
         """End every run of the job that has not ended (those of a job manager that died
         without ending them, e.g. SIGKILL) with ``status`` and ``cause``; returns how many.

@@ -69,6 +69,14 @@ class JobStatements:
         if self.dry_run:
             self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid)
             return Result(f"streamjob {db}.{name} can start{restored}")
+        owner = getattr(self.manager, "owner", None)
+        if owner:  # this process will run it: claim it before a server sees RUNNING
+            from ..manager.host import LIVE_WITHIN_MS
+
+            other = self.catalog.claim_job(job.uid, owner, LIVE_WITHIN_MS)
+            if other is not None:
+                raise JobError(f"streamjob {db}.{name} is running in job manager {other}; "
+                               "stop it there first")
         job = self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid) or job
         if self.manager is None:
             return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}")

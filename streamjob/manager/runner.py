@@ -533,11 +533,28 @@ class JobManager:
         return job_session(self.spark(), sql_conf)
 
     def start(self, job: JobInfo) -> JobRunner:
-        """Run ``job`` in this process (no-op if already running here)."""
+        """Run ``job`` in this process (no-op if already running here).
+
+        Raises:
+            JobError: another live process (a server, a shell, ``streamjob run``) runs
+                the job (``manager/host.py``): two runners must never share a checkpoint.
+        """
+        from .host import LIVE_WITHIN_MS, live_owner
+
         with self._lock:
             runner = self.runners.get(job.uid)
             if runner is not None and runner.is_alive():
                 return runner
+            other = (self.catalog.claim_job(job.uid, self.owner, LIVE_WITHIN_MS)
+                     if self.owner else None)
+            if other is None and not self.owner:
+                current = self.catalog.get_job_by_uid(job.uid)
+                other = current.owner if current and live_owner(self.catalog, current.owner) else None
+            if other is not None:
+                from ..exceptions import JobError
+
+                raise JobError(f"streamjob {job.qualified_name} is running in job manager "
+                               f"{other}; stop it there first")
             self.spark()
             runner = JobRunner(self, job)
             self.runners[job.uid] = runner

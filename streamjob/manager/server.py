@@ -68,9 +68,10 @@ from typing import Callable
 
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
-from ..exceptions import StreamJobError
+from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .runner import JobManager, JobRunner
+from .host import LIVE_WITHIN_MS, live_owner
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +126,14 @@ class JobServer:
         self._lock = threading.RLock()          # holding/deadline vs. starting vs. fencing
         self.holding = False                     # we hold the lease and may run jobs
         self._deadline = 0.0                     # monotonic time our lease ends
+        self._margin = min(2.0, lease_ttl_ms / 4000)  # fence this long before it
         self._stop = threading.Event()           # shutdown requested
         self._lease_done = threading.Event()     # lease and watchdog threads end
         self._threads: list[threading.Thread] = []
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
         self._standby_for: str | None = None
+        self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
         self._outage = False
         self._signals = 0
         self._signal_name: str | None = None
@@ -289,8 +292,13 @@ class JobServer:
             log.warning("server %s: the catalog answers again", self.server_id)
             self._outage = False
         with self._lock:
+            deadline = sent + self.lease_ttl_ms / 1000
+            if held and not self.holding and deadline - self._margin <= time.monotonic():
+                # the renewal took so long (a stalled catalog) that the lease would be
+                # fenced at once: not taken into use; the next renewal, sent now, counts
+                return
             if held:
-                self._deadline = sent + self.lease_ttl_ms / 1000
+                self._deadline = deadline
                 if not self.holding and not self._stop.is_set():
                     self.holding = True
                     self._standby_for = None
@@ -301,11 +309,10 @@ class JobServer:
                 self._fence("another server holds the lease now")
 
     def _watchdog(self) -> None:
-        margin = min(2.0, self.lease_ttl_ms / 4000)
         while not self._lease_done.wait(0.1):
             # read without the lock (the lock holder may be a slow catalog call's caller);
             # _fence re-checks under it
-            if self.holding and time.monotonic() > self._deadline - margin:
+            if self.holding and time.monotonic() > self._deadline - self._margin:
                 self._fence("the lease could not be renewed in time")
 
     def _fence(self, why: str) -> None:
@@ -385,12 +392,22 @@ class JobServer:
                 self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
                            "START it again to retry")
                 continue
+            if live_owner(self.catalog, job.owner, self.server_id):
+                if self._hosted_elsewhere.get(job.uid) != job.owner:
+                    self._hosted_elsewhere[job.uid] = job.owner
+                    self._echo(f"streamjob {job.qualified_name} runs in {job.owner} "
+                               "(a shell or streamjob run); left to it")
+                continue
+            self._hosted_elsewhere.pop(job.uid, None)
             self._start_job(job)
         for uid in [u for u in self._ended if u not in by_uid]:
             del self._ended[uid]
 
     def _start_job(self, job: JobInfo) -> None:
         self.manager.spark()  # outside the lock: starting Spark takes seconds
+        other = self.catalog.claim_job(job.uid, self.server_id, LIVE_WITHIN_MS)
+        if other is not None:  # a shell or `streamjob run` got there first
+            return
         ended = self.catalog.end_open_runs(
             job.uid, "FAILED", f"its job manager ({job.owner or 'unknown'}) died or lost "
             "its lease while running it")
@@ -400,7 +417,11 @@ class JobServer:
         with self._lock:  # short: the watchdog fences under it
             if not self.holding or self._stop.is_set():
                 return
-            self.manager.start(job)
+            try:
+                self.manager.start(job)
+            except JobError as exc:  # claimed by another process meanwhile
+                self._echo(str(exc))
+                return
         self._echo(f"streamjob {job.qualified_name} started")
 
     def _stop_job(self, runner: JobRunner, graceful: bool, why: str) -> None:

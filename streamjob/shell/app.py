@@ -146,7 +146,11 @@ class Shell:
                 def spark(self):
                     return shell.spark()
 
-            self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug)
+            from ..manager.host import HostRegistration
+
+            self.host = HostRegistration(self.catalog, self.home.conf.get("spark.master", "local[*]"))
+            self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug,
+                                           owner=self.host.server_id)
         return self.manager
 
     def hosted(self) -> list:
@@ -469,6 +473,7 @@ class Shell:
                       f"{'it' if len(running) == 1 else 'them'})")
         if self.manager is not None:
             self.manager.shutdown()
+            self.host.close()  # its jobs are free for a server at once
         elif self._spark_started:
             from ..engine import stop_spark
 

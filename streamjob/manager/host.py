@@ -1,0 +1,84 @@
+"""Processes that host jobs without the manager lease — ``streamjob run`` and the shell
+(DESIGN §8: they run the jobs they start when no server does).
+
+Such a process registers in the catalog's ``servers`` table like a server and keeps a
+heartbeat, and the jobs it runs name it as their ``owner``. A server (the lease holder)
+leaves a job alone while its owner is another live process, and any process refuses to
+start a job a live other process runs: two processes never run the same job on one
+checkpoint directory. An owner whose heartbeat is older than :data:`LIVE_WITHIN_MS` is
+dead (killed); its jobs are then free to be resumed from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+
+from ..catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 2.0
+"""Seconds between two heartbeats of a hosting process."""
+LIVE_WITHIN_MS = 15_000
+"""A registered process whose heartbeat is older than this (ms) is taken for dead."""
+
+
+def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bool:
+    """True if ``owner`` (a job's owner id) is a registered process other than ``me``
+    whose heartbeat is younger than :data:`LIVE_WITHIN_MS`."""
+    if not owner or owner == me:
+        return False
+    now = _dt.datetime.now(_dt.timezone.utc)
+    for s in catalog.list_servers():
+        if s.server_id == owner:
+            return (now - s.heartbeat_at).total_seconds() * 1000 < LIVE_WITHIN_MS
+    return False
+
+
+class HostRegistration:
+    """Registers this process as a job host and heartbeats every :data:`HEARTBEAT_S` s
+    until :meth:`close` (which unregisters it).
+
+    Args:
+        catalog: the catalog (control plane).
+        spark_master: the master this process's Spark uses (shown by ``status``).
+
+    Raises:
+        CatalogError: the catalog cannot be written at registration.
+    """
+
+    def __init__(self, catalog: Catalog, spark_master: str) -> None:
+        import os
+        import socket
+
+        from .server import new_server_id
+
+        self.catalog = catalog
+        self.server_id = new_server_id()
+        catalog.register_server(self.server_id, socket.gethostname(), os.getpid(), spark_master)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="host-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                if not self.catalog.heartbeat(self.server_id):  # pruned: register again
+                    import os
+                    import socket
+
+                    self.catalog.register_server(self.server_id, socket.gethostname(),
+                                                 os.getpid(), "")
+            except Exception as exc:  # noqa: BLE001 - a missed beat is retried
+                log.warning("heartbeat of %s failed: %s", self.server_id, exc)
+
+    def close(self) -> None:
+        """Stop the heartbeat and unregister (its jobs are free at once)."""
+        self._stop.set()
+        self._thread.join(HEARTBEAT_S + 1)
+        try:
+            self.catalog.unregister_server(self.server_id)
+        except Exception as exc:  # noqa: BLE001 - a dead row is pruned later anyway
+            log.warning("could not unregister %s: %s", self.server_id, exc)

@@ -1,0 +1,58 @@
+"""A job run by ``streamjob run`` (or the shell) while a server holds the lease: the
+server leaves it to its live owner, and takes it over from its checkpoints once that
+process is killed (manager/host.py): two processes never run one job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+
+import pytest
+
+from streamjob.dev.broker import create_topic
+
+from .conftest import STREAMJOB
+from .test_server import JOB_SQL, Env
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(tmp_path, broker):
+    topic = f"events_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    e = Env(tmp_path, f"sqlite:///{tmp_path}/home/catalog.db", broker.bootstrap, topic)
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def test_server_leaves_a_job_to_its_live_host_and_takes_it_over_when_it_dies(env):
+    env.feed()
+    server = env.server()
+    script = env.root / "hosted.sql"
+    script.write_text(JOB_SQL.format(topic=env.topic, bootstrap=env.bootstrap, job="hosted"))
+    run = subprocess.Popen([STREAMJOB, "--catalog", env.url, "run", str(script)],
+                           env=env.environ(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        job = env.wait_job("hosted", 180, "running in streamjob run", status="RUNNING")
+        host = job.owner
+        assert host and host != server.id
+        server.wait_line(r"streamjob default\.hosted runs in \S+ .*left to it", 60)
+        first = max(env.checkpoint_ids("hosted"), default=-1)
+        env.wait_checkpoint_beyond("hosted", first, 60)
+        assert env.job("hosted").owner == host  # the server did not start it as well
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(30)
+        env.wait_job("hosted", 120, "taken over by the server", status="RUNNING",
+                     owner=server.id)
+        last = max(env.checkpoint_ids("hosted"))
+        assert env.wait_checkpoint_beyond("hosted", last, 60)  # resumed, ids continue
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
