@@ -464,10 +464,12 @@ def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
           f"{env.catalog.dialect})")
 
 
+@pytest.mark.slow
 def test_ten_jobs_at_once_all_keep_making_checkpoints(env):
     """Ten jobs on one server (this two-core machine, Spark local[2]): all run, each
-    keeps committing checkpoints while the feeder writes, and a SIGTERM stops all ten
-    after their current batch."""
+    keeps committing checkpoints (and the recorder keeps up with them) while the feeder
+    writes, and a SIGTERM stops all ten after their current batch. Marked slow (about a
+    minute per catalog); ``make test`` runs it."""
     names = [f"j{i:02d}" for i in range(10)]
     server = env.server()
     server.wait_line(r": active \(", 60)
@@ -489,4 +491,7 @@ def test_ten_jobs_at_once_all_keep_making_checkpoints(env):
         job = env.job(name)
         assert (job.status, job.desired_state, job.owner) == ("STOPPED", "RUNNING", None)
         ck = env.checkpoint_dir(name)
-        assert log_ids(ck, "offsets")[-1] == log_ids(ck, "commits")[-1], name
+        # stopped between batches, or (a trigger that fired between the check and the
+        # stop) with the next batch just planned: its write-ahead offsets entry is
+        # replayed at the next start; never more than that one batch in flight
+        assert log_ids(ck, "offsets")[-1] - log_ids(ck, "commits")[-1] in (0, 1), name
