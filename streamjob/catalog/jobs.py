@@ -360,11 +360,14 @@ class JobsMixin(CatalogEngine):
                 .values(status=status, cause=cause, ended_at=now_utc())
             )
 
-    def claim_job(self, job_uid: str, owner: str, live_within_ms: int) -> str | None:
+    def claim_job(self, job_uid: str, owner: str, live_within_ms: int,
+                  presumed_dead: Sequence[str] = ()) -> str | None:
         """Make ``owner`` (a registered job manager or hosting process) the job's owner,
         atomically, unless another owner is alive (registered, heartbeat younger than
         ``live_within_ms``). Returns None when claimed (or already ours), else the live
         owner's id. Two processes starting one job at once: exactly one claims it.
+        ``presumed_dead``: owner ids the caller knows are dead (a process of this host
+        that no longer exists), whatever their heartbeat says.
         An unknown uid returns None (the caller's start then finds the job gone)."""
         from datetime import timedelta
 
@@ -374,13 +377,25 @@ class JobsMixin(CatalogEngine):
             job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
             if job is None:
                 return None
-            if job.owner and job.owner != owner:
+            if job.owner and job.owner != owner and job.owner not in presumed_dead:
                 beat = session.scalar(select(Server.heartbeat_at)
                                       .where(Server.server_id == job.owner))
                 if beat is not None and beat > now_utc() - timedelta(milliseconds=live_within_ms):
                     return job.owner
             job.owner = owner
             return None
+
+    def release_jobs(self, owner: str) -> int:
+        """Clear ``owner`` from every job it owns; returns how many. A job manager that
+        lost its lease (fenced: its queries stopped, nothing written) calls it once the
+        catalog answers again, so the new lease holder need not wait for it to die.
+        Notifies catalog watchers (PostgreSQL NOTIFY ``job``) when a job changed."""
+        with self._tx(write=True) as session:
+            result = session.execute(update(Job).where(Job.owner == owner).values(owner=None))
+            count = int(result.rowcount or 0)
+            if count:
+                self._notify(session, "job")
+            return count
 
     def end_open_runs(self, job_uid: str, status: str = "FAILED", cause: str | None = None) -> int:
         """End every run of the job that has not ended (those of a job manager that died

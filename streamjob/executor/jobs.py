@@ -71,8 +71,9 @@ class JobStatements:
             return Result(f"streamjob {db}.{name} can start{restored}")
         owner = getattr(self.manager, "owner", None)
         if owner:  # this process will run it: claim it before a server sees RUNNING
-            from ..manager.host import LIVE_WITHIN_MS
+            from ..manager.host import LIVE_WITHIN_MS, reap_local_dead
 
+            reap_local_dead(self.catalog)
             other = self.catalog.claim_job(job.uid, owner, LIVE_WITHIN_MS)
             if other is not None:
                 raise JobError(f"streamjob {db}.{name} is running in job manager {other}; "

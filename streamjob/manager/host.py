@@ -25,6 +25,24 @@ LIVE_WITHIN_MS = 15_000
 """A registered process whose heartbeat is older than this (ms) is taken for dead."""
 
 
+def reap_local_dead(catalog: Catalog) -> list[str]:
+    """Unregister processes of this host that are registered but no longer exist (killed
+    with SIGKILL: no clean exit), so that their jobs are free at once rather than after
+    :data:`LIVE_WITHIN_MS`; returns their ids. Other hosts' rows age out instead."""
+    import os
+    import socket
+
+    here = socket.gethostname()
+    dead = []
+    for s in catalog.list_servers():
+        if s.host == here and s.pid != os.getpid() and _gone_here(s.host, s.pid):
+            dead.append(s.server_id)
+    for sid in dead:
+        catalog.unregister_server(sid)
+        log.info("job manager %s is gone (its process no longer exists); unregistered", sid)
+    return dead
+
+
 def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bool:
     """True if ``owner`` (a job's owner id) is a registered process other than ``me``
     whose heartbeat is younger than :data:`LIVE_WITHIN_MS`."""
@@ -33,7 +51,24 @@ def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bo
     now = _dt.datetime.now(_dt.timezone.utc)
     for s in catalog.list_servers():
         if s.server_id == owner:
-            return (now - s.heartbeat_at).total_seconds() * 1000 < LIVE_WITHIN_MS
+            return ((now - s.heartbeat_at).total_seconds() * 1000 < LIVE_WITHIN_MS
+                    and not _gone_here(s.host, s.pid))
+    return False
+
+
+def _gone_here(host: str, pid: int) -> bool:
+    """True if ``host`` is this machine and process ``pid`` no longer exists."""
+    import os
+    import socket
+
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
     return False
 
 

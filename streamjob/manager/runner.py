@@ -15,7 +15,7 @@ Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNN
 STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
 that has an ``owner`` id (``streamjob server``) writes it into the job row when it starts
 the job and clears it when the job ends. Progress (batch, rates, lag, last checkpoint) is
-written by a second listener, :mod:`~streamjob.manager.progress`.
+written by :mod:`~streamjob.manager.progress` from the checkpoint recorder's reports.
 
 Stopping: a graceful stop (STOP STREAMJOB, SIGTERM/Ctrl-C) lets the current micro-batch
 finish — it waits, at most ``morphling.checkpoint.timeout`` (and 60 s), until Spark
@@ -48,7 +48,7 @@ from ..connectors.sql_sink import SqlSink
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..home import Home
 from ..planner.plan import JobPlan, plan_job, start_query
-from .progress import ProgressListener
+from .progress import ProgressReporter
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class JobRunner(threading.Thread):
         self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
         self.kafka_sink: KafkaSink | None = None  # Kafka table sink of the current attempt
         self.committers: list = []  # Kafka consumer-group committers of the current attempt
-        self.progress: ProgressListener | None = None  # progress writer of the current attempt
+        self.progress: ProgressReporter | None = None  # progress writer of the current attempt
 
     @property
     def catalog(self) -> Catalog:
@@ -357,14 +357,15 @@ class JobRunner(threading.Thread):
         self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
         _prepare_dead_letters(plan)
         self.committers = group_committers(plan)
+        self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
+                                         self.tracker)
         recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
                                       retained, self.tracker, durable=durable,
                                       backend=self.backend,
-                                      on_checkpoint=_commit_groups(self.committers))
+                                      on_checkpoint=_commit_groups(self.committers),
+                                      on_progress=self.progress.on_progress,
+                                      on_idle=self.progress.on_idle)
         session.streams.addListener(recorder)
-        self.progress = ProgressListener(self.catalog, self.job.uid, self.job.qualified_name,
-                                         self.tracker)
-        session.streams.addListener(self.progress)
         writer = None
         if isinstance(plan.sink_spec, cspec.SqlTableSpec):
             sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
@@ -539,12 +540,13 @@ class JobManager:
             JobError: another live process (a server, a shell, ``streamjob run``) runs
                 the job (``manager/host.py``): two runners must never share a checkpoint.
         """
-        from .host import LIVE_WITHIN_MS, live_owner
+        from .host import LIVE_WITHIN_MS, live_owner, reap_local_dead
 
         with self._lock:
             runner = self.runners.get(job.uid)
             if runner is not None and runner.is_alive():
                 return runner
+            reap_local_dead(self.catalog)
             other = (self.catalog.claim_job(job.uid, self.owner, LIVE_WITHIN_MS)
                      if self.owner else None)
             if other is None and not self.owner:

@@ -39,7 +39,9 @@ watchdog thread, which never touches the catalog, fences the server when less th
 process stalled), and the lease thread fences it when a renewal finds another holder:
 every job it runs is stopped at once and writes nothing more to the catalog, since a
 standby may take over as soon as the lease expires. A fenced server stays a candidate
-and runs the jobs again if it gets the lease back. Limits: a process frozen past its
+and runs the jobs again if it gets the lease back; if another server holds it, it gives
+up the ownership of those jobs as soon as the catalog answers (``release_jobs``), so the
+new holder starts them at once although the fenced process lives on as a standby. Limits: a process frozen past its
 lease (SIGSTOP, a long GC pause) runs its queries until it resumes and fences itself;
 nothing stops a ``streamjob run`` process (which holds no lease) from running a job
 that a server runs too.
@@ -135,6 +137,7 @@ class JobServer:
         self._standby_for: str | None = None
         self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
         self._outage = False
+        self._release_owned = False              # fenced: give our jobs up once heard again
         self._signals = 0
         self._signal_name: str | None = None
         self._loop_error: str | None = None
@@ -291,6 +294,17 @@ class JobServer:
         if self._outage:
             log.warning("server %s: the catalog answers again", self.server_id)
             self._outage = False
+        if not held and self._release_owned:
+            # fenced, and another server holds the lease: the jobs we owned (their queries
+            # stopped when we were fenced) are free for it at once, though we live on
+            try:
+                released = cat.release_jobs(self.server_id)
+                self._release_owned = False
+                if released:
+                    log.warning("server %s: released %d job(s) to the lease holder",
+                                self.server_id, released)
+            except StreamJobError as exc:
+                log.warning("server %s: jobs not released yet: %s", self.server_id, exc)
         with self._lock:
             deadline = sent + self.lease_ttl_ms / 1000
             if held and not self.holding and deadline - self._margin <= time.monotonic():
@@ -299,6 +313,7 @@ class JobServer:
                 return
             if held:
                 self._deadline = deadline
+                self._release_owned = False  # ours again: we restart them ourselves
                 if not self.holding and not self._stop.is_set():
                     self.holding = True
                     self._standby_for = None
@@ -323,6 +338,7 @@ class JobServer:
             if not self.holding:
                 return
             self.holding = False
+            self._release_owned = False  # not before the queries stopped (below)
             runners = self.manager.fence()
             stopping = [r for r, _w in list(self._stopping.values())]
             helpers = [h for h in (r.fence() for r in runners + stopping) if h is not None]
@@ -331,6 +347,12 @@ class JobServer:
         deadline = time.monotonic() + 30
         for helper in helpers:  # the queries, not the runner threads (maybe stuck on the catalog)
             helper.join(max(0.0, deadline - time.monotonic()))
+        if any(h.is_alive() for h in helpers):
+            log.error("server %s: a fenced query did not stop within 30 s; its jobs stay "
+                      "owned by this process until it exits", self.server_id)
+        else:
+            with self._lock:
+                self._release_owned = not self.holding
         self._echo(f"server {self.server_id}: {why}: stopped {len(runners)} job(s) at once "
                    "(fenced)")
         log.warning("server %s fenced: %s", self.server_id, why)
@@ -405,7 +427,9 @@ class JobServer:
 
     def _start_job(self, job: JobInfo) -> None:
         self.manager.spark()  # outside the lock: starting Spark takes seconds
-        other = self.catalog.claim_job(job.uid, self.server_id, LIVE_WITHIN_MS)
+        other = self.catalog.claim_job(job.uid, self.server_id, LIVE_WITHIN_MS,
+                                       presumed_dead=() if live_owner(self.catalog, job.owner)
+                                       else (job.owner,) if job.owner else ())
         if other is not None:  # a shell or `streamjob run` got there first
             return
         ended = self.catalog.end_open_runs(
