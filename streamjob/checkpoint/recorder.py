@@ -18,6 +18,17 @@ The commit step, in order:
    are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
    consumer-group offset commits, DESIGN §7); neither can fail the checkpoint;
 6. waiters (``run --until-idle``) are woken with the new offsets.
+
+Every progress report, a checkpoint or not, then goes to ``on_progress`` (the job
+manager's progress reporter, :mod:`streamjob.manager.progress`), and Spark's idle reports
+to ``on_idle``; one listener serves both, because each Python listener costs a
+py4j conversion of every event.
+
+Events reach Python through :class:`JsonEvents` rather than pyspark's own bridge, which
+reads a progress report field by field over py4j (dozens of calls, about 0.4 s per event
+on a busy two-core machine). Spark delivers the events of every query of the process on
+one listener thread, so with ten jobs that bridge fell minutes behind; the JSON of the
+report crosses in one call and is parsed here (``StreamingQueryProgress.fromJson``).
 """
 
 from __future__ import annotations
@@ -80,13 +91,73 @@ def merge_offsets(source_end_offsets: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _progress_from_json(text: str):
+    """A ``StreamingQueryProgress`` from its JSON. Spark leaves NaN rates out of it: they
+    come back as NaN, as pyspark's own conversion gives them; missing offsets as None."""
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+    j = json.loads(text)
+    j.setdefault("stateOperators", [])
+    j.setdefault("sources", [])
+    for src in j["sources"]:
+        for key in ("startOffset", "endOffset", "latestOffset", "numInputRows"):
+            src.setdefault(key, None)
+        for key in ("inputRowsPerSecond", "processedRowsPerSecond"):
+            src.setdefault(key, float("nan"))
+    j.setdefault("sink", {"description": "", "numOutputRows": -1})
+    return StreamingQueryProgress.fromJson(j)
+
+
+class JsonEvents:
+    """The py4j side of a Python ``StreamingQueryListener`` that converts a progress
+    report from its JSON, in one py4j call (module docstring); other events as pyspark
+    does. A report whose JSON cannot be read falls back to pyspark's conversion."""
+
+    def __init__(self, listener: StreamingQueryListener) -> None:
+        self.listener = listener
+
+    def onQueryStarted(self, jevent) -> None:  # noqa: N802 - Spark's names
+        from pyspark.sql.streaming.listener import QueryStartedEvent
+
+        self.listener.onQueryStarted(QueryStartedEvent.fromJObject(jevent))
+
+    def onQueryProgress(self, jevent) -> None:  # noqa: N802
+        from pyspark.sql.streaming.listener import QueryProgressEvent
+
+        try:
+            event = QueryProgressEvent(_progress_from_json(jevent.progress().json()))
+        except Exception:  # noqa: BLE001 - an unexpected shape: pyspark's slow way
+            event = QueryProgressEvent.fromJObject(jevent)
+        self.listener.onQueryProgress(event)
+
+    def onQueryIdle(self, jevent) -> None:  # noqa: N802
+        from pyspark.sql.streaming.listener import QueryIdleEvent
+
+        self.listener.onQueryIdle(QueryIdleEvent.fromJObject(jevent))
+
+    def onQueryTerminated(self, jevent) -> None:  # noqa: N802
+        from pyspark.sql.streaming.listener import QueryTerminatedEvent
+
+        self.listener.onQueryTerminated(QueryTerminatedEvent.fromJObject(jevent))
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+
 class CheckpointRecorder(StreamingQueryListener):
-    """Listener for one job's session; see the module docstring for the commit steps."""
+    """Listener for one job's session; see the module docstring for the commit steps.
+
+    ``on_progress(progress)`` receives every ``StreamingQueryProgress`` after the commit
+    steps, ``on_idle()`` every idle report; neither can disturb the recording (errors
+    are logged).
+    """
 
     def __init__(self, catalog: Catalog, job_uid: str, job_name: str, checkpoint_dir: str,
                  retained: int, tracker: CheckpointTracker, durable: bool = True,
                  backend: CheckpointBackend | None = None,
-                 on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+                 on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None,
+                 on_progress: Callable[[Any], None] | None = None,
+                 on_idle: Callable[[], None] | None = None) -> None:
         self.catalog = catalog
         # where checkpoints are recorded (morphling.checkpoint.backend); default: the catalog
         self.backend = backend if backend is not None else CatalogBackend(catalog)
@@ -97,12 +168,29 @@ class CheckpointRecorder(StreamingQueryListener):
         self.tracker = tracker
         self.durable = durable
         self.on_checkpoint = on_checkpoint  # (batch id, merged end offsets) after step 4
+        self.on_progress = on_progress
+        self.on_idle = on_idle
+
+    @property
+    def _jlistener(self):
+        """The JVM wrapper Spark calls, around :class:`JsonEvents` (pyspark's property,
+        with the faster bridge)."""
+        from pyspark import SparkContext
+
+        if getattr(self, "_jlistenerobj", None) is None:
+            self._jlistenerobj = SparkContext._jvm.PythonStreamingQueryListenerWrapper(
+                JsonEvents(self))
+        return self._jlistenerobj
 
     def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
         pass
 
     def onQueryIdle(self, event) -> None:  # noqa: N802
-        pass
+        if self.on_idle is not None:
+            try:
+                self.on_idle()
+            except Exception:  # noqa: BLE001 - never kill Spark's listener bus
+                log.exception("idle report of job %s failed", self.job_name)
 
     def onQueryTerminated(self, event) -> None:  # noqa: N802
         pass
@@ -112,6 +200,11 @@ class CheckpointRecorder(StreamingQueryListener):
             self._record(event.progress)
         except Exception:  # noqa: BLE001 - a listener must never kill Spark's listener bus
             log.exception("recording a checkpoint of job %s failed", self.job_name)
+        if self.on_progress is not None:
+            try:
+                self.on_progress(event.progress)
+            except Exception:  # noqa: BLE001
+                log.exception("progress report of job %s failed", self.job_name)
 
     def _record(self, p) -> None:
         batch_id = int(p.batchId)

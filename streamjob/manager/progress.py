@@ -1,7 +1,10 @@
 """A running job's latest progress, written to the catalog (``JobInfo.progress``).
 
-A second ``StreamingQueryListener`` on the job's session (beside the checkpoint
-recorder) turns each micro-batch's progress report into::
+The job's checkpoint recorder (its ``StreamingQueryListener``) hands every micro-batch's
+progress report to a :class:`ProgressReporter`, after recording the checkpoint (one
+listener, not two: each Python listener costs a py4j conversion of every event, on the
+one thread that delivers the events of every query; see ``checkpoint/recorder.py``).
+The reporter turns it into::
 
     {"batch_id": 12,                 # Spark's batch id (= checkpoint id once committed)
      "input_rows_per_s": 2150.3,     # rows/s arriving, as Spark measures it
@@ -10,10 +13,10 @@ recorder) turns each micro-batch's progress report into::
      "last_checkpoint_at": "2026-12-05T10:11:12.345+00:00",  # ISO-8601 UTC, or None
      "updated_at": "2026-12-05T10:11:13.001+00:00"}
 
-and writes it with :meth:`Catalog.update_progress` at most once a second per job; a
-report that comes sooner is kept and written by the next report or by the job's runner,
-which calls :meth:`ProgressListener.flush` every quarter second, so the catalog is never
-more than about a second behind. ``lag_records`` sums, over the partitions of every Kafka
+and the job's runner writes the newest one with :meth:`Catalog.update_progress` from its
+own thread (:meth:`ProgressReporter.flush`, called every quarter second; at most one
+write a second per job), so the listener thread is not held up by catalog writes and
+the catalog is never more than about a second behind. ``lag_records`` sums, over the partitions of every Kafka
 source, the source's latest offset (the broker's end offset, Spark's
 ``sources[i].latestOffset``) minus the batch's end offset (``sources[i].endOffset``);
 sources that report no latest offset (rate, files) add nothing, and when none reports
@@ -32,8 +35,6 @@ import threading
 import time
 from datetime import datetime, timezone
 from typing import Any
-
-from pyspark.sql.streaming import StreamingQueryListener
 
 from ..catalog import Catalog
 from ..checkpoint.recorder import CheckpointTracker
@@ -109,8 +110,10 @@ def progress_of(p) -> dict[str, Any]:
     }
 
 
-class ProgressListener(StreamingQueryListener):
-    """Writes one job's progress to the catalog (module docstring).
+class ProgressReporter:
+    """Writes one job's progress to the catalog (module docstring); the checkpoint
+    recorder calls :meth:`on_progress` and :meth:`on_idle`, the job's runner
+    :meth:`flush`.
 
     Args:
         catalog: where to write (``update_progress`` by ``job_uid``).
@@ -135,20 +138,14 @@ class ProgressListener(StreamingQueryListener):
         self._warned = False
         self.enabled = True  # False once the job manager is fenced: no more writes
 
-    def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
-        pass
-
-    def onQueryProgress(self, event) -> None:  # noqa: N802
-        try:
-            progress = progress_of(event.progress)
-        except Exception:  # noqa: BLE001 - a listener must never kill Spark's listener bus
-            log.exception("reading the progress of job %s failed", self.job_name)
-            return
+    def on_progress(self, progress) -> None:
+        """One ``StreamingQueryProgress`` (after its checkpoint was recorded)."""
+        report = progress_of(progress)
         with self._lock:
-            self._pending = progress
-        self.flush()
+            self._pending = report  # written by the runner's flush(), off the listener thread
 
-    def onQueryIdle(self, event) -> None:  # noqa: N802
+    def on_idle(self) -> None:
+        """Spark reports the query idle: rates and lag 0."""
         with self._lock:
             base = self._pending or self._last
             if base is None:
@@ -156,10 +153,6 @@ class ProgressListener(StreamingQueryListener):
             self._pending = {**base, "input_rows_per_s": 0.0, "processed_rows_per_s": 0.0,
                              "lag_records": 0 if base.get("lag_records") is not None else None,
                              "updated_at": _iso(datetime.now(timezone.utc))}
-        self.flush()
-
-    def onQueryTerminated(self, event) -> None:  # noqa: N802
-        pass
 
     def flush(self, force: bool = False) -> bool:
         """Write the newest unwritten progress if a second passed since the last write

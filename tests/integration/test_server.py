@@ -464,6 +464,44 @@ def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
           f"{env.catalog.dialect})")
 
 
+def test_a_stalled_holder_fences_itself_and_gives_its_jobs_up(env):
+    """A holder frozen (SIGSTOP) past its lease: the standby takes the lease but leaves
+    the job to its still registered owner (never two runners); thawed, the old holder
+    fences itself, stops the job and releases it, and the new holder runs it while the
+    old process lives on as a standby. PostgreSQL only (the catalog that spans hosts,
+    and the module's time budget); the catalog calls are the same on SQLite."""
+    if env.catalog.dialect != "postgresql":
+        pytest.skip("run on the PostgreSQL catalog")
+    ttl = 3000
+    old = env.server("--lease-ttl", str(ttl))
+    old.wait_line(r": active \(", 60)
+    new = env.server("--lease-ttl", str(ttl))
+    new.wait_line(rf"^standby: server {re.escape(old.id)} holds the lease", 60)
+    env.feed()
+    env.create_job("s")
+    env.wait_job("s", 120, "run by the holder", status="RUNNING", owner=old.id)
+    env.wait_checkpoint_beyond("s", 0, 60)
+
+    old.signal(signal.SIGSTOP)
+    try:
+        new.wait_line(r": active \(", 30)
+        new.wait_line(rf"streamjob default\.s runs in {re.escape(old.id)}", 30)
+        assert env.job("s").owner == old.id  # left to its live owner: never two runners
+    finally:
+        old.signal(signal.SIGCONT)
+    old.wait_line(r"\(fenced\)", 30)
+    job = env.wait_job("s", 90, "run by the new holder", status="RUNNING", owner=new.id)
+    committed = log_ids(env.checkpoint_dir("s"), "commits")[-1]
+    env.wait_checkpoint_beyond("s", committed, 60)
+    old.wait_line(rf"^standby: server {re.escape(new.id)} holds the lease", 30)
+    assert old.proc.poll() is None  # the fenced server lives on, as a standby
+    runs = env.catalog.list_runs(job.uid)
+    assert len([r for r in runs if r.ended_at is None]) == 1, runs
+    for s in (new, old):
+        s.terminate()
+        assert s.wait_exit(90) == 0, s.output
+
+
 @pytest.mark.slow
 def test_ten_jobs_at_once_all_keep_making_checkpoints(env):
     """Ten jobs on one server (this two-core machine, Spark local[2]): all run, each

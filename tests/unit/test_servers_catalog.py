@@ -4,6 +4,7 @@ job manager waits on (:class:`~streamjob.catalog.watch.CatalogWatcher`)."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from datetime import datetime, timezone
@@ -150,6 +151,18 @@ def test_job_owner_follows_the_unchanged_pattern(cat):
     assert cat.update_job("default", "j", status="STOPPED", owner=None).owner is None
 
 
+def test_release_jobs_clears_one_owner(cat):
+    _job(cat, "a")
+    _job(cat, "b")
+    _job(cat, "c")
+    cat.update_job("default", "a", owner=A)
+    cat.update_job("default", "b", owner=A)
+    cat.update_job("default", "c", owner=B)
+    assert cat.release_jobs(A) == 2
+    assert [(j.name, j.owner) for j in cat.list_jobs()] == [("a", None), ("b", None), ("c", B)]
+    assert cat.release_jobs(A) == 0
+
+
 def test_progress_round_trip_without_touching_updated_at(cat):
     uid = _job(cat)
     before = cat.get_job("default", "j")
@@ -251,3 +264,36 @@ def test_progress_of_a_batch_report():
     assert progress["batch_id"] == 12 and progress["lag_records"] == 5
     assert progress["input_rows_per_s"] == 0.0 and progress["processed_rows_per_s"] == 250.123
     assert datetime.fromisoformat(progress["updated_at"]).tzinfo is not None
+
+
+PROGRESS_JSON = (  # what Spark 4.3 wrote for a batch of a real job (NaN rates left out)
+    '{"id":"b3b44401-9775-40b9-b3bb-fa605aea3581","runId":"035dc836-adb0-41f3-9519-037bbee51536",'
+    '"name":"default.j0","timestamp":"2026-11-21T10:56:48.001Z","batchId":3,"batchDuration":322,'
+    '"numInputRows":28,"processedRowsPerSecond":87.0,"durationMs":{"addBatch":225,'
+    '"triggerExecution":322},"stateOperators":[{"operatorName":"stateStoreSave","numRowsTotal":5,'
+    '"numRowsUpdated":2,"allUpdatesTimeMs":1,"numRowsRemoved":0,"allRemovalsTimeMs":0,'
+    '"commitTimeMs":3,"memoryUsedBytes":100,"numRowsDroppedByWatermark":0,'
+    '"numShufflePartitions":2,"numStateStoreInstances":2}],"sources":[{"description":"kafka",'
+    '"startOffset":null,"endOffset":{"ev":{"0":180,"1":179}},"latestOffset":{"ev":{"0":185,'
+    '"1":179}},"numInputRows":28,"processedRowsPerSecond":87.0}],'
+    '"sink":{"description":"FileSink[file:/tmp/out]","numOutputRows":-1},'
+    '"observedMetrics":{"malformed:default.s":{"malformed":2}}}')
+
+
+def test_progress_reports_cross_py4j_as_json():
+    """The checkpoint recorder reads Spark's progress report from its JSON (one py4j
+    call instead of dozens); everything the recorder and the progress reporter use
+    survives, NaN rates that Spark leaves out included."""
+    from streamjob.checkpoint.recorder import _progress_from_json, malformed_counts, merge_offsets
+    from streamjob.manager.progress import progress_of
+
+    p = _progress_from_json(PROGRESS_JSON)
+    assert (p.batchId, p.batchDuration, p.numInputRows) == (3, 322, 28)
+    assert p.timestamp == "2026-11-21T10:56:48.001Z"
+    assert math.isnan(p.inputRowsPerSecond) and math.isnan(p.sources[0].inputRowsPerSecond)
+    assert [op.numRowsTotal for op in p.stateOperators] == [5]
+    assert merge_offsets([(s.description, s.endOffset) for s in p.sources]) == {
+        "ev": {"0": 180, "1": 179}}
+    assert malformed_counts(p) == {"default.s": 2}
+    report = progress_of(p)
+    assert (report["batch_id"], report["lag_records"], report["input_rows_per_s"]) == (3, 5, 0.0)
