@@ -139,14 +139,7 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     sources = [_source(lookup, home, database, name, st, view, view in proctime)
                for st, view in bases]
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
-    statics = []
-    for ref in aq.references:
-        if ref.kind == "table":
-            tb = lookup.table(ref.database, ref.name)
-            sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
-            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
-                raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
-            statics.append(Static(tb, ref.view, sp))
+    statics = static_tables(lookup, home, aq.references)
     sink = catalog.get_table(*aq.target)
     sink_spec = cspec.spec_of_table(sink, home.table_location(sink.database, sink.name))
     _check_columns(aq, sink)
@@ -155,6 +148,23 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     mode = _output_mode(aq, sources, sink, sink_spec)
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
                    props, jp.guarantee(props), derived)
+
+
+def static_tables(lookup: Lookup, home: Home, references) -> list[Static]:
+    """The tables a query reads beside its streams, as static data (DESIGN §7).
+
+    Raises:
+        ValidationError: a table that cannot be read as static data (Kafka, console).
+    """
+    statics = []
+    for ref in references:
+        if ref.kind == "table":
+            tb = lookup.table(ref.database, ref.name)
+            sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
+            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
+                raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
+            statics.append(Static(tb, ref.view, sp))
+    return statics
 
 
 def _source(lookup: Lookup, home: Home, database: str, job: str, st: StreamInfo, view: str,

@@ -38,7 +38,8 @@ from ..grammar.statements import DEFAULT_DATABASE
 from ..home import Home
 from .derived import expand_streams
 from .lookup import Lookup
-from .plan import Derived, Source, Static, source_frame, static_frame, with_proctime
+from .plan import (Derived, Source, Static, source_frame, static_frame, static_tables,
+                   with_proctime)
 from .query import AnalyzedSelect, _analyze_body
 from .text import QueryText, parse
 from .window import extract_windows
@@ -130,14 +131,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     bases, derived_streams = expand_streams(lookup, body.references)
     sources = tuple(_source(st, view, view in proctime, reset) for st, view in bases)
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
-    statics = []
-    for ref in body.references:
-        if ref.kind == "table":
-            tb = lookup.table(ref.database, ref.name)
-            sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
-            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
-                raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
-            statics.append(Static(tb, ref.view, sp))
+    statics = static_tables(lookup, home, body.references)
     mode = "update" if body.aggregate else "append"
     return PreviewPlan(body, limit, sources, tuple(statics), derived, props, mode)
 
