@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export STREAMJOB_HOME ?= $(CURDIR)/.streamjob
 
-.PHONY: demo test test-unit setup clean
+.PHONY: demo test test-slow test-all test-unit bench setup clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,12 +19,24 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/flights/demo.py
 
-## Every test: unit (no Spark) and integration (Spark, the broker, PostgreSQL).
+## The tests: unit (no Spark) and integration (Spark, the broker, PostgreSQL, ZooKeeper),
+## all but the `slow` ones (under 15 minutes on 2 cores).
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not slow"
+
+## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
+## the grammar fuzz. CI runs `make test` and then these.
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
+
+test-all: test test-slow
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not slow"
+
+## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a 3-minute run.
+bench: $(STAMP)
+	$(PY) -m streamjob.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .streamjob .pytest_cache *.egg-info

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from .home import Home
+from .spark_home import worker_spark_home
 
 _lock = threading.Lock()
 _spark = None
@@ -122,6 +123,63 @@ def ship_package(sc) -> str | None:
     return path
 
 
+JVM_NOISE = (
+    "WARNING: Using incubator modules",  # the JVM, for Spark's --add-modules
+    "Setting default log level to",  # Spark's shell-style log set-up ...
+    "To adjust logging level use sc.setLogLevel",  # ... and its hint
+)
+"""Start-up lines of Spark's JVM that say nothing to a streamjob user (prefixes); they are
+dropped from its stderr unless --debug. Everything else is passed through."""
+
+
+def _launch_gateway(conf: dict[str, str], quiet: bool = True) -> None:
+    """Start Spark's driver JVM (the py4j gateway) for ``conf`` and make it the gateway
+    pyspark's SparkContext uses. With ``quiet``, its stderr is read by a thread that
+    drops :data:`JVM_NOISE` and passes every other line to our stderr. The JVM gets
+    :func:`~streamjob.spark_home.worker_spark_home` as ``SPARK_HOME`` when there is one
+    (its Python workers then import the installed, byte-compiled pyspark). No-op if a
+    gateway exists (pyspark then reuses it) or when pyspark was started by spark-submit
+    (PYSPARK_GATEWAY_PORT)."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    spark_conf = SparkConf(loadDefaults=False)
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    mirror = worker_spark_home()
+    saved = os.environ.get("SPARK_HOME")
+    if mirror:  # launch_gateway passes os.environ to the JVM; restored right after
+        os.environ["SPARK_HOME"] = mirror
+    try:
+        gateway = launch_gateway(spark_conf,
+                                 popen_kwargs={"stderr": subprocess.PIPE} if quiet else None)
+    finally:
+        if mirror:
+            if saved is None:
+                os.environ.pop("SPARK_HOME", None)
+            else:
+                os.environ["SPARK_HOME"] = saved
+    if not quiet:
+        SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
+        return
+    stream = gateway.proc.stderr
+
+    def forward() -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            if not line.startswith(JVM_NOISE):
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    threading.Thread(target=forward, name="spark-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
+
+
 def spark_session(home: Home, debug: bool = False):
     """The process's SparkSession, created on first use from the home's ``spark.*`` conf.
 
@@ -150,6 +208,7 @@ def spark_session(home: Home, debug: bool = False):
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         for k, v in conf.items():
             builder = builder.config(k, v)
+        _launch_gateway({"spark.app.name": "streamjob", **conf}, quiet=not debug)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
         try:

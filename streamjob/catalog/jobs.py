@@ -380,7 +380,8 @@ class JobsMixin(CatalogEngine):
             if job.owner and job.owner != owner and job.owner not in presumed_dead:
                 beat = session.scalar(select(Server.heartbeat_at)
                                       .where(Server.server_id == job.owner))
-                if beat is not None and beat > now_utc() - timedelta(milliseconds=live_within_ms):
+                if beat is not None and _aware(beat) > self._db_now(session) - timedelta(
+                        milliseconds=live_within_ms):
                     return job.owner
             job.owner = owner
             return None
@@ -432,6 +433,13 @@ class JobsMixin(CatalogEngine):
                 )
                 for r in rows
             ]
+
+
+def _aware(value):
+    """A datetime read back from SQLite is naive; the catalog stores UTC."""
+    from datetime import timezone
+
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _counts(text_value: str | None) -> dict[str, int]:

@@ -155,7 +155,9 @@ class ServerInfo:
 
     ``server_id`` is ``f"{host}:{pid}:{8 hex digits}"``; ``spark_master`` the master its
     SparkSession uses (``local[*]``, ``spark://...``); ``started_at`` when it registered;
-    ``heartbeat_at`` its latest heartbeat (renewed about once a second while it lives).
+    ``heartbeat_at`` its latest heartbeat (renewed about once a second while it lives);
+    ``heartbeat_age_ms`` how old that heartbeat was when read, measured on the database's
+    clock (PostgreSQL), so hosts with skewed clocks agree on which managers are alive.
     """
 
     server_id: str
@@ -164,6 +166,7 @@ class ServerInfo:
     spark_master: str
     started_at: datetime
     heartbeat_at: datetime
+    heartbeat_age_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ a change of lease holder does (PostgreSQL NOTIFY ``lease``).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -81,10 +81,11 @@ class ServersMixin(CatalogEngine):
 
     def list_servers(self) -> list[ServerInfo]:
         """Every registered job manager, oldest first (a dead one stays until pruned;
-        look at ``heartbeat_at``)."""
+        look at ``heartbeat_age_ms``, measured on the database's clock)."""
         with self._tx() as session:
+            now = self._db_now(session)
             rows = session.scalars(select(Server).order_by(Server.started_at, Server.server_id))
-            return [_server_info(r) for r in rows]
+            return [_server_info(r, now) for r in rows]
 
     def prune_servers(self, max_age_ms: int) -> list[str]:
         """Remove servers whose heartbeat is older than ``max_age_ms`` (dead without a
@@ -158,7 +159,7 @@ class ServersMixin(CatalogEngine):
                 select(Server).join(Lease, Lease.holder == Server.server_id)
                 .where(Lease.name == MANAGER_LEASE, Lease.expires_at > now)
             ).first()
-            return _server_info(row) if row is not None else None
+            return _server_info(row, now) if row is not None else None
 
     def _release(self, session: Session, server_id: str) -> None:
         lease = session.get(Lease, MANAGER_LEASE, with_for_update=True)
@@ -168,7 +169,10 @@ class ServersMixin(CatalogEngine):
             self._notify(session, "lease")
 
 
-def _server_info(row: Server) -> ServerInfo:
+def _server_info(row: Server, now: datetime) -> ServerInfo:
+    beat = row.heartbeat_at if row.heartbeat_at.tzinfo else row.heartbeat_at.replace(
+        tzinfo=timezone.utc)
     return ServerInfo(server_id=row.server_id, host=row.host, pid=row.pid,
                       spark_master=row.spark_master, started_at=row.started_at,
-                      heartbeat_at=row.heartbeat_at)
+                      heartbeat_at=row.heartbeat_at,
+                      heartbeat_age_ms=max(0, int((now - beat).total_seconds() * 1000)))

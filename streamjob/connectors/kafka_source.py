@@ -10,7 +10,13 @@ exactly-once needs (DESIGN §6).
   consumer and asks the broker for beginning/end offsets (ListOffsets).
 - The executor side (``read``) assigns one partition with ``assign()`` and ``seek()``
   (no consumer-group subscription: Spark decides the ranges), polls until the end
-  offset, and yields Arrow record batches of at most ``batch.rows`` rows.
+  offset, and yields Arrow record batches of at most ``batch.rows`` rows. Its consumer
+  is kept for the next task of the same Python worker (:func:`_reader_consumer`), and
+  it is tuned for throughput (docs/performance.md): large fetches
+  (:data:`READ_CONSUMER_SETTINGS`), CRC checks only with a native CRC-32C
+  (``checkCrcs``), values collected without per-record Python work beyond kafka-python's
+  own, and JSON decoded by Arrow's reader even when integer columns arrive as JSON
+  floats such as ``517.0`` (:class:`_JsonDecoder`).
 
 Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 ``topic``, ``bootstrap`` (``kafka.broker.list``), ``format`` (json|delimited|raw),
@@ -39,6 +45,11 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 - ``requestTimeoutMs`` — bound on each driver-side broker request (default 30000, at
   least 1000); connecting waits at most min(it, 10000) ms. An unreachable broker is a
   ConnectorError "cannot reach Kafka broker at <address>: ...".
+- ``checkCrcs`` — ``auto`` (default), ``true`` or ``false``: whether the executor's
+  consumer verifies each record batch's CRC-32C. ``auto`` verifies when the native
+  ``crc32c`` package is installed; kafka-python's pure-Python CRC-32C otherwise costs
+  about a third of the read time (docs/performance.md); an Apache Kafka broker verifies
+  each batch's CRC when it is produced and TCP checksums cover the transfer.
 """
 
 from __future__ import annotations
@@ -48,7 +59,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -56,7 +67,9 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import ConnectorError
 from . import worker
+from .kafka_decode import _decoder, native_crc32c  # noqa: F401 - also exported
 from .kafka_group import broker_errors, committed_offsets
+from .kafka_policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
 
 worker.install()  # in pyspark's source runner / Python workers: warnings to stderr, and a
 # quiet exit when Spark stops the runner
@@ -66,6 +79,15 @@ log = logging.getLogger(__name__)  # "streamjob.connectors.kafka_source"
 SOURCE_NAME = "streamjob_kafka"
 DEFAULT_BATCH_ROWS = 50_000
 """Rows per Arrow batch handed to Spark by ``read`` (bounds executor memory)."""
+
+READ_CONSUMER_SETTINGS = dict(
+    fetch_max_bytes=64 << 20,            # per fetch response
+    max_partition_fetch_bytes=16 << 20,  # per partition in a response
+    fetch_min_bytes=1, fetch_max_wait_ms=100,
+    receive_buffer_bytes=4 << 20,        # socket buffer: fewer reads per large fetch
+)
+"""kafka-python settings of the executor's consumer (bytes, ms); the benchmark's raw
+consumer anchor uses the same (``streamjob.bench``)."""
 
 Offsets = dict[str, dict[str, int]]
 """``{topic: {partition (str): next offset}}``, the checkpointed offset of this source."""
@@ -79,83 +101,6 @@ class KafkaRange(InputPartition):
     partition: int
     start: int
     end: int
-
-
-STRATEGIES = ("earliest", "latest", "committed")
-"""The named reset strategies; a timestamp (ms since the epoch) is the fourth kind."""
-
-
-def reset_strategy(text: str | None) -> str | int:
-    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"`` or
-    a timestamp (int, ms since the epoch); None or empty means ``"earliest"``.
-
-    Raises:
-        ConnectorError: any other value.
-    """
-    value = (text or "earliest").strip().lower()
-    if value in STRATEGIES:
-        return value
-    if value.isdigit():
-        return int(value)
-    raise ConnectorError(
-        f"unknown reset strategy '{text}' (transwarp.consumer.reset.offset.strategy): "
-        f"expected earliest, latest, committed or a timestamp in ms since the epoch")
-
-
-def _flag(options: dict[str, str], name: str, default: bool) -> bool:
-    """A boolean option (``true``/``false``, any case); ConnectorError otherwise."""
-    text = options.get(name.lower())
-    if text is None or text.strip() == "":
-        return default
-    value = text.strip().lower()
-    if value not in ("true", "false"):
-        raise ConnectorError(f"option {name} must be true or false, got '{text}'")
-    return value == "true"
-
-
-def lost_start(topic: str, partition: int, start: int, beginning: int,
-               fail_on_data_loss: bool) -> int:
-    """Where reading of ``partition`` continues when it should start at ``start`` and the
-    broker's first offset still there is ``beginning``: ``start`` itself if nothing is
-    lost, else ``beginning`` after a warning naming the lost offsets
-    ``start..beginning-1`` (``fail_on_data_loss`` False).
-
-    Raises:
-        ConnectorError: offsets are lost and ``fail_on_data_loss`` is True (the message
-            names topic, partition and the lost offsets).
-    """
-    if beginning <= start:
-        return start
-    lost = f"offsets {start}..{beginning - 1} of topic '{topic}' partition {partition}"
-    if fail_on_data_loss:
-        raise ConnectorError(
-            f"{lost} are no longer on the broker (retention removed them); set "
-            f"\"fail.on.data.loss\"=\"false\" on the stream to skip them")
-    log.warning("%s are no longer on the broker (retention removed them): skipped, "
-                "reading continues at offset %d (fail.on.data.loss=false)", lost, beginning)
-    return beginning
-
-
-def beyond_end(topic: str, partition: int, start: int, end: int, beginning: int,
-               fail_on_data_loss: bool) -> int:
-    """Where reading of ``partition`` continues when the job has read up to ``start`` but
-    the partition now ends at ``end`` < ``start``: the topic was deleted and recreated,
-    or its log truncated, so records may have been lost (Spark's Kafka source treats this
-    as data loss too). Returns ``beginning`` (the new log read from its start) after a
-    warning when ``fail_on_data_loss`` is False.
-
-    Raises:
-        ConnectorError: ``fail_on_data_loss`` is True (names topic, partition, offsets).
-    """
-    what = (f"topic '{topic}' partition {partition} ends at offset {end}, but the job has "
-            f"read up to offset {start}: the topic was deleted and recreated, or truncated, "
-            f"and records may have been lost")
-    if fail_on_data_loss:
-        raise ConnectorError(f"{what}; set \"fail.on.data.loss\"=\"false\" on the stream "
-                             f"to read the partition again from its beginning")
-    log.warning("%s: reading continues at its beginning, offset %d (fail.on.data.loss=false)",
-                what, beginning)
-    return beginning
 
 
 def _consumer(bootstrap: str, request_timeout_ms: int = 30_000, **extra):
@@ -203,6 +148,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_records = int(options.get("maxrecordsperbatch", "0") or 0)
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         self.dead_letter = options.get("deadletter") or None  # DeadLetterTarget JSON
+        crcs = (options.get("checkcrcs") or "auto").strip().lower()
+        if crcs not in ("auto", "true", "false"):
+            raise ConnectorError(f"option checkCrcs must be auto, true or false, got '{crcs}'")
+        self.check_crcs = native_crc32c() if crcs == "auto" else crcs == "true"
         self._meta = None
         self._warned: set[tuple[int, int]] = set()  # (partition, start) already reported
 
@@ -414,14 +363,43 @@ class KafkaStreamReader(DataSourceStreamReader):
             partition, self.bootstrap, self.schema, self.format, self.delimiter,
             self.poll_timeout_ms, dead_letter=self.dead_letter,
             fail_on_data_loss=self.fail_on_data_loss, isolation_level=self.isolation,
+            check_crcs=self.check_crcs,
         )
+
+
+_CONSUMERS: dict[tuple, object] = {}
+"""Executor consumers kept between tasks of one Python worker (Spark reuses workers),
+keyed by (bootstrap, isolation level, check_crcs, batch rows)."""
+
+
+def _reader_consumer(bootstrap: str, isolation_level: str, check_crcs: bool, batch_rows: int):
+    """The worker's consumer for these settings, created on first use: a task saves the
+    connection set-up and metadata round trips of a new consumer. Callers assign, seek
+    and poll; on any error they call :func:`_drop_consumer`."""
+    key = (bootstrap, isolation_level, check_crcs, batch_rows)
+    consumer = _CONSUMERS.get(key)
+    if consumer is None:
+        consumer = _consumer(bootstrap, isolation_level=isolation_level, check_crcs=check_crcs,
+                             max_poll_records=batch_rows, **READ_CONSUMER_SETTINGS)
+        _CONSUMERS[key] = consumer
+    return key, consumer
+
+
+def _drop_consumer(key: tuple) -> None:
+    consumer = _CONSUMERS.pop(key, None)
+    if consumer is not None:
+        try:
+            consumer.close()
+        except Exception:  # noqa: BLE001 - a broken consumer is being discarded
+            pass
 
 
 def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                delimiter: str, poll_timeout_ms: int = 120_000,
                batch_rows: int = DEFAULT_BATCH_ROWS, *, dead_letter: str | None = None,
                fail_on_data_loss: bool = True,
-               isolation_level: str = "read_uncommitted") -> Iterator:
+               isolation_level: str = "read_uncommitted",
+               check_crcs: bool | None = None) -> Iterator:
     """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
     A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
@@ -434,16 +412,16 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     logged warning (:func:`lost_start`); an unreachable broker is a ConnectorError naming
     its address. With ``isolation_level`` ``read_committed`` records of aborted
     transactions (and transaction markers) are not returned; the end offsets the driver
-    plans with are then the last stable offsets (Kafka's ListOffsets rule)."""
-    from .formats import RecordSlice
-
+    plans with are then the last stable offsets (Kafka's ListOffsets rule).
+    ``check_crcs``: verify record batch CRCs (None: only with a native CRC-32C,
+    :func:`native_crc32c`)."""
+    if check_crcs is None:
+        check_crcs = native_crc32c()
     decode = _decoder(schema, fmt, delimiter, dead_letter)
-    consumer = _consumer(
-        bootstrap, fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20,
-        max_poll_records=batch_rows, fetch_min_bytes=1, fetch_max_wait_ms=100,
-        isolation_level=isolation_level,
-    )
+    meta = fmt == "raw" or decode.tolerant  # keys and timestamps only where they are used
+    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows)
     tp = _tp(rng.topic, rng.partition)
+    done = False
     try:
         consumer.assign([tp])
         with broker_errors(bootstrap, f"reading the beginning offset of '{rng.topic}' "
@@ -451,10 +429,14 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
             earliest = consumer.beginning_offsets([tp])[tp]
         start = lost_start(rng.topic, rng.partition, rng.start, earliest, fail_on_data_loss)
         if start >= rng.end:
+            done = True
             return
         rng = dataclasses.replace(rng, start=start)
         consumer.seek(tp, rng.start)
-        offsets, values, keys, stamps = [], [], [], []
+        offsets: list = []
+        values: list = []
+        keys: list = []
+        stamps: list = []
         position = rng.start
         idle_since = time.monotonic()
         while position < rng.end:
@@ -469,49 +451,40 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                 position = max(position, consumer.position(tp))
                 continue
             idle_since = time.monotonic()
-            for rec in polled:
-                if rec.offset >= rng.end:
-                    break
-                offsets.append(rec.offset)
-                values.append(rec.value)
-                keys.append(rec.key)
-                stamps.append(rec.timestamp)
+            if polled[-1].offset >= rng.end:  # past the range: keep what lies inside
+                polled = [rec for rec in polled if rec.offset < rng.end]
+                if not polled:
+                    position = rng.end
+                    continue
+            offsets += [rec.offset for rec in polled]
+            values += [rec.value for rec in polled]
+            if meta:
+                keys += [rec.key for rec in polled]
+                stamps += [rec.timestamp for rec in polled]
             position = max(position, polled[-1].offset + 1)
-            if len(offsets) >= batch_rows:
-                yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps))
-                offsets, values, keys, stamps = [], [], [], []
+            while len(offsets) >= batch_rows:
+                yield decode(_slice(rng, offsets[:batch_rows], values[:batch_rows],
+                                    keys[:batch_rows], stamps[:batch_rows], meta))
+                offsets, values = offsets[batch_rows:], values[batch_rows:]
+                keys, stamps = keys[batch_rows:], stamps[batch_rows:]
         if offsets:
-            yield decode(RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps))
+            yield decode(_slice(rng, offsets, values, keys, stamps, meta))
+        done = True
     finally:
-        consumer.close()
+        if done:
+            consumer.unsubscribe()  # assignment released; the connection stays for the next task
+        else:
+            _drop_consumer(key)  # an error or an abandoned generator: start clean next time
 
 
-def _decoder(schema: StructType, fmt: str, delimiter: str,
-             dead_letter: str | None) -> Callable:
-    """``RecordSlice -> pa.RecordBatch`` for ``read_range``: strict (a malformed record
-    raises :class:`.formats.MalformedRecord`) unless ``schema`` ends in the malformed
-    column; tolerant decoders append malformed rows and write dead letters first."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+def _slice(rng: KafkaRange, offsets: list, values: list, keys: list, stamps: list,
+           meta: bool):
+    """A :class:`.formats.RecordSlice`; without ``meta`` keys and timestamps are None."""
+    from .formats import RecordSlice
 
-    from .formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
-
-    arrow = to_arrow_schema(schema, timezone="UTC")  # TIMESTAMP: instants in UTC
-    if MALFORMED_COLUMN not in arrow.names:
-        return lambda records: decode(records, arrow, fmt, delimiter)
-    declared = arrow.remove(arrow.get_field_index(MALFORMED_COLUMN))
-    writer = None
-    if dead_letter:
-        from .dead_letter import DeadLetterTarget, DeadLetterWriter
-
-        writer = DeadLetterWriter(DeadLetterTarget.from_option(dead_letter))
-
-    def tolerant(records):
-        batch, bad = decode_tolerant(records, declared, fmt, delimiter)
-        if bad and writer is not None:
-            writer.write(bad)
-        return with_malformed(batch, bad, arrow)
-
-    return tolerant
+    if not meta:
+        keys = stamps = [None] * len(offsets)
+    return RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps)
 
 
 def _tp(topic: str, partition: int):

@@ -103,13 +103,17 @@ class DescribeStatements:
             overview.append(("cannot run now", problem))
         props = [(k, jp.display(k, v.value), v.origin) for k, v in eff.items()]
         deps = [(kind, f"{d}.{n}", role) for kind, d, n, role in job.dependencies]
-        run_rows = [(r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at), r.cause)
-                    for r in runs[-RUNS_SHOWN:]]
+        # "run": the run's number over the job's life (counting from 1), which keeps
+        # increasing; "attempt": 1 at each start or takeover, +1 per failover restart
+        first = len(runs) - min(len(runs), RUNS_SHOWN) + 1
+        run_rows = [(first + i, r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at),
+                     r.cause) for i, r in enumerate(runs[-RUNS_SHOWN:])]
         return Result(title=f"streamjob {db}.{name}", sections=[
             Result(columns=("field", "value"), rows=overview, title="streamjob"),
             Result(columns=("property", "value", "origin"), rows=props, title="properties"),
             Result(columns=("kind", "name", "role"), rows=deps, title="dependencies"),
-            Result(columns=("attempt", "status", "started", "ended", "cause"), rows=run_rows,
+            Result(columns=("run", "attempt", "status", "started", "ended", "cause"),
+                   rows=run_rows,
                    title=f"runs (last {RUNS_SHOWN})"),
             checkpoints,
             _malformed(job, plan),

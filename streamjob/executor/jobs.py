@@ -16,6 +16,10 @@ log = logging.getLogger(__name__)
 #: Statuses in which some job manager may be running the job's query.
 ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
 
+STOP_WAIT_S = 60.0
+"""How long STOP and DROP STREAMJOB wait (s) for the job manager running a job (a server,
+or another shell) to stop it after its current micro-batch."""
+
 
 class JobStatements:
     """Stream job statements of :class:`~streamjob.executor.Executor`."""
@@ -78,7 +82,9 @@ class JobStatements:
             if other is not None:
                 raise JobError(f"streamjob {db}.{name} is running in job manager {other}; "
                                "stop it there first")
-        job = self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid) or job
+        # a new start: the previous error stays in the runs (DESCRIBE), not on the job
+        job = self.catalog.update_job(db, name, desired_state="RUNNING", last_error=None,
+                                      uid=job.uid) or job
         if self.manager is None:
             return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}")
         self.manager.start(job)
@@ -126,8 +132,49 @@ class JobStatements:
         self.catalog.update_job(db, name, desired_state="STOPPED", uid=job.uid)
         if self.manager is not None:
             self.manager.stop(job.uid)
-        self.catalog.update_job(db, name, status="STOPPED", uid=job.uid)
+        elsewhere = self._await_stopped(job)
+        if elsewhere is not None:
+            return Result(f"streamjob {db}.{name}: stop requested; it is still STOPPING in "
+                          f"{elsewhere} (its current micro-batch has not finished after "
+                          f"{STOP_WAIT_S:g} s); `streamjob status` shows when it is STOPPED")
         return Result(f"streamjob {db}.{name} stopped")
+
+    def _await_stopped(self, job) -> str | None:
+        """After the desired state became STOPPED: wait until no live job manager runs
+        the job (the one that does stops it after its current micro-batch, writes
+        STOPPED and clears ``jobs.owner``), for at most :data:`STOP_WAIT_S` seconds,
+        woken by catalog changes (LISTEN/NOTIFY on PostgreSQL, else polling each 0.2 s).
+
+        Returns None once the job is stopped (a job nobody runs, or whose owner died, gets
+        status STOPPED here, as STOP gives a CREATED or FAILED job), or the id of the job manager still stopping it."""
+        import time
+
+        from ..catalog.watch import CatalogWatcher
+        from ..manager.host import live_owner
+
+        if self.dry_run:  # a scratch copy of the catalog: nobody runs its jobs
+            return None
+        me = getattr(self.manager, "owner", None) if self.manager is not None else None
+        deadline = time.monotonic() + STOP_WAIT_S
+        with CatalogWatcher(self.catalog, poll_s=0.2) as watcher:
+            while True:
+                now = self.catalog.get_job_by_uid(job.uid)
+                if now is None:
+                    return None
+                if not (now.owner and live_owner(self.catalog, now.owner, me)):
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return now.owner
+                watcher.wait(min(left, 0.2))
+        if now.owner and now.owner != me:  # its job manager died: nothing runs it
+            self.catalog.end_open_runs(job.uid, "STOPPED", f"stopped while its job manager "
+                                       f"({now.owner}) was gone")
+            self.catalog.update_job(job.database, job.name, status="STOPPED", owner=None,
+                                    uid=job.uid)
+        elif now.status != "STOPPED":
+            self.catalog.update_job(job.database, job.name, status="STOPPED", uid=job.uid)
+        return None
 
     def _do_DropStreamJob(self, s: st.DropStreamJob) -> Result:
         db, name = self._names(s.name, "job")
@@ -139,8 +186,19 @@ class JobStatements:
         if self.dry_run:
             self.catalog.drop_job(db, name, if_exists=True)
             return Result(f"streamjob {db}.{name} can be dropped")
+        # A job some job manager runs is stopped first, so that nothing writes to its
+        # checkpoints or sinks while they are purged (DESIGN §8: the catalog is the
+        # control plane; the server that runs the job stops it).
+        if job.desired_state != "STOPPED":
+            self.catalog.update_job(db, name, desired_state="STOPPED", uid=job.uid)
         if self.manager is not None:
             self.manager.stop(job.uid)
+        elsewhere = self._await_stopped(job)
+        if elsewhere is not None:
+            raise JobError(f"streamjob {db}.{name} is still running in {elsewhere}: it was "
+                           f"asked to stop, but its current micro-batch has not finished "
+                           f"after {STOP_WAIT_S:g} s; nothing was dropped. DROP it again "
+                           "once `streamjob status` shows it STOPPED")
         from ..checkpoint.backends import backend_for_job
 
         with backend_for_job(self.catalog, self.home, job) as backend:

@@ -11,7 +11,6 @@ dead (killed); its jobs are then free to be resumed from their checkpoints.
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import threading
 
@@ -48,11 +47,9 @@ def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bo
     whose heartbeat is younger than :data:`LIVE_WITHIN_MS`."""
     if not owner or owner == me:
         return False
-    now = _dt.datetime.now(_dt.timezone.utc)
     for s in catalog.list_servers():
         if s.server_id == owner:
-            return ((now - s.heartbeat_at).total_seconds() * 1000 < LIVE_WITHIN_MS
-                    and not _gone_here(s.host, s.pid))
+            return s.heartbeat_age_ms < LIVE_WITHIN_MS and not _gone_here(s.host, s.pid)
     return False
 
 
@@ -97,6 +94,14 @@ class HostRegistration:
         self._thread = threading.Thread(target=self._beat, name="host-heartbeat", daemon=True)
         self._thread.start()
 
+    def follow(self, manager) -> None:
+        """With each heartbeat, stop the jobs ``manager`` (a JobManager) runs whose
+        desired state another client set to STOPPED (after their current micro-batch), or
+        that were dropped (at once): STOP and DROP STREAMJOB from any client reach the
+        process hosting the job within :data:`HEARTBEAT_S` seconds."""
+        self._manager = manager
+        self._stopping: set[str] = set()  # uids whose stop was requested here
+
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             try:
@@ -106,8 +111,31 @@ class HostRegistration:
 
                     self.catalog.register_server(self.server_id, socket.gethostname(),
                                                  os.getpid(), "")
+                self._follow_desired_states()
             except Exception as exc:  # noqa: BLE001 - a missed beat is retried
                 log.warning("heartbeat of %s failed: %s", self.server_id, exc)
+
+    def _follow_desired_states(self) -> None:
+        manager = getattr(self, "_manager", None)
+        if manager is None or not manager.runners:
+            return
+        running = manager.running()
+        self._stopping &= {r.job.uid for r in running}  # ended ones may be started again
+        jobs = {j.uid: j for j in self.catalog.list_jobs()}
+        for runner in running:
+            job = jobs.get(runner.job.uid)
+            if job is not None and job.desired_state == "RUNNING":
+                continue
+            if runner.job.uid in self._stopping:
+                continue
+            self._stopping.add(runner.job.uid)
+            log.info("streamjob %s: %s by another client; stopping it",
+                     runner.job.qualified_name,
+                     "dropped" if job is None else "desired state STOPPED")
+            # Only asked, not awaited, and the runner stays registered: the process
+            # (`run`'s supervision, the shell) sees it end as it sees any job end, and
+            # does not shut Spark down under a batch that is still finishing.
+            runner.request_stop(graceful=job is not None)
 
     def close(self) -> None:
         """Stop the heartbeat and unregister (its jobs are free at once)."""

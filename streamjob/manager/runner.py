@@ -8,7 +8,8 @@ One :class:`JobRunner` thread per running job. Each attempt:
 3. waits for the query to end or for a stop request;
 4. on failure, ends the run with the cause and, while auto failover is on and the
    failures since the last completed checkpoint stay within
-   ``morphling.task.max.failures``, waits a growing backoff (1 s, 2 s, 4 s ... 30 s) and
+   ``morphling.task.max.failures``, waits a growing backoff (1 s, 2 s, 4 s ... 30 s, each
+   plus up to 25 % random jitter) and
    goes to 1; otherwise the job is FAILED with the error kept in the catalog.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
@@ -24,31 +25,35 @@ so the checkpoint directory ends on a committed batch. An immediate stop (a drop
 stops the query at once. A *fenced* runner (its job manager lost the lease, see
 :mod:`~streamjob.manager.server`) stops at once and writes nothing more to the catalog:
 another job manager may already own the job.
+
+This module holds :class:`JobRunner`'s attempt loop, failover and stopping;
+:mod:`.attempt` wires one attempt into Spark (checkpoint directory, session, backend,
+recorder, sink, consumer-group committers) and releases it; :mod:`.registry` holds the
+:class:`JobManager` (the runners this process hosts, and its SparkSession).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import tempfile
+import random
 import threading
 import time
-from typing import Callable
 
-from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
-from ..checkpoint.backends import CheckpointBackend, backend_for_plan
-from ..checkpoint import fingerprint
+from ..checkpoint.backends import CheckpointBackend
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
-from ..checkpoint.recorder import CheckpointRecorder, CheckpointTracker, recover_unrecorded
-from ..connectors import spec as cspec
+from ..checkpoint.recorder import CheckpointTracker
 from ..connectors.kafka_sink import KafkaSink
-from ..connectors.sql_sink import SqlSink
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
-from ..home import Home
-from ..planner.plan import JobPlan, plan_job, start_query
+from ..planner.plan import JobPlan, plan_job
+from .attempt import AttemptMixin, group_committers
 from .progress import ProgressReporter
+from .registry import JobManager
+
+__all__ = ["JobRunner", "JobManager", "error_summary", "group_committers",
+           "MAX_BACKOFF_S", "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +86,7 @@ def error_summary(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-class JobRunner(threading.Thread):
+class JobRunner(AttemptMixin, threading.Thread):
     """Runs one job until stopped or failed; see the module docstring.
 
     ``status`` is the status this runner last wrote (None before it wrote one);
@@ -89,7 +94,7 @@ class JobRunner(threading.Thread):
     (otherwise the job failed, was invalid, or its query stopped by itself).
     """
 
-    def __init__(self, manager: "JobManager", job: JobInfo) -> None:
+    def __init__(self, manager: JobManager, job: JobInfo) -> None:
         super().__init__(name=f"job-{job.qualified_name}", daemon=True)
         self.manager = manager
         self.job = job
@@ -183,9 +188,11 @@ class JobRunner(threading.Thread):
         failures = 0
         attempt = 0
         completed_at_failure = -1
+        run_id = None
         while not self._stop_requested.is_set():
             attempt += 1
             run_id = None
+            admission = None  # this attempt's start-up slot (admission.py)
             try:
                 job = self.catalog.get_job_by_uid(self.job.uid)
                 if job is None:
@@ -199,12 +206,16 @@ class JobRunner(threading.Thread):
                 run_id = None if self.fenced else self.catalog.start_run(job.uid, attempt)
                 self._update(status="RECOVERING" if failures else "STARTING",
                              owner=self.manager.owner)
+                admission = self.manager.start_gate.admit(self._stop_requested)
+                if admission is None:
+                    break
                 self.query = self._start(self.plan)
                 self._update(status="RUNNING", attempts=failures)
                 self.started.set()
                 while not self._stop_requested.is_set():
                     if self.query.awaitTermination(WATCH_S):
                         break
+                    admission.release_once_started(self.query)
                     self._check_expiry()
                     self.progress.flush()
                 if self._stop_requested.is_set():
@@ -228,6 +239,8 @@ class JobRunner(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
                 self.error = error_summary(exc)
             finally:
+                if admission is not None:
+                    admission.release()
                 if self.query is not None:  # never leave a query behind an attempt
                     _stop_quietly(self.query)
                 self._cleanup_temp()
@@ -252,14 +265,17 @@ class JobRunner(threading.Thread):
             try:
                 if not self.fenced:
                     self.catalog.end_run(run_id, "FAILED", self.error)
+                run_id = None
                 self._update(status="RECOVERING", last_error=self.error, attempts=failures)
             except CatalogError as exc:
                 log.warning("job %s: failure not recorded: %s", self.job.qualified_name, exc)
-            backoff = min(MAX_BACKOFF_S, 2.0 ** (failures - 1))
+            # full backoff plus up to 25 % jitter, so that jobs failing together (one
+            # overloaded machine, one broker down) do not all restart at the same moment
+            backoff = min(MAX_BACKOFF_S, 2.0 ** (failures - 1)) * (1 + random.random() / 4)
             self._stop_requested.wait(backoff)
-        # stopped while between attempts (backoff, planning)
+        # stopped while between attempts (backoff, planning, waiting for a start slot)
         self.ended_by_request = True
-        self._end(None, "STOPPED", "stopped")
+        self._end(run_id, "STOPPED", "stopped")
         self.started.set()
 
     def _stop_query(self) -> None:
@@ -325,85 +341,6 @@ class JobRunner(threading.Thread):
         log.warning("job %s: the current batch did not end within %.0f s; stopping it "
                     "(it is replayed at the next start)", self.job.qualified_name, bound)
 
-    def _start(self, plan: JobPlan):
-        props = plan.props
-        durable = props["morphling.job.enable.checkpoint"]
-        if durable:
-            ckdir = self.manager.home.checkpoint_dir(self.job.database, self.job.name)
-        else:
-            self._tmp = tempfile.mkdtemp(prefix=f"sj-{self.job.name}-")
-            ckdir = self._tmp
-        retained = int(props["morphling.checkpoint.retained"])
-        session = self.manager.job_session({
-            **jp.spark_settings(props),  # the job's own spark.sql.* settings
-            "spark.sql.streaming.minBatchesToRetain": str(retained),
-            # a state snapshot every `retained` versions lets maintenance purge older ones
-            "spark.sql.streaming.stateStore.minDeltasForSnapshot": str(retained),
-        })
-        self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
-        self.backend.mark_running(self.job)
-        if durable:  # refuse checkpoints of a different logic (DESIGN §4)
-            fp = fingerprint.check(ckdir, plan)
-            fingerprint.write(ckdir, fp)
-            self.tracker.fingerprint = fp.encode()
-            latest = recover_unrecorded(self.backend, self.job, ckdir, retained,
-                                        self.tracker.fingerprint)
-            if latest is not None:  # what the job has committed (run --until-idle compares it)
-                with self.tracker.cond:
-                    if self.tracker.latest_id is None:
-                        self.tracker.latest_id = latest.checkpoint_id
-                        self.tracker.latest_at = latest.ended_at or latest.started_at
-                        self.tracker.offsets = dict(latest.source_offsets or {})
-        self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
-        _prepare_dead_letters(plan)
-        self.committers = group_committers(plan)
-        self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
-                                         self.tracker)
-        recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
-                                      retained, self.tracker, durable=durable,
-                                      backend=self.backend,
-                                      on_checkpoint=_commit_groups(self.committers),
-                                      on_progress=self.progress.on_progress,
-                                      on_idle=self.progress.on_idle)
-        session.streams.addListener(recorder)
-        writer = None
-        if isinstance(plan.sink_spec, cspec.SqlTableSpec):
-            sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
-                           exactly_once=plan.guarantee == "exactly-once",
-                           upsert=plan.output_mode == "update")
-            sink.prepare()
-            writer = _batch_writer(sink)
-        if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
-            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, self.job.uid,
-                                        self.job.qualified_name,
-                                        exactly_once=plan.guarantee == "exactly-once")
-            self.kafka_sink.prepare()
-            writer = _kafka_batch_writer(self.kafka_sink)
-        return start_query(session, plan, ckdir, writer)
-
-    def _close_kafka_sink(self) -> None:
-        """Close the Kafka table sink of the attempt (its producer); the next attempt's
-        sink fences it anyway (KIP-98)."""
-        sink, self.kafka_sink = self.kafka_sink, None
-        if sink is not None:
-            sink.close()
-
-    def _close_backend(self) -> None:
-        """Withdraw the running mark and close the checkpoint backend (and the consumer
-        group committers) of the attempt."""
-        for committer in self.committers:
-            committer.close()
-        self.committers = []
-        backend, self.backend = self.backend, None
-        if backend is None:
-            return
-        try:
-            backend.clear_running(self.job)
-        except StreamJobError as exc:
-            log.warning("job %s: %s", self.job.qualified_name, exc)
-        finally:
-            backend.close()
-
     def _check_expiry(self) -> None:
         """Log and count a checkpoint running past ``morphling.checkpoint.timeout``; the
         recorder records it as LATE if it completes after all (DESIGN §4)."""
@@ -419,15 +356,6 @@ class JobRunner(threading.Thread):
         except CatalogError as exc:  # the count is informational; the job runs on
             log.warning("job %s: expired checkpoint not counted: %s", self.job.qualified_name, exc)
 
-    def _cleanup_temp(self) -> None:
-        """Delete the temporary checkpoint of a job without durable checkpoints: each
-        attempt begins afresh at the reset strategy (DESIGN §6), so none is reused."""
-        if self._tmp:
-            import shutil
-
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
-
 
 def _stop_quietly(query) -> None:
     """``query.stop()``; stopping a query that already ended is fine."""
@@ -435,211 +363,3 @@ def _stop_quietly(query) -> None:
         query.stop()
     except Exception:  # noqa: BLE001
         pass
-
-
-def _prepare_dead_letters(plan: JobPlan) -> None:
-    """Create (or check) the dead-letter tables of the job's tolerant Kafka sources before
-    it starts, so executors only insert (DESIGN §7).
-
-    Raises:
-        ConnectorError / ValidationError: the database is unreachable or the existing
-            table does not fit its declaration.
-    """
-    from ..connectors.dead_letter import DeadLetterWriter
-
-    for src in plan.sources:
-        if src.dead_letter is not None:
-            DeadLetterWriter(src.dead_letter).sink.prepare()
-
-
-def group_committers(plan: JobPlan) -> list:
-    """One :class:`~streamjob.connectors.kafka_group.GroupCommitter` per (broker, consumer
-    group) of the job's Kafka sources; they connect lazily, at the first commit."""
-    from ..connectors.kafka_group import GroupCommitter
-
-    groups: dict[tuple[str, str], list[str]] = {}
-    for src in plan.sources:
-        if isinstance(src.spec, cspec.KafkaSourceSpec) and src.group_id:
-            groups.setdefault((src.spec.bootstrap, src.group_id), []).append(src.spec.topic)
-    return [GroupCommitter(b, g, topics) for (b, g), topics in groups.items()]
-
-
-def _commit_groups(committers: list) -> Callable | None:
-    """The recorder's ``on_checkpoint``: commit each checkpoint's end offsets to the
-    consumer groups, so Kafka tools show the job's progress and lag (DESIGN §7; the
-    engine never reads them back, except the ``committed`` reset strategy)."""
-    if not committers:
-        return None
-
-    def commit(batch_id: int, offsets: dict) -> None:
-        for committer in committers:  # one unreachable group must not stop the others
-            try:
-                committer.commit(offsets)
-            except StreamJobError as exc:
-                log.warning("checkpoint %s: offsets not committed to the consumer group: %s",
-                            batch_id, exc)
-
-    return commit
-
-
-def _kafka_batch_writer(sink: KafkaSink) -> Callable:
-    """foreachBatch function of a Kafka table: the batch as Arrow, one transaction per
-    batch when exactly-once (see connectors/kafka_sink.py)."""
-    def write(df, batch_id: int) -> None:
-        sink.write_arrow(df.toArrow(), batch_id)
-
-    return write
-
-
-def _batch_writer(sink: SqlSink) -> Callable:
-    """foreachBatch function of a SQL sink: the batch as Arrow, written in one transaction
-    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql_sink.py)."""
-    def write(df, batch_id: int) -> None:
-        sink.write_arrow(df.toArrow(), batch_id)
-
-    return write
-
-
-class JobManager:
-    """Hosts the SparkSession and the runners of the jobs this process runs.
-
-    Args:
-        catalog: the catalog (control plane).
-        home: the streamjob home (checkpoint root, engine conf).
-        debug: Spark's own logs and full traces.
-        owner: the server id written into ``jobs.owner`` of the jobs it runs
-            (``streamjob server``); None for ``streamjob run``, whose jobs have no owner.
-
-    A job's SET values are those captured when it was created (``JobInfo.session_properties``).
-    """
-
-    def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
-                 owner: str | None = None) -> None:
-        self.catalog = catalog
-        self.home = home
-        self.debug = debug
-        self.owner = owner
-        self.runners: dict[str, JobRunner] = {}
-        self._lock = threading.Lock()
-
-    def spark(self):
-        """The process's SparkSession (started on first use)."""
-        from ..engine import spark_session
-
-        return spark_session(self.home, self.debug)
-
-    def job_session(self, sql_conf: dict[str, str]):
-        from ..engine import job_session
-
-        return job_session(self.spark(), sql_conf)
-
-    def start(self, job: JobInfo) -> JobRunner:
-        """Run ``job`` in this process (no-op if already running here).
-
-        Raises:
-            JobError: another live process (a server, a shell, ``streamjob run``) runs
-                the job (``manager/host.py``): two runners must never share a checkpoint.
-        """
-        from .host import LIVE_WITHIN_MS, live_owner, reap_local_dead
-
-        with self._lock:
-            runner = self.runners.get(job.uid)
-            if runner is not None and runner.is_alive():
-                return runner
-            reap_local_dead(self.catalog)
-            other = (self.catalog.claim_job(job.uid, self.owner, LIVE_WITHIN_MS)
-                     if self.owner else None)
-            if other is None and not self.owner:
-                current = self.catalog.get_job_by_uid(job.uid)
-                other = current.owner if current and live_owner(self.catalog, current.owner) else None
-            if other is not None:
-                from ..exceptions import JobError
-
-                raise JobError(f"streamjob {job.qualified_name} is running in job manager "
-                               f"{other}; stop it there first")
-            self.spark()
-            runner = JobRunner(self, job)
-            self.runners[job.uid] = runner
-            runner.start()
-            return runner
-
-    def stop(self, job_uid: str, timeout: float = 90.0, graceful: bool = True) -> bool:
-        """Stop the job's runner if this process runs it, waiting up to ``timeout``
-        seconds for it to end; True if it was running. ``graceful``: after the current
-        micro-batch (module docstring), else at once."""
-        with self._lock:
-            runner = self.runners.pop(job_uid, None)
-        if runner is None:
-            return False
-        runner.request_stop(graceful=graceful)
-        runner.join(timeout)
-        return True
-
-    def stop_all(self, graceful: bool = True, timeout: float = 90.0) -> list[JobRunner]:
-        """Stop every runner at once (in parallel), waiting up to ``timeout`` seconds in
-        all; returns them."""
-        with self._lock:
-            runners = list(self.runners.values())
-            self.runners.clear()
-        for runner in runners:
-            runner.request_stop(graceful=graceful)
-        deadline = time.monotonic() + timeout
-        for runner in runners:
-            runner.join(max(0.0, deadline - time.monotonic()))
-        return runners
-
-    def fence(self) -> list[JobRunner]:
-        """Stop every runner at once without further catalog writes (the lease is lost:
-        see :meth:`JobRunner.fence`); returns at once with the fenced runners."""
-        with self._lock:
-            runners = list(self.runners.values())
-            self.runners.clear()
-        for runner in runners:
-            runner.fence()
-        return runners
-
-    def running(self) -> list[JobRunner]:
-        """The runners whose thread is alive."""
-        return [r for r in list(self.runners.values()) if r.is_alive()]
-
-    def forget(self, job_uid: str) -> JobRunner | None:
-        """Remove the job's runner from this manager (without stopping it); returns it."""
-        with self._lock:
-            return self.runners.pop(job_uid, None)
-
-    def shutdown(self) -> None:
-        """Stop every job this process runs, each after its current micro-batch and all
-        at once (checkpoints stay), then Spark."""
-        self.stop_all(graceful=True)
-        from ..engine import stop_spark
-
-        stop_spark()
-
-    def wait_until_idle(self, poll_s: float = 1.0, timeout: float | None = None) -> None:
-        """Block until every running job has committed all input available now.
-
-        "Available now" is the sources' end offsets read when this is called; a job is
-        idle once its latest checkpoint's offsets reach them. A job that FAILED ends the
-        wait with its error.
-
-        Raises:
-            JobError: a job failed, or a source is unbounded (rate) and can never be idle.
-        """
-        from ..exceptions import JobError
-        from .idle import targets_for, reached
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for runner in list(self.runners.values()):
-            while not runner.started.wait(poll_s) and runner.is_alive():
-                pass
-            if runner.plan is None:
-                raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")
-            targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
-            while not runner.tracker.wait_for(lambda t: reached(t.offsets, targets), poll_s):
-                if not runner.is_alive():
-                    job = self.catalog.get_job_by_uid(runner.job.uid)
-                    raise JobError(
-                        f"job {runner.job.qualified_name} is {job.status if job else 'gone'}: "
-                        f"{runner.error or (job.last_error if job else '')}")
-                if deadline is not None and time.monotonic() > deadline:
-                    raise JobError(f"job {runner.job.qualified_name} did not catch up in {timeout} s")

@@ -399,8 +399,9 @@ class JobServer:
         for job in jobs:
             mine = job.uid in self.manager.runners or job.uid in self._stopping
             if job.desired_state != "RUNNING":
-                if job.owner and not mine:
-                    self._disown(job)
+                if job.owner and not mine and not live_owner(self.catalog, job.owner,
+                                                              self.server_id):
+                    self._disown(job)  # a live owner (a shell, `run`) stops it itself
                 continue
             if mine or job.qualified_name in busy_names:
                 continue

@@ -151,6 +151,7 @@ class Shell:
             self.host = HostRegistration(self.catalog, self.home.conf.get("spark.master", "local[*]"))
             self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug,
                                            owner=self.host.server_id)
+            self.host.follow(self.manager)
         return self.manager
 
     def hosted(self) -> list:

@@ -56,3 +56,38 @@ def test_server_leaves_a_job_to_its_live_host_and_takes_it_over_when_it_dies(env
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait(30)
+
+
+def test_stop_and_drop_from_another_client_reach_the_job_streamjob_run_hosts(env):
+    """No server: ``streamjob run`` hosts the job. ``streamjob stop`` from another client
+    reaches it (the run process follows desired states with its heartbeat), returns once
+    it stopped after its batch, and the run process, with no job left, exits 0."""
+    env.feed()
+    script = env.root / "hosted.sql"
+    script.write_text(JOB_SQL.format(topic=env.topic, bootstrap=env.bootstrap, job="hosted"))
+    run = subprocess.Popen([STREAMJOB, "--catalog", env.url, "run", str(script)],
+                           env=env.environ(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        job = env.wait_job("hosted", 180, "running in streamjob run", status="RUNNING")
+        env.wait_checkpoint_beyond("hosted", -1, 60)
+        stop = subprocess.run([STREAMJOB, "stop", "hosted", "--catalog", env.url],
+                              env=env.environ(), capture_output=True, text=True, timeout=120)
+        assert stop.returncode == 0 and stop.stdout == "streamjob default.hosted stopped\n", (
+            stop.stdout + stop.stderr)
+        now = env.job("hosted")
+        assert (now.status, now.owner, now.desired_state) == ("STOPPED", None, "STOPPED")
+        out, _ = run.communicate(timeout=60)
+        assert run.returncode == 0, out
+        last = env.catalog.list_runs(job.uid)[-1]
+        # stopped by its own runner after the batch (not closed by the client because the
+        # run process had gone: "stopped while its job manager ... was gone")
+        assert (last.status, last.cause) == ("STOPPED", "stopped"), last
+        drop = subprocess.run([STREAMJOB, "drop", "hosted", "--catalog", env.url],
+                              env=env.environ(), capture_output=True, text=True, timeout=60)
+        assert drop.returncode == 0, drop.stdout + drop.stderr
+        assert env.job("hosted") is None
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)

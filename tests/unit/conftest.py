@@ -42,3 +42,13 @@ def catalog_url(request, tmp_path):
     finally:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@pytest.fixture
+def catalog(catalog_url):
+    """A Catalog on :func:`catalog_url` (SQLite and PostgreSQL), closed afterwards."""
+    from streamjob.catalog import Catalog
+
+    cat = Catalog(catalog_url)
+    yield cat
+    cat.close()

@@ -1,5 +1,5 @@
 """Tests of the catalog's alembic migrations on SQLite (a file) and PostgreSQL (a fresh
-schema per test; URL overridable with STREAMJOB_TEST_PG_URL, as in test_catalog.py)."""
+schema per test; URL overridable with STREAMJOB_TEST_PG_URL, as in test_catalog_*.py)."""
 
 from __future__ import annotations
 

@@ -125,9 +125,9 @@ def test_start_stop_drop_change_the_desired_state_without_a_job_manager(job):
                    "start one with `streamjob server`\n")
     assert catalog_of(job).get_job("default", "j").desired_state == "RUNNING"
     out = ok(cli(job, "stop", "default.j"))
-    assert out == ("streamjob default.j: desired state STOPPED; no job manager is running, "
-                   "so nothing runs it\n")
-    assert catalog_of(job).get_job("default", "j").desired_state == "STOPPED"
+    assert out == "streamjob default.j stopped\n"  # nothing ran it
+    now = catalog_of(job).get_job("default", "j")
+    assert (now.desired_state, now.status) == ("STOPPED", "STOPPED")
     assert ok(cli(job, "drop", "j")) == "streamjob default.j dropped; its checkpoints were purged\n"
     assert catalog_of(job).get_job("default", "j") is None
     assert ok(cli(job, "drop", "j", "--if-exists")) == "streamjob default.j does not exist\n"
@@ -157,12 +157,36 @@ def test_messages_name_the_job_manager_holding_the_lease(job):
     assert catalog.acquire_lease("node1:4242:0badcafe", ttl_ms=60_000)
     assert ok(cli(job, "start", "j")) == ("streamjob default.j: desired state RUNNING; "
                                           "server node1:4242 starts it\n")
-    assert ok(cli(job, "stop", "j")) == ("streamjob default.j: desired state STOPPED; "
-                                         "server node1:4242 stops it after its current batch\n")
     assert "job manager: server node1:4242" in ok(cli(job, "status"))
     server = json.loads(ok(cli(job, "status", "--json")))["server"]
     assert (server["label"], server["server_id"]) == ("node1:4242", "node1:4242:0badcafe")
-    assert ok(cli(job, "drop", "j")).endswith("; server node1:4242 stops it if it runs it\n")
+
+
+def test_stop_and_drop_wait_for_the_job_manager_running_the_job(job, monkeypatch):
+    """A live server runs the job (jobs.owner) and does not stop it in time: STOP says it
+    is still STOPPING there, DROP fails and drops nothing; once the server has stopped
+    it (owner cleared), DROP purges."""
+    from streamjob.executor import jobs as executor_jobs
+
+    monkeypatch.setattr(executor_jobs, "STOP_WAIT_S", 0.3)
+    catalog = catalog_of(job)
+    catalog.register_server("node1:4242:0badcafe", "node1", 4242, "local[*]")
+    uid = catalog.get_job("default", "j").uid
+    catalog.update_job("default", "j", uid=uid, desired_state="RUNNING", status="RUNNING",
+                       owner="node1:4242:0badcafe")
+    assert ok(cli(job, "stop", "j")).startswith(
+        "streamjob default.j: stop requested; it is still STOPPING in node1:4242:0badcafe")
+    now = catalog.get_job("default", "j")
+    assert (now.desired_state, now.status) == ("STOPPED", "RUNNING")  # the server's to write
+    catalog.update_job("default", "j", uid=uid, desired_state="RUNNING")
+    assert one_error(cli(job, "drop", "j")).startswith(
+        "Error: streamjob default.j is still running in node1:4242:0badcafe: it was asked "
+        "to stop")
+    now = catalog.get_job("default", "j")
+    assert now is not None and now.desired_state == "STOPPED"
+    catalog.update_job("default", "j", uid=uid, status="STOPPED", owner=None)  # it stopped
+    assert ok(cli(job, "drop", "j")) == "streamjob default.j dropped; its checkpoints were purged\n"
+    assert catalog.get_job("default", "j") is None
 
 
 # -- read verbs: --json shapes and tables ------------------------------------------------------
@@ -202,17 +226,29 @@ def test_status_table_falls_back_to_the_latest_recorded_checkpoint(job):
     row = next(line for line in out.splitlines() if "default.j" in line)
     assert "FAILED" in row and "STOPPED" in row and " 4 " in row
     assert "3 s ago" in row or "4 s ago" in row
-    assert "boom: xxx" in row and "…" in row and "x" * 60 not in row  # truncated
+    assert "boom:" in row and "x" * 60 in out  # the error column folds (wraps) long errors
     assert "no job manager is running" in out
     entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
     assert entry["batch"] == 4 and 2 <= entry["last_checkpoint_age_s"] < 30
-    assert entry["error"] == "boom: " + "x" * 200  # whole in JSON
+    assert entry["error"] == entry["last_error"] == "boom: " + "x" * 200  # whole in JSON
+    assert entry["live"] is None  # not an active status
+    # a new START clears the job's error (the runs keep theirs); a stale one is not shown
+    ok(cli(job, "start", "j"))
+    entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
+    assert entry["error"] is None and entry["last_error"] is None
+    catalog.update_job("default", "j", status="STOPPED", last_error="old trouble")
+    entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
+    assert (entry["error"], entry["last_error"]) == (None, "old trouble")
 
 
 def test_status_shows_the_job_managers_progress(job):
+    """Rates and lag of a job a live job manager runs; an orphaned job (its job manager
+    stopped heartbeating) is marked, without its stale rate and lag."""
     at = (datetime.now(timezone.utc) - timedelta(minutes=5)).isoformat()
     catalog = catalog_of(job)
-    job_info = catalog.update_job("default", "j", status="RUNNING", desired_state="RUNNING")
+    catalog.register_server("node1:4242:0badcafe", "node1", 4242, "local[*]")
+    job_info = catalog.update_job("default", "j", status="RUNNING", desired_state="RUNNING",
+                                  owner="node1:4242:0badcafe")
     catalog.update_progress(job_info.uid, {
         "batch_id": 17, "input_rows_per_s": 1300.0, "processed_rows_per_s": 1234.5,
         "lag_records": 42, "last_checkpoint_at": at, "updated_at": at})
@@ -221,7 +257,13 @@ def test_status_shows_the_job_managers_progress(job):
     assert cells == ["default.j", "RUNNING", "RUNNING", "1,234.5", "17", "5 min ago", "42", ""]
     entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
     assert (entry["batch"], entry["processed_rows_per_s"], entry["lag_records"]) == (17, 1234.5, 42)
-    assert 299 <= entry["last_checkpoint_age_s"] < 330
+    assert entry["live"] is True and 299 <= entry["last_checkpoint_age_s"] < 330
+    catalog.unregister_server("node1:4242:0badcafe")  # as if its heartbeat had stopped
+    row = next(line for line in ok(cli(job, "status")).splitlines() if "default.j" in line)
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells[1:5] == ["RUNNING (job manager gone)", "RUNNING", "", "17"] and cells[6] == ""
+    entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
+    assert entry["live"] is False and entry["lag_records"] is None
 
 
 # -- --catalog / --home, errors --------------------------------------------------------------

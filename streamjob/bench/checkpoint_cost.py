@@ -1,0 +1,165 @@
+"""Scenario 3: what checkpoints cost — the scenario-1 job at several checkpoint intervals.
+
+For each interval (``morphling.job.checkpoint.interval``: 0 = back to back, 500 ms,
+1 s, 5 s, 30 s) a fresh streamjob job copies a fresh topic into Parquet while a producer
+thread writes flights at a steady ``sizes.s3_rate`` records/s for a window of
+``max(sizes.s3_window_s, 2 x interval)`` seconds. Each record carries its production
+time (``ts``, ms since the epoch).
+
+- **throughput**: rows per second of busy time (rows of batches with input over the sum
+  of their ``triggerExecution``): the engine's capacity at the batch size the interval
+  makes, waits between triggers excluded; reported as a ratio to the longest interval.
+- **end-to-end latency**: for every record, the time its batch's entry in the Parquet
+  sink's manifest (``_spark_metadata/<batch>``, what makes files visible to readers)
+  was written minus ``ts``; p50 and p99.
+
+Tansu's end offset lags by the last produced record batch (TESTING.md), so the producer
+sends small batches (``linger_ms`` 5) and ends with one record alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from .harness import (FLIGHT_COLUMNS, Bench, ScenarioResult, Target, busy_rate, now_ms,
+                      percentile, progress_breakdown)
+from .jobs import StreamjobSession, parquet_job
+
+COLUMNS = FLIGHT_COLUMNS + ", ts BIGINT"
+
+
+class Producer(threading.Thread):
+    """Produces flights with a ``ts`` field (ms since the epoch, at send time) to
+    ``topic`` at ``rate`` records/s round-robin over 2 partitions until :meth:`finish`."""
+
+    def __init__(self, bootstrap: str, topic: str, records: list[bytes], rate: int) -> None:
+        super().__init__(daemon=True, name=f"producer-{topic}")
+        self.bootstrap, self.topic, self.records, self.rate = bootstrap, topic, records, rate
+        self.sent = 0
+        self._done = threading.Event()
+        self.error: BaseException | None = None
+
+    def finish(self) -> int:
+        """Stop producing, send one last record per partition alone (Tansu's end
+        offset) and return the count sent."""
+        self._done.set()
+        self.join(60)
+        if self.error:
+            raise self.error
+        return self.sent
+
+    def run(self) -> None:
+        from kafka import KafkaProducer
+
+        try:
+            producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, acks=1,
+                                     batch_size=256 << 10)
+            t0 = time.monotonic()
+            tick = 0.02  # send in 50 slices per second
+            while not self._done.is_set():
+                due = int((time.monotonic() - t0) * self.rate)
+                while self.sent < due:
+                    self._send(producer, self.sent % 2)
+                producer.flush()
+                time.sleep(tick)  # the producer's pace, not a wait for an event
+            for p in (0, 1):
+                self._send(producer, p)
+                producer.flush()
+            producer.close()
+        except BaseException as exc:  # noqa: BLE001 - reported by finish()
+            self.error = exc
+
+    def _send(self, producer, partition: int) -> None:
+        rec = self.records[self.sent % len(self.records)]
+        value = b'{"ts":%d,' % now_ms() + rec[1:]
+        producer.send(self.topic, value, partition=partition)
+        self.sent += 1
+
+
+def sink_latencies(location: Path) -> list[float]:
+    """Per record, ms from its ``ts`` to the write of the manifest entry of its batch
+    (``_spark_metadata/<n>`` or ``<n>.compact``) in the Parquet table at ``location``."""
+    import pyarrow.parquet as pq
+
+    meta = location / "_spark_metadata"
+    entries = []
+    for name in os.listdir(meta):
+        stem = name.split(".")[0]
+        if stem.isdigit():
+            entries.append((int(stem), meta / name))
+    seen: set[str] = set()
+    out: list[float] = []
+    for _, path in sorted(entries):
+        visible_ms = os.stat(path).st_mtime_ns / 1e6
+        for line in path.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            if entry.get("action", "add") != "add" or entry["path"] in seen:
+                continue
+            seen.add(entry["path"])
+            file = entry["path"].removeprefix("file://").removeprefix("file:")
+            ts = pq.read_table(file, columns=["ts"]).column("ts").to_pylist()
+            out += [visible_ms - t for t in ts if t is not None]
+    return out
+
+
+def one_interval(bench: Bench, interval_ms: int, repeat: int) -> dict:
+    """Run the job at ``interval_ms`` once; returns throughput, latencies and progress."""
+    sz = bench.sizes
+    topic = bench.new_topic(f"bench_ckpt_{interval_ms}_{repeat}")
+    s = StreamjobSession(bench)
+    try:
+        location = parquet_job(s, topic, interval_ms, 0, columns=COLUMNS)
+        s.query("copy")
+        window = max(sz.s3_window_s, 2 * interval_ms / 1000)
+        producer = Producer(bench.bootstrap, topic, bench.flight_records(), sz.s3_rate)
+        producer.start()
+        time.sleep(window)  # the measured window: records are produced during it
+        sent = producer.finish()
+        s.wait_idle(timeout_s=600)
+        prog = s.progresses("copy")
+        lat = sink_latencies(location)
+        return {"sent": sent, "seen": len(lat), "capacity": busy_rate(prog),
+                "p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99), "progress": prog,
+                "batches": sum(1 for p in prog if p.get("numInputRows", 0) > 0)}
+    finally:
+        s.close()
+
+
+def run(bench: Bench) -> ScenarioResult:
+    """Scenario 3 (see the module docstring)."""
+    sz = bench.sizes
+    res = ScenarioResult("s3", "3 checkpoint cost")
+    intervals = list(sz.s3_intervals_ms)
+    ref = max(intervals)
+    res.details.update(rate_records_per_s=sz.s3_rate, window_s=sz.s3_window_s,
+                       intervals_ms=intervals, reference_interval_ms=ref, runs={})
+    runs = max(1, min(bench.repeat, sz.s3_repeat))
+    res.details["repeats"] = runs
+    for i in range(runs):
+        caps = {}
+        for interval in intervals:
+            r = one_interval(bench, interval, i)
+            caps[interval] = r["capacity"]
+            label = f"{interval} ms" if interval < 1000 else f"{interval // 1000} s"
+            res.figure(f"{label}: throughput (busy)", "records/s").add(r["capacity"])
+            res.figure(f"{label}: latency p50", "ms", "lower").add(r["p50"])
+            res.figure(f"{label}: latency p99", "ms", "lower").add(r["p99"])
+            res.details["runs"].setdefault(str(interval), []).append(
+                {k: v for k, v in r.items() if k != "progress"}
+                | {"breakdown": progress_breakdown(r["progress"])})
+            bench.log(f"  s3 interval {interval} ms: {r['sent']:,} sent, {r['seen']:,} in sink, "
+                      f"{r['batches']} batches, capacity {r['capacity'] or 0:,.0f}/s, "
+                      f"latency p50 {r['p50'] or 0:,.0f} ms p99 {r['p99'] or 0:,.0f} ms")
+        for interval in intervals:
+            if interval != ref and caps.get(interval) and caps.get(ref):
+                label = f"{interval} ms" if interval < 1000 else f"{interval // 1000} s"
+                res.figure(f"{label}: throughput / {ref // 1000} s", "ratio").add(
+                    caps[interval] / caps[ref])
+    if 1000 in intervals and ref != 1000:
+        res.targets.append(Target(f"1 s interval keeps >= 0.9 of the {ref // 1000} s throughput",
+                                  f"1 s: throughput / {ref // 1000} s", ">=", 0.9))
+    return res

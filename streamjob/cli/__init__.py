@@ -1,0 +1,49 @@
+"""``streamjob``: the command line (click).
+
+One error boundary: a :class:`~streamjob.exceptions.StreamJobError` prints one red
+``Error:`` line (a parse error also shows the line and a caret) and exits 1; any other
+exception is a bug, printed the same way with a hint to rerun with ``--debug``, which
+shows the full trace. pyspark is imported only by commands that run jobs, so
+``streamjob --help`` is instant.
+
+Clients (DESIGN §8) change the catalog and read it: ``-e "STATEMENTS"``, ``submit``, and
+the verbs ``start``/``stop``/``drop`` (which set the desired state and say whether a job
+manager holds the lease to act on it), ``list``, ``describe``, ``checkpoints``,
+``status [--watch]``. Every read verb takes ``--json`` (indented; ``status --watch
+--json`` prints one compact document per refresh, one per line). The group's ``--json``
+is the default of the verbs' and applies to ``-e``, which prints one compact document
+per statement, one per line (so one statement gives exactly one JSON document).
+``--home`` and ``--catalog`` are accepted before the verb and after it
+(:func:`~streamjob.cli.app.client_options`; after it wins).
+
+The modules, by concern:
+
+* :mod:`.app` — the group :func:`main`: global options, ``-e``, the error boundary,
+  the per-invocation context and the verbs' ``--home``/``--catalog``;
+* :mod:`.execute` — executing statements: ``-e``/file text, the statement a verb builds,
+  and the job-manager note on START/STOP/DROP;
+* :mod:`.scripts` — ``run``, ``submit`` and ``check`` of a StreamSQL file;
+* :mod:`.server` and :mod:`.shell` — the job manager and the interactive shell;
+* :mod:`.jobs` — ``start``, ``stop``, ``drop``; :mod:`.read` — ``list``, ``describe``,
+  ``checkpoints``; :mod:`.status` — ``status [--watch]``;
+* :mod:`.render` — results as rich tables or JSON.
+"""
+
+from __future__ import annotations
+
+from .app import main
+from .jobs import drop, start, stop
+from .read import checkpoints, describe, list_jobs
+from .render import _render
+from .scripts import check, run, submit
+from .server import server
+from .shell import shell
+from .status import status
+
+# `_render`: the interactive shell prints statement results with it (shell/app.py)
+__all__ = ["main", "_render"]
+
+for _command in (run, server, submit, check, list_jobs, describe, checkpoints, start, stop,
+                 drop, status, shell):
+    main.add_command(_command)
+del _command

@@ -1,0 +1,152 @@
+"""The ``streamjob`` click group: global options, ``-e``, and the error boundary.
+
+:func:`main` is the group every command is added to (:mod:`streamjob.cli`). Its
+:class:`_Group` is the one error boundary (see :mod:`streamjob.cli`); :class:`_Context`
+is the invocation's state (home, catalog, ``--conf``, ``--debug``, the group's
+``--json``), opened lazily so ``--help`` touches nothing; :func:`client_options` gives a
+verb its own ``--home``/``--catalog``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from ..exceptions import StreamJobError
+from .execute import _execute_text
+
+class _Context:
+    def __init__(self, home: str | None, catalog_url: str | None, conf: tuple[str, ...],
+                 debug: bool) -> None:
+        self.home_arg, self.catalog_url, self.debug = home, catalog_url, debug
+        self.conf = _pairs(conf, "--conf")
+        self.json = False  # the group's --json: output of -e, default of the verbs' --json
+        self._home = self._catalog = None
+
+    @property
+    def home(self):
+        from ..home import Home
+
+        if self._home is None:
+            self._home = Home.open(self.home_arg, self.conf, self.catalog_url)
+        return self._home
+
+    @property
+    def catalog(self):
+        from ..catalog import Catalog
+
+        if self._catalog is None:
+            self._catalog = Catalog(self.home.catalog_url)
+        return self._catalog
+
+
+def _pairs(items: tuple[str, ...], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise click.BadParameter(f"expected KEY=VALUE, got '{item}'", param_hint=flag)
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+class _Group(click.Group):
+    """The error boundary (see the module docstring)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
+        except StreamJobError as exc:
+            if _debug(ctx):
+                raise
+            _print_error(exc)
+            sys.exit(1)
+        except Exception as exc:  # noqa: BLE001 - the boundary
+            if _debug(ctx):
+                raise
+            click.secho(f"Error: internal error: {type(exc).__name__}: {exc}", fg="red", err=True)
+            click.echo("(run with --debug for the full trace)", err=True)
+            sys.exit(1)
+
+
+def _debug(ctx: click.Context) -> bool:
+    obj = ctx.obj
+    return bool(obj and obj.debug) or "--debug" in sys.argv
+
+
+def _print_error(exc: StreamJobError) -> None:
+    click.secho(f"Error: {exc}", fg="red", err=True)
+    if exc.snippet:
+        click.echo(exc.snippet, err=True)
+
+
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", envvar="STREAMJOB_HOME", type=click.Path(file_okay=False),
+              help="streamjob home (catalog, checkpoints, warehouse); default ~/.streamjob.")
+@click.option("--catalog", "catalog_url", metavar="URL", help="Catalog database URL (SQLAlchemy).")
+@click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Engine property (repeatable).")
+@click.option("-e", "--execute", "statements", multiple=True, metavar="STATEMENTS",
+              help="Execute these ;-separated statements against the catalog, print each "
+                   "result and exit (repeatable; not with a command).")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON output: of -e (one document per statement, one per line), and the "
+                   "default of every read command's --json.")
+@click.option("--debug", is_flag=True, help="Show Spark logs and full traces.")
+@click.version_option(package_name="streamjob")
+@click.pass_context
+def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug) -> None:
+    """streamjob: StreamSQL jobs as checkpointed Spark Structured Streaming queries.
+
+    The catalog is the control plane: commands and statements change it, and the job
+    manager (`streamjob server`) runs every job whose desired state is RUNNING.
+    --home and --catalog may also follow the command (`streamjob list --catalog URL`).
+    """
+    ctx.obj = _Context(home, catalog_url, conf, debug)
+    ctx.obj.json = as_json
+    if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
+        os.environ["STREAMJOB_DEBUG"] = "1"
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not debug:
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    if statements:
+        if ctx.invoked_subcommand is not None:
+            raise click.UsageError(f"-e cannot be combined with the command "
+                                   f"'{ctx.invoked_subcommand}'")
+        from ..executor import Executor
+
+        executor = Executor(ctx.obj.catalog, ctx.obj.home)  # one session: SET carries over
+        for text in statements:
+            _execute_text(ctx.obj, text, None, executor=executor, as_json=as_json)
+    elif ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _set_client_option(ctx: click.Context, param: click.Parameter, value) -> None:
+    """Callback of a command's --home/--catalog: overrides the group's value."""
+    if value is not None:
+        obj = ctx.find_object(_Context)
+        setattr(obj, "home_arg" if param.name == "home" else "catalog_url", value)
+
+
+def client_options(command):
+    """Decorator: give a command its own ``--home`` and ``--catalog`` options, so they
+    may follow the verb (``streamjob list --catalog URL``) as well as precede it; a value
+    given after the verb wins over the group's."""
+    command = click.option("--catalog", "catalog_url", metavar="URL", expose_value=False,
+                           callback=_set_client_option,
+                           help="Catalog database URL (SQLAlchemy).")(command)
+    return click.option("--home", type=click.Path(file_okay=False), expose_value=False,
+                        callback=_set_client_option,
+                        help="streamjob home; default $STREAMJOB_HOME or ~/.streamjob.")(command)

@@ -1,0 +1,128 @@
+"""The commands on a StreamSQL file: ``run`` (execute it and run the jobs it starts in
+this process), ``submit`` (execute it against the catalog only) and ``check`` (a dry run
+against a scratch copy of the catalog). ``${NAME}`` variables are substituted first
+(``--var``, the environment, ``STREAMJOB_HOME``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from ..exceptions import StreamJobError
+from .app import _Context, _pairs, client_options
+from .execute import _execute_text
+
+
+def _read_script(path: str, variables: dict[str, str], home) -> str:
+    from ..script import substitute
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise StreamJobError(f"cannot read {path}: {exc.strerror}") from None
+    return substitute(text, {"STREAMJOB_HOME": str(home.root), **variables}, source=path)
+
+
+def _execute_file(obj: _Context, path: str, variables: dict[str, str], manager=None) -> None:
+    from ..executor import Executor
+
+    text = _read_script(path, variables, obj.home)
+    _execute_text(obj, text, path, executor=Executor(obj.catalog, obj.home, manager))
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM stops the jobs like Ctrl-C does (checkpoints stay)."""
+    raise KeyboardInterrupt
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--until-idle", is_flag=True,
+              help="Exit 0 once every started job has committed all input available now.")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="Value of ${NAME} in the file (repeatable).")
+@client_options
+@click.pass_obj
+def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
+    """Execute FILE's statements and run the jobs it starts in this process.
+
+    Runs until Ctrl-C (jobs stop after their current batch; checkpoints stay), or with
+    --until-idle until every job has caught up with its input. Running the same file
+    again resumes the jobs from their checkpoints.
+    """
+    from ..manager import JobManager
+    from ..manager.host import HostRegistration
+
+    host = HostRegistration(obj.catalog, obj.home.conf.get("spark.master", "local[*]"))
+    manager = JobManager(obj.catalog, obj.home, debug=obj.debug, owner=host.server_id)
+    host.follow(manager)  # STOP/DROP STREAMJOB from other clients reach these jobs
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _execute_file(obj, file, _pairs(variables, "--var"), manager)
+        _supervise(manager, until_idle)
+    finally:
+        manager.shutdown()
+        host.close()
+
+
+def _supervise(manager, until_idle: bool) -> None:
+    """Wait on the jobs ``manager`` runs: until idle, or until they end or Ctrl-C."""
+    if not manager.runners:
+        click.echo("no streamjob was started")
+        return
+    if until_idle:
+        manager.wait_until_idle()
+        click.echo(f"all {len(manager.runners)} job(s) caught up with their input")
+        return
+    click.echo(f"running {len(manager.runners)} job(s); Ctrl-C stops them")
+    while manager.running():
+        for r in manager.running():
+            r.join(1.0)
+    failed = [r for r in manager.runners.values() if r.error]
+    if failed:
+        raise StreamJobError(f"job {failed[0].job.qualified_name} failed: {failed[0].error}")
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE")
+@client_options
+@click.pass_obj
+def submit(obj: _Context, file: str, variables) -> None:
+    """Execute FILE's statements against the catalog (a job manager runs started jobs)."""
+    _execute_file(obj, file, _pairs(variables, "--var"))
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="Value of ${NAME} in the file (repeatable).")
+@click.option("-v", "--verbose", is_flag=True, help="One line per statement.")
+@client_options
+@click.pass_obj
+def check(obj: _Context, file: str, variables, verbose: bool) -> None:
+    """Dry run: parse and validate FILE against a scratch copy of the catalog.
+
+    Prints OK, or the first error as FILE:LINE:COL: error: ... with the line and a
+    caret, and exits 1. Nothing runs and the catalog is not changed.
+    """
+    from ..check import check_script, scratch_catalog
+
+    try:
+        text = _read_script(file, _pairs(variables, "--var"), obj.home)
+        report = check_script(text, file, scratch_catalog(obj.catalog), obj.home)
+    except StreamJobError as exc:
+        if obj.debug:
+            raise
+        where = f"{exc.source or file}:{exc.line}:{exc.column}: " if exc.line else f"{file}: "
+        click.secho(f"{where}error: {exc.message}", fg="red", err=True)
+        if exc.snippet:
+            click.echo(exc.snippet, err=True)
+        sys.exit(1)
+    if verbose:
+        for line in report.lines:
+            click.echo(line)
+    click.echo(f"OK ({report.statements} statement{'s' if report.statements != 1 else ''})")

@@ -1,0 +1,36 @@
+"""``streamjob server``: the job manager (:class:`~streamjob.manager.server.JobServer`)."""
+
+from __future__ import annotations
+
+import click
+
+from .app import _Context, client_options
+
+
+@click.command()
+@click.option("--until-idle", is_flag=True,
+              help="Exit 0 once every job has committed all input available now.")
+@click.option("--lease-ttl", "lease_ttl_ms", type=click.IntRange(min=1000), default=10_000,
+              show_default=True, metavar="MS",
+              help="Lease time to live in ms: a standby takes over this long after the "
+                   "active server died.")
+@click.option("--poll", "poll_s", type=click.FloatRange(min=0.05), default=1.0,
+              show_default=True, metavar="S",
+              help="Seconds between catalog checks (PostgreSQL also wakes on NOTIFY).")
+@client_options
+@click.pass_obj
+def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float) -> None:
+    """Run every job whose desired state is RUNNING (the job manager).
+
+    Follows the catalog: jobs other clients start, stop or drop are started, stopped
+    after their current batch, or stopped at once within a second. Several servers may
+    share a catalog: the one holding its lease runs the jobs, the others wait as
+    standbys and take over when it dies (after --lease-ttl) or exits (at once). After a
+    crash (even SIGKILL), the next server resumes each job from its last checkpoint.
+    Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;
+    their desired state stays RUNNING), or with --until-idle until every job has caught up.
+    """
+    from ..manager.server import JobServer
+
+    JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
+              poll_s=poll_s, echo=click.echo).run(until_idle=until_idle)

@@ -1,0 +1,29 @@
+"""``streamjob shell``: the interactive StreamSQL shell (:mod:`streamjob.shell`)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .app import _Context, client_options
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Start with JSON output (\\json toggles).")
+@client_options
+@click.pass_obj
+def shell(obj: _Context, as_json: bool) -> None:
+    """Interactive StreamSQL shell: history, multi-line statements ended by ';',
+    completion, highlighting, \\help.
+
+    SELECT ... FROM stream [LIMIT n] prints rows as they arrive. Without a job manager
+    (`streamjob server`) the shell runs the jobs it starts until it exits. When stdin is
+    not a terminal (`streamjob shell < file.sql`) the statements run without prompts or
+    questions, and errors make the exit status 1.
+    """
+    from ..shell import run_shell
+
+    code = run_shell(obj.catalog, obj.home, debug=obj.debug, as_json=as_json or obj.json)
+    if code:
+        sys.exit(code)

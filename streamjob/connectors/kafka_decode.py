@@ -1,0 +1,137 @@
+"""Decoding on the executors: one slice of Kafka records into one Arrow record batch
+(``_decoder``: strict or tolerant of malformed records, with dead letters), the
+whole-slice Arrow JSON path (``_JsonDecoder``), and whether kafka-python checks CRCs
+natively (``native_crc32c``). Used by :func:`.kafka_source.read_range`."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql.types import StructType
+
+
+def native_crc32c() -> bool:
+    """True when kafka-python verifies CRC-32C with the native ``crc32c`` package
+    (cheap) rather than its pure-Python fallback (about a third of a read's time)."""
+    try:
+        from kafka.record import util
+
+        return getattr(util, "crc32c_c", None) is not None
+    except ImportError:
+        return False
+
+
+def _decoder(schema: StructType, fmt: str, delimiter: str,
+             dead_letter: str | None) -> Callable:
+    """``RecordSlice -> pa.RecordBatch`` for ``read_range``: strict (a malformed record
+    raises :class:`.formats.MalformedRecord`) unless ``schema`` ends in the malformed
+    column; tolerant decoders append malformed rows and write dead letters first. The
+    returned function has ``tolerant`` (bool). JSON goes through :class:`_JsonDecoder`
+    first; what it cannot take whole goes to :mod:`.formats`, which names bad records."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
+
+    arrow = to_arrow_schema(schema, timezone="UTC")  # TIMESTAMP: instants in UTC
+    tolerant_stream = MALFORMED_COLUMN in arrow.names
+    declared = arrow.remove(arrow.get_field_index(MALFORMED_COLUMN)) if tolerant_stream else arrow
+    fast = _JsonDecoder(declared) if fmt == "json" else None
+
+    if not tolerant_stream:
+        def strict(records):
+            batch = fast(records) if fast is not None else None
+            return batch if batch is not None else decode(records, arrow, fmt, delimiter)
+
+        strict.tolerant = False
+        return strict
+    writer = None
+    if dead_letter:
+        from .dead_letter import DeadLetterTarget, DeadLetterWriter
+
+        writer = DeadLetterWriter(DeadLetterTarget.from_option(dead_letter))
+
+    def tolerant(records):
+        batch = fast(records) if fast is not None else None
+        if batch is not None:
+            return with_malformed(batch, [], arrow)
+        batch, bad = decode_tolerant(records, declared, fmt, delimiter)
+        if bad and writer is not None:
+            writer.write(bad)
+        return with_malformed(batch, bad, arrow)
+
+    tolerant.tolerant = True
+    return tolerant
+
+
+_EXACT_FLOAT = 2 ** 53  # integers beyond this may have been rounded when read as float64
+
+
+class _JsonDecoder:
+    """Whole-slice JSON decoding with Arrow's reader, for slices that decode cleanly.
+
+    JSON writers often put integer columns as floats (``517.0``: pandas does for any
+    column with a null), which Arrow's reader refuses for an integer field, and the
+    per-record path of :mod:`.formats` then costs ~30x more. So a second attempt reads
+    integer fields as float64 and casts them back with Arrow's safe cast (a fraction or
+    an overflow fails it), refusing values beyond 2**53 (they may have been rounded).
+    The attempt that worked last is tried first. Returns None when neither works: the
+    caller's per-record path then names the bad record, as before."""
+
+    def __init__(self, schema):
+        import pyarrow as pa
+
+        self.schema = schema
+        self.ints = [f.name for f in schema if pa.types.is_integer(f.type)]
+        self.loose = pa.schema([pa.field(f.name, pa.float64()) if f.name in self.ints else f
+                                for f in schema]) if self.ints else None
+        self.prefer_loose = False
+
+    def __call__(self, records):
+        import pyarrow as pa
+
+        values = records.values
+        if not values or any(v is None or b"\n" in v for v in values):
+            return None
+        data = b"\n".join(values)
+        order = [self.loose, self.schema] if self.prefer_loose else [self.schema, self.loose]
+        for schema in order:
+            if schema is None:
+                continue
+            try:
+                batch = self._read(data, schema, len(values))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            if batch is not None:
+                self.prefer_loose = schema is self.loose
+                return batch
+        return None
+
+    def _read(self, data: bytes, schema, rows: int):
+        import io
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pajson
+
+        table = pajson.read_json(
+            io.BytesIO(data), read_options=pajson.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
+            parse_options=pajson.ParseOptions(explicit_schema=schema,
+                                              unexpected_field_behavior="ignore"))
+        if table.num_rows != rows:
+            return None
+        table = table.select(self.schema.names).combine_chunks()
+        if schema is self.loose:
+            cols = []
+            for f in self.schema:
+                col = table.column(f.name)
+                if f.name in self.ints:
+                    biggest = pc.max(pc.abs(col)).as_py()
+                    if biggest is not None and biggest > _EXACT_FLOAT:
+                        return None
+                    col = col.cast(f.type, safe=True)
+                cols.append(col)
+            table = pa.Table.from_arrays(cols, schema=self.schema)
+        elif table.schema != self.schema:
+            table = table.cast(self.schema)
+        batches = table.to_batches()
+        return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()[0]

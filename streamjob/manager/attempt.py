@@ -1,0 +1,187 @@
+"""The Spark wiring of one attempt of a job (:class:`~streamjob.manager.runner.JobRunner`).
+
+:meth:`AttemptMixin._start` prepares and starts the query: the checkpoint directory
+(a temporary one without durable checkpoints), the job's session clone, the checkpoint
+backend and the logic fingerprint, the checkpoint recorder and progress reporter, the
+dead-letter tables, the consumer-group committers, and the SQL or Kafka table sink; the
+``_close_*``/``_cleanup_temp`` methods release them after the attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from typing import Callable
+
+from .. import properties as jp
+from ..checkpoint import fingerprint
+from ..checkpoint.backends import backend_for_plan
+from ..checkpoint.expiry import ExpiryWatch
+from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
+from ..connectors import spec as cspec
+from ..connectors.kafka_sink import KafkaSink
+from ..connectors.sql_sink import SqlSink
+from ..exceptions import StreamJobError
+from ..planner.plan import JobPlan, start_query
+from .progress import ProgressReporter
+
+# the runner's logger: records keep the name they had before this module was split off
+log = logging.getLogger("streamjob.manager.runner")
+
+
+class AttemptMixin:
+    """Starting and releasing one attempt: a base class of
+    :class:`~streamjob.manager.runner.JobRunner` (uses its ``manager``, ``job``,
+    ``catalog``, ``tracker`` and the attempt's attributes it initialises)."""
+
+
+    def _start(self, plan: JobPlan):
+        props = plan.props
+        durable = props["morphling.job.enable.checkpoint"]
+        if durable:
+            ckdir = self.manager.home.checkpoint_dir(self.job.database, self.job.name)
+        else:
+            self._tmp = tempfile.mkdtemp(prefix=f"sj-{self.job.name}-")
+            ckdir = self._tmp
+        retained = int(props["morphling.checkpoint.retained"])
+        session = self.manager.job_session({
+            **jp.spark_settings(props),  # the job's own spark.sql.* settings
+            "spark.sql.streaming.minBatchesToRetain": str(retained),
+            # a state snapshot every `retained` versions lets maintenance purge older ones
+            "spark.sql.streaming.stateStore.minDeltasForSnapshot": str(retained),
+        })
+        self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
+        self.backend.mark_running(self.job)
+        if durable:  # refuse checkpoints of a different logic (DESIGN §4)
+            fp = fingerprint.check(ckdir, plan)
+            fingerprint.write(ckdir, fp)
+            self.tracker.fingerprint = fp.encode()
+            latest = recover_unrecorded(self.backend, self.job, ckdir, retained,
+                                        self.tracker.fingerprint)
+            if latest is not None:  # what the job has committed (run --until-idle compares it)
+                with self.tracker.cond:
+                    if self.tracker.latest_id is None:
+                        self.tracker.latest_id = latest.checkpoint_id
+                        self.tracker.latest_at = latest.ended_at or latest.started_at
+                        self.tracker.offsets = dict(latest.source_offsets or {})
+        self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
+        _prepare_dead_letters(plan)
+        self.committers = group_committers(plan)
+        self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
+                                         self.tracker)
+        recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
+                                      retained, self.tracker, durable=durable,
+                                      backend=self.backend,
+                                      on_checkpoint=_commit_groups(self.committers),
+                                      on_progress=self.progress.on_progress,
+                                      on_idle=self.progress.on_idle)
+        session.streams.addListener(recorder)
+        writer = None
+        if isinstance(plan.sink_spec, cspec.SqlTableSpec):
+            sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+                           exactly_once=plan.guarantee == "exactly-once",
+                           upsert=plan.output_mode == "update")
+            sink.prepare()
+            writer = _batch_writer(sink)
+        if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
+            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+                                        self.job.qualified_name,
+                                        exactly_once=plan.guarantee == "exactly-once")
+            self.kafka_sink.prepare()
+            writer = _kafka_batch_writer(self.kafka_sink)
+        return start_query(session, plan, ckdir, writer)
+
+    def _close_kafka_sink(self) -> None:
+        """Close the Kafka table sink of the attempt (its producer); the next attempt's
+        sink fences it anyway (KIP-98)."""
+        sink, self.kafka_sink = self.kafka_sink, None
+        if sink is not None:
+            sink.close()
+
+    def _close_backend(self) -> None:
+        """Withdraw the running mark and close the checkpoint backend (and the consumer
+        group committers) of the attempt."""
+        for committer in self.committers:
+            committer.close()
+        self.committers = []
+        backend, self.backend = self.backend, None
+        if backend is None:
+            return
+        try:
+            backend.clear_running(self.job)
+        except StreamJobError as exc:
+            log.warning("job %s: %s", self.job.qualified_name, exc)
+        finally:
+            backend.close()
+
+    def _cleanup_temp(self) -> None:
+        """Delete the temporary checkpoint of a job without durable checkpoints: each
+        attempt begins afresh at the reset strategy (DESIGN §6), so none is reused."""
+        if self._tmp:
+            import shutil
+
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _prepare_dead_letters(plan: JobPlan) -> None:
+    """Create (or check) the dead-letter tables of the job's tolerant Kafka sources before
+    it starts, so executors only insert (DESIGN §7).
+
+    Raises:
+        ConnectorError / ValidationError: the database is unreachable or the existing
+            table does not fit its declaration.
+    """
+    from ..connectors.dead_letter import DeadLetterWriter
+
+    for src in plan.sources:
+        if src.dead_letter is not None:
+            DeadLetterWriter(src.dead_letter).sink.prepare()
+
+
+def group_committers(plan: JobPlan) -> list:
+    """One :class:`~streamjob.connectors.kafka_group.GroupCommitter` per (broker, consumer
+    group) of the job's Kafka sources; they connect lazily, at the first commit."""
+    from ..connectors.kafka_group import GroupCommitter
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for src in plan.sources:
+        if isinstance(src.spec, cspec.KafkaSourceSpec) and src.group_id:
+            groups.setdefault((src.spec.bootstrap, src.group_id), []).append(src.spec.topic)
+    return [GroupCommitter(b, g, topics) for (b, g), topics in groups.items()]
+
+
+def _commit_groups(committers: list) -> Callable | None:
+    """The recorder's ``on_checkpoint``: commit each checkpoint's end offsets to the
+    consumer groups, so Kafka tools show the job's progress and lag (DESIGN §7; the
+    engine never reads them back, except the ``committed`` reset strategy)."""
+    if not committers:
+        return None
+
+    def commit(batch_id: int, offsets: dict) -> None:
+        for committer in committers:  # one unreachable group must not stop the others
+            try:
+                committer.commit(offsets)
+            except StreamJobError as exc:
+                log.warning("checkpoint %s: offsets not committed to the consumer group: %s",
+                            batch_id, exc)
+
+    return commit
+
+
+def _kafka_batch_writer(sink: KafkaSink) -> Callable:
+    """foreachBatch function of a Kafka table: the batch as Arrow, one transaction per
+    batch when exactly-once (see connectors/kafka_sink.py)."""
+    def write(df, batch_id: int) -> None:
+        sink.write_arrow(df.toArrow(), batch_id)
+
+    return write
+
+
+def _batch_writer(sink: SqlSink) -> Callable:
+    """foreachBatch function of a SQL sink: the batch as Arrow, written in one transaction
+    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql_write.py)."""
+    def write(df, batch_id: int) -> None:
+        sink.write_arrow(df.toArrow(), batch_id)
+
+    return write

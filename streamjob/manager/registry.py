@@ -1,0 +1,167 @@
+"""The job manager of a process: :class:`JobManager` hosts the SparkSession and the
+:class:`~streamjob.manager.runner.JobRunner` of each job this process runs (``streamjob
+run``, a shell, or ``streamjob server``), keyed by job uid, and starts, stops, fences and
+waits on them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..catalog import Catalog
+from ..catalog.records import JobInfo
+from ..home import Home
+from .admission import StartGate
+
+if TYPE_CHECKING:
+    from .runner import JobRunner
+
+
+class JobManager:
+    """Hosts the SparkSession and the runners of the jobs this process runs.
+
+    Args:
+        catalog: the catalog (control plane).
+        home: the streamjob home (checkpoint root, engine conf).
+        debug: Spark's own logs and full traces.
+        owner: the server id written into ``jobs.owner`` of the jobs it runs
+            (``streamjob server``); None for ``streamjob run``, whose jobs have no owner.
+
+    A job's SET values are those captured when it was created (``JobInfo.session_properties``).
+    Its queries start a few at a time (:mod:`.admission`).
+    """
+
+    def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
+                 owner: str | None = None) -> None:
+        self.catalog = catalog
+        self.home = home
+        self.debug = debug
+        self.owner = owner
+        self.runners: dict[str, JobRunner] = {}
+        self._lock = threading.Lock()
+        self.start_gate = StartGate()  # a few query start-ups at a time (admission.py)
+
+    def spark(self):
+        """The process's SparkSession (started on first use)."""
+        from ..engine import spark_session
+
+        return spark_session(self.home, self.debug)
+
+    def job_session(self, sql_conf: dict[str, str]):
+        from ..engine import job_session
+
+        return job_session(self.spark(), sql_conf)
+
+    def start(self, job: JobInfo) -> JobRunner:
+        """Run ``job`` in this process (no-op if already running here).
+
+        Raises:
+            JobError: another live process (a server, a shell, ``streamjob run``) runs
+                the job (``manager/host.py``): two runners must never share a checkpoint.
+        """
+        from .host import LIVE_WITHIN_MS, live_owner, reap_local_dead
+
+        with self._lock:
+            runner = self.runners.get(job.uid)
+            if runner is not None and runner.is_alive():
+                return runner
+            reap_local_dead(self.catalog)
+            other = (self.catalog.claim_job(job.uid, self.owner, LIVE_WITHIN_MS)
+                     if self.owner else None)
+            if other is None and not self.owner:
+                current = self.catalog.get_job_by_uid(job.uid)
+                other = current.owner if current and live_owner(self.catalog, current.owner) else None
+            if other is not None:
+                from ..exceptions import JobError
+
+                raise JobError(f"streamjob {job.qualified_name} is running in job manager "
+                               f"{other}; stop it there first")
+            self.spark()
+            from .runner import JobRunner  # here: runner.py imports this module
+
+            runner = JobRunner(self, job)
+            self.runners[job.uid] = runner
+            runner.start()
+            return runner
+
+    def stop(self, job_uid: str, timeout: float = 90.0, graceful: bool = True) -> bool:
+        """Stop the job's runner if this process runs it, waiting up to ``timeout``
+        seconds for it to end; True if it was running. ``graceful``: after the current
+        micro-batch (module docstring), else at once."""
+        with self._lock:
+            runner = self.runners.pop(job_uid, None)
+        if runner is None:
+            return False
+        runner.request_stop(graceful=graceful)
+        runner.join(timeout)
+        return True
+
+    def stop_all(self, graceful: bool = True, timeout: float = 90.0) -> list[JobRunner]:
+        """Stop every runner at once (in parallel), waiting up to ``timeout`` seconds in
+        all; returns them."""
+        with self._lock:
+            runners = list(self.runners.values())
+            self.runners.clear()
+        for runner in runners:
+            runner.request_stop(graceful=graceful)
+        deadline = time.monotonic() + timeout
+        for runner in runners:
+            runner.join(max(0.0, deadline - time.monotonic()))
+        return runners
+
+    def fence(self) -> list[JobRunner]:
+        """Stop every runner at once without further catalog writes (the lease is lost:
+        see :meth:`JobRunner.fence`); returns at once with the fenced runners."""
+        with self._lock:
+            runners = list(self.runners.values())
+            self.runners.clear()
+        for runner in runners:
+            runner.fence()
+        return runners
+
+    def running(self) -> list[JobRunner]:
+        """The runners whose thread is alive."""
+        return [r for r in list(self.runners.values()) if r.is_alive()]
+
+    def forget(self, job_uid: str) -> JobRunner | None:
+        """Remove the job's runner from this manager (without stopping it); returns it."""
+        with self._lock:
+            return self.runners.pop(job_uid, None)
+
+    def shutdown(self) -> None:
+        """Stop every job this process runs, each after its current micro-batch and all
+        at once (checkpoints stay), then Spark."""
+        self.stop_all(graceful=True)
+        from ..engine import stop_spark
+
+        stop_spark()
+
+    def wait_until_idle(self, poll_s: float = 1.0, timeout: float | None = None) -> None:
+        """Block until every running job has committed all input available now.
+
+        "Available now" is the sources' end offsets read when this is called; a job is
+        idle once its latest checkpoint's offsets reach them. A job that FAILED ends the
+        wait with its error.
+
+        Raises:
+            JobError: a job failed, or a source is unbounded (rate) and can never be idle.
+        """
+        from ..exceptions import JobError
+        from .idle import targets_for, reached
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for runner in list(self.runners.values()):
+            while not runner.started.wait(poll_s) and runner.is_alive():
+                pass
+            if runner.plan is None:
+                raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")
+            targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
+            while not runner.tracker.wait_for(lambda t: reached(t.offsets, targets), poll_s):
+                if not runner.is_alive():
+                    job = self.catalog.get_job_by_uid(runner.job.uid)
+                    raise JobError(
+                        f"job {runner.job.qualified_name} is {job.status if job else 'gone'}: "
+                        f"{runner.error or (job.last_error if job else '')}")
+                if deadline is not None and time.monotonic() > deadline:
+                    raise JobError(f"job {runner.job.qualified_name} did not catch up in {timeout} s")
