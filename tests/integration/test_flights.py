@@ -48,15 +48,30 @@ def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
         # the offset log also keeps where the oldest retained checkpoint started
         offsets = _checkpoint_ids(cli.home, name.split(".")[1], "offsets")
         assert offsets == [ids[0] - 1] + ids, f"{name}: offset log holds {offsets}"
-    # state versions (the stateful job): Spark's maintenance purges those older than the
-    # retained checkpoints once a snapshot (taken every `retained` versions) covers them,
-    # so a bounded window stays per state partition: measured 12 of 23 with retained 5
+    # state versions (the stateful job; version v is the state after checkpoint v - 1).
+    # Spark's maintenance (every 5 s) snapshots every `retained` versions and purges the
+    # files no retained checkpoint needs. How many it has purged when the run ends depends
+    # on how many batches fell between its runs (measured 12 and 17 of 23 kept), so the test
+    # checks what holds at any time: every retained checkpoint can be restored from the
+    # files present, and the purge has begun (version 1 is gone).
     state = cli.home / "checkpoints" / "default" / "carrier_delays_job" / "state" / "0"
-    for part in state.iterdir():
-        versions = {int(p.name.split(".")[0]) for p in part.iterdir()
-                    if p.name.endswith((".delta", ".snapshot"))}
-        assert len(versions) <= 3 * 5 + 1, f"state partition {part.name} keeps {sorted(versions)}"
+    ids = [c["checkpoint"] for c in cli.json("checkpoints", JOBS[0])]
+    for part in (p for p in state.iterdir() if p.name.isdigit()):  # not _metadata
+        files = {p.name for p in part.iterdir()}
+        deltas = {int(n.split(".")[0]) for n in files if n.endswith(".delta")}
+        snapshots = {int(n.split(".")[0]) for n in files if n.endswith(".snapshot")}
+        kept = sorted(deltas | snapshots)
+        for cp in ids:
+            assert _restorable(cp + 1, deltas, snapshots), \
+                f"state partition {part.name}: checkpoint {cp} not restorable from {kept}"
+        assert min(kept) > 1, f"state partition {part.name}: nothing purged, keeps {kept}"
 
+
+def _restorable(version: int, deltas: set[int], snapshots: set[int]) -> bool:
+    """Whether state ``version`` can be rebuilt as Spark's HDFS-backed state store does:
+    the newest snapshot at or below it (or the empty version 0) plus every delta after."""
+    base = max((s for s in snapshots if s <= version), default=0)
+    return all(v in deltas for v in range(base + 1, version + 1))
 
 @pytest.mark.parametrize("resume", ["file", "server"])
 def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
