@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 import uuid
+from datetime import timezone
 from pathlib import Path
 
 import pytest
@@ -277,7 +278,8 @@ def test_server_follows_submit_stop_and_drop(env):
     # Spark is up now: a second job must start within the poll interval plus a little
     env.create_job("second")
     submitted = time.monotonic()
-    env.wait_job("second", 5, "picked up within a few seconds", owner=server.id, interval=0.05)
+    # (15 s: "within a second" on a calm machine, with room for a loaded CI host)
+    env.wait_job("second", 15, "picked up within a few seconds", owner=server.id, interval=0.05)
     picked_up = time.monotonic() - submitted
     env.wait_job("second", 60, "running", status="RUNNING")
     first_ck = env.checkpoint_ids("first")[-1]
@@ -312,7 +314,7 @@ def test_server_follows_submit_stop_and_drop(env):
     second = env.job("second")
     out = env.submit("DROP STREAMJOB second;")
     assert "dropped; its checkpoints were purged" in out, out
-    assert "default.second stopped" in server.output  # before DROP returned
+    server.wait_line(r"streamjob default\.second stopped", 30)  # printed by the server
     assert not Path(env.checkpoint_dir("second")).exists()
     assert env.catalog.list_runs(second.uid) == []
 
@@ -345,7 +347,8 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     * a server started after the kill waits as the new standby (then frozen with
       SIGSTOP, so that what the next step leaves stays visible);
     * SIGTERM of the holder: every job stops after its current batch (STOPPED, desired
-      state still RUNNING, the checkpoint logs end on a commit), the lease is released
+      state still RUNNING, the checkpoint logs end on a commit or one planned batch
+      after it), the lease is released
       and the server unregistered, so the standby, thawed, takes over at once, long
       before the holder's 30 s TTL, resuming with the next batch.
     """
@@ -366,11 +369,18 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     # (b), (c): SIGKILL of the holder; the standby takes over after the lease expired
     first.kill()
     killed_at = time.monotonic()
+    # the dead holder renews nothing more: its lease expires this many seconds from now
+    with env.catalog._tx() as session:  # noqa: SLF001 - the raw lease row, the db's clock
+        expires_at = session.execute(text("SELECT expires_at FROM leases")).scalar_one()
+        now = env.catalog._db_now(session)  # noqa: SLF001
+    expires_at = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=timezone.utc)
+    remaining = (expires_at - now).total_seconds()
     killed = {n: max(env.checkpoint_ids(n)) for n in ("k1", "k2")}  # recorded
     committed = {n: log_ids(env.checkpoint_dir(n), "commits")[-1] for n in ("k1", "k2")}
     second.wait_line(r": active \(", 60)
     took_over = time.monotonic() - killed_at
-    assert took_over >= 2.0, f"took the lease {took_over:.1f} s after the kill, before it expired"
+    assert took_over >= remaining - 0.05, \
+        f"took the lease {took_over:.2f} s after the kill, before it expired ({remaining:.2f} s)"
     # a new server, started now, waits as standby (its Spark starts meanwhile)
     third = env.server("--lease-ttl", "30000")
     for name in ("k1", "k2"):
@@ -400,7 +410,9 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
             assert (runs[-1].status, runs[-1].cause) == ("STOPPED", "stopped"), runs
             ck = env.checkpoint_dir(name)
             offsets, commits = log_ids(ck, "offsets"), log_ids(ck, "commits")
-            assert offsets[-1] == commits[-1], f"{name}: batch {offsets[-1]} left uncommitted"
+            # after its batch: on a commit, or one planned batch ahead, replayed at the next
+            # start (README "Decisions": a graceful stop)
+            assert offsets[-1] - commits[-1] in (0, 1), f"{name}: {offsets} / {commits}"
             stopped[name] = max(env.checkpoint_ids(name))
             assert stopped[name] == commits[-1]
         with env.catalog._engine.connect() as conn:  # noqa: SLF001 - the raw lease row
@@ -447,16 +459,22 @@ def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
         lock = env.catalog._engine.connect()  # noqa: SLF001 - a raw transaction
         lock.begin()
         lock.execute(text("LOCK TABLE leases IN ACCESS EXCLUSIVE MODE"))
-    locked_at = time.monotonic()
+    locked_at, locked_wall = time.monotonic(), time.time()
     try:
         server.wait_line(r"could not be renewed in time: stopped 1 job\(s\) at once \(fenced\)",
                          ttl / 1000 + 10)
         fenced_after = time.monotonic() - locked_at
-        assert fenced_after < ttl / 1000, f"fenced {fenced_after:.1f} s after the lease locked"
-        commits = log_ids(env.checkpoint_dir("f"), "commits")
+        ck = Path(env.checkpoint_dir("f"))
+        commits = log_ids(ck, "commits")
+        # the safety property: no batch committed once the lease could have expired (its
+        # last renewal came before the lock, so it expires before locked + TTL)
+        last_commit = max((ck / "commits" / str(i)).stat().st_mtime for i in commits)
+        assert last_commit < locked_wall + ttl / 1000, \
+            f"batch {max(commits)} committed {last_commit - locked_wall:.2f} s after the lock"
         # the outage lasts past the lease's expiry; meanwhile the queries stay stopped
+        # (the recorder may still trim the oldest entry of a batch committed before)
         while time.monotonic() - locked_at < ttl / 1000 + 1:
-            assert log_ids(env.checkpoint_dir("f"), "commits") == commits
+            assert max(log_ids(ck, "commits")) == max(commits)
             time.sleep(0.1)
         assert env.job("f").status == "RUNNING"  # a fenced server writes nothing
     finally:

@@ -69,7 +69,7 @@ def test_lease_is_held_by_one_server_until_it_expires(cat):
     assert cat.lease_holder() is None
     assert cat.acquire_lease(A, 60_000) is True
     assert cat.acquire_lease(B, 60_000) is False
-    assert cat.acquire_lease(A, 400) is True  # renewed, now with a short TTL
+    assert cat.acquire_lease(A, 2000) is True  # renewed, now with a short TTL
     holder = cat.lease_holder()
     assert holder is not None and holder.server_id == A and holder.host == "host-a"
     assert cat.acquire_lease(B, 60_000) is False
@@ -128,12 +128,12 @@ def test_prune_removes_dead_servers_but_not_the_live_holder(cat):
     cat.register_server(A, "host-a", 101, "local[2]")
     cat.register_server(B, "host-b", 202, "local[2]")
     assert cat.acquire_lease(A, 60_000)
-    time.sleep(0.3)
+    time.sleep(1.5)
     cat.heartbeat(B)
     # A's heartbeat is old but it holds a live lease; B is fresh
-    assert cat.prune_servers(200) == []
+    assert cat.prune_servers(1000) == []
     cat.release_lease(A)
-    assert cat.prune_servers(200) == [A]
+    assert cat.prune_servers(1000) == [A]
     assert [s.server_id for s in cat.list_servers()] == [B]
     assert cat.heartbeat(A) is False  # pruned: it must register again
     with pytest.raises(ValueError):
