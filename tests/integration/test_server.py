@@ -29,6 +29,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from streamjob.catalog import Catalog
+from streamjob.catalog.models import MANAGER_LEASE, Lease
 from streamjob.checkpoint.store import log_ids
 from streamjob.dev.broker import create_topic
 
@@ -370,8 +371,8 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     first.kill()
     killed_at = time.monotonic()
     # the dead holder renews nothing more: its lease expires this many seconds from now
-    with env.catalog._tx() as session:  # noqa: SLF001 - the raw lease row, the db's clock
-        expires_at = session.execute(text("SELECT expires_at FROM leases")).scalar_one()
+    with env.catalog._tx() as session:  # noqa: SLF001 - the lease row, the db's clock
+        expires_at = session.get(Lease, MANAGER_LEASE).expires_at
         now = env.catalog._db_now(session)  # noqa: SLF001
     expires_at = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=timezone.utc)
     remaining = (expires_at - now).total_seconds()
@@ -464,11 +465,11 @@ def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
         server.wait_line(r"could not be renewed in time: stopped 1 job\(s\) at once \(fenced\)",
                          ttl / 1000 + 10)
         fenced_after = time.monotonic() - locked_at
-        ck = Path(env.checkpoint_dir("f"))
+        ck = env.checkpoint_dir("f")
         commits = log_ids(ck, "commits")
         # the safety property: no batch committed once the lease could have expired (its
         # last renewal came before the lock, so it expires before locked + TTL)
-        last_commit = max((ck / "commits" / str(i)).stat().st_mtime for i in commits)
+        last_commit = max((Path(ck) / "commits" / str(i)).stat().st_mtime for i in commits)
         assert last_commit < locked_wall + ttl / 1000, \
             f"batch {max(commits)} committed {last_commit - locked_wall:.2f} s after the lock"
         # the outage lasts past the lease's expiry; meanwhile the queries stay stopped
