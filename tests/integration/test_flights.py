@@ -78,6 +78,7 @@ def _restorable(version: int, deltas: set[int], snapshots: set[int]) -> bool:
     base = max((s for s in snapshots if s <= version), default=0)
     return all(v in deltas for v in range(base + 1, version + 1))
 
+
 @pytest.mark.parametrize("resume", ["file", "server"])
 def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
     """SIGKILL of the whole process; then the same file runs again, or the job manager
