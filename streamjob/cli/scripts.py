@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import sys
-from pathlib import Path
 
 import click
 
@@ -17,12 +16,9 @@ from .execute import _execute_text
 
 
 def _read_script(path: str, variables: dict[str, str], home) -> str:
-    from ..script import substitute
+    from ..script import read_script, substitute
 
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise StreamJobError(f"cannot read {path}: {exc.strerror}") from None
+    text = read_script(path)
     return substitute(text, {"STREAMJOB_HOME": str(home.root), **variables}, source=path)
 
 

@@ -37,6 +37,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 from streamjob.exceptions import ParseError
 from streamjob.grammar.errors import from_lark
 from streamjob.grammar.lexical import Lines, word_at
+from streamjob.grammar.limits import check_text
 from streamjob.grammar.statements import Statement
 from streamjob.grammar.transform import Builder
 
@@ -96,6 +97,7 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
         raise TypeError(f"parse_script() needs a str, not {type(text).__name__}")
     if text.startswith("\ufeff"):  # a byte-order mark; keep the columns where they are
         text = " " + text[1:]
+    check_text(text, source)
     lines = Lines(text)
     try:
         tree = _parser().parse(text)

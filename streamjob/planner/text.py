@@ -150,12 +150,25 @@ def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
     except TokenError as exc:
         line, col = script_pos(qt.position, 1, 1)
         raise ValidationError(f"syntax error in the {what}: {exc}", line=line, column=col) from None
+    except RecursionError:
+        raise too_deep(qt, what) from None
     statements = [s for s in statements if s is not None]
     for s in statements:
         for node in list(s.find_all(exp.Anonymous)):
             if node.name.lower() == WINDOW_PLACEHOLDER:
                 node.set("this", exp.to_identifier("window", quoted=True))
     return statements
+
+
+def too_deep(qt: QueryText, what: str) -> ValidationError:
+    """The error for a query whose expressions nest too deeply for the planner (Python's
+    recursion limit), at the query's first character (docs/reliability.md: limits)."""
+    line, col = script_pos(qt.position, 1, 1)
+    return ValidationError(
+        f"the {what} nests its expressions too deeply to plan; split it (e.g. into a derived "
+        "stream) or flatten long chains of operators",
+        line=line, column=col,
+    )
 
 
 def is_window_call(node: exp.Expr) -> bool:

@@ -4,7 +4,6 @@ no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..exceptions import StreamJobError
@@ -51,10 +50,9 @@ def run_meta(shell: "Shell", line: str) -> bool:
     elif command == "\\i":
         if not arg:
             raise StreamJobError("\\i needs a file: \\i FILE")
-        try:
-            text = Path(arg).expanduser().read_text()
-        except OSError as exc:
-            raise StreamJobError(f"cannot read {arg}: {exc.strerror}") from None
+        from ..script import read_script
+
+        text = read_script(arg)
         return shell.run_text(text, source=arg)
     elif command == "\\timing":
         shell.timing = not shell.timing
