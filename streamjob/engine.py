@@ -43,6 +43,12 @@ _SKIP_SUFFIXES = (".pyc", ".pyo")
 _STREAMING_RUNNER_DIR = "streaming_job"
 
 
+#: SQL settings no job, SET or streamjob.conf may change (DESIGN §9): Spark substitutes
+#: ``${env:X}``, ``${system:x}`` and ``${spark.x}`` in SQL text by default, which handed a
+#: job's sink the job manager's environment secrets.
+SAFE_SQL_CONF = {"spark.sql.variable.substitute": "false"}
+
+
 def is_local_master(master: str) -> bool:
     """True for masters whose executors live in the driver's JVM (``local``,
     ``local[N]``, ``local[*]``, ``local[N,F]``): they import streamjob as the driver does.
@@ -203,6 +209,7 @@ def spark_session(home: Home, debug: bool = False):
         conf.setdefault("spark.sql.session.timeZone", "UTC")
         conf.setdefault("spark.sql.streaming.stopTimeout", "30s")
         conf.setdefault("spark.ui.showConsoleProgress", "false")
+        conf.update(SAFE_SQL_CONF)
         if not debug:
             log4j = resources.files("streamjob.resources").joinpath("log4j2.properties")
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
@@ -235,7 +242,7 @@ def job_session(root, sql_conf: dict[str, str]):
     session = root.newSession()
     for source in (KafkaDataSource, SqlStaticDataSource, FileStaticDataSource):
         session.dataSource.register(source)
-    for k, v in sql_conf.items():
+    for k, v in {**sql_conf, **SAFE_SQL_CONF}.items():
         session.conf.set(k, v)
     return session
 

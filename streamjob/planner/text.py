@@ -130,6 +130,9 @@ def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
     Raises:
         ValidationError: a syntax error, at its line and column in the script.
     """
+    from .functions import check_calls
+
+    check_calls(qt, tokenize(text), what)
     text = _rename_window_calls(text)
     try:
         statements = sqlglot.parse(text, read="hive")

@@ -148,7 +148,7 @@ def derive(ex, select: str, name: str = "d"):
 
 def test_derived_stream_columns_are_inferred_and_references_are_transitive(ex):
     d = derive(ex, "select carrier, arr_delay * 2 as doubled, cast(month as bigint) m,\n"
-                   "  upper(carrier) as code, my_udf(carrier) as odd, ts from flights f join ticks t"
+                   "  upper(carrier) as code, lower(carrier) as odd, ts from flights f join ticks t"
                    " on f.month = t.v")
     assert d.columns == (
         {"name": "carrier", "type": "string"}, {"name": "doubled", "type": "double"},
