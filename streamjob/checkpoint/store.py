@@ -274,3 +274,39 @@ def committed_offsets(checkpoint_dir: str):
     utc = _dt.timezone.utc
     return (batch_id, [ln for ln in lines[2:] if ln.strip() and ln.strip() != "-"],
             _dt.datetime.fromtimestamp(started, utc), _dt.datetime.fromtimestamp(ended, utc))
+
+
+def committed_source_files(checkpoint_dir: str) -> set[str]:
+    """Paths of the files that Spark's file sources of a checkpoint have taken into a
+    committed batch: the entries of ``sources/<i>/<batch>`` (and ``.compact``) logs
+    (FileStreamSourceLog: a version line, then one JSON object per file with ``path`` and
+    ``batchId``) whose batch id is at most the newest in ``commits``. Paths as Spark
+    writes them (``file:///...`` URIs); an empty set when nothing is committed.
+
+    Raises:
+        CheckpointError: the logs cannot be listed, or a Hadoop URI in a process
+            without Spark.
+    """
+    import json as _json
+
+    commits = log_ids(checkpoint_dir, "commits")
+    if not commits:
+        return set()
+    fs, done = _fs(checkpoint_dir), set()
+    for source in fs.list_names(_join(checkpoint_dir, "sources")):
+        folder = _join(checkpoint_dir, "sources", source)
+        for name in fs.list_names(folder):
+            if not (name.isdigit() or name.endswith(".compact")):
+                continue
+            try:
+                lines = fs.read_text(_join(folder, name)).splitlines()[1:]
+            except OSError:
+                continue  # written as we read: the next poll sees it whole
+            for line in lines:
+                try:
+                    entry = _json.loads(line)
+                except ValueError:
+                    continue
+                if int(entry.get("batchId", 1 << 62)) <= commits[-1]:
+                    done.add(entry["path"])
+    return done

@@ -1,8 +1,9 @@
 """When is a job idle: it has committed every record its sources held at a moment.
 
 Used by ``streamjob run --until-idle`` (DESIGN §8): the targets are the Kafka end offsets
-read once when waiting begins; the job is idle when its latest checkpoint's offsets reach
-them on every partition.
+and the files of file streams, read once when waiting begins; the job is idle when its
+latest checkpoint's offsets reach the offsets on every partition and its committed
+batches hold every one of those files.
 """
 
 from __future__ import annotations
@@ -31,6 +32,30 @@ def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
                 f"job {plan.qualified_name} reads the rate stream {src.stream.qualified_name}, "
                 "which never runs out of input; --until-idle cannot apply")
     return targets
+
+
+def file_targets(plan: JobPlan) -> set[str]:
+    """The files of the job's file streams present now (absolute paths); hidden and
+    temporary files (``.``/``_`` prefix), which Spark's file source skips, are left out."""
+    from pathlib import Path
+
+    files: set[str] = set()
+    for src in plan.sources:
+        if isinstance(src.spec, cspec.FileSourceSpec):
+            root = Path(src.spec.path.removeprefix("file://"))
+            if root.is_dir():
+                files.update(str(p.resolve()) for p in root.rglob("*") if p.is_file()
+                             and not p.name.startswith((".", "_")))
+    return files
+
+
+def files_reached(committed: set[str], targets: set[str]) -> bool:
+    """True if every target file is among the committed ones (Spark's ``file:///``
+    URIs and plain paths compared as paths)."""
+    def norm(uri: str) -> str:
+        return uri.removeprefix("file:").lstrip("/")
+    have = {norm(u) for u in committed}
+    return all(norm(t) in have for t in targets)
 
 
 def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool:

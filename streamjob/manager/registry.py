@@ -140,28 +140,56 @@ class JobManager:
     def wait_until_idle(self, poll_s: float = 1.0, timeout: float | None = None) -> None:
         """Block until every running job has committed all input available now.
 
-        "Available now" is the sources' end offsets read when this is called; a job is
-        idle once its latest checkpoint's offsets reach them. A job that FAILED ends the
-        wait with its error.
+        "Available now" is read when this is called: the Kafka sources' end offsets and
+        the files in file streams' directories. A job is idle once its committed batches
+        reach those offsets and hold those files. Every job is waited for, even after
+        another failed; then all failures are reported together.
 
         Raises:
-            JobError: a job failed, or a source is unbounded (rate) and can never be idle.
+            JobError: one or more jobs FAILED (each named with its error), a job did not
+                catch up within ``timeout`` s, or a source is unbounded (rate) and can
+                never be idle.
         """
+        from ..checkpoint.store import committed_source_files
         from ..exceptions import JobError
-        from .idle import targets_for, reached
+        from .idle import file_targets, files_reached, reached, targets_for
 
         deadline = None if timeout is None else time.monotonic() + timeout
+        failed: list[str] = []
         for runner in list(self.runners.values()):
             while not runner.started.wait(poll_s) and runner.is_alive():
                 pass
-            if runner.plan is None:
-                raise JobError(f"job {runner.job.qualified_name} failed: {runner.error}")
+            if runner.plan is None or self._failed(runner):
+                failed.append(self._failure(runner))
+                continue
             targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
-            while not runner.tracker.wait_for(lambda t: reached(t.offsets, targets), poll_s):
-                if not runner.is_alive():
-                    job = self.catalog.get_job_by_uid(runner.job.uid)
-                    raise JobError(
-                        f"job {runner.job.qualified_name} is {job.status if job else 'gone'}: "
-                        f"{runner.error or (job.last_error if job else '')}")
+            files = file_targets(runner.plan)
+            ckdir = self.home.checkpoint_dir(runner.job.database, runner.job.name)
+
+            def caught_up(t, targets=targets, files=files, ckdir=ckdir) -> bool:
+                return reached(t.offsets, targets) and (
+                    not files or files_reached(committed_source_files(ckdir), files))
+
+            while not runner.tracker.wait_for(caught_up, poll_s):
+                if not runner.is_alive() or self._failed(runner):
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     raise JobError(f"job {runner.job.qualified_name} did not catch up in {timeout} s")
+            if self._failed(runner) or not runner.is_alive():
+                failed.append(self._failure(runner))
+        if failed:
+            raise JobError(f"{len(failed)} of {len(self.runners)} job(s) did not catch up: "
+                           + "; ".join(failed))
+
+    def _failed(self, runner) -> bool:
+        """True if the runner's job ended FAILED (in the catalog) or its thread ended
+        with an error."""
+        job = self.catalog.get_job_by_uid(runner.job.uid)
+        return (job is not None and job.status == "FAILED") or (
+            not runner.is_alive() and runner.error is not None)
+
+    def _failure(self, runner) -> str:
+        """``"job db.j FAILED: <error>"`` for a failed runner (its catalog status)."""
+        job = self.catalog.get_job_by_uid(runner.job.uid)
+        status = job.status if job else "gone"
+        return f"job {runner.job.qualified_name} {status}: {runner.error or (job.last_error if job else '')}"

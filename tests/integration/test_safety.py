@@ -48,3 +48,47 @@ def test_job_sessions_keep_substitution_off_whatever_sql_conf_says(world):
     session = job_session(spark_session(world.home), {"spark.sql.variable.substitute": "true"})
     assert session.conf.get("spark.sql.variable.substitute") == "false"
     assert session.sql("select '${env:HOME}' v").collect()[0].v == "${env:HOME}"
+
+
+# ------------------------------------------------------------------ point 4: --until-idle
+
+
+def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
+    """On the main of 2026-11-23 wait_until_idle returned at once for file-stream jobs
+    (nothing written yet) and said nothing of a job that Spark refused at start."""
+    from streamjob.exceptions import JobError
+    from streamjob.manager import JobManager
+
+    from .world import World
+
+    world = World(tmp_path)
+    manager = JobManager(world.catalog, world.home)
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i in range(3):
+        world.write(directory, [{"id": i * 10 + k, "k": f"k{k}"} for k in range(10)])
+    out = tmp_path / "out"
+    world.run(f"""
+    CREATE STREAM s (id BIGINT, k STRING) TBLPROPERTIES ("source"="files", "path"="{directory}", "format"="json");
+    CREATE TABLE t (id BIGINT, k STRING) STORED AS PARQUET LOCATION '{out}';
+    CREATE TABLE distinct_keys (k STRING, n BIGINT) TBLPROPERTIES ("connector"="sql",
+      "url"="sqlite:///{tmp_path}/keys.db", "primary.key"="k");
+    CREATE STREAMJOB copy_all AS ("insert into t select id, k from s")
+      JOBPROPERTIES ("morphling.job.checkpoint.interval"="0");
+    CREATE STREAMJOB refused AS ("insert into distinct_keys select k, count(distinct id) from s group by k")
+      JOBPROPERTIES ("morphling.job.enable.auto.failover"="false");
+    """)
+    try:
+        for name in ("copy_all", "refused"):
+            manager.start(world.catalog.require_job("default", name))
+        with pytest.raises(JobError) as e:
+            manager.wait_until_idle(timeout=300)
+        assert "1 of 2 job(s) did not catch up" in str(e.value)
+        assert "job default.refused FAILED" in str(e.value)
+        assert "copy_all" not in str(e.value)
+        # copy_all was waited for: all three files are in its committed output.
+        assert sorted(r["id"] for r in read_table(str(out)).to_pylist()) == list(range(30))
+    finally:
+        for uid in list(manager.runners):
+            manager.stop(uid)
+        world.close()
