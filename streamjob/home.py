@@ -39,7 +39,7 @@ State-store maintenance (snapshots, and the purge of state versions older than t
 retained checkpoints) runs every 5 s instead of Spark's 60 s, so that the state on disk
 follows ``morphling.checkpoint.retained`` closely."""
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def default_home() -> Path:
@@ -55,7 +55,7 @@ def validate_name(name: str, what: str = "name") -> str:
     Raises:
         ValidationError: the name could escape a directory or is empty.
     """
-    if not _NAME.match(name or ""):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # not "j\n"
         raise ValidationError(
             f"invalid {what} '{name}': use letters, digits and '_' (not starting with a digit)"
         )
@@ -103,8 +103,30 @@ class Home:
 
     @property
     def checkpoint_root(self) -> str:
-        """Root URI or path under which each job's checkpoint directory lives."""
-        return self.conf.get(CHECKPOINT_DIR_KEY) or str(self.root / "checkpoints")
+        """Root URI or path under which each job's checkpoint directory lives; a relative
+        path is relative to the home, never to a client's working directory."""
+        from urllib.parse import urlparse
+
+        root = self.conf.get(CHECKPOINT_DIR_KEY)
+        if not root:
+            return str(self.root / "checkpoints")
+        if not urlparse(root).scheme and not os.path.isabs(os.path.expanduser(root)):
+            return str((self.root / root).resolve())
+        return os.path.expanduser(root) if not urlparse(root).scheme else root
+
+    def inside_checkpoints(self, location: str) -> bool:
+        """True if a local ``location`` (path or ``file:`` URI) is the checkpoint root, lies
+        inside it, or holds it: DROP STREAMJOB purges directories under the root, so a file
+        table there could lose its data (issue 13 point 3)."""
+        from urllib.parse import urlparse
+
+        root, loc = self.checkpoint_root, location
+        if urlparse(root).scheme not in ("", "file") or urlparse(loc).scheme not in ("", "file"):
+            return False
+        as_path = (lambda u: Path(urlparse(u).path if u.startswith("file:") else u).expanduser())
+        r, p = as_path(root).resolve(), as_path(loc)
+        p = (p if p.is_absolute() else Path.cwd() / p).resolve()
+        return r == p or r in p.parents or p in r.parents
 
     @property
     def warehouse(self) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from .. import properties as jp
-from ..checkpoint import fingerprint, store
+from ..checkpoint import fingerprint, identity, store
 from ..connectors import spec as cspec
 from ..exceptions import JobError, ObjectExistsError
 from ..grammar import statements as st
@@ -68,6 +68,10 @@ class JobStatements:
         restored = ""
         if s.from_checkpoint is not None:
             restored = self._restore(s, job, plan)
+        elif s.start_from is not None:
+            restored = self._start_over(s, job, plan)
+        elif plan.props["morphling.job.enable.checkpoint"] and not self.dry_run:
+            self._check_identity(job, plan)
         if not self.dry_run:
             check_sql_tables(plan)
         if self.dry_run:
@@ -125,6 +129,55 @@ class JobStatements:
         later = [c for c in retained if c > n]
         return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "
                 f"{removed} log files)" if later else f" from checkpoint {n}")
+
+    def _check_identity(self, job, plan) -> None:
+        """Refuse START of a job whose checkpoint directory is lost or not its own
+        (streamjob/checkpoint/identity.py); an unreachable backend is left to the job."""
+        from ..checkpoint.backends import backend_for_plan
+        from ..exceptions import ConnectorError
+
+        try:
+            with backend_for_plan(self.catalog, self.home, plan) as backend:
+                latest = backend.latest(job)
+        except ConnectorError:
+            return  # the job manager retries; its start runs the same check
+        identity.prepare(self.home.checkpoint_dir(job.database, job.name), job, latest)
+
+    def _start_over(self, s: st.StartStreamJob, job, plan) -> str:
+        """START ... FROM EARLIEST | LATEST | TIMESTAMP t (DESIGN §4): the job's checkpoint
+        directory, checkpoint records and sink markers are removed and a new checkpoint
+        epoch begins, reading Kafka streams from the given position. What the sinks hold
+        stays. Refused while the job runs, for a job without checkpoints, for LATEST or
+        TIMESTAMP over file streams (a file source has no such position), and when the
+        directory belongs to another job."""
+        from ..checkpoint.backends import backend_for_plan
+
+        what = {"earliest": "EARLIEST", "latest": "LATEST"}.get(s.start_from, f"TIMESTAMP {s.start_from} ms")
+        running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
+        if running or (job.desired_state == "RUNNING" and job.status in ACTIVE_STATUSES):
+            raise JobError(f"streamjob {job.qualified_name} is running; STOP it before starting "
+                           f"it over FROM {what}")
+        if not plan.props["morphling.job.enable.checkpoint"]:
+            raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
+                           "false: every start already begins at its streams' reset strategy")
+        files = [src.stream.qualified_name for src in plan.sources
+                 if isinstance(src.spec, cspec.FileSourceSpec)]
+        if files and s.start_from != "earliest":
+            raise JobError(f"streamjob {job.qualified_name} reads the file stream(s) "
+                           f"{', '.join(files)}, which can only be read from their first file: "
+                           "use FROM EARLIEST")
+        if self.dry_run:
+            return f" over from {what.lower()} (a new checkpoint epoch)"
+        ckdir = self.home.checkpoint_dir(job.database, job.name)
+        old = identity.read(ckdir)
+        if old is not None and old.job_uid != job.uid:
+            identity.prepare(ckdir, job, None)  # raises: the directory is another job's
+        with backend_for_plan(self.catalog, self.home, plan) as backend:
+            backend.purge(job)
+        store.purge(ckdir, self.home.checkpoint_root)
+        self._purge_sink_markers(job, old.epoch if old else "")
+        new = identity.start_over(ckdir, job, s.start_from)
+        return f" over from {what.lower()} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
 
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
         db, name = self._names(s.name, "job")
@@ -203,14 +256,21 @@ class JobStatements:
 
         with backend_for_job(self.catalog, self.home, job) as backend:
             backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
-        store.purge(self.home.checkpoint_dir(db, name), self.home.checkpoint_root)
-        self._purge_sink_markers(job)
+        ckdir = self.home.checkpoint_dir(db, name)
+        owner = identity.read(ckdir)
+        kept = ""
+        if owner is not None and owner.job_uid != job.uid:  # another catalog's job: not ours
+            kept = f"; its checkpoint directory {ckdir} belongs to another job and was kept"
+        else:
+            store.purge(ckdir, self.home.checkpoint_root)
+        self._purge_sink_markers(job, owner.epoch if owner and not kept else "")
         self.catalog.drop_job(db, name, if_exists=True)
-        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged")
+        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged{kept}")
 
-    def _purge_sink_markers(self, job) -> None:
-        """Remove the job's exactly-once markers from its sinks: the marker rows of SQL
-        tables, the marker consumer group of Kafka tables."""
+    def _purge_sink_markers(self, job, epoch: str = "") -> None:
+        """Remove the job's exactly-once markers from its sinks (those of the bare uid
+        and of checkpoint epoch ``epoch``): the marker rows of SQL tables, the marker
+        consumer group of Kafka tables."""
         from ..connectors.kafka_sink import KafkaSink
         from ..connectors.sql_sink import SqlSink
 
@@ -219,10 +279,11 @@ class JobStatements:
                 continue
             table = self.catalog.get_table(tdb, tname)
             spec = table and cspec.spec_of_table(table)
-            if isinstance(spec, cspec.SqlTableSpec):
-                SqlSink(spec, table.columns, job.uid, True, False).purge_markers()
-            elif isinstance(spec, cspec.KafkaTableSpec):
-                KafkaSink(spec, table.columns, job.uid, job.qualified_name, True).purge_markers()
+            for key in {job.uid, identity.marker_key(job.uid, epoch)}:
+                if isinstance(spec, cspec.SqlTableSpec):
+                    SqlSink(spec, table.columns, key, True, False).purge_markers()
+                elif isinstance(spec, cspec.KafkaTableSpec):
+                    KafkaSink(spec, table.columns, key, job.qualified_name, True).purge_markers()
 
 
 def check_sql_tables(plan) -> None:

@@ -56,6 +56,12 @@ class ObjectStatements:
         spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name),
                                 partitioned_by=partitioned_by, row_format=_row_format(s.row_format))
         columns = _columns(s.columns, s)
+        if isinstance(spec, cspec.FileTableSpec) and self.home.inside_checkpoints(spec.location):
+            pos = s.where("location")
+            raise ValidationError(
+                f"table {db}.{name}: LOCATION {spec.location} overlaps the checkpoint root "
+                f"{self.home.checkpoint_root}, whose job directories DROP STREAMJOB deletes; "
+                "put the table elsewhere", pos.line, pos.column)
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
             declared = {c["name"] for c in columns}

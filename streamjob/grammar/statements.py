@@ -137,10 +137,13 @@ class CreateStreamJob(Statement):
 
 @dataclass(frozen=True)
 class StartStreamJob(Statement):
-    """``START STREAMJOB j [FROM CHECKPOINT n]``."""
+    """``START STREAMJOB j [FROM CHECKPOINT n | FROM EARLIEST | FROM LATEST | FROM
+    TIMESTAMP t]``: ``start_from`` is ``earliest``, ``latest`` or ms since the epoch (text)
+    for the last three (a new checkpoint epoch, DESIGN §4)."""
 
     name: QualifiedName
     from_checkpoint: int | None = None
+    start_from: str | None = None
 
 
 @dataclass(frozen=True)

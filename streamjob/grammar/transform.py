@@ -284,7 +284,32 @@ class Builder:
         return StartStreamJob, dict(
             name=self.name(self.find(tree, "qualified_name")),
             from_checkpoint=int(checkpoint.value) if checkpoint is not None else None,
+            start_from=self._start_position(tree),
         )
+
+    def _start_position(self, tree: Tree) -> str | None:
+        """``earliest``, ``latest``, or a timestamp as ms since the epoch (text) for START
+        ... FROM EARLIEST | LATEST | TIMESTAMP t; t is ms or 'yyyy-mm-dd[ hh:mm:ss]' (UTC)."""
+        import datetime as _dt
+
+        for child in tree.children:
+            if isinstance(child, Tree) and child.data in ("start_earliest", "start_latest"):
+                return child.data.removeprefix("start_")
+            if isinstance(child, Tree) and child.data == "start_timestamp":
+                token = child.children[0]
+                self.locations["timestamp"] = self.position(token.start_pos)
+                if token.type == "INT":
+                    return str(int(token.value))
+                text = unescape_string(token.value).strip()
+                try:
+                    at = _dt.datetime.fromisoformat(text)
+                except ValueError:
+                    raise self.error(f"'{text}' is not a timestamp: write 'yyyy-mm-dd hh:mm:ss' "
+                                     "(UTC) or milliseconds since the epoch", token.start_pos) from None
+                if at.tzinfo is None:
+                    at = at.replace(tzinfo=_dt.timezone.utc)
+                return str(int(at.timestamp() * 1000))
+        return None
 
     def _stop_streamjob(self, tree: Tree):
         return StopStreamJob, dict(name=self.name(self.find(tree, "qualified_name")))

@@ -9,12 +9,13 @@ dead-letter tables, the consumer-group committers, and the SQL or Kafka table si
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import tempfile
 from typing import Callable
 
 from .. import properties as jp
-from ..checkpoint import fingerprint
+from ..checkpoint import fingerprint, identity, store
 from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
 from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
@@ -22,7 +23,7 @@ from ..connectors import spec as cspec
 from ..connectors.kafka_sink import KafkaSink
 from ..connectors.sql_sink import SqlSink
 from ..exceptions import StreamJobError
-from ..planner.plan import JobPlan, start_query
+from ..planner.plan import START_POSITION, JobPlan, refuse_stale_manifest, start_query
 from .progress import ProgressReporter
 
 # the runner's logger: records keep the name they had before this module was split off
@@ -52,6 +53,15 @@ class AttemptMixin:
         })
         self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
         self.backend.mark_running(self.job)
+        marker = self.job.uid
+        if durable:  # whose directory, which epoch; a lost one is refused (identity.py)
+            ident = identity.prepare(ckdir, self.job, self.backend.latest(self.job))
+            marker = identity.marker_key(self.job.uid, ident.epoch)
+            fresh = not store.log_ids(ckdir, "offsets")
+            if fresh:
+                refuse_stale_manifest(plan)
+            if fresh and ident.start:  # START ... FROM EARLIEST | LATEST | TIMESTAMP
+                plan = dataclasses.replace(plan, props={**plan.props, START_POSITION: ident.start})
         if durable:  # refuse checkpoints of a different logic (DESIGN §4)
             fp = fingerprint.check(ckdir, plan)
             fingerprint.write(ckdir, fp)
@@ -78,13 +88,13 @@ class AttemptMixin:
         session.streams.addListener(recorder)
         writer = None
         if isinstance(plan.sink_spec, cspec.SqlTableSpec):
-            sink = SqlSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+            sink = SqlSink(plan.sink_spec, plan.sink.columns, marker,
                            exactly_once=plan.guarantee == "exactly-once",
                            upsert=plan.output_mode == "update")
             sink.prepare()
             writer = _batch_writer(sink)
         if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
-            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, self.job.uid,
+            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, marker,
                                         self.job.qualified_name,
                                         exactly_once=plan.guarantee == "exactly-once")
             self.kafka_sink.prepare()

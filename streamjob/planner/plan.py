@@ -14,6 +14,7 @@ and the sink starts with the job's checkpoint directory and trigger interval.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -273,7 +274,7 @@ def source_frame(session, src: Source, props: dict[str, Any]):
         reader = (session.readStream.format("streamjob_kafka").schema(ddl)
                   .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
                   .option("format", sp.format).option("delimiter", sp.delimiter)
-                  .option("startingOffsets", sp.reset)
+                  .option("startingOffsets", str(props.get(START_POSITION) or sp.reset))
                   .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
                   .option("isolationLevel", sp.isolation)
                   .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"])))
@@ -414,6 +415,41 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str,
     else:
         raise ValidationError(f"table {plan.sink.qualified_name} cannot be written by a job yet")
     return writer.start()
+
+
+#: A plan property set for the first start of a new checkpoint epoch (START STREAMJOB j
+#: FROM EARLIEST | LATEST | TIMESTAMP t): the Kafka sources' starting position, instead of
+#: each stream's reset strategy (streamjob/checkpoint/identity.py).
+START_POSITION = "streamjob.start.position"
+
+
+def refuse_stale_manifest(plan: JobPlan) -> None:
+    """Refuse a new checkpoint (batch ids from 0) writing to a file table whose location
+    already holds Spark's file-sink manifest: Spark's file sink skips every batch at or
+    below the manifest's last one ("Skipping already committed batch"), so the job's first
+    batches would be lost silently (issue 13 point 2).
+
+    Raises:
+        JobError: the manifest holds batches; names the table, its location and the ways out.
+    """
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    from ..exceptions import JobError
+
+    sp = plan.sink_spec
+    if not isinstance(sp, cspec.FileTableSpec) or urlparse(sp.location).scheme not in ("", "file"):
+        return
+    meta = Path(urlparse(sp.location).path if sp.location.startswith("file:") else sp.location) / "_spark_metadata"
+    batches = [int(n.split(".")[0]) for n in (os.listdir(meta) if meta.is_dir() else [])
+               if n.split(".")[0].isdigit()]
+    if batches:
+        raise JobError(
+            f"table {plan.sink.qualified_name} at {sp.location} holds a file-sink manifest up "
+            f"to batch {max(batches)}, written by an earlier job or checkpoint epoch; Spark's "
+            f"file sink would skip the first {max(batches) + 1} batches of job "
+            f"{plan.qualified_name}'s new checkpoint. Write to a new table or LOCATION, or "
+            f"move {meta} away (readers then see every file there)")
 
 
 def _plain_file_writer(plan: JobPlan) -> Callable:

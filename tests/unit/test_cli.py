@@ -232,7 +232,11 @@ def test_status_table_falls_back_to_the_latest_recorded_checkpoint(job):
     assert entry["batch"] == 4 and 2 <= entry["last_checkpoint_age_s"] < 30
     assert entry["error"] == entry["last_error"] == "boom: " + "x" * 200  # whole in JSON
     assert entry["live"] is None  # not an active status
-    # a new START clears the job's error (the runs keep theirs); a stale one is not shown
+    # a new START clears the job's error (the runs keep theirs); a stale one is not shown.
+    # (The recorded checkpoint needs its directory: START refuses a lost one, issue 13.)
+    for log_name in ("offsets", "commits"):
+        (Path(job["home"]) / "checkpoints" / "default" / "j" / log_name).mkdir(parents=True)
+        (Path(job["home"]) / "checkpoints" / "default" / "j" / log_name / "4").write_text("v1\n")
     ok(cli(job, "start", "j"))
     entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
     assert entry["error"] is None and entry["last_error"] is None

@@ -1,0 +1,146 @@
+"""Whose checkpoint directory is this, and which epoch of it (DESIGN §4).
+
+A checkpoint directory holds ``streamjob.json``: the uid of the job incarnation that
+owns it, and its *epoch*, a random id that changes whenever the job's checkpoint starts
+over (a new directory, ``START STREAMJOB j FROM EARLIEST | LATEST | TIMESTAMP t``).
+Sinks key their exactly-once markers by :func:`marker_key` (uid and epoch), because
+Spark's batch ids restart at 0 with a new checkpoint: a marker of the old epoch saying
+"batch 5 committed" must never make the new epoch's batches 0-5 look like replays
+(issue 13: a deleted directory made the SQL sink skip every new record).
+
+:func:`prepare` runs before every start of a durable job:
+
+1. the directory has an identity: its uid must be the job's (else it belongs to another
+   incarnation or catalog, and is refused); its epoch is used;
+2. it has none but holds Spark's logs (written before identities existed): it is
+   adopted with the empty epoch, whose marker key is the bare uid, as before;
+3. it holds nothing, but the job's checkpoint backend records checkpoints: the directory
+   was lost. The start is refused with the ways out (restore it, or START ... FROM);
+4. it holds nothing and nothing is recorded: a first start, with a new epoch.
+
+Only local directories carry identities (Hadoop URIs are used as before, epoch "").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..exceptions import CheckpointError
+from .store import _local_path, is_local_uri, log_ids
+
+__all__ = ["FILE_NAME", "Identity", "marker_key", "prepare", "read", "start_over"]
+
+FILE_NAME = "streamjob.json"
+#: Where a START ... FROM asks the next start to read its sources from.
+START_POSITIONS = ("earliest", "latest")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``job_uid``: the owning job incarnation; ``epoch``: the checkpoint's epoch ("" for
+    directories adopted from before epochs); ``start``: the source position a START
+    ... FROM asked for (``earliest``, ``latest`` or a timestamp in ms as text), used while
+    the directory holds no batch yet; None for the stream's own reset strategy."""
+
+    job_uid: str
+    epoch: str
+    start: str | None = None
+
+
+def marker_key(job_uid: str, epoch: str) -> str:
+    """The key of a job's sink markers in this epoch: ``uid`` for the adopted epoch "",
+    else ``uid:epoch`` (at most 45 characters)."""
+    return f"{job_uid}:{epoch}" if epoch else job_uid
+
+
+def _path(checkpoint_dir: str) -> Path | None:
+    return _local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
+
+
+def read(checkpoint_dir: str) -> Identity | None:
+    """The directory's identity, or None (no file, or not a local directory).
+
+    Raises:
+        CheckpointError: the file exists but cannot be read as an identity.
+    """
+    path = _path(checkpoint_dir)
+    if path is None or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return Identity(str(data["job_uid"]), str(data["epoch"]), data.get("start"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"cannot read the checkpoint identity {path}: {exc}") from None
+
+
+def _write(checkpoint_dir: str, identity: Identity) -> None:
+    path = _path(checkpoint_dir)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(FILE_NAME + ".tmp")
+    tmp.write_text(json.dumps(asdict(identity), indent=1))
+    os.replace(tmp, path)
+
+
+def _has_logs(checkpoint_dir: str) -> bool:
+    return bool(log_ids(checkpoint_dir, "offsets") or log_ids(checkpoint_dir, "commits"))
+
+
+def prepare(checkpoint_dir: str, job, recorded) -> Identity:
+    """The identity to start ``job`` with (the module's steps 1-4), written if new.
+
+    Args:
+        checkpoint_dir: the job's checkpoint directory.
+        job: the job (``uid``, ``qualified_name``, ``name``).
+        recorded: the newest checkpoint its backend records (``checkpoint_id``), or None.
+
+    Raises:
+        CheckpointError: the directory belongs to another job incarnation, or it is gone
+            while the backend records checkpoints (both refuse the start; the message
+            names the directory and the ways out).
+    """
+    if not is_local_uri(checkpoint_dir):
+        return Identity(job.uid, "")
+    found = read(checkpoint_dir)
+    if found is not None:
+        if found.job_uid != job.uid:
+            raise CheckpointError(
+                f"checkpoint directory {_local_path(checkpoint_dir)} belongs to another job "
+                f"(uid {found.job_uid}; this streamjob {job.qualified_name} is {job.uid}), "
+                "e.g. one of another catalog on the same home; streamjob does not take it "
+                "over. Move it away, or give this job another checkpoint root")
+        return found
+    if _has_logs(checkpoint_dir):
+        identity = Identity(job.uid, "")  # written before identities: adopt it
+    elif recorded is not None:
+        raise CheckpointError(
+            f"streamjob {job.qualified_name} has checkpoints up to {recorded.checkpoint_id} "
+            f"recorded, but its checkpoint directory {_local_path(checkpoint_dir)} holds none "
+            "(deleted, or on a disk that was replaced): starting afresh would re-read or skip "
+            "input silently. Restore the directory, or start over explicitly with START "
+            f"STREAMJOB {job.name} FROM EARLIEST | LATEST | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' "
+            "(a new checkpoint epoch; what the sinks already hold stays)")
+    else:
+        identity = Identity(job.uid, uuid.uuid4().hex[:12])
+    _write(checkpoint_dir, identity)
+    return identity
+
+
+def start_over(checkpoint_dir: str, job, start: str) -> Identity:
+    """Give ``job`` a new checkpoint epoch whose first start reads from ``start``
+    (``earliest``, ``latest`` or ms since the epoch as text). The caller has emptied
+    the directory (:func:`streamjob.checkpoint.store.purge`) or found it gone.
+
+    Raises:
+        CheckpointError: the directory still holds Spark's logs.
+    """
+    if _has_logs(checkpoint_dir):
+        raise CheckpointError(f"checkpoint directory {checkpoint_dir} still holds checkpoints")
+    identity = Identity(job.uid, uuid.uuid4().hex[:12], start)
+    _write(checkpoint_dir, identity)
+    return identity

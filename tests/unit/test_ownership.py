@@ -1,0 +1,45 @@
+"""Issue 13, point 3: what DROP may delete. Names match whole (``j\\n`` was accepted by
+``^...$``), a relative checkpoint root is the home's (it was the client's working
+directory), and a file table inside the checkpoint root is refused (DROP STREAMJOB of a
+same-named job deleted its data). Each failed on the main of 2026-11-23."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from streamjob.catalog import Catalog
+from streamjob.exceptions import ValidationError
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import CHECKPOINT_DIR_KEY, Home, validate_name
+
+
+@pytest.mark.parametrize("name", ["j\n", "j\r\n", "a.b", "../x", "", "1j"])
+def test_names_must_match_whole(name):
+    with pytest.raises(ValidationError):
+        validate_name(name, "job name")
+
+
+def test_a_relative_checkpoint_root_is_relative_to_the_home(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    home = Home.open(tmp_path / "home", {CHECKPOINT_DIR_KEY: "ck"})
+    assert home.checkpoint_root == str((tmp_path / "home" / "ck").resolve())
+    assert home.checkpoint_dir("default", "j") == f"{(tmp_path / 'home' / 'ck').resolve()}/default/j"
+    assert not os.path.exists(elsewhere / "ck")
+
+
+@pytest.mark.parametrize("location", ["{root}/default/j", "{root}", "{home}", "file://{root}/x"])
+def test_a_file_table_may_not_overlap_the_checkpoint_root(tmp_path, location):
+    home = Home.open(tmp_path / "home", {})
+    ex = Executor(Catalog(home.catalog_url), home)
+    where = location.format(root=home.checkpoint_root, home=home.root)
+    with pytest.raises(ValidationError) as e:
+        for stmt in parse_script(f"CREATE TABLE t (a INT) STORED AS PARQUET LOCATION '{where}';"):
+            ex.execute(stmt)
+    assert "overlaps the checkpoint root" in str(e.value)
+    [ok] = parse_script(f"CREATE TABLE u (a INT) STORED AS PARQUET LOCATION '{tmp_path / 'data'}';")
+    ex.execute(ok)
