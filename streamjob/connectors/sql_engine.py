@@ -16,9 +16,46 @@ from ..exceptions import ConnectorError
 
 _ENGINES: dict[str, Engine] = {}
 
+#: Seconds to wait for a database to accept a connection (libpq ``connect_timeout``,
+#: MySQL drivers' ``connect_timeout``). A server that accepts TCP and never answers
+#: blocked START and DROP for minutes (issue 13 point 12).
+CONNECT_TIMEOUT_S = 10
+#: Milliseconds one statement may run (PostgreSQL ``statement_timeout``, MySQL drivers'
+#: read/write timeouts): a batch's write that takes longer fails and the job fails over.
+STATEMENT_TIMEOUT_MS = 300_000
+
+
+def _timeouts(url: str) -> dict[str, Any]:
+    """Driver ``connect_args`` with the connect and statement timeouts, unless the URL's
+    query already sets them (its own values win)."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except Exception:  # noqa: BLE001 - create_engine reports the bad URL
+        return {}
+    backend, query = parsed.get_backend_name(), parsed.query
+    if backend == "sqlite":
+        return {"timeout": 30, "check_same_thread": False}  # seconds waiting for a lock
+    args: dict[str, Any] = {}
+    if backend == "postgresql":
+        if "connect_timeout" not in query:
+            args["connect_timeout"] = CONNECT_TIMEOUT_S
+        if "options" not in query:
+            args["options"] = f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"
+    elif backend in ("mysql", "mariadb"):
+        for key, value in (("connect_timeout", CONNECT_TIMEOUT_S),
+                           ("read_timeout", STATEMENT_TIMEOUT_MS // 1000),
+                           ("write_timeout", STATEMENT_TIMEOUT_MS // 1000)):
+            if key not in query:
+                args[key] = value
+    return args
+
 
 def engine_for(url: str) -> Engine:
-    """One pooled engine per URL per process (SQLite: 30 s busy timeout).
+    """One pooled engine per URL per process, with timeouts: SQLite waits up to 30 s for
+    a lock; PostgreSQL and MySQL give up connecting after :data:`CONNECT_TIMEOUT_S` s
+    and a statement after :data:`STATEMENT_TIMEOUT_MS` ms (a URL's own
+    ``connect_timeout``/``options`` win). The pool waits up to the connect timeout for
+    a free connection.
 
     Raises:
         ConnectorError: the URL is malformed or names a driver that is not installed
@@ -26,9 +63,9 @@ def engine_for(url: str) -> Engine:
     """
     eng = _ENGINES.get(url)
     if eng is None:
-        kwargs: dict[str, Any] = {}
-        if url.startswith("sqlite"):
-            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        kwargs: dict[str, Any] = {"connect_args": _timeouts(url)}
+        if not url.startswith("sqlite"):
+            kwargs["pool_timeout"] = CONNECT_TIMEOUT_S
         try:
             eng = sa.create_engine(url, **kwargs)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
