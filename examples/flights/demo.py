@@ -27,6 +27,7 @@ from rich.table import Table
 from streamjob.connectors.file_table import read_table
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import LocalBroker, create_topic, free_port
+from streamjob.exceptions import ConnectorError
 
 HERE = Path(__file__).resolve().parent
 PARTITIONS = 2
@@ -36,7 +37,13 @@ def main() -> int:
     console = Console()
     home = Path(os.environ.get("STREAMJOB_HOME") or Path.cwd() / ".streamjob").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    broker = LocalBroker.start(demo_port(home))
+    try:
+        broker = LocalBroker.start(demo_port(home))
+    except ConnectorError as exc:  # a port taken by another broker: never replay into it
+        console.print(f"[red]Error:[/red] {exc}. The demo's streams point at the port of its "
+                      f"first run ({home / 'data' / 'demo-broker-port'}); free it, or use a new "
+                      "STREAMJOB_HOME")
+        return 1
     try:
         t0 = time.monotonic()
         create_topic(broker.bootstrap, "flights", PARTITIONS)

@@ -37,7 +37,12 @@ def broker(port: int, data: str | None, more: int) -> None:
 
     home = Path(os.environ.get("STREAMJOB_HOME") or Path.home() / ".streamjob")
     target = Path(data) if data else home / "data" / "airlines"
-    b = LocalBroker.start(port)
+    from ..exceptions import ConnectorError
+
+    try:
+        b = LocalBroker.start(port)
+    except ConnectorError as exc:  # e.g. another broker on the port: never use that one
+        raise click.ClickException(str(exc)) from None
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     try:

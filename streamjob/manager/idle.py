@@ -59,10 +59,17 @@ def files_reached(committed: set[str], targets: set[str]) -> bool:
 
 
 def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool:
-    """True if ``offsets`` (a checkpoint's) reach ``targets`` on every partition."""
+    """True if ``offsets`` (a checkpoint's) equal ``targets`` on every partition.
+
+    Offsets beyond a partition's end are not "caught up" but lost data (the topic was
+    deleted and recreated, or truncated: README, "Lost offsets"): the job's source fails
+    on them, or, with ``"fail.on.data.loss"="false"``, reads the partition again, and the
+    wait goes on until a checkpoint reaches the end again (issue 13 point 6).
+    """
     for topic, parts in targets.items():
         have = offsets.get(topic) or {}
         for p, end in parts.items():
-            if int(have.get(str(p), 0)) < end and end > 0:
+            at = int(have.get(str(p), 0))
+            if (at < end and end > 0) or at > end:
                 return False
     return True

@@ -92,3 +92,66 @@ def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
         for uid in list(manager.runners):
             manager.stop(uid)
         world.close()
+
+
+# ------------------------------------------------------------------ point 6: brokers
+
+
+def test_a_local_broker_refuses_a_port_in_use(broker):
+    """On the main of 2026-11-23 this 'started' a broker by finding the session's broker
+    answering on the port, and the demo replayed into that one (results tripled)."""
+    from streamjob.dev.broker import LocalBroker
+    from streamjob.exceptions import ConnectorError
+
+    with pytest.raises(ConnectorError) as e:
+        LocalBroker.start(broker.port)
+    assert f"port {broker.port} on 127.0.0.1 is in use" in str(e.value)
+
+
+def test_until_idle_treats_a_topic_that_ends_before_the_checkpoint_as_data_loss(tmp_path):
+    """A fresh broker (memory storage) whose topic holds fewer records than the job's
+    checkpoint had read: main said "caught up" with the stale table."""
+    import json
+    import uuid
+
+    from streamjob.dev import flights as nyc
+    from streamjob.dev.broker import LocalBroker, create_topic
+    from streamjob.exceptions import JobError
+    from streamjob.manager import JobManager
+
+    from .world import World
+
+    first = LocalBroker.start()
+    port = first.port
+    world = World(tmp_path)
+    manager = JobManager(world.catalog, world.home)
+    topic = f"t_{uuid.uuid4().hex[:6]}"
+    out = tmp_path / "out"
+    try:
+        create_topic(first.bootstrap, topic, 1)
+        nyc.replay(first.bootstrap, topic, [json.dumps({"id": i}).encode() for i in range(10)], 1)
+        world.run(f"""
+        CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{first.bootstrap}", "format"="json");
+        CREATE TABLE t (id BIGINT) STORED AS PARQUET LOCATION '{out}';
+        CREATE STREAMJOB j AS ("insert into t select id from s")
+          JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.enable.auto.failover"="false");
+        """)
+        manager.start(world.catalog.require_job("default", "j"))
+        manager.wait_until_idle(timeout=300)
+        manager.stop(world.catalog.require_job("default", "j").uid)
+        first.stop()
+        second = LocalBroker.start(port)  # a fresh broker: the topic is new and shorter
+        try:
+            create_topic(second.bootstrap, topic, 1)
+            nyc.replay(second.bootstrap, topic, [json.dumps({"id": i}).encode() for i in range(3)], 1)
+            manager.start(world.catalog.require_job("default", "j"))
+            with pytest.raises(JobError) as e:
+                manager.wait_until_idle(timeout=300)
+            assert "job default.j FAILED" in str(e.value)
+        finally:
+            for uid in list(manager.runners):
+                manager.stop(uid)
+            second.stop()
+    finally:
+        first.stop()
+        world.close()
