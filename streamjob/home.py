@@ -83,7 +83,10 @@ class Home:
         """
         path = Path(root).expanduser() if root else default_home()
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            created = not path.exists()
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if created:  # owner-only (DESIGN §9): it holds the catalog and checkpoints
+                path.chmod(0o700)
         except OSError as exc:
             raise StreamJobError(f"cannot create streamjob home {path}: {exc.strerror}") from None
         conf = dict(ENGINE_DEFAULTS)

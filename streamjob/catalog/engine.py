@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -75,8 +74,20 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_dispose_after_fork)
 
 
+def _create_private(path: Path) -> None:
+    """Create a new SQLite catalog file owner-only (0600; its -wal and -shm files take the
+    same mode): it holds job definitions, properties and errors (DESIGN §9). An existing
+    file keeps its mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
 def _mask_raw_url(url: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    from ..secrets import mask_url
+
+    return mask_url(url)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -163,7 +174,8 @@ class CatalogEngine:
                 kwargs["poolclass"] = StaticPool
                 self._serial = threading.RLock()
             elif not uri:
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
+                Path(db).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                _create_private(Path(db))
             engine = create_engine(url, **kwargs)
             self._install_sqlite_events(engine, wal=not memory)
             return engine

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from streamjob.secrets import mask_text
 from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
 from streamjob.catalog.models import (
     Checkpoint,
@@ -208,7 +209,7 @@ class JobsMixin(CatalogEngine):
             if desired_state is not None:
                 job.desired_state = desired_state
             if last_error is not _UNCHANGED:
-                job.last_error = last_error
+                job.last_error = mask_text(last_error)  # errors carry URLs (secrets.py)
             if attempts is not None:
                 job.attempts = attempts
             if properties is not None:
@@ -357,7 +358,7 @@ class JobsMixin(CatalogEngine):
             session.execute(
                 update(Run)
                 .where(Run.id == run_id, Run.ended_at.is_(None))
-                .values(status=status, cause=cause, ended_at=now_utc())
+                .values(status=status, cause=mask_text(cause), ended_at=now_utc())
             )
 
     def claim_job(self, job_uid: str, owner: str, live_within_ms: int,
@@ -411,7 +412,7 @@ class JobsMixin(CatalogEngine):
             result = session.execute(
                 update(Run)
                 .where(Run.job_id == job_id, Run.ended_at.is_(None))
-                .values(status=status, cause=cause, ended_at=now_utc())
+                .values(status=status, cause=mask_text(cause), ended_at=now_utc())
             )
             return int(result.rowcount or 0)
 

@@ -75,10 +75,11 @@ def engine_for(url: str) -> Engine:
 
 
 def _mask(url: str) -> str:
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - any unparsable URL is shown masked wholesale
-        return re.sub(r":[^:@/]+@", ":***@", url)
+    """The URL fit for output (streamjob/secrets.py: passwords with '/', '@', blanks,
+    ``?password=``)."""
+    from ..secrets import mask_url
+
+    return mask_url(url)
 
 
 def _norm(type_text: str) -> str:

@@ -12,7 +12,6 @@ nearest known one; a bad value names the property, the value and what is allowed
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -150,9 +149,6 @@ def display(name: str, value: Any) -> Any:
     return mask(name, value)
 
 
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@/\s]+@")
-
-
 def mask(name: str, value: Any) -> Any:
     """``value`` fit for display: secrets (by registry flag or a name containing
     password/secret/sasl.jaas/...) become ``******``; a password inside a URL is masked."""
@@ -161,5 +157,7 @@ def mask(name: str, value: Any) -> Any:
     if (prop is not None and prop.secret) or any(w in low for w in SECRET_WORDS):
         return "******"
     if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"\1***@", value)
+        from ..secrets import mask_url
+
+        return mask_url(value)
     return value
