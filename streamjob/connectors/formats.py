@@ -3,8 +3,10 @@
 A Kafka record's value is bytes. The stream's ``"format"`` property (DESIGN §7) says how
 to turn a batch of values into rows of the declared columns:
 
-- ``json``: one JSON object per record; fields taken by column name, missing fields and
-  JSON nulls become SQL NULL, extra fields are ignored.
+- ``json``: one JSON object per record; fields taken by column name (the key spelled as
+  the column is declared, else one equal to it ignoring case, as Hive's JSON SerDe and
+  Spark match them), missing fields and JSON nulls become SQL NULL, extra fields are
+  ignored.
 - ``delimited``: Hive's ROW FORMAT DELIMITED: fields split on one character (``,`` by
   default, any character such as ``'\\001'``), in declared column order; ``\\N`` and empty
   non-string fields are NULL; missing trailing fields are NULL.
@@ -166,11 +168,15 @@ def _decode_json(records: RecordSlice, schema: pa.Schema) -> pa.RecordBatch:
                 io.BytesIO(b"\n".join(values)),  # type: ignore[arg-type]
                 read_options=pajson.ReadOptions(block_size=1 << 24),
                 parse_options=pajson.ParseOptions(
-                    explicit_schema=schema, unexpected_field_behavior="ignore"
+                    explicit_schema=schema, unexpected_field_behavior="infer"
                 ),
             )
-            if table.num_rows == len(values):
+            declared = {n.lower() for n in schema.names}
+            other_case = [n for n in table.column_names
+                          if n not in schema.names and n.lower() in declared]
+            if table.num_rows == len(values) and not other_case:
                 return _one_batch(table.select(schema.names), schema)
+            # a key differs from its column only in case: the per-record path matches it
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # fall through to the per-record path, which names the bad record
     rows = []
@@ -179,10 +185,23 @@ def _decode_json(records: RecordSlice, schema: pa.Schema) -> pa.RecordBatch:
             obj = json.loads(value) if value is not None else None
             if not isinstance(obj, dict):
                 raise ValueError("value is not a JSON object")
-            rows.append({f.name: _convert(obj.get(f.name), f.type) for f in schema})
+            rows.append({f.name: _convert(_field(obj, f.name), f.type) for f in schema})
         except (ValueError, TypeError, ArithmeticError) as exc:
             raise MalformedRecord(records.topic, records.partition, offset, str(exc)) from None
     return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _field(obj: dict, name: str):
+    """The value of column ``name`` in a JSON object: the key spelled exactly, else the
+    first key equal to it ignoring case (Hive's JSON SerDe and Spark match field names
+    case-insensitively); None when no key matches."""
+    if name in obj:
+        return obj[name]
+    lower = name.lower()
+    for key, value in obj.items():
+        if key.lower() == lower:
+            return value
+    return None
 
 
 def _convert(value, typ: pa.DataType):

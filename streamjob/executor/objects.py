@@ -64,7 +64,7 @@ class ObjectStatements:
                 "put the table elsewhere", pos.line, pos.column)
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
-            declared = {c["name"] for c in columns}
+            declared = {c["name"].lower() for c in columns}
             missing = [k for k in spec.primary_key if k not in declared]
             if missing:
                 err = ValidationError(f"primary key column '{missing[0]}' is not a column of "
@@ -123,7 +123,9 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
     out = []
     for c in cols:
         try:
-            out.append({"name": c.name.lower(), "type": check_type(c.type)})
+            # the declared spelling is kept (`dateTime`): JSON keys and Spark schemas
+            # match it; names compare case-insensitively everywhere else (issue 13 point 1)
+            out.append({"name": c.name, "type": check_type(c.type)})
         except ValidationError as exc:
             pos = stmt.where(f"column:{c.name.lower()}")
             exc.locate(pos.line, pos.column)
@@ -148,7 +150,7 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
             f"only file tables can be partitioned: {qname} is {kind} table; drop PARTITIONED BY "
             f"or make it a file table (STORED AS PARQUET|JSON|CSV)", pos.line, pos.column,
             "PARTITIONED")
-    types = {c["name"]: c["type"] for c in columns}
+    types = {c["name"].lower(): c["type"] for c in columns}
     for name in partitioned_by:
         if types[name].startswith(("array<", "map<", "struct<")) or types[name] in ("binary", "variant"):
             pos = s.where(f"partition:{name}")
@@ -162,7 +164,7 @@ def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None
     col = st.props(s.properties).get("watermark.column")
     if col is None:
         return
-    types = {c["name"]: c["type"] for c in columns}
+    types = {c["name"].lower(): c["type"] for c in columns}
     if col.strip().lower() not in types:
         err = ValidationError(f"\"watermark.column\" names '{col}', which is not a column of "
                               f"stream {s.name} ({', '.join(types)})")
@@ -179,8 +181,8 @@ def _check_rate_columns(s: st.CreateStream, columns: list[dict[str, str]]) -> No
     """Spark's rate source produces (timestamp timestamp, value bigint)."""
     allowed = {"timestamp", "value"}
     for c in columns:
-        if c["name"] not in allowed:
-            pos = s.where(f"column:{c['name']}")
+        if c["name"].lower() not in allowed:
+            pos = s.where(f"column:{c['name'].lower()}")
             raise ValidationError(
                 f"a rate stream has only the columns timestamp and value, not '{c['name']}'",
                 pos.line, pos.column, c["name"])

@@ -378,7 +378,8 @@ def result_frame(session, plan: JobPlan):
             f"{plan.sink.qualified_name} ({', '.join(targets)})")
     from ..types import spark_type
 
-    return df.select(*[F.col(f"`{c}`").cast(spark_type(declared[t])).alias(t)
+    spelled = {c["name"].lower(): c["name"] for c in plan.sink.columns}  # as declared
+    return df.select(*[F.col(f"`{c}`").cast(spark_type(declared[t.lower()])).alias(spelled.get(t.lower(), t))
                        for c, t in zip(df.columns, targets)])
 
 

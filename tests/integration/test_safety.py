@@ -155,3 +155,46 @@ def test_until_idle_treats_a_topic_that_ends_before_the_checkpoint_as_data_loss(
     finally:
         first.stop()
         world.close()
+
+
+# ------------------------------------------------------------------ point 1: camelCase
+
+
+@pytest.mark.parametrize("source", ["kafka", "files"])
+def test_camel_case_columns_are_read_not_null(world, broker, source):
+    """Issue 13 point 1: ``CREATE STREAM bid (..., `dateTime` STRING, `itemName` STRING)``
+    over JSON records with those keys wrote NULL in both columns on the main of
+    2026-11-23 (names were lower-cased, then keys matched exactly)."""
+    import json
+    import uuid
+
+    from streamjob.dev import flights as nyc
+    from streamjob.dev.broker import create_topic
+
+    records = [{"auction": i, "dateTime": f"2024-01-0{i + 1}", "itemName": f"item{i}"} for i in range(3)]
+    out = world.root / f"out_{source}"
+    if source == "kafka":
+        topic = f"bids_{uuid.uuid4().hex[:6]}"
+        create_topic(broker.bootstrap, topic, 1)
+        nyc.replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in records], 1)
+        props = f'"topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json"'
+    else:
+        directory = world.root / "bids"
+        directory.mkdir()
+        world.write(directory, records)
+        props = f'"source"="files", "path"="{directory}", "format"="json"'
+    world.run(f"""
+    CREATE STREAM bid_{source} (auction BIGINT, `dateTime` STRING, `itemName` STRING) TBLPROPERTIES ({props});
+    CREATE TABLE bids_{source} (auction BIGINT, `dateTime` STRING, item STRING) STORED AS PARQUET LOCATION '{out}';
+    """)
+    [described] = world.run(f"DESCRIBE STREAM bid_{source};")
+    assert "dateTime" in str(described.to_json())  # the declared spelling is kept
+    _, query = world.start(f"bids_{source}", f"insert into bids_{source} select auction, datetime, "
+                                             f"`itemName` from bid_{source}")
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    got = sorted(read_table(str(out)).to_pylist(), key=lambda r: r["auction"])
+    assert got == [{"auction": r["auction"], "dateTime": r["dateTime"], "item": r["itemName"]}
+                   for r in records]

@@ -115,3 +115,15 @@ def test_dead_letter_rows_take_declared_columns_by_name():
     assert DeadLetterTarget.from_option(target.to_option()) == target
     with pytest.raises(ValidationError, match="payload"):
         check_columns("default.dlq", [{"name": "payload", "type": "STRING"}])
+
+
+def test_json_fields_match_declared_camel_case_columns_then_ignoring_case():
+    """Issue 13 point 1: `dateTime` and `itemName` were read as NULL without a word."""
+    schema = pa.schema([("auction", pa.int64()), ("dateTime", pa.string()), ("itemName", pa.string())])
+    exact = decode(rs([b'{"auction":1,"dateTime":"2024-01-01","itemName":"lamp"}']), schema, "json")
+    assert exact.to_pylist() == [{"auction": 1, "dateTime": "2024-01-01", "itemName": "lamp"}]
+    other_case = decode(rs([b'{"AUCTION":2,"datetime":"2024-01-02","ITEMNAME":"vase","x":[1]}',
+                            b'{"auction":3,"dateTime":"2024-01-03","itemName":"cup"}']), schema, "json")
+    assert other_case.to_pylist() == [
+        {"auction": 2, "dateTime": "2024-01-02", "itemName": "vase"},
+        {"auction": 3, "dateTime": "2024-01-03", "itemName": "cup"}]
