@@ -144,3 +144,43 @@ def start_over(checkpoint_dir: str, job, start: str) -> Identity:
     identity = Identity(job.uid, uuid.uuid4().hex[:12], start)
     _write(checkpoint_dir, identity)
     return identity
+
+
+def job_directories(root: str) -> list[str]:
+    """``db.job`` of every job checkpoint directory under a local checkpoint ``root``
+    that holds Spark's logs (``<root>/<db>/<job>/offsets`` or ``commits`` not empty);
+    [] for a Hadoop root or none."""
+    if not is_local_uri(root):
+        return []
+    base = _local_path(root)
+    found = []
+    for db in sorted(base.iterdir()) if base.is_dir() else []:
+        for job in sorted(db.iterdir()) if db.is_dir() else []:
+            if any((job / log).is_dir() and any((job / log).iterdir())
+                   for log in ("offsets", "commits")):
+                found.append(f"{db.name}.{job.name}")
+    return found
+
+
+def refuse_orphaned(home, catalog) -> None:
+    """Refuse a catalog that holds no jobs while the home's checkpoint root holds job
+    checkpoints (issue 13 point 7): the catalog was deleted or emptied, and a new one
+    would start its jobs afresh over them (or next to them) without a word.
+
+    Raises:
+        CheckpointError: naming the catalog, the directories and the ways out
+            (restore the catalog, or ``--new-catalog`` / ``STREAMJOB_NEW_CATALOG=1``).
+    """
+    if catalog.list_jobs():
+        return
+    found = job_directories(home.checkpoint_root)
+    if not found:
+        return
+    from ..secrets import mask_url
+
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise CheckpointError(
+        f"the catalog {mask_url(home.catalog_url)} holds no streamjobs, but "
+        f"{home.checkpoint_root} holds the checkpoints of {len(found)} ({shown}): the catalog "
+        "was deleted or emptied, or points elsewhere. Restore it (or give --catalog), or "
+        "start a new catalog over them with --new-catalog (STREAMJOB_NEW_CATALOG=1)")

@@ -25,6 +25,7 @@ class _Context:
         self.home_arg, self.catalog_url, self.debug = home, catalog_url, debug
         self.conf = _pairs(conf, "--conf")
         self.json = False  # the group's --json: output of -e, default of the verbs' --json
+        self.new_catalog = os.environ.get("STREAMJOB_NEW_CATALOG", "") in ("1", "true", "yes")
         self._home = self._catalog = None
 
     @property
@@ -40,7 +41,12 @@ class _Context:
         from ..catalog import Catalog
 
         if self._catalog is None:
-            self._catalog = Catalog(self.home.catalog_url)
+            from ..checkpoint.identity import refuse_orphaned
+
+            catalog = Catalog(self.home.catalog_url)
+            if not self.new_catalog:
+                refuse_orphaned(self.home, catalog)
+            self._catalog = catalog
         return self._catalog
 
 
@@ -102,9 +108,13 @@ def _print_error(exc: StreamJobError) -> None:
               help="JSON output: of -e (one document per statement, one per line), and the "
                    "default of every read command's --json.")
 @click.option("--debug", is_flag=True, help="Show Spark logs and full traces.")
+@click.option("--new-catalog", is_flag=True,
+              help="Use a catalog without streamjobs even though the home holds checkpoints "
+                   "of jobs (after losing the catalog; env STREAMJOB_NEW_CATALOG=1).")
 @click.version_option(package_name="streamjob")
 @click.pass_context
-def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug) -> None:
+def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug,
+         new_catalog) -> None:
     """streamjob: StreamSQL jobs as checkpointed Spark Structured Streaming queries.
 
     The catalog is the control plane: commands and statements change it, and the job
@@ -113,6 +123,7 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug
     """
     ctx.obj = _Context(home, catalog_url, conf, debug)
     ctx.obj.json = as_json
+    ctx.obj.new_catalog = ctx.obj.new_catalog or new_catalog
     if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
         os.environ["STREAMJOB_DEBUG"] = "1"
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,

@@ -43,3 +43,26 @@ def test_a_file_table_may_not_overlap_the_checkpoint_root(tmp_path, location):
     assert "overlaps the checkpoint root" in str(e.value)
     [ok] = parse_script(f"CREATE TABLE u (a INT) STORED AS PARQUET LOCATION '{tmp_path / 'data'}';")
     ex.execute(ok)
+
+
+def test_a_lost_catalog_is_not_silently_recreated_over_checkpoints(tmp_path):
+    """Issue 13 point 7: a deleted or emptied catalog was recreated without a word while
+    the home held its jobs' checkpoints (main of 2026-11-23)."""
+    from click.testing import CliRunner
+
+    from streamjob.cli import main
+
+    home = tmp_path / "home"
+    for log_name in ("offsets", "commits"):
+        (home / "checkpoints" / "default" / "late" / log_name).mkdir(parents=True)
+        (home / "checkpoints" / "default" / "late" / log_name / "7").write_text("v1\n")
+
+    def cli(*args, **env):
+        return CliRunner().invoke(main, list(args), env={"STREAMJOB_HOME": str(home), **env})
+
+    refused = cli("list")
+    assert refused.exit_code == 1
+    assert "holds no streamjobs" in refused.stderr and "default.late" in refused.stderr
+    assert "--new-catalog" in refused.stderr
+    assert cli("--new-catalog", "list").exit_code == 0
+    assert cli("list", STREAMJOB_NEW_CATALOG="1").exit_code == 0
