@@ -11,6 +11,10 @@ One place answers "what is secret in this text":
   credentials of every URL in it, ``password=...`` pairs, and the exact secret values
   given (e.g. the passwords of the job's own tables), wherever they appear.
 
+A secret property may hold a reference instead of the secret: ``${env:NAME}`` or
+``${file:/path}`` (:func:`resolve`, as Kafka Connect's config providers), resolved only
+when a connection is made, so the secret never reaches the catalog.
+
 The catalog masks every error it stores (runs' causes, jobs' ``last_error``) with
 :func:`mask_text`; property display masks secret properties wholesale
 (:func:`streamjob.properties.mask`).
@@ -18,10 +22,12 @@ The catalog masks every error it stores (runs' causes, jobs' ``last_error``) wit
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Iterable
 
-__all__ = ["MASK", "mask_text", "mask_url", "url_password"]
+__all__ = ["MASK", "has_reference", "mask_text", "mask_url", "resolve", "url_password"]
 
 MASK = "***"
 #: Query parameters and ``key=value`` pairs whose values are secrets.
@@ -72,7 +78,8 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
     secret values masked. None stays None."""
     if not text:
         return text
-    for value in sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True):
+    known = set(secrets) | _REMEMBERED
+    for value in sorted({s for s in known if s and len(s) >= 3}, key=len, reverse=True):
         text = text.replace(value, MASK)
     out, pos = [], 0
     for m in _SCHEME.finditer(text):
@@ -95,3 +102,52 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
     text = "".join(out)
     text = _QUERY_SECRET.sub(rf"\g<1>{MASK}", text)
     return _PAIR_SECRET.sub(rf"\g<1>{MASK}", text)
+
+
+#: ``${env:NAME}`` / ``${file:/path}``: a secret reference (Kafka Connect's config
+#: providers' form), resolved when a connection is made, never stored resolved.
+_REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
+_REMEMBERED: set[str] = set()
+
+
+def has_reference(text: str) -> bool:
+    """True if ``text`` holds a ``${env:...}`` or ``${file:...}`` secret reference."""
+    return isinstance(text, str) and _REFERENCE.search(text) is not None
+
+
+def resolve(text: str, what: str = "a property") -> str:
+    """``text`` with each secret reference replaced by its value: an environment
+    variable of this process, or a file's content (trailing newline removed). Inside a
+    URL's user part the value is percent-encoded, so a password may hold ``@``, ``/`` or
+    ``:``. Resolved values are remembered and masked by :func:`mask_text` from then on.
+
+    Raises:
+        ConnectorError: a variable is not set or a file cannot be read; the message names
+            the reference, never a value.
+    """
+    from urllib.parse import quote
+
+    from .exceptions import ConnectorError
+
+    if not has_reference(text):
+        return text
+    span = _userinfo_span(text)
+
+    def value(m: re.Match) -> str:
+        kind, name = m.group(1), m.group(2).strip()
+        if kind == "env":
+            found = os.environ.get(name)
+            if found is None:
+                raise ConnectorError(f"the secret reference ${{env:{name}}} in {what} is not set "
+                                     "in the environment of this process")
+        else:
+            try:
+                found = Path(name).expanduser().read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise ConnectorError(f"the secret reference ${{file:{name}}} in {what} cannot be "
+                                     f"read: {exc.strerror}") from None
+        _REMEMBERED.add(found)
+        inside_user = span is not None and span[0] <= m.start() < span[1]
+        return quote(found, safe="") if inside_user else found
+
+    return _REFERENCE.sub(value, text)

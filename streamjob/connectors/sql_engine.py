@@ -63,14 +63,17 @@ def engine_for(url: str) -> Engine:
     """
     eng = _ENGINES.get(url)
     if eng is None:
+        from ..secrets import resolve
+
+        written, url = url, resolve(url, "a SQL table's \"url\"")  # ${env:X}, ${file:/p}
         kwargs: dict[str, Any] = {"connect_args": _timeouts(url)}
         if not url.startswith("sqlite"):
             kwargs["pool_timeout"] = CONNECT_TIMEOUT_S
         try:
             eng = sa.create_engine(url, **kwargs)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
-            raise ConnectorError(f"bad SQL table URL {_mask(url)}: {exc}") from None
-        _ENGINES[url] = eng
+            raise ConnectorError(f"bad SQL table URL {_mask(written)}: {exc}") from None
+        _ENGINES[written] = eng
     return eng
 
 

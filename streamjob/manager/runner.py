@@ -186,6 +186,8 @@ class JobRunner(AttemptMixin, threading.Thread):
 
     def run(self) -> None:  # noqa: C901 - the supervision loop reads best as one piece
         failures = 0
+        failed_at: list[float] = []  # monotonic times of failures within the window
+        consecutive = 0  # failures since the last completed checkpoint (the backoff's exponent)
         attempt = 0
         completed_at_failure = -1
         run_id = None
@@ -251,11 +253,19 @@ class JobRunner(AttemptMixin, threading.Thread):
                 self._end(run_id, "STOPPED", "stopped")
                 return
             log.warning("job %s failed: %s", self.job.qualified_name, self.error)
-            if self.tracker.completed > completed_at_failure:
-                failures = 0  # a checkpoint completed since the last failure: count afresh
-            completed_at_failure = self.tracker.completed
-            failures += 1
             props = self.plan.props if self.plan else {}
+            if self.tracker.completed > completed_at_failure:
+                failed_at.clear()  # a checkpoint completed since the last failure: count afresh
+                consecutive = 0
+            completed_at_failure = self.tracker.completed
+            # Flink's failure-rate strategy: failures within the window count; an outage of
+            # minutes (backoff growing to MAX_BACKOFF_S) stays under the bound, a job that
+            # fails fast and often does not (DESIGN §5)
+            now = time.monotonic()
+            window_s = props.get("morphling.task.failure.window", 60_000) / 1000
+            failed_at[:] = [t for t in failed_at if now - t < window_s] + [now]
+            failures = len(failed_at)
+            consecutive += 1
             allowed = props.get("morphling.task.max.failures", 5)
             if not props.get("morphling.job.enable.auto.failover", True) or allowed < 0 \
                     or failures > allowed:
@@ -271,7 +281,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 log.warning("job %s: failure not recorded: %s", self.job.qualified_name, exc)
             # full backoff plus up to 25 % jitter, so that jobs failing together (one
             # overloaded machine, one broker down) do not all restart at the same moment
-            backoff = min(MAX_BACKOFF_S, 2.0 ** (failures - 1)) * (1 + random.random() / 4)
+            backoff = min(MAX_BACKOFF_S, 2.0 ** consecutive) * (1 + random.random() / 4)
             self._stop_requested.wait(backoff)
         # stopped while between attempts (backoff, planning, waiting for a start slot)
         self.ended_by_request = True

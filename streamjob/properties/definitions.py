@@ -22,8 +22,12 @@ JOB = Registry([
     Property("morphling.job.enable.auto.failover", "bool", True,
              "restart a failed job from its last checkpoint"),
     Property("morphling.task.max.failures", "int", 5,
-             "restarts allowed before the job is FAILED; -1 = never restart",
-             minimum=0, special={-1: "never restart"}),
+             "failures allowed within morphling.task.failure.window before the job is "
+             "FAILED; -1 = never restart", minimum=0, special={-1: "never restart"}),
+    Property("morphling.task.failure.window", "duration", 60_000,
+             "failures are counted within this window (Flink's failure-rate strategy); a "
+             "checkpoint completed since the last failure also resets the count",
+             unit="ms", minimum=1_000),
     Property("morphling.result.auto.flush", "bool", False,
              "true: rows reach the sink as produced (at-least-once); "
              "false: visible with the checkpoint (exactly-once)"),
