@@ -21,6 +21,7 @@ from sqlglot import exp
 from ..grammar.statements import DEFAULT_DATABASE, Position
 from .columns import CatalogSource, ColumnResolver, OutputColumn
 from .lookup import Lookup
+from .streaming import check_streaming
 from .text import QueryText, Span, is_window_call, parse
 from .window import (PROCTIME_COLUMN, StreamWindow, WindowClause, add_window_group, aggregates,
                      extract_windows, groups_by_window, window_table)
@@ -205,6 +206,8 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
         pseudo.add("session_window")
     resolver = ColumnResolver(qt, tables, pseudo)
     outputs = resolver.resolve(select) or []
+    check_streaming(qt, select, {i: (t.database, t.name) for i, t in tables.items()
+                                 if t.kind == "stream"}, lookup)
     for target_select, alias, window in pending:
         add_window_group(target_select, alias, window)
     for table, ref in nodes:
