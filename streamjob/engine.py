@@ -218,6 +218,8 @@ def spark_session(home: Home, debug: bool = False):
         _launch_gateway({"spark.app.name": "streamjob", **conf}, quiet=not debug)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
+        if not debug:
+            _quiet_accumulator_server(spark.sparkContext)
         try:
             ship_package(spark.sparkContext)
         except BaseException:
@@ -248,9 +250,58 @@ def job_session(root, sql_conf: dict[str, str]):
 
 
 def stop_spark() -> None:
-    """Stop the process's SparkSession if one was started."""
+    """Stop the process's SparkSession if one was started (a dead JVM is only forgotten)."""
     global _spark
+    if jvm_exit_code() is not None:
+        forget_dead_spark()
+        return
     with _lock:
         if _spark is not None:
             _spark.stop()
             _spark = None
+
+
+def _quiet_accumulator_server(sc) -> None:
+    """pyspark's accumulator server prints a Python traceback to stderr when the JVM's
+    connection to it breaks (the JVM died); streamjob says so in one sentence instead
+    (JobManager.spark_died), and the traceback goes to the debug log."""
+    import logging
+
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: logging.getLogger(__name__).debug(
+            "accumulator connection from %s broke", address, exc_info=True)
+
+
+def jvm_exit_code() -> int | None:
+    """The exit code of this process's Spark driver JVM if it died (killed, out of
+    memory, ``System.exit``); None while it runs or when none was started here."""
+    if _spark is None:
+        return None
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else proc.poll()
+
+
+def forget_dead_spark() -> None:
+    """After the driver JVM died: drop every reference pyspark and streamjob keep to it,
+    so that the next :func:`spark_session` starts a new JVM (issue 13 point 11). Jobs
+    resume from their checkpoints in the new session."""
+    global _spark
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    with _lock:
+        gateway = SparkContext._gateway
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        SparkSession._instantiatedSession = None
+        SparkSession._activeSession = None
+        _spark = None
+    try:
+        if gateway is not None:
+            gateway.close()  # its sockets; the JVM is gone
+    except Exception:  # noqa: BLE001 - closing a dead gateway may fail in any way
+        pass

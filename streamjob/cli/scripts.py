@@ -54,6 +54,7 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
 
     host = HostRegistration(obj.catalog, obj.home.conf.get("spark.master", "local[*]"))
     manager = JobManager(obj.catalog, obj.home, debug=obj.debug, owner=host.server_id)
+    manager.on_jvm_death = "exit"  # one sentence and exit 1; the next run resumes (issue 13)
     host.follow(manager)  # STOP/DROP STREAMJOB from other clients reach these jobs
     signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -70,13 +71,22 @@ def _supervise(manager, until_idle: bool) -> None:
         click.echo("no streamjob was started")
         return
     if until_idle:
-        manager.wait_until_idle()
+        try:
+            manager.wait_until_idle()
+        except StreamJobError:
+            if manager.jvm_died:
+                raise StreamJobError(f"{manager.jvm_died}; its jobs stopped after their last "
+                                     "checkpoint: run the file again to resume them") from None
+            raise
         click.echo(f"all {len(manager.runners)} job(s) caught up with their input")
         return
     click.echo(f"running {len(manager.runners)} job(s); Ctrl-C stops them")
     while manager.running():
         for r in manager.running():
             r.join(1.0)
+    if manager.jvm_died:
+        raise StreamJobError(f"{manager.jvm_died}; its jobs stopped after their last "
+                             "checkpoint: run the file again to resume them")
     failed = [r for r in manager.runners.values() if r.error]
     if failed:
         raise StreamJobError(f"job {failed[0].job.qualified_name} failed: {failed[0].error}")

@@ -5,6 +5,8 @@ waits on them."""
 
 from __future__ import annotations
 
+import logging
+
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -17,6 +19,8 @@ from .admission import StartGate
 if TYPE_CHECKING:
     from .runner import JobRunner
 
+
+log = logging.getLogger(__name__)
 
 class JobManager:
     """Hosts the SparkSession and the runners of the jobs this process runs.
@@ -41,12 +45,34 @@ class JobManager:
         self.runners: dict[str, JobRunner] = {}
         self._lock = threading.Lock()
         self.start_gate = StartGate()  # a few query start-ups at a time (admission.py)
+        #: What a dead Spark JVM does to this manager: "restart" (a server starts a new
+        #: session and fails its jobs over) or "exit" (``streamjob run`` ends, naming it).
+        self.on_jvm_death = "restart"
+        self.jvm_died: str | None = None  # the sentence, once a JVM of this process died
+        self._jvm_lock = threading.Lock()
 
     def spark(self):
         """The process's SparkSession (started on first use)."""
         from ..engine import spark_session
 
         return spark_session(self.home, self.debug)
+
+    def spark_died(self) -> str | None:
+        """If this process's Spark JVM died: a sentence saying so (kept in ``jvm_died``),
+        after dropping the dead session so that the next start gets a new JVM (for a
+        "restart" manager); None while it runs. Safe to call from every runner."""
+        from ..engine import forget_dead_spark, jvm_exit_code
+
+        with self._jvm_lock:
+            code = jvm_exit_code()
+            if code is None:
+                return self.jvm_died if self.on_jvm_death == "exit" else None
+            self.jvm_died = (f"the Spark JVM of this process died (exit code {code}: killed, "
+                             "out of memory or System.exit)")
+            if self.on_jvm_death == "restart":  # `run` says it in its one error line
+                log.error("%s; its jobs fail over to a new Spark session", self.jvm_died)
+            forget_dead_spark()
+            return self.jvm_died
 
     def job_session(self, sql_conf: dict[str, str]):
         from ..engine import job_session

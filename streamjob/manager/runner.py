@@ -252,7 +252,13 @@ class JobRunner(AttemptMixin, threading.Thread):
                 self.ended_by_request = True
                 self._end(run_id, "STOPPED", "stopped")
                 return
-            log.warning("job %s failed: %s", self.job.qualified_name, self.error)
+            died = self.manager.spark_died()  # a dead JVM fails every job at once
+            if died and self.manager.on_jvm_death == "exit":
+                self.error = died  # `streamjob run` ends; the next run resumes the job
+                self._end(run_id, "STOPPED", died, last_error=died)
+                self.started.set()
+                return
+            log.warning("job %s failed: %s", self.job.qualified_name, died or self.error)
             props = self.plan.props if self.plan else {}
             if self.tracker.completed > completed_at_failure:
                 failed_at.clear()  # a checkpoint completed since the last failure: count afresh

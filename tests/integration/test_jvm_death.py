@@ -1,0 +1,105 @@
+"""Issue 13, point 11: a dead Spark JVM (OOM kill, System.exit, kill -9) is detected.
+A server starts a new Spark session and fails its jobs over from their checkpoints,
+nothing lost or doubled; ``streamjob run`` exits 1 with one sentence, and the next run
+resumes. On the main of 2026-11-23 the server's jobs failed over into the dead session
+until FAILED, and ``run`` printed Py4J errors. Only a process can show this: the JVM is
+killed by its pid (the ``java`` child of the streamjob process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from streamjob.connectors.file_table import committed_files
+from streamjob.dev.broker import create_topic
+
+from .conftest import STREAMJOB
+from .test_server import JOB_SQL, Env, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def jvm_of(pid: int) -> int:
+    """The pid of the Spark driver JVM started by process ``pid`` (its ``java`` child)."""
+    def children():
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                comm = stat[stat.index("(") + 1:stat.rindex(")")]
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+                if ppid == pid and comm == "java":
+                    yield int(entry.name)
+    return wait_for(lambda: next(iter(children()), None), 120, f"the JVM of process {pid}")
+
+
+def output_ids(location: Path) -> list[int]:
+    import json
+
+    ids = []
+    for f in committed_files(str(location)):
+        ids += [json.loads(line)["id"] for line in Path(f).read_text().splitlines() if line]
+    return sorted(ids)
+
+
+@pytest.fixture
+def env(tmp_path, broker):
+    topic = f"events_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    e = Env(tmp_path, f"sqlite:///{tmp_path}/home/catalog.db", broker.bootstrap, topic)
+    yield e
+    e.close()
+
+
+def test_a_server_restarts_spark_when_its_jvm_dies_and_the_job_resumes_exactly(env):
+    server = env.server()
+    env.create_job("j")
+    feeder = env.feed()
+    env.wait_job("j", 180, "running", status="RUNNING")
+    first = env.wait_checkpoint_beyond("j", -1, 180)
+    os.kill(jvm_of(server.proc.pid), signal.SIGKILL)
+    server.wait_line(r"the Spark JVM of this process died", 60)
+    env.wait_checkpoint_beyond("j", max(first), 240)  # a new JVM, the job running again
+    assert server.proc.poll() is None
+    feeder.stop()
+    sent = feeder.sent
+    location = env.home / "warehouse" / "default" / "j_out"
+    wait_for(lambda: len(output_ids(location)) >= sent, 240, f"{sent} rows in j_out")
+    assert output_ids(location) == list(range(sent))  # nothing lost, nothing doubled
+    assert env.job("j").status == "RUNNING"
+
+
+def test_run_exits_with_one_sentence_when_its_jvm_dies_and_the_next_run_resumes(env):
+    script = env.root / "job.sql"
+    script.write_text(JOB_SQL.format(topic=env.topic, bootstrap=env.bootstrap, job="r"))
+    feeder = env.feed()
+    proc = subprocess.Popen([STREAMJOB, "--catalog", env.url, "run", str(script)],
+                            env=env.environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        env.wait_job("r", 180, "running", status="RUNNING")
+        env.wait_checkpoint_beyond("r", -1, 180)
+        os.kill(jvm_of(proc.pid), signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, out
+    errors = [line for line in out.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "the Spark JVM of this process died" in errors[0], out
+    assert "Traceback" not in out and "Py4J" not in out
+    feeder.stop()
+    sent = feeder.sent
+    resume = env.root / "resume.sql"
+    resume.write_text("START STREAMJOB r;\n")
+    again = subprocess.run([STREAMJOB, "--catalog", env.url, "run", str(resume), "--until-idle"],
+                           env=env.environ(), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert output_ids(env.home / "warehouse" / "default" / "r_out") == list(range(sent))
