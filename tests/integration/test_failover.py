@@ -157,6 +157,9 @@ CREATE STREAMJOB j AS ("insert into counts select carrier, count(*) from flights
 START STREAMJOB j;""")
     other = ["--catalog", f"sqlite:///{tmp_path}/other-catalog.db",
              "--conf", f"spark.morphling.taskstate.checkpoint.directory={cli.home}/checkpoints"]
+    res = cli.run(*other, "submit", str(second))  # a new, empty catalog over the checkpoints
+    assert res.returncode == 1 and "holds no streamjobs" in res.stderr  # issue 13 point 7
+    other.append("--new-catalog")  # told to: the job's own checks still refuse to resume
     res = cli.run(*other, "submit", str(second))
     assert res.returncode == 1
     assert "cannot resume from its checkpoints: it now keeps state" in res.stderr
