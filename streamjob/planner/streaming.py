@@ -11,6 +11,9 @@ These rules repeat Spark 4's checks for the forms users write:
   are not supported" -> a time window (``window(ts, '1 minute')``) in GROUP BY;
 * an aggregate inside another aggregate (``sum(count(*))``): not allowed by Spark's
   analyzer -> a derived stream or a second job;
+* ORDER BY: "Sorting is not supported on streaming DataFrames/Datasets, unless it is on
+  aggregated DataFrame/Dataset in Complete output mode", a mode jobs never use -> order
+  when reading the sink;
 * an outer join of two streams without a watermark on both and a time range in ON:
   Spark cannot know when an unmatched row is final -> declare ``"watermark.column"`` and
   ``"watermark.delay"`` on both streams and bound their times in ON.
@@ -54,6 +57,13 @@ def check_streaming(qt: QueryText, select: exp.Expr, streams: dict[int, tuple[st
             raise qt.error(
                 "an aggregate function inside another aggregate cannot be planned; aggregate "
                 "in a derived stream or another job first", qt.node_span(inner))
+    for ordered in select.find_all(exp.Order):
+        if isinstance(ordered.parent, exp.Window):
+            continue  # OVER (... ORDER BY ...): refused below with the window function
+        raise qt.error(
+            "ORDER BY cannot run on a stream: Spark sorts streaming data only in complete "
+            "output mode, which a job never uses; order when reading the sink instead",
+            _keyword_span(qt, ordered, "order"))
     for window in select.find_all(exp.Window):
         raise qt.error(
             "a window function with OVER (...) cannot run on a stream: Spark supports only "
@@ -75,6 +85,15 @@ def check_streaming(qt: QueryText, select: exp.Expr, streams: dict[int, tuple[st
                 "time range between their event times in ON (e.g. r.ts BETWEEN l.ts AND l.ts + "
                 "INTERVAL 1 HOUR): Spark cannot otherwise know when an unmatched row is final",
                 qt.node_span(join.this))
+
+
+def _keyword_span(qt: QueryText, node: exp.Expr, keyword: str):
+    """The span of ``keyword`` written just before ``node`` (e.g. ORDER of ORDER BY),
+    else the node's own span."""
+    starts = [n._meta["start"] for n in node.walk()
+              if getattr(n, "_meta", None) and "start" in n._meta]
+    at = qt.text.lower().rfind(keyword, 0, min(starts)) if starts else -1
+    return qt.span(at, at + len(keyword) - 1) if at >= 0 else qt.node_span(node)
 
 
 def _left_stream(join: exp.Join, streams: dict[int, tuple[str, str]]):

@@ -55,8 +55,8 @@ def test_job_sessions_keep_substitution_off_whatever_sql_conf_says(world):
 
 def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
     """On the main of 2026-11-23 wait_until_idle returned at once for file-stream jobs
-    (nothing written yet) and said nothing of a job that Spark refused at start (here:
-    ORDER BY on a stream, which `check` does not know yet)."""
+    (nothing written yet) and said nothing of a job that failed at start (here: its SQL
+    table exists without a declared column, which no retry can fix)."""
     from streamjob.exceptions import JobError
     from streamjob.manager import JobManager
 
@@ -72,12 +72,18 @@ def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
     world.run(f"""
     CREATE STREAM s (id BIGINT, k STRING) TBLPROPERTIES ("source"="files", "path"="{directory}", "format"="json");
     CREATE TABLE t (id BIGINT, k STRING) STORED AS PARQUET LOCATION '{out}';
-    CREATE TABLE sorted_rows (id BIGINT, k STRING) STORED AS PARQUET LOCATION '{tmp_path / "sorted"}';
+    CREATE TABLE keyed (id BIGINT, k STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{tmp_path}/keyed.db");
     CREATE STREAMJOB copy_all AS ("insert into t select id, k from s")
       JOBPROPERTIES ("morphling.job.checkpoint.interval"="0");
-    CREATE STREAMJOB refused AS ("insert into sorted_rows select id, k from s order by id")
+    CREATE STREAMJOB refused AS ("insert into keyed select id, k from s")
       JOBPROPERTIES ("morphling.job.enable.auto.failover"="false");
     """)
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path}/keyed.db")
+    with engine.begin() as conn:
+        conn.execute(sa.text("create table keyed (id bigint)"))  # no column k
+    engine.dispose()
     try:
         for name in ("copy_all", "refused"):
             manager.start(world.catalog.require_job("default", name))

@@ -103,8 +103,12 @@ def test_unknown_column_in_where_join_group_and_static_table(ex):
 
 def test_aliases_in_group_order_having_but_not_where(ex):
     p = plan(ex, "insert into late select carrier c, arr_delay * 2 as d from flights "
-                 "where arr_delay > 0 order by d, c")
+                 "where arr_delay > 0")
     assert p.query.output_columns == ("c", "d")
+    # ORDER BY resolves aliases too, but a stream cannot be sorted (Spark refuses it at
+    # START): refused at planning since issue 13 point 5
+    err = error(ex, "insert into late select carrier c, arr_delay * 2 as d from flights order by d, c")
+    assert err.message.startswith("ORDER BY cannot run on a stream")
     err = error(ex, "insert into late select carrier, arr_delay * 2 as d from flights where d > 1")
     assert err.message.startswith("unknown column 'd' in stream default.flights")
     assert where(err) == (3, 96, "d")
