@@ -70,7 +70,8 @@ class JobStatements:
             restored = self._restore(s, job, plan)
         elif s.start_from is not None:
             restored = self._start_over(s, job, plan)
-        elif plan.props["morphling.job.enable.checkpoint"] and not self.dry_run:
+        elif plan.props["morphling.job.enable.checkpoint"] and not self.dry_run \
+                and self.manager is not None:  # this process runs it, on this host's disk
             self._check_identity(job, plan)
         if not self.dry_run:
             check_sql_tables(plan)
@@ -132,7 +133,9 @@ class JobStatements:
 
     def _check_identity(self, job, plan) -> None:
         """Refuse START of a job whose checkpoint directory is lost or not its own
-        (streamjob/checkpoint/identity.py); an unreachable backend is left to the job."""
+        (streamjob/checkpoint/identity.py); an unreachable backend is left to the job.
+        Only where this process runs the job: a client on another host sees another
+        disk, and the job manager's start runs the same check where the directory is."""
         from ..checkpoint.backends import backend_for_plan
         from ..exceptions import ConnectorError
 
