@@ -124,8 +124,8 @@ class Home:
         from urllib.parse import urlparse
 
         root, loc = self.checkpoint_root, location
-        if urlparse(root).scheme not in ("", "file") or urlparse(loc).scheme not in ("", "file"):
-            return False
+        if "\x00" in loc or urlparse(root).scheme not in ("", "file") or urlparse(loc).scheme not in ("", "file"):
+            return False  # a NUL byte is refused as a location by the caller
         as_path = (lambda u: Path(urlparse(u).path if u.startswith("file:") else u).expanduser())
         r, p = as_path(root).resolve(), as_path(loc)
         p = (p if p.is_absolute() else Path.cwd() / p).resolve()

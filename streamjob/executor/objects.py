@@ -56,6 +56,10 @@ class ObjectStatements:
         spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name),
                                 partitioned_by=partitioned_by, row_format=_row_format(s.row_format))
         columns = _columns(s.columns, s)
+        if isinstance(spec, cspec.FileTableSpec) and "\x00" in spec.location:
+            pos = s.where("location")
+            raise ValidationError(f"table {db}.{name}: LOCATION holds a NUL character, which no "
+                                  "file system accepts", pos.line, pos.column)
         if isinstance(spec, cspec.FileTableSpec) and self.home.inside_checkpoints(spec.location):
             pos = s.where("location")
             raise ValidationError(

@@ -124,7 +124,7 @@ class Harness:
 
     def _names(self):
         c = self.catalog
-        return ({j.qualified_name for j in c.list_jobs()},
+        return ({f"{j.qualified_name}#{j.uid}" for j in c.list_jobs()},
                 {s.qualified_name for s in c.list_streams()},
                 {t.qualified_name for t in c.list_tables()})
 
@@ -148,8 +148,8 @@ class Harness:
     def restore(self) -> None:
         jobs, streams, tables = self.base
         c = self.catalog
-        for j in c.list_jobs():
-            if j.qualified_name not in jobs:
+        for j in c.list_jobs():  # by uid: an example may drop a job and create another j
+            if f"{j.qualified_name}#{j.uid}" not in jobs:
                 c.drop_job(j.database, j.name)
         for s in sorted(c.list_streams(), key=lambda s: not s.is_derived):
             if s.qualified_name not in streams:
@@ -157,6 +157,16 @@ class Harness:
         for t in c.list_tables():
             if t.qualified_name not in tables:
                 c.drop_table(t.database, t.name, if_exists=True)
+        if self._names() != self.base:  # the example dropped part of SETUP: build it again
+            for j in c.list_jobs():
+                c.drop_job(j.database, j.name)
+            for s in sorted(c.list_streams(), key=lambda s: not s.is_derived):
+                c.drop_stream(s.database, s.name, if_exists=True)
+            for t in c.list_tables():
+                c.drop_table(t.database, t.name, if_exists=True)
+            for stmt in parse_script(SETUP):
+                Executor(c, self.home, dry_run=True).execute(stmt)
+            self.base = self._names()
 
 
 @pytest.fixture(scope="module")

@@ -66,3 +66,13 @@ def test_a_lost_catalog_is_not_silently_recreated_over_checkpoints(tmp_path):
     assert "--new-catalog" in refused.stderr
     assert cli("--new-catalog", "list").exit_code == 0
     assert cli("list", STREAMJOB_NEW_CATALOG="1").exit_code == 0
+
+
+def test_a_location_with_a_nul_byte_is_a_located_error(tmp_path):
+    """Found by the byte fuzz: a NUL in LOCATION escaped as ValueError from pathlib."""
+    home = Home.open(tmp_path / "home", {})
+    ex = Executor(Catalog(home.catalog_url), home)
+    [stmt] = parse_script("CREATE TABLE t (a INT) STORED AS PARQUET\nLOCATION '/tmp/x\x00y';")
+    with pytest.raises(ValidationError) as e:
+        ex.execute(stmt)
+    assert "NUL" in str(e.value) and e.value.line is not None
