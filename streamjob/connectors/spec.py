@@ -154,6 +154,11 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
             raise ValidationError(f"file stream '{name}' needs TBLPROPERTIES(\"path\"=...)")
         if fmt not in FILE_FORMATS:
             raise ValidationError(f"file stream '{name}': format must be one of {', '.join(FILE_FORMATS)}")
+        if "\x00" in p["path"]:
+            err = ValidationError(f"file stream '{name}': \"path\" holds a NUL character, which "
+                                  "no file system accepts")
+            err.key, err.bad_value = "path", True
+            raise err
         return FileSourceSpec(p["path"], fmt)
     missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
     if missing:
