@@ -85,12 +85,28 @@ class _JsonDecoder:
         self.loose = pa.schema([pa.field(f.name, pa.float64()) if f.name in self.ints else f
                                 for f in schema]) if self.ints else None
         self.prefer_loose = False
+        self._declared = {n.lower(): n for n in schema.names}
+
+    def _other_case(self, value: bytes) -> bool:
+        """True if a key of this record equals a declared column only ignoring case:
+        Arrow's reader would leave that column NULL, the per-record path matches it
+        (issue 13 point 1). The first record of each slice is looked at."""
+        import json
+
+        try:
+            obj = json.loads(value)
+        except ValueError:
+            return False  # the reader below refuses it and names it
+        return isinstance(obj, dict) and any(
+            k not in self.schema.names and k.lower() in self._declared for k in obj)
 
     def __call__(self, records):
         import pyarrow as pa
 
         values = records.values
         if not values or any(v is None or b"\n" in v for v in values):
+            return None
+        if self._other_case(values[0]):
             return None
         data = b"\n".join(values)
         order = [self.loose, self.schema] if self.prefer_loose else [self.schema, self.loose]
