@@ -261,6 +261,38 @@ class JobsMixin(CatalogEngine):
                 totals[stream] = totals.get(stream, 0) + count
             job.malformed_counts = to_json_text(totals)
 
+    def add_missing_columns(self, job_uid: str, missing: Mapping[str, Sequence[str]]) -> None:
+        """Count one more micro-batch, for each ``{stream: [column, ...]}`` in ``missing``,
+        in which no record of the stream carried a value for the declared column (absent
+        or NULL in every record; issue 13: a misspelt JSON key is counted, never silent).
+        DESCRIBE STREAMJOB shows the totals (``JobInfo.missing_columns``).
+
+        One read-modify-write transaction with the job row locked, as
+        :meth:`add_malformed_counts`; an empty mapping changes nothing and a uid the
+        catalog no longer holds is ignored. Raises ValueError for a stream or column name
+        that is not a non-empty str.
+        """
+        adds = {}
+        for stream, columns in dict(missing).items():
+            names = [columns] if isinstance(columns, str) else list(columns)
+            if not isinstance(stream, str) or not stream or not all(
+                    isinstance(c, str) and c for c in names):
+                raise ValueError(f"invalid stream or column names {stream!r}: {columns!r}")
+            if names:
+                adds[stream] = names
+        if not adds:
+            return
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
+            if job is None:
+                return
+            totals = _gaps(job.missing_columns)
+            for stream, names in adds.items():
+                per = totals.setdefault(stream, {})
+                for name in names:
+                    per[name] = per.get(name, 0) + 1
+            job.missing_columns = to_json_text(totals)
+
     def update_progress(self, job_uid: str, progress: Mapping[str, Any]) -> None:
         """Replace the job's latest progress (``JobInfo.progress``) with ``progress``.
 
@@ -331,6 +363,7 @@ class JobsMixin(CatalogEngine):
             malformed_counts=_counts(job.malformed_counts),
             owner=job.owner,
             progress=from_json_text(job.progress, {}),
+            missing_columns=_gaps(job.missing_columns),
         )
 
     # -------------------------------------------------------------------- runs
@@ -446,4 +479,16 @@ def _aware(value):
 def _counts(text_value: str | None) -> dict[str, int]:
     """``jobs.malformed_counts`` as a dict (entries that are not ``str -> int`` dropped)."""
     return {str(k): int(v) for k, v in from_json_text(text_value, {}).items()
+            if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _gaps(text_value: str | None) -> dict[str, dict[str, int]]:
+    """``jobs.missing_columns`` as ``{stream: {column: batches}}`` (malformed entries
+    dropped)."""
+    return {str(k): _counts_of(v) for k, v in from_json_text(text_value, {}).items()
+            if isinstance(v, dict)}
+
+
+def _counts_of(value: dict) -> dict[str, int]:
+    return {str(k): int(v) for k, v in value.items()
             if isinstance(v, int) and not isinstance(v, bool)}

@@ -41,7 +41,7 @@ from sqlalchemy.types import TypeDecorator
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0005"
+SCHEMA_VERSION = "0006"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -168,7 +168,9 @@ class Job(Base):
     (revision 0002; NULL for jobs created before it, read as ``{}``);
     ``malformed_counts`` the malformed source records skipped per stream (revision 0004);
     ``owner`` the server id of the job manager running it, NULL when none does, and
-    ``progress`` the JSON text of its latest progress (revision 0005).
+    ``progress`` the JSON text of its latest progress (revision 0005);
+    ``missing_columns`` per stream and declared column, the micro-batches in which no
+    record carried the column (revision 0006).
     """
 
     __tablename__ = "jobs"
@@ -194,6 +196,8 @@ class Job(Base):
     owner: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True)
     #: JSON text of the latest progress (revision 0005; see ``Catalog.update_progress``).
     progress: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: JSON text ``{stream: {column: batches}}`` (revision 0006); NULL = none counted.
+    missing_columns: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class JobDependency(Base):

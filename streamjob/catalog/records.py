@@ -115,7 +115,9 @@ class JobInfo:
     ran (the job keeps the defaults of the session that created it; ``{}`` if none, and
     for jobs created before the catalog recorded them); ``expired_checkpoints`` how many
     of its checkpoints expired; ``malformed_counts`` how many malformed source records
-    it skipped, per stream name (``{}`` if none).
+    it skipped, per stream name (``{}`` if none); ``missing_columns`` per stream name and
+    declared column, how many micro-batches held records none of which carried a value
+    for that column (``{}`` if none).
 
     ``owner`` is the server id (:class:`ServerInfo`) of the job manager running the job,
     None when none does. ``progress`` is the latest progress that manager reported
@@ -142,6 +144,7 @@ class JobInfo:
     malformed_counts: dict[str, int] = field(default_factory=dict)
     owner: str | None = None
     progress: dict[str, Any] = field(default_factory=dict)
+    missing_columns: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def qualified_name(self) -> str:

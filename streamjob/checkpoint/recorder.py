@@ -15,7 +15,8 @@ The commit step, in order:
    transaction (re-recording the same id is harmless);
 4. the offset and commit logs on disk are trimmed to the same retained batches;
 5. the batch's malformed-record counts (Spark observed metrics named ``malformed:<stream>``)
-   are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
+   and the declared columns none of its records carried (``columns:<stream>``,
+   :mod:`streamjob.planner.observe`) are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
    consumer-group offset commits, DESIGN §7); neither can fail the checkpoint;
 6. waiters (``run --until-idle``) are woken with the new offsets.
 
@@ -227,7 +228,7 @@ class CheckpointRecorder(StreamingQueryListener):
                 fingerprint=self.tracker.fingerprint,
             ), retained=self.retained)
             trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
-        self._after(batch_id, offsets, malformed_counts(p))
+        self._after(batch_id, offsets, malformed_counts(p), missing_columns(p))
         with self.tracker.cond:
             self.tracker.latest_id = batch_id
             self.tracker.latest_at = started + _dt.timedelta(milliseconds=duration)
@@ -238,9 +239,19 @@ class CheckpointRecorder(StreamingQueryListener):
                  batch_id, self.job_name, duration, p.numInputRows)
 
 
-    def _after(self, batch_id: int, offsets: dict[str, Any], malformed: dict[str, int]) -> None:
-        """Step 5: count malformed records, then the ``on_checkpoint`` hook; failures
-        are logged (the checkpoint itself is already durable)."""
+    def _after(self, batch_id: int, offsets: dict[str, Any], malformed: dict[str, int],
+               missing: dict[str, list[str]]) -> None:
+        """Step 5: count malformed records and declared columns no record carried, then
+        the ``on_checkpoint`` hook; failures are logged (the checkpoint itself is already
+        durable)."""
+        if missing:
+            log.warning("job {%s}: batch %s: no record carried %s", self.job_name, batch_id,
+                        "; ".join(f"column(s) {', '.join(cols)} of stream {s}"
+                                  for s, cols in missing.items()))
+            try:
+                self.catalog.add_missing_columns(self.job_uid, missing)
+            except Exception as exc:  # noqa: BLE001 - the count is informational
+                log.warning("job {%s}: could not count missing columns: %s", self.job_name, exc)
         if malformed:
             log.warning("job {%s}: batch %s set aside %s", self.job_name, batch_id,
                         ", ".join(f"{n} malformed record(s) of stream {s}"
@@ -265,6 +276,23 @@ def malformed_counts(progress) -> dict[str, int]:
             n = int(row["malformed"] or 0)
             if n:
                 out[name.split(":", 1)[1]] = n
+    return out
+
+
+def missing_columns(progress) -> dict[str, list[str]]:
+    """``{stream qualified name: [declared column, ...]}`` of one batch's progress: the
+    columns that none of the batch's records of that stream carried (absent or NULL in
+    all), from the ``columns:<stream>`` observed metrics of
+    :mod:`streamjob.planner.observe`; streams without records in the batch are left out."""
+    out = {}
+    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
+        if not name.startswith("columns:"):
+            continue
+        counts = row.asDict() if hasattr(row, "asDict") else dict(row)
+        if int(counts.get("rows") or 0) > 0:
+            cols = [k[2:] for k, v in counts.items() if k.startswith("c:") and not v]
+            if cols:
+                out[name.split(":", 1)[1]] = cols
     return out
 
 

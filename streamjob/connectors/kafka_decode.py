@@ -151,3 +151,54 @@ class _JsonDecoder:
             table = table.cast(self.schema)
         batches = table.to_batches()
         return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+class ColumnCheck:
+    """``"missing.columns"="fail"`` for one partition's range of a micro-batch (issue 13):
+    a declared column that no record of the range carries (absent, or NULL, in every
+    record that decoded) fails the read before the batch reaches the sink.
+
+    ``see(batch)`` notes the non-NULL columns of one decoded Arrow batch (malformed rows
+    of a tolerant stream, which carry their error in :data:`.formats.MALFORMED_COLUMN`,
+    are left out) and returns the batch; ``check(topic, partition, start, end)`` raises
+    :class:`~streamjob.exceptions.ConnectorError` naming the topic, partition, offsets
+    ``[start, end)`` and every such column, after the last batch of the range. The rule
+    holds per partition and micro-batch, so a replay of the same range decides the same.
+    """
+
+    def __init__(self, names) -> None:
+        from .formats import MALFORMED_COLUMN
+
+        self.names = [n for n in names if n != MALFORMED_COLUMN]
+        self.carried: set[str] = set()
+        self.rows = 0
+
+    def see(self, batch):
+        """Note which declared columns ``batch`` (pa.RecordBatch) carries; returns it."""
+        import pyarrow.compute as pc
+
+        from .formats import MALFORMED_COLUMN
+
+        table = batch
+        if MALFORMED_COLUMN in batch.schema.names:
+            table = batch.filter(pc.is_null(batch.column(MALFORMED_COLUMN)))
+        self.rows += table.num_rows
+        for name in self.names:
+            if name not in self.carried and table.num_rows and \
+                    table.column(name).null_count < table.num_rows:
+                self.carried.add(name)
+        return batch
+
+    def check(self, topic: str, partition: int, start: int, end: int) -> None:
+        """Raise ConnectorError when records were read and a declared column was in none."""
+        from ..exceptions import ConnectorError
+
+        missing = [n for n in self.names if n not in self.carried]
+        if self.rows and missing:
+            cols = ", ".join(f"`{n}`" for n in missing)
+            raise ConnectorError(
+                f"no record of topic '{topic}' partition {partition} offsets {start}..{end - 1} "
+                f"({self.rows} records) carries the declared column(s) {cols} "
+                "(\"missing.columns\"=\"fail\"; JSON keys match the declared names "
+                "case-insensitively): check the column's name against the records, or set "
+                "\"missing.columns\"=\"count\" to count such batches instead")

@@ -67,7 +67,7 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import ConnectorError
 from . import worker
-from .kafka_decode import _decoder, native_crc32c  # noqa: F401 - also exported
+from .kafka_decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
 from .kafka_group import broker_errors, committed_offsets
 from .kafka_policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
 
@@ -148,6 +148,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_records = int(options.get("maxrecordsperbatch", "0") or 0)
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         self.dead_letter = options.get("deadletter") or None  # DeadLetterTarget JSON
+        self.fail_missing = (options.get("missingcolumns") or "count").lower() == "fail"
         crcs = (options.get("checkcrcs") or "auto").strip().lower()
         if crcs not in ("auto", "true", "false"):
             raise ConnectorError(f"option checkCrcs must be auto, true or false, got '{crcs}'")
@@ -363,7 +364,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             partition, self.bootstrap, self.schema, self.format, self.delimiter,
             self.poll_timeout_ms, dead_letter=self.dead_letter,
             fail_on_data_loss=self.fail_on_data_loss, isolation_level=self.isolation,
-            check_crcs=self.check_crcs,
+            check_crcs=self.check_crcs, fail_missing_columns=self.fail_missing,
         )
 
 
@@ -399,7 +400,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                batch_rows: int = DEFAULT_BATCH_ROWS, *, dead_letter: str | None = None,
                fail_on_data_loss: bool = True,
                isolation_level: str = "read_uncommitted",
-               check_crcs: bool | None = None) -> Iterator:
+               check_crcs: bool | None = None,
+               fail_missing_columns: bool = False) -> Iterator:
     """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
     A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
@@ -414,11 +416,16 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     transactions (and transaction markers) are not returned; the end offsets the driver
     plans with are then the last stable offsets (Kafka's ListOffsets rule).
     ``check_crcs``: verify record batch CRCs (None: only with a native CRC-32C,
-    :func:`native_crc32c`)."""
+    :func:`native_crc32c`). ``fail_missing_columns``: a declared column that no record
+    of the range carries raises ConnectorError after the last batch (:class:`ColumnCheck`,
+    ``"missing.columns"="fail"``)."""
     if check_crcs is None:
         check_crcs = native_crc32c()
     decode = _decoder(schema, fmt, delimiter, dead_letter)
     meta = fmt == "raw" or decode.tolerant  # keys and timestamps only where they are used
+    if fail_missing_columns:
+        columns, plain = ColumnCheck(schema.names), decode
+        decode = lambda records: columns.see(plain(records))  # noqa: E731
     key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows)
     tp = _tp(rng.topic, rng.partition)
     done = False
@@ -469,6 +476,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                 keys, stamps = keys[batch_rows:], stamps[batch_rows:]
         if offsets:
             yield decode(_slice(rng, offsets, values, keys, stamps, meta))
+        if fail_missing_columns:
+            columns.check(rng.topic, rng.partition, rng.start, rng.end)
         done = True
     finally:
         if done:

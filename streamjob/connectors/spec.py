@@ -30,7 +30,8 @@ class KafkaSourceSpec:
     (``earliest``, ``latest``, ``committed`` or a timestamp in ms as text), consumer group
     (None: the job's default ``streamjob.<db>.<job>``), what lost offsets do, and the
     malformed-record policy (``fail``, ``skip``, ``dead-letter`` into table
-    ``dead_letter``, a name as written, resolved by the planner)."""
+    ``dead_letter``, a name as written, resolved by the planner), and what a declared
+    column no record carries does (``missing_columns``: ``count`` or ``fail``)."""
 
     topic: str
     bootstrap: str
@@ -42,6 +43,7 @@ class KafkaSourceSpec:
     malformed: str = "fail"
     dead_letter: str | None = None
     isolation: str = "read_uncommitted"
+    missing_columns: str = "count"
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         group_id=typed.get("transwarp.consumer.group.id"),
         fail_on_data_loss=typed.get("fail.on.data.loss", True),
         malformed=malformed, dead_letter=dead_letter,
-        isolation=typed.get("kafka.isolation.level", "read_uncommitted"))
+        isolation=typed.get("kafka.isolation.level", "read_uncommitted"),
+        missing_columns=typed.get("missing.columns", "count"))
 
 
 def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) -> KafkaTableSpec:

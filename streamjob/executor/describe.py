@@ -117,6 +117,7 @@ class DescribeStatements:
                    title=f"runs (last {RUNS_SHOWN})"),
             checkpoints,
             _malformed(job, plan),
+            *_missing_columns(job),
         ])
 
     def _do_Describe(self, s: st.Describe) -> Result:
@@ -168,3 +169,16 @@ def _malformed(job, plan) -> Result:
             for name in sorted(set(policies) | set(counts))]
     return Result(columns=("stream", "policy", "malformed records"), rows=rows,
                   title="malformed records")
+
+
+def _missing_columns(job) -> list[Result]:
+    """Declared columns that no record of a micro-batch carried (issue 13: a misspelt JSON
+    key reads as NULL, so it is counted): one row per stream and column with the number
+    of such batches; no section while none was counted."""
+    counts = dict(getattr(job, "missing_columns", None) or {})
+    rows = [(stream, column, n) for stream in sorted(counts)
+            for column, n in sorted(counts[stream].items())]
+    if not rows:
+        return []
+    return [Result(columns=("stream", "column", "batches without it"), rows=rows,
+                   title="columns no record carried")]

@@ -27,6 +27,7 @@ from ..home import Home
 from .. import properties as jp
 from .derived import expand_streams
 from .lookup import Lookup
+from .observe import observe_source
 from .query import AnalyzedQuery, analyze
 from .window import PROCTIME_COLUMN
 
@@ -51,11 +52,6 @@ class Source:
     def tolerant(self) -> bool:
         """Malformed records are set aside (skip/dead-letter) rather than failing."""
         return isinstance(self.spec, cspec.KafkaSourceSpec) and self.spec.malformed != "fail"
-
-    @property
-    def malformed_metric(self) -> str:
-        """Name of the Spark observed metric counting this source's malformed records."""
-        return f"malformed:{self.stream.qualified_name}"
 
 
 @dataclass(frozen=True)
@@ -277,7 +273,8 @@ def source_frame(session, src: Source, props: dict[str, Any]):
                   .option("startingOffsets", str(props.get(START_POSITION) or sp.reset))
                   .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
                   .option("isolationLevel", sp.isolation)
-                  .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"])))
+                  .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"]))
+                  .option("missingColumns", sp.missing_columns))
         if src.group_id:
             reader = reader.option("groupId", src.group_id)
         if src.dead_letter is not None:
@@ -287,13 +284,7 @@ def source_frame(session, src: Source, props: dict[str, Any]):
                   .option("path", sp.path))
     else:
         reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
-    df = reader.load()
-    if src.tolerant:  # count malformed rows (reported with the batch's progress), drop them
-        from pyspark.sql import functions as F
-
-        flag = F.col(f"`{MALFORMED_COLUMN}`")
-        df = (df.observe(src.malformed_metric, F.count(flag).alias("malformed"))
-              .where(flag.isNull()).drop(MALFORMED_COLUMN))
+    df = observe_source(reader.load(), src)  # malformed rows and missing columns counted
     p = {k.lower(): v for k, v in st.properties.items()}
     if p.get("watermark.column") and p.get("watermark.delay"):
         df = df.withWatermark(p["watermark.column"], p["watermark.delay"])

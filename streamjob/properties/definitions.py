@@ -125,6 +125,14 @@ CONNECTOR = Registry([
              "the SQL table receiving malformed records under malformed.policy=dead-letter; "
              "its columns are taken by name from stream, topic, partition, offset, key, "
              "value, timestamp, error", scopes=("kafka stream",)),
+    Property("missing.columns", "choice", "count",
+             "a declared column that no record carries (absent or NULL in every record; JSON "
+             "keys match case-insensitively, exact spelling first): count (the batch runs; "
+             "DESCRIBE STREAMJOB counts the micro-batches without it, per column) or fail "
+             "(when no record of a partition's range in a micro-batch carries it, the job "
+             "fails naming topic, partition, offsets and column, before the batch reaches "
+             "the sink)",
+             choices=("count", "fail"), scopes=("kafka stream",)),
     Property("path", "string", None, "directory of the stream's files (any Hadoop URI)",
              scopes=("file stream",)),
     Property("rows.per.second", "int", 1, "rows generated per second", unit="rows/s",

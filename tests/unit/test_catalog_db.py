@@ -124,6 +124,21 @@ def test_partitioned_table_round_trip(catalog):
     assert [t.partitioned_by for t in catalog.list_tables()] == [("dt", "dest"), ()]
 
 
+def test_missing_columns_count_batches_per_stream_and_column(catalog):
+    _job(catalog, "j")
+    uid = catalog.get_job("default", "j").uid
+    assert catalog.get_job("default", "j").missing_columns == {}
+    catalog.add_missing_columns(uid, {})
+    catalog.add_missing_columns(uid, {"default.s": ["itemName", "dateTime"]})
+    catalog.add_missing_columns(uid, {"default.s": ["itemName"], "default.t": "x"})
+    assert catalog.get_job("default", "j").missing_columns == {
+        "default.s": {"itemName": 2, "dateTime": 1}, "default.t": {"x": 1}}
+    for bad in ({"": ["a"]}, {"s": [""]}, {"s": [3]}):
+        with pytest.raises(ValueError):
+            catalog.add_missing_columns(uid, bad)
+    catalog.add_missing_columns("no-such-uid", {"s": ["a"]})  # a dropped job: ignored
+
+
 def test_malformed_counts_add_up_across_concurrent_writers(catalog, catalog_url):
     _job(catalog, "j")
     uid = catalog.get_job("default", "j").uid

@@ -21,7 +21,7 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
-HEAD = "0005"
+HEAD = "0006"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -123,7 +123,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -154,8 +154,9 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
     added = sorted(_described(d) for d in _diff(engine))
-    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0005 add
+    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0006 add
                      ("add_column", "jobs", "malformed_counts"),
+                     ("add_column", "jobs", "missing_columns"),
                      ("add_column", "jobs", "owner"),
                      ("add_column", "jobs", "progress"),
                      ("add_column", "jobs", "session_properties"),
@@ -178,6 +179,7 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("ALTER TABLE tables DROP COLUMN partitioned_by"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN owner"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN progress"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN missing_columns"))
         conn.execute(sa.text("DROP TABLE servers"))
         conn.execute(sa.text("DROP TABLE leases"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
@@ -269,7 +271,7 @@ def test_two_processes_open_a_fresh_catalog_at_once(url, engine):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert sorted(results.get(timeout=10) for _ in procs) == [0, 5]  # 0001..0005, once
+    assert sorted(results.get(timeout=10) for _ in procs) == [0, 6]  # 0001..0006, once
     assert _revision(engine) == HEAD and _diff(engine) == []
     assert _count(engine, "alembic_version") == 1 and _count(engine, "catalog_meta") == 1
 

@@ -127,3 +127,32 @@ def test_json_fields_match_declared_camel_case_columns_then_ignoring_case():
     assert other_case.to_pylist() == [
         {"auction": 2, "dateTime": "2024-01-02", "itemName": "vase"},
         {"auction": 3, "dateTime": "2024-01-03", "itemName": "cup"}]
+
+
+def test_column_check_fails_a_range_that_no_record_carries_a_column_of():
+    """Issue 13 point 1 ("missing.columns"="fail"): judged over the whole range of a
+    partition, malformed rows of a tolerant stream left out."""
+    from streamjob.connectors.kafka_decode import ColumnCheck
+    from streamjob.exceptions import ConnectorError
+
+    schema = arrow_schema([{"name": "auction", "type": "bigint"},
+                           {"name": "itemName", "type": "string"}])
+    records = RecordSlice("bids", 0, [10, 11], [b'{"auction": 1, "item_name": "a"}',
+                                                 b'{"auction": 2}'], [None] * 2, [None] * 2)
+    check = ColumnCheck(schema.names)
+    check.see(decode(records, schema, "json"))
+    with pytest.raises(ConnectorError, match=r"topic 'bids' partition 0 offsets 10\.\.11 "
+                                             r"\(2 records\) carries the declared column\(s\) `itemName`"):
+        check.check("bids", 0, 10, 12)
+    carried = RecordSlice("bids", 0, [12], [b'{"auction": 3, "ITEMNAME": "b"}'], [None], [None])
+    check.see(decode(carried, schema, "json"))  # a later batch of the range carries it
+    check.check("bids", 0, 10, 13)
+    ColumnCheck(schema.names).check("bids", 0, 10, 10)  # no records: nothing to judge
+
+    tolerant = pa.schema(list(schema) + [pa.field(MALFORMED_COLUMN, pa.string())])
+    batch, bad = decode_tolerant(RecordSlice("bids", 0, [0, 1], [b'{"auction": 1, "itemName": "a"}',
+                                                                  b"nope"], [None] * 2, [None] * 2),
+                                 schema, "json")
+    check = ColumnCheck(tolerant.names)
+    check.see(with_malformed(batch, bad, tolerant))
+    check.check("bids", 0, 0, 2)  # the malformed row's NULLs do not count against itemName
