@@ -75,3 +75,24 @@ def test_missing_columns_fail_stops_the_job_before_the_sink(world, topic):
     with sa.create_engine(url).connect() as conn:
         exists = sa.inspect(conn).has_table("strict_t")
         assert not exists or conn.scalar(sa.text("select count(*) from strict_t")) == 0
+
+
+def test_file_streams_count_missing_columns_too(world):
+    directory = world.root / "bid_files"
+    directory.mkdir()
+    (directory / "part-0.json").write_text(
+        "".join(json.dumps({"auction": i, "item_name": f"x{i}"}) + "\n" for i in range(3)))
+    out = world.root / "bid_files_out"
+    world.run(f"""
+    CREATE STREAM files_s (auction BIGINT, `itemName` STRING)
+      TBLPROPERTIES("source"="files", "path"="{directory}", "format"="json");
+    CREATE TABLE files_t (auction BIGINT, item STRING) STORED AS PARQUET LOCATION '{out}';
+    CREATE STREAMJOB files_job AS ("insert into files_t select auction, itemName from files_s")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0");
+    """)
+    world.run_job("files_job")
+    job = world.catalog.require_job("default", "files_job")
+    assert job.missing_columns == {"default.files_s": {"itemName": 1}}
+    with pytest.raises(Exception, match="missing.columns"):  # fail is a Kafka read rule
+        world.run("""CREATE STREAM files_strict (a INT) TBLPROPERTIES("source"="files",
+                     "path"="/tmp", "format"="json", "missing.columns"="fail");""")
