@@ -59,9 +59,15 @@ class CheckReport:
     lines: tuple[str, ...]
 
 
-def check_script(text: str, source: str, catalog: Catalog, home: Home) -> CheckReport:
+def check_script(text: str, source: str, catalog: Catalog, home: Home,
+                 spark=None) -> CheckReport:
     """Parse and validate every statement of ``text`` (already variable-substituted)
     against ``catalog`` (a scratch copy: see :func:`scratch_catalog`).
+
+    ``spark``: ``() -> SparkSession``; when given, each job's query is also put to
+    Spark's streaming analysis over empty inputs (:mod:`.planner.spark_check`), so
+    what Spark would refuse at START is refused here. It is called at the first
+    CREATE/ALTER STREAMJOB only: a script without jobs never starts Spark.
 
     Raises:
         StreamJobError: the first error, with ``source``, line, column and snippet set.
@@ -70,7 +76,7 @@ def check_script(text: str, source: str, catalog: Catalog, home: Home) -> CheckR
     from .grammar import parse_script
 
     statements = parse_script(text, source=source)
-    executor = Executor(catalog, home, dry_run=True)
+    executor = Executor(catalog, home, dry_run=True, spark=spark)
     lines = []
     for stmt in statements:
         try:

@@ -107,19 +107,25 @@ def submit(obj: _Context, file: str, variables) -> None:
 @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
               help="Value of ${NAME} in the file (repeatable).")
 @click.option("-v", "--verbose", is_flag=True, help="One line per statement.")
+@click.option("--offline", is_flag=True,
+              help="Skip Spark's streaming analysis of the jobs' queries (no JVM is started; "
+                   "streamjob's own rules still run).")
 @client_options
 @click.pass_obj
-def check(obj: _Context, file: str, variables, verbose: bool) -> None:
+def check(obj: _Context, file: str, variables, verbose: bool, offline: bool) -> None:
     """Dry run: parse and validate FILE against a scratch copy of the catalog.
 
     Prints OK, or the first error as FILE:LINE:COL: error: ... with the line and a
-    caret, and exits 1. Nothing runs and the catalog is not changed.
+    caret, and exits 1. Nothing runs and the catalog is not changed. Each job's query
+    is also put to Spark's streaming analysis over empty inputs (a local Spark starts,
+    in a few seconds, at the first CREATE STREAMJOB), unless --offline.
     """
     from ..check import check_script, scratch_catalog
 
+    spark = None if offline else _local_spark(obj)
     try:
         text = _read_script(file, _pairs(variables, "--var"), obj.home)
-        report = check_script(text, file, scratch_catalog(obj.catalog), obj.home)
+        report = check_script(text, file, scratch_catalog(obj.catalog), obj.home, spark)
     except StreamJobError as exc:
         if obj.debug:
             raise
@@ -132,3 +138,26 @@ def check(obj: _Context, file: str, variables, verbose: bool) -> None:
         for line in report.lines:
             click.echo(line)
     click.echo(f"OK ({report.statements} statement{'s' if report.statements != 1 else ''})")
+
+
+def _local_spark(obj: _Context):
+    """``() -> SparkSession`` for ``check``: the home's Spark, started on first call. A
+    Spark that cannot start (no Java) is reported once and the check goes on without it."""
+    state: dict = {}
+
+    def session():
+        if "spark" not in state:
+            from ..engine import spark_session
+
+            try:
+                state["spark"] = spark_session(obj.home, obj.debug)
+            except Exception as exc:  # noqa: BLE001 - Spark is optional for check
+                if obj.debug:
+                    raise
+                click.echo(f"note: Spark's streaming analysis skipped (Spark did not start: "
+                           f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+                           err=True)
+                state["spark"] = None
+        return state["spark"]
+
+    return session

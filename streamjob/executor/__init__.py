@@ -40,13 +40,19 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         session_props: this session's ``SET`` values (job property defaults; captured
             by each job created in this session).
         dry_run: check START/STOP/DROP instead of running them (see the module doc).
+        spark: ``() -> SparkSession`` of this process (default: the manager's); when
+            there is one, CREATE and ALTER STREAMJOB also ask Spark's streaming analysis
+            (:mod:`streamjob.planner.spark_check`), so a query Spark would refuse at
+            START is refused here, at its select.
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
-                 session_props: dict[str, str] | None = None, dry_run: bool = False) -> None:
+                 session_props: dict[str, str] | None = None, dry_run: bool = False,
+                 spark=None) -> None:
         self.catalog = catalog
         self.home = home
         self.manager = manager
+        self.spark = spark if spark is not None else getattr(manager, "spark", None)
         self.dry_run = dry_run
         self.session_props = session_props if session_props is not None else {}
 

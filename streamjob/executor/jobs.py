@@ -24,12 +24,18 @@ or another shell) to stop it after its current micro-batch."""
 class JobStatements:
     """Stream job statements of :class:`~streamjob.executor.Executor`."""
 
-    def _plan(self, db: str, name: str, query: str, props: dict, session: dict, position=None):
+    def _plan(self, db: str, name: str, query: str, props: dict, session: dict, position=None,
+              analyze: bool = False):
         from ..checkpoint.backends import check_plan
         from ..planner.plan import plan_job
 
         plan = plan_job(self.catalog, self.home, db, name, query, props, session, position)
         check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
+        session = self.spark() if analyze and self.spark is not None else None
+        if session is not None:  # what Spark would refuse at START, refused now
+            from ..planner.spark_check import refuse_what_spark_refuses
+
+            refuse_what_spark_refuses(session, plan)
         return plan
 
     def _do_CreateStreamJob(self, s: st.CreateStreamJob) -> Result:
@@ -40,7 +46,7 @@ class JobStatements:
             raise ObjectExistsError(f"streamjob {db}.{name} already exists")
         props = jp.validate(st.props(s.properties))
         session = dict(self.session_props)
-        plan = self._plan(db, name, s.query, props, session, s.query_position)
+        plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
         created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
                                           if_not_exists=s.if_not_exists,
                                           session_properties=session)
@@ -52,7 +58,7 @@ class JobStatements:
         job = self.catalog.require_job(db, name)
         changes = jp.validate(st.props(s.properties))
         props = {**job.properties, **changes}
-        plan = self._plan(db, name, job.query, props, job.session_properties)
+        plan = self._plan(db, name, job.query, props, job.session_properties, analyze=True)
         self.catalog.update_job(db, name, properties=props, uid=job.uid)
         when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""
         return Result(f"streamjob {db}.{name} altered: "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..catalog import Catalog
@@ -346,17 +346,27 @@ def static_frame(session, st: Static):
             .option("url", sp.url).option("table", sp.table).load())
 
 
-def result_frame(session, plan: JobPlan):
+def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     """The job's result: the select over its views, columns named and typed as the sink.
 
     Views are created in dependency order: source streams, static tables, then each
-    derived stream (its select over the views before it)."""
+    derived stream (its select over the views before it). With ``empty_dir`` (an empty
+    directory) every source is read as a stream of JSON files from it and every static
+    table is an empty DataFrame, each with its declared columns and watermark: the same
+    query over empty inputs, for Spark's analysis (:mod:`.spark_check`); nothing is
+    read or connected to."""
     from pyspark.sql import functions as F
 
+    from ..types import ddl
+
     for src in plan.sources:
+        if empty_dir is not None:
+            src = replace(src, spec=cspec.FileSourceSpec(empty_dir, "json"))
         source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
     for st in plan.statics:
-        static_frame(session, st).createOrReplaceTempView(st.view)
+        frame = (session.createDataFrame([], ddl(st.table.columns))
+                 if empty_dir is not None else static_frame(session, st))
+        frame.createOrReplaceTempView(st.view)
     for d in plan.derived:
         df = session.sql(d.select_sql)
         (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)

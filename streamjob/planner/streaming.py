@@ -18,7 +18,9 @@ These rules repeat Spark 4's checks for the forms users write:
   Spark cannot know when an unmatched row is final -> declare ``"watermark.column"`` and
   ``"watermark.delay"`` on both streams and bound their times in ON.
 
-Queries are checked on the sqlglot tree before the views are renamed.
+Queries are checked on the sqlglot tree before the views are renamed. Where a Spark
+session is at hand (``check`` unless ``--offline``, ``run``, the shell), everything else
+Spark refuses is found by Spark itself (:mod:`.spark_check`).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_broken_scripts_fail_at_the_right_place(path, home):
 
 def test_check_cli_prints_file_line_col_error_and_caret(tmp_path):
     bad = CORPUS / "invalid" / "unknown_job_property.sql"
-    result = CliRunner().invoke(main, ["--home", str(tmp_path), "check", str(bad)])
+    result = CliRunner().invoke(main, ["--home", str(tmp_path), "check", "--offline", str(bad)])
     assert result.exit_code == 1
     lines = result.stderr.splitlines() if hasattr(result, "stderr") else result.output.splitlines()
     assert lines[0] == (f"{bad}:9:3: error: unknown job property 'morphling.job.checkpoint."
@@ -65,7 +65,7 @@ def test_check_cli_prints_file_line_col_error_and_caret(tmp_path):
 def test_check_cli_ok_and_catalog_untouched(tmp_path):
     good = CORPUS / "valid" / "slipstream_delimited.sql"
     runner = CliRunner()
-    result = runner.invoke(main, ["--home", str(tmp_path), "check", "-v", str(good)])
+    result = runner.invoke(main, ["--home", str(tmp_path), "check", "--offline", "-v", str(good)])
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith("OK (9 statements)")
     listed = runner.invoke(main, ["--home", str(tmp_path), "list", "--json"])

@@ -20,7 +20,7 @@ def check(tmp_path, job_select: str):
     path = tmp_path / "job.sql"
     line = f'CREATE STREAMJOB j AS ("insert into t {job_select}");'
     path.write_text(SETUP + line + "\n")
-    result = CliRunner().invoke(main, ["check", str(path)], catch_exceptions=False,
+    result = CliRunner().invoke(main, ["check", "--offline", str(path)], catch_exceptions=False,
                                 env={"STREAMJOB_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
     return result, line
 

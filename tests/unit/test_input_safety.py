@@ -87,7 +87,7 @@ def test_invalid_utf8_in_a_file_is_located(tmp_path):
         read_script(path)
     assert (e.value.line, e.value.column) == (3, 7)
     assert "0xE9" in str(e.value) and "UTF-8" in str(e.value)
-    result = cli(tmp_path, "check", str(path))
+    result = cli(tmp_path, "check", "--offline", str(path))
     assert result.exit_code == 1
     assert "latin1.sql:3:7: error: invalid UTF-8 byte 0xE9" in result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
@@ -112,7 +112,7 @@ def test_deep_nesting_is_located_not_a_recursion_error(tmp_path, where):
     }[where]
     path = tmp_path / "deep.sql"
     path.write_text(SETUP + statement + "\n")
-    result = cli(tmp_path, "check", str(path))
+    result = cli(tmp_path, "check", "--offline", str(path))
     assert result.exit_code == 1, result.stdout
     # The error points at the parenthesis that opens level MAX_NESTING + 1.
     opened = [i for i, c in enumerate(statement) if c == "("]
@@ -127,7 +127,7 @@ def test_nesting_up_to_the_limit_is_fine(tmp_path):
     path = tmp_path / "ok.sql"
     path.write_text(SETUP + 'CREATE STREAMJOB j AS ("insert into t select k, '
                     + "abs(" * n + "v" + ")" * n + ' from s");\n')
-    result = cli(tmp_path, "check", str(path))
+    result = cli(tmp_path, "check", "--offline", str(path))
     assert result.exit_code == 0, result.stderr
 
 
@@ -135,7 +135,7 @@ def test_a_multi_megabyte_line_is_located_and_not_echoed_whole(tmp_path):
     path = tmp_path / "long.sql"
     path.write_text(SETUP + 'CREATE TABLE u (a INT) TBLPROPERTIES ("connector"="sql", "url"="'
                     + "x" * (3 * MAX_LINE_CHARS) + '");\n')
-    result = cli(tmp_path, "check", str(path))
+    result = cli(tmp_path, "check", "--offline", str(path))
     assert result.exit_code == 1
     assert f"long.sql:3:{MAX_LINE_CHARS + 1}: error: line 3 is longer than" in result.stderr
     assert len(result.stderr) < 2_000

@@ -1,0 +1,76 @@
+"""Asking Spark itself whether it can run a job's query as a stream (issue 13 point 5).
+
+The hand-written rules of :mod:`.streaming` refuse the forms users write most often, at
+their line and column, without Spark. Everything else Spark's streaming analysis refuses
+(a stream-stream join without an equality, EXCEPT against a stream, several streaming
+aggregations in update mode, ...) would still fail only at START. So where a Spark
+session is at hand, ``check`` and CREATE/ALTER STREAMJOB plan the query over *empty*
+inputs (each source a stream of JSON files from an empty directory, each static table an
+empty DataFrame, with the declared columns and watermarks: :func:`.plan.result_frame`)
+and run the two checks Spark's ``StreamingQueryManager.createQuery`` runs at start:
+the analyzer (``QueryExecution.assertAnalyzed``) and
+``UnsupportedOperationChecker.checkForStreaming`` with the job's output mode. No query
+starts, nothing is read, no sink or source is contacted; on a warm session it takes tens
+of milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+
+from ..exceptions import ValidationError
+
+__all__ = ["refuse_what_spark_refuses"]
+
+
+def refuse_what_spark_refuses(session, plan) -> None:
+    """Raise ValidationError when Spark would refuse ``plan`` (a :class:`.plan.JobPlan`)
+    at START.
+
+    ``session`` is the process's SparkSession; the check runs in a session clone with its
+    own temp views and streamjob's data sources (:func:`streamjob.engine.job_session`).
+
+    Raises:
+        ValidationError: "Spark cannot run this query as a stream: <Spark's reason>",
+            located at the job's select (Spark's positions are those of the planned SQL,
+            not of the script).
+    """
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from ..engine import job_session
+    from .plan import result_frame
+
+    clone = job_session(session, {})
+    with tempfile.TemporaryDirectory(prefix="streamjob-analyze-") as empty:
+        try:
+            df = result_frame(clone, plan, empty_dir=empty)
+            jvm = clone.sparkContext._jvm
+            mode = getattr(jvm.org.apache.spark.sql.streaming.OutputMode,
+                           plan.output_mode.capitalize())()
+            execution = df._jdf.queryExecution()
+            execution.assertAnalyzed()
+            jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker \
+                .checkForStreaming(execution.analyzed(), mode)
+        except (PySparkException, Py4JJavaError) as exc:
+            span = plan.query.select_span
+            message = f"Spark cannot run this query as a stream: {_reason(exc)}"
+            if span is None:
+                raise ValidationError(message) from None
+            raise ValidationError(message, line=span.line, column=span.column,
+                                  text=span.text) from None
+
+
+def _reason(exc: Exception) -> str:
+    """Spark's sentence without its error class, SQLSTATE and the plan it appends."""
+    from py4j.protocol import Py4JJavaError
+
+    if isinstance(exc, Py4JJavaError):
+        text = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+    else:
+        text = getattr(exc, "getMessage", lambda: str(exc))() or str(exc)
+    text = text.split(";\n", 1)[0].split("\n", 1)[0].strip()
+    if text.startswith("[") and "] " in text:  # [ERROR_CLASS] sentence
+        text = text.split("] ", 1)[1]
+    return re.sub(r"\s*SQLSTATE: \w+\.?", "", text).rstrip(";. ")
