@@ -71,12 +71,12 @@ def broker_errors(bootstrap: str, doing: str) -> Iterator[None]:
         raise ConnectorError(f"Kafka broker at {bootstrap} refused {doing}: {exc}") from None
 
 
-def _admin(bootstrap: str, timeout_ms: int):
+def _admin(bootstrap: str, timeout_ms: int, security: dict | None = None):
     from kafka.admin import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
                             request_timeout_ms=timeout_ms,
-                            bootstrap_timeout_ms=min(10_000, timeout_ms))
+                            bootstrap_timeout_ms=min(10_000, timeout_ms), **(security or {}))
 
 
 class GroupCommitter:
@@ -85,12 +85,14 @@ class GroupCommitter:
 
     Connects lazily at the first :meth:`commit` that has something to commit; after a
     failed commit the connection is dropped and the next commit connects again.
-    Thread-safe. ``timeout_ms`` bounds connecting and each commit.
+    Thread-safe. ``timeout_ms`` bounds connecting and each commit; ``security`` is the
+    sources' :class:`.kafka_security.KafkaSecurity` (default PLAINTEXT).
     """
 
     def __init__(self, bootstrap: str, group_id: str, topics: Iterable[str],
-                 timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+                 timeout_ms: int = DEFAULT_TIMEOUT_MS, security=None) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.group_id = group_id
         self.topics = frozenset(topics)
         self.timeout_ms = timeout_ms
@@ -110,6 +112,7 @@ class GroupCommitter:
             enable_auto_commit=False,
             request_timeout_ms=self.timeout_ms,
             bootstrap_timeout_ms=min(10_000, self.timeout_ms),
+            **(self.security.client_config() if self.security is not None else {}),
         )
 
     def commit(self, offsets: dict[str, dict[str, int]]) -> None:
@@ -158,7 +161,8 @@ class GroupCommitter:
 
 def committed_offsets(bootstrap: str, group_id: str, topic: str,
                       partitions: Iterable[int] | None = None,
-                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[int, int | None]:
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                      security: dict | None = None) -> dict[int, int | None]:
     """The offsets group ``group_id`` committed for ``topic``: ``{partition: next offset,
     or None where the group committed nothing}``, for ``partitions`` (default: every
     partition of the topic). Read with ``KafkaAdminClient.list_group_offsets``.
@@ -172,7 +176,7 @@ def committed_offsets(bootstrap: str, group_id: str, topic: str,
     admin = None
     try:
         with broker_errors(bootstrap, f"reading offsets of consumer group '{group_id}'"):
-            admin = _admin(bootstrap, timeout_ms)
+            admin = _admin(bootstrap, timeout_ms, security)
             if partitions is None:
                 described = admin.describe_topics([topic])
                 parts = sorted(p["partition_index"] for t in described if t["name"] == topic

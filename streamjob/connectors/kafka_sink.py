@@ -341,17 +341,20 @@ class KafkaSink:
 
         sp = self.spec
         servers = sp.bootstrap.split(",")
+        security = sp.security.client_config()  # SSL/SASL (kafka_security.py)
         try:
             self._meta = KafkaConsumer(
                 bootstrap_servers=servers,
                 group_id=self.marker_group if self.exactly_once else None,
                 enable_auto_commit=False, bootstrap_timeout_ms=self.timeout_ms,
-                request_timeout_ms=self.timeout_ms, client_id=f"streamjob-{self.job_name}-sink")
+                request_timeout_ms=self.timeout_ms, client_id=f"streamjob-{self.job_name}-sink",
+                **security)
             topics = self._meta.topics()
         except KafkaError as exc:
             self.close()
+            why = sp.security.explain(sp.bootstrap)
             raise ConnectorError(f"cannot reach Kafka broker at {sp.bootstrap} for topic "
-                                 f"'{sp.topic}': {exc}") from None
+                                 f"'{sp.topic}': {exc}" + (f"; {why}" if why else "")) from None
         if sp.topic not in topics:
             self.close()
             raise ConnectorError(f"topic '{sp.topic}' does not exist on Kafka broker "
@@ -362,7 +365,7 @@ class KafkaSink:
             allow_auto_create_topics=False, bootstrap_timeout_ms=self.timeout_ms,
             max_block_ms=self.timeout_ms, request_timeout_ms=self.timeout_ms,
             delivery_timeout_ms=self.delivery_timeout_ms, linger_ms=5,
-            metadata_max_age_ms=60_000, client_id=f"streamjob-{self.job_name}-sink")
+            metadata_max_age_ms=60_000, client_id=f"streamjob-{self.job_name}-sink", **security)
         if self.exactly_once:
             config.update(transactional_id=self.transactional_id,
                           transaction_timeout_ms=self.transaction_timeout_ms)
@@ -399,7 +402,8 @@ class KafkaSink:
         try:
             admin = KafkaAdminClient(bootstrap_servers=self.spec.bootstrap.split(","),
                                      request_timeout_ms=self.timeout_ms,
-                                     client_id=f"streamjob-{self.job_name}")
+                                     client_id=f"streamjob-{self.job_name}",
+                                     **self.spec.security.client_config())
             admin.delete_groups([self.marker_group])
         except (KafkaError, OSError, ValueError) as exc:
             log.warning("could not delete the marker group %s of job %s on Kafka broker "

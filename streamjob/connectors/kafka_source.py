@@ -68,6 +68,7 @@ from pyspark.sql.types import StructType
 from ..exceptions import ConnectorError
 from . import worker
 from .kafka_decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
+from .kafka_security import KafkaSecurity
 from .kafka_group import broker_errors, committed_offsets
 from .kafka_policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
 
@@ -103,10 +104,13 @@ class KafkaRange(InputPartition):
     end: int
 
 
-def _consumer(bootstrap: str, request_timeout_ms: int = 30_000, **extra):
-    """A kafka-python consumer without a group, or ConnectorError naming the address.
+def _consumer(bootstrap: str, request_timeout_ms: int = 30_000,
+              security: KafkaSecurity | None = None, **extra):
+    """A kafka-python consumer without a group, or ConnectorError naming the address
+    (and, with SSL/SASL ``security``, what went wrong: :meth:`KafkaSecurity.explain`).
 
     ``request_timeout_ms`` bounds each request; connecting waits min(it, 10 s)."""
+    security = security or KafkaSecurity()
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
@@ -118,10 +122,12 @@ def _consumer(bootstrap: str, request_timeout_ms: int = 30_000, **extra):
             request_timeout_ms=request_timeout_ms,
             metadata_max_age_ms=10_000,
             bootstrap_timeout_ms=min(10_000, request_timeout_ms),
-            **extra,
+            **extra, **security.client_config(),
         )
     except KafkaError as exc:
-        raise ConnectorError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+        why = security.explain(bootstrap)
+        raise ConnectorError(f"cannot reach Kafka broker at {bootstrap}: {exc}"
+                             + (f"; {why}" if why else "")) from None
 
 
 class KafkaStreamReader(DataSourceStreamReader):
@@ -149,6 +155,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         self.dead_letter = options.get("deadletter") or None  # DeadLetterTarget JSON
         self.fail_missing = (options.get("missingcolumns") or "count").lower() == "fail"
+        self.security = KafkaSecurity.from_options(options)  # SSL/SASL, references unresolved
         crcs = (options.get("checkcrcs") or "auto").strip().lower()
         if crcs not in ("auto", "true", "false"):
             raise ConnectorError(f"option checkCrcs must be auto, true or false, got '{crcs}'")
@@ -161,7 +168,7 @@ class KafkaStreamReader(DataSourceStreamReader):
     def _metadata(self):
         if self._meta is None:
             self._meta = _consumer(self.bootstrap, self.request_timeout_ms,
-                                   isolation_level=self.isolation)
+                                   self.security, isolation_level=self.isolation)
         return self._meta
 
     def _partitions(self) -> list:
@@ -215,7 +222,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                 f"the reset strategy 'committed' of topic '{self.topic}' needs a consumer "
                 f"group id (\"transwarp.consumer.group.id\", option groupId)")
         committed = committed_offsets(self.bootstrap, self.group_id, self.topic,
-                                      [tp.partition for tp in parts], self.request_timeout_ms)
+                                      [tp.partition for tp in parts], self.request_timeout_ms,
+                                      self.security.client_config())
         ends = self._ends(parts)
         out = {}
         for tp in parts:
@@ -365,6 +373,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             self.poll_timeout_ms, dead_letter=self.dead_letter,
             fail_on_data_loss=self.fail_on_data_loss, isolation_level=self.isolation,
             check_crcs=self.check_crcs, fail_missing_columns=self.fail_missing,
+            security=self.security,
         )
 
 
@@ -373,15 +382,17 @@ _CONSUMERS: dict[tuple, object] = {}
 keyed by (bootstrap, isolation level, check_crcs, batch rows)."""
 
 
-def _reader_consumer(bootstrap: str, isolation_level: str, check_crcs: bool, batch_rows: int):
+def _reader_consumer(bootstrap: str, isolation_level: str, check_crcs: bool, batch_rows: int,
+                     security: KafkaSecurity):
     """The worker's consumer for these settings, created on first use: a task saves the
     connection set-up and metadata round trips of a new consumer. Callers assign, seek
     and poll; on any error they call :func:`_drop_consumer`."""
-    key = (bootstrap, isolation_level, check_crcs, batch_rows)
+    key = (bootstrap, isolation_level, check_crcs, batch_rows, security)
     consumer = _CONSUMERS.get(key)
     if consumer is None:
         consumer = _consumer(bootstrap, isolation_level=isolation_level, check_crcs=check_crcs,
-                             max_poll_records=batch_rows, **READ_CONSUMER_SETTINGS)
+                             max_poll_records=batch_rows, security=security,
+                             **READ_CONSUMER_SETTINGS)
         _CONSUMERS[key] = consumer
     return key, consumer
 
@@ -401,7 +412,7 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                fail_on_data_loss: bool = True,
                isolation_level: str = "read_uncommitted",
                check_crcs: bool | None = None,
-               fail_missing_columns: bool = False) -> Iterator:
+               fail_missing_columns: bool = False, security=None) -> Iterator:
     """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
     A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
@@ -418,7 +429,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     ``check_crcs``: verify record batch CRCs (None: only with a native CRC-32C,
     :func:`native_crc32c`). ``fail_missing_columns``: a declared column that no record
     of the range carries raises ConnectorError after the last batch (:class:`ColumnCheck`,
-    ``"missing.columns"="fail"``)."""
+    ``"missing.columns"="fail"``). ``security``: the stream's
+    :class:`.kafka_security.KafkaSecurity` (None: PLAINTEXT)."""
     if check_crcs is None:
         check_crcs = native_crc32c()
     decode = _decoder(schema, fmt, delimiter, dead_letter)
@@ -426,7 +438,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     if fail_missing_columns:
         columns, plain = ColumnCheck(schema.names), decode
         decode = lambda records: columns.see(plain(records))  # noqa: E731
-    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows)
+    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
+                                     security or KafkaSecurity())
     tp = _tp(rng.topic, rng.partition)
     done = False
     try:
@@ -534,13 +547,15 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(schema, dict(self.options))
 
 
-def end_offsets(bootstrap: str, topic: str) -> Offsets:
-    """The broker's current end offsets of ``topic`` in the source's offset shape.
+def end_offsets(bootstrap: str, topic: str, security: KafkaSecurity | None = None) -> Offsets:
+    """The broker's current end offsets of ``topic`` in the source's offset shape;
+    ``security`` as the stream's (None: PLAINTEXT).
 
     Raises:
         ConnectorError: broker unreachable or topic missing.
     """
-    reader = KafkaStreamReader(StructType(), {"topic": topic, "bootstrap": bootstrap})
+    reader = KafkaStreamReader(StructType(), {"topic": topic, "bootstrap": bootstrap,
+                                              **(security or KafkaSecurity()).options()})
     try:
         return reader.reportLatestOffset()
     finally:

@@ -18,6 +18,7 @@ from typing import Mapping
 from .. import properties as registry
 from ..exceptions import ValidationError
 from .formats import FORMATS
+from .kafka_security import KafkaSecurity
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class KafkaSourceSpec:
     dead_letter: str | None = None
     isolation: str = "read_uncommitted"
     missing_columns: str = "count"
+    security: KafkaSecurity = KafkaSecurity()
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class KafkaTableSpec:
     format: str = "json"
     delimiter: str = ","
     key: str | None = None
+    security: KafkaSecurity = KafkaSecurity()
 
 
 def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
@@ -188,7 +191,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         fail_on_data_loss=typed.get("fail.on.data.loss", True),
         malformed=malformed, dead_letter=dead_letter,
         isolation=typed.get("kafka.isolation.level", "read_uncommitted"),
-        missing_columns=typed.get("missing.columns", "count"))
+        missing_columns=typed.get("missing.columns", "count"),
+        security=KafkaSecurity.from_properties(p, f"Kafka stream '{name}'"))
 
 
 def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) -> KafkaTableSpec:
@@ -209,7 +213,8 @@ def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) 
                               f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
     delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
     key = p.get("key", "").strip() or None
-    return KafkaTableSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, key)
+    return KafkaTableSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, key,
+                          KafkaSecurity.from_properties(p, f"Kafka table '{name}'"))
 
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,

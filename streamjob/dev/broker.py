@@ -54,9 +54,11 @@ class LocalBroker:
         return f"127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, port: int | None = None, timeout_s: float = 30.0) -> "LocalBroker":
+    def start(cls, port: int | None = None, timeout_s: float = 30.0,
+              advertised: str | None = None) -> "LocalBroker":
         """Start Tansu (memory storage) on ``port`` (a free one if None) and wait until
-        it accepts connections.
+        it accepts connections. ``advertised`` (``host:port``) is the address the broker
+        gives clients in its metadata (default its own): e.g. a TLS proxy in front of it.
 
         Raises:
             ConnectorError: the port is already in use, the binary is missing, or the
@@ -71,7 +73,8 @@ class LocalBroker:
         _refuse_taken(port)
         url = f"tcp://127.0.0.1:{port}"
         proc = subprocess.Popen(
-            [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [binary, "broker", "--listener-url", url, "--advertised-listener-url",
+             f"tcp://{advertised}" if advertised else url,
              "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )

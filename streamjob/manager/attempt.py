@@ -154,11 +154,12 @@ def group_committers(plan: JobPlan) -> list:
     group) of the job's Kafka sources; they connect lazily, at the first commit."""
     from ..connectors.kafka_group import GroupCommitter
 
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for src in plan.sources:
         if isinstance(src.spec, cspec.KafkaSourceSpec) and src.group_id:
-            groups.setdefault((src.spec.bootstrap, src.group_id), []).append(src.spec.topic)
-    return [GroupCommitter(b, g, topics) for (b, g), topics in groups.items()]
+            key = (src.spec.bootstrap, src.group_id, src.spec.security)
+            groups.setdefault(key, []).append(src.spec.topic)
+    return [GroupCommitter(b, g, topics, security=sec) for (b, g, sec), topics in groups.items()]
 
 
 def _commit_groups(committers: list) -> Callable | None:

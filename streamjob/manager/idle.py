@@ -26,7 +26,7 @@ def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
     targets: dict[str, dict[str, int]] = {}
     for src in plan.sources:
         if isinstance(src.spec, cspec.KafkaSourceSpec):
-            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic))
+            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic, src.spec.security))
         elif isinstance(src.spec, cspec.RateSourceSpec):
             raise JobError(
                 f"job {plan.qualified_name} reads the rate stream {src.stream.qualified_name}, "

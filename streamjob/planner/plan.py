@@ -274,7 +274,8 @@ def source_frame(session, src: Source, props: dict[str, Any]):
                   .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
                   .option("isolationLevel", sp.isolation)
                   .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"]))
-                  .option("missingColumns", sp.missing_columns))
+                  .option("missingColumns", sp.missing_columns)
+                  .options(**sp.security.resolved().options()))  # secrets: job start
         if src.group_id:
             reader = reader.option("groupId", src.group_id)
         if src.dead_letter is not None:

@@ -69,6 +69,32 @@ ENGINE = Registry([
 # --------------------------------------------------------------------- connectors
 
 _STREAM = ("kafka stream", "file stream", "rate stream")
+_KAFKA = ("kafka stream", "kafka table")
+_KAFKA_SECURITY = (  # streamjob/connectors/kafka_security.py
+    Property("kafka.security.protocol", "string", "PLAINTEXT",
+             "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's security.protocol), for "
+             "every client of the stream or table", scopes=_KAFKA),
+    Property("kafka.sasl.mechanism", "string", None,
+             "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (with SASL_PLAINTEXT or SASL_SSL)",
+             scopes=_KAFKA),
+    Property("kafka.sasl.username", "string", None, "the SASL user", scopes=_KAFKA),
+    Property("kafka.sasl.password", "string", None,
+             "the SASL password; write ${env:NAME} or ${file:/path} to keep it out of the "
+             "catalog (resolved when a client connects)", scopes=_KAFKA, secret=True),
+    Property("kafka.ssl.ca.location", "string", None,
+             "PEM file of the CA certificate(s) that verify the broker (default: the "
+             "system's)", scopes=_KAFKA),
+    Property("kafka.ssl.certificate.location", "string", None,
+             "PEM file of the client certificate (mutual TLS)", scopes=_KAFKA),
+    Property("kafka.ssl.key.location", "string", None, "PEM file of the client key",
+             scopes=_KAFKA),
+    Property("kafka.ssl.key.password", "string", None,
+             "password of the client key; ${env:NAME} or ${file:/path} as for "
+             "kafka.sasl.password", scopes=_KAFKA, secret=True),
+    Property("kafka.ssl.endpoint.identification.algorithm", "string", "https",
+             "https: the broker's host name must match its certificate; none: not checked",
+             scopes=_KAFKA),
+)
 _WATERMARK = [
     Property("watermark.column", "string", None,
              "event-time column of the stream (a timestamp); enables event-time windows",
@@ -116,6 +142,7 @@ CONNECTOR = Registry([
              "stops at the last stable offset (use it to read a Kafka table an exactly-once "
              "job writes); read_uncommitted reads every record (Kafka's and Spark's default)",
              choices=("read_uncommitted", "read_committed"), scopes=("kafka stream",)),
+    *_KAFKA_SECURITY,
     Property("malformed.policy", "choice", "fail",
              "a record that does not decode into the declared columns: fail (the job fails "
              "naming topic, partition and offset), skip (dropped and counted in DESCRIBE "

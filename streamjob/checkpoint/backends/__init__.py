@@ -43,7 +43,7 @@ def _no_kafka_source(job: str) -> PropertyError:
 
 
 def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | None = None,
-                 job: str = "") -> CheckpointBackend:
+                 job: str = "", security=None) -> CheckpointBackend:
     """Open the backend called ``name`` (a value of ``morphling.checkpoint.backend``).
 
     Args:
@@ -52,6 +52,8 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
         bootstrap: the Kafka bootstrap servers for the kafka backend (the job's first
             Kafka source), else ignored.
         job: ``db.job``, for messages.
+        security: that source's :class:`~streamjob.connectors.kafka_security.KafkaSecurity`
+            (SSL/SASL) for the kafka backend; None: PLAINTEXT.
 
     Returns an open backend; the caller closes it (``with open_backend(...) as b:``).
 
@@ -75,7 +77,7 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
             raise _no_kafka_source(job or "this job")
         from .kafka import KafkaBackend
 
-        return KafkaBackend(bootstrap)
+        return KafkaBackend(bootstrap, security=security)
     err = PropertyError(f"unknown {BACKEND_KEY} '{name}': use catalog, zookeeper or kafka")
     err.key, err.bad_value = BACKEND_KEY, True
     raise err
@@ -83,15 +85,27 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
 
 def kafka_bootstrap(plan: "JobPlan") -> str | None:
     """Bootstrap servers of the plan's first Kafka source, or None."""
+    spec = _kafka_source(plan)
+    return spec.bootstrap if spec is not None else None
+
+
+def _kafka_source(plan: "JobPlan"):
+    """The spec of the plan's first Kafka source (its broker holds the kafka backend's
+    topic, reached with the same SSL/SASL settings), or None."""
     for src in plan.sources:
         if isinstance(src.spec, cspec.KafkaSourceSpec):
-            return src.spec.bootstrap
+            return src.spec
     return None
 
 
 def stored_kafka_bootstrap(catalog: Catalog, job: JobInfo) -> str | None:
     """Bootstrap servers of a stored job's first Kafka source stream, from its catalog
     dependencies (registered in plan order: base sources first), or None."""
+    spec = _stored_kafka_source(catalog, job)
+    return spec.bootstrap if spec is not None else None
+
+
+def _stored_kafka_source(catalog: Catalog, job: JobInfo):
     for kind, db, name, role in job.dependencies:
         if kind != "stream" or role != "source":
             continue
@@ -100,7 +114,7 @@ def stored_kafka_bootstrap(catalog: Catalog, job: JobInfo) -> str | None:
             continue
         spec = cspec.source_spec(stream.name, stream.properties, stream.row_format)
         if isinstance(spec, cspec.KafkaSourceSpec):
-            return spec.bootstrap
+            return spec
     return None
 
 
@@ -123,8 +137,10 @@ def check_plan(plan: "JobPlan") -> None:
 def backend_for_plan(catalog: Catalog, home: Home, plan: "JobPlan") -> CheckpointBackend:
     """Open the backend of a planned job (the job manager, START ... FROM CHECKPOINT).
     Errors as :func:`open_backend`."""
+    spec = _kafka_source(plan)
     return open_backend(plan.props[BACKEND_KEY], catalog=catalog, home=home,
-                        bootstrap=kafka_bootstrap(plan), job=plan.qualified_name)
+                        bootstrap=spec and spec.bootstrap, job=plan.qualified_name,
+                        security=spec and spec.security)
 
 
 def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
@@ -137,6 +153,6 @@ def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
     if dry_run:
         return CatalogBackend(catalog)
     name = backend_name(job)
-    bootstrap = stored_kafka_bootstrap(catalog, job) if name == "kafka" else None
-    return open_backend(name, catalog=catalog, home=home, bootstrap=bootstrap,
-                        job=job.qualified_name)
+    spec = _stored_kafka_source(catalog, job) if name == "kafka" else None
+    return open_backend(name, catalog=catalog, home=home, bootstrap=spec and spec.bootstrap,
+                        job=job.qualified_name, security=spec and spec.security)

@@ -55,8 +55,10 @@ class KafkaBackend(CheckpointBackend):
     name = "kafka"
 
     def __init__(self, bootstrap: str, topic: str = DEFAULT_TOPIC,
-                 timeout_s: float = TIMEOUT_S) -> None:
+                 timeout_s: float = TIMEOUT_S, security=None) -> None:
         self.bootstrap = bootstrap
+        #: kafka-python SSL/SASL settings of the job's Kafka source (kafka_security.py)
+        self.security = security.client_config() if security is not None else {}
         self.topic = topic
         self.timeout_s = timeout_s
         self._producer = None
@@ -94,7 +96,7 @@ class KafkaBackend(CheckpointBackend):
         with self._errors(f"create topic {self.topic}"):
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
                                      bootstrap_timeout_ms=self._ms(),
-                                     request_timeout_ms=self._ms())
+                                     request_timeout_ms=self._ms(), **self.security)
             try:
                 admin.create_topics([NewTopic(self.topic, 1, -1,  # -1: the broker's replication
                                               topic_configs={"cleanup.policy": "compact"})])
@@ -112,7 +114,7 @@ class KafkaBackend(CheckpointBackend):
         with self._errors(f"describe topic {self.topic}"):
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
                                      bootstrap_timeout_ms=self._ms(),
-                                     request_timeout_ms=self._ms())
+                                     request_timeout_ms=self._ms(), **self.security)
             try:
                 res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic)],
                                              config_filter="all")
@@ -128,7 +130,8 @@ class KafkaBackend(CheckpointBackend):
             self._producer = KafkaProducer(
                 bootstrap_servers=self.bootstrap.split(","), batch_size=0, linger_ms=0,
                 bootstrap_timeout_ms=self._ms(), max_block_ms=self._ms(),
-                request_timeout_ms=self._ms(), delivery_timeout_ms=3 * self._ms())
+                request_timeout_ms=self._ms(), delivery_timeout_ms=3 * self._ms(),
+                **self.security)
         futures = [self._producer.send(self.topic, key=k.encode(), value=v) for k, v in records]
         self._producer.flush(timeout=3 * self.timeout_s)
         for f in futures:
@@ -144,7 +147,7 @@ class KafkaBackend(CheckpointBackend):
                 bootstrap_servers=self.bootstrap.split(","), group_id=None,
                 enable_auto_commit=False, bootstrap_timeout_ms=self._ms(),
                 request_timeout_ms=max(self._ms(), 30_000), metadata_max_age_ms=5_000,
-                fetch_max_wait_ms=100)
+                fetch_max_wait_ms=100, **self.security)
         consumer = self._consumer
         deadline = time.monotonic() + self.timeout_s
         parts = consumer.partitions_for_topic(self.topic)
