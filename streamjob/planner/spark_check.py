@@ -29,7 +29,9 @@ def refuse_what_spark_refuses(session, plan) -> None:
     at START.
 
     ``session`` is the process's SparkSession; the check runs in a session clone with its
-    own temp views and streamjob's data sources (:func:`streamjob.engine.job_session`).
+    own temp views. streamjob's Python data sources are not registered there (Spark 4
+    refuses a second registration of a name in some sessions, DATA_SOURCE_ALREADY_EXISTS,
+    and nothing is read here: sources are empty file streams).
 
     Raises:
         ValidationError: "Spark cannot run this query as a stream: <Spark's reason>",
@@ -39,10 +41,12 @@ def refuse_what_spark_refuses(session, plan) -> None:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from ..engine import job_session
+    from ..engine import SAFE_SQL_CONF
     from .plan import result_frame
 
-    clone = job_session(session, {})
+    clone = session.newSession()  # own temp views; no streamjob data source is read here
+    for key, value in SAFE_SQL_CONF.items():
+        clone.conf.set(key, value)
     with tempfile.TemporaryDirectory(prefix="streamjob-analyze-") as empty:
         try:
             df = result_frame(clone, plan, empty_dir=empty)
