@@ -31,7 +31,8 @@ def _worker(url: str, home: str, tag: str, barrier, results) -> None:
     catalog = Catalog(url)
     executor = Executor(catalog, Home.open(home))
     statements = parse_script(_script(tag))
-    race = parse_script('CREATE STREAMJOB race AS ("insert into t_a_0 select a from shared")')[0]
+    # into a table the parent made: the other worker may not have created its own yet
+    race = parse_script('CREATE STREAMJOB race AS ("insert into t_race select a from shared")')[0]
     barrier.wait()
     outcome = []
     for stmt in statements:
@@ -45,7 +46,8 @@ def _worker(url: str, home: str, tag: str, barrier, results) -> None:
 
 
 def test_two_processes_issue_statements_at_once(catalog_url, tmp_path):
-    Catalog(catalog_url).close()  # schema first, so that the race is on statements
+    with Catalog(catalog_url) as catalog:  # schema first, so that the race is on statements
+        catalog.create_table("default", "t_race", [{"name": "a", "type": "int"}], {})
     ctx = multiprocessing.get_context("fork")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(catalog_url, str(tmp_path / "home"), tag,
@@ -68,4 +70,4 @@ def test_two_processes_issue_statements_at_once(catalog_url, tmp_path):
             assert job.properties == {"morphling.checkpoint.retained": str(i + 1)}
             assert ("table", "default", f"t_{tag}_{i}", "sink") in job.dependencies
     assert [s.name for s in catalog.list_streams()] == ["shared"]
-    assert len(catalog.list_tables()) == 2 * OBJECTS
+    assert len(catalog.list_tables()) == 2 * OBJECTS + 1  # and t_race
