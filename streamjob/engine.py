@@ -238,7 +238,7 @@ def job_session(root, sql_conf: dict[str, str]):
     them by reference to their modules; on a cluster the executors import those from the
     package zip that :func:`spark_session` shipped before.
     """
-    from .connectors.kafka_source import KafkaDataSource
+    from .connectors.kafka.source import KafkaDataSource
     from .connectors.static import FileStaticDataSource, SqlStaticDataSource
 
     session = root.newSession()

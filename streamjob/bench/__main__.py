@@ -143,15 +143,23 @@ def _load_source(path: str):
     target = Path(__file__).with_name("_compare_source.py")
     if Path(path).is_file():
         text = Path(path).read_text()
-    else:  # a git revision: read-only `git show`
-        text = subprocess.run(["git", "show", f"{path}:streamjob/connectors/kafka_source.py"],
-                              cwd=Path(__file__).resolve().parents[2], capture_output=True,
-                              text=True, check=True).stdout
+    else:  # a git revision: read-only `git show` (the module moved in the house issue)
+        for rel in ("streamjob/connectors/kafka/source.py", "streamjob/connectors/kafka_source.py"):
+            shown = subprocess.run(["git", "show", f"{path}:{rel}"],
+                                   cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                                   text=True)
+            if shown.returncode == 0:
+                text = shown.stdout
+                break
+        else:
+            raise SystemExit(f"no Kafka source module in revision {path}")
     text = text.replace("from ..exceptions", "from streamjob.exceptions") \
         .replace("from . import worker", "from streamjob.connectors import worker") \
-        .replace("from .kafka_group", "from streamjob.connectors.kafka_group") \
-        .replace("from .formats", "from streamjob.connectors.formats") \
-        .replace("from .dead_letter", "from streamjob.connectors.dead_letter") \
+        .replace("from .kafka_group", "from streamjob.connectors.kafka.group") \
+        .replace("from .formats", "from streamjob.connectors.kafka.formats") \
+        .replace("from .dead_letter", "from streamjob.connectors.kafka.dead_letter") \
+        .replace("from .kafka_decode", "from streamjob.connectors.kafka.decode") \
+        .replace("from .kafka_security", "from streamjob.connectors.kafka.security") \
         .replace('SOURCE_NAME = "streamjob_kafka"', 'SOURCE_NAME = "streamjob_kafka_before"')
     target.write_text(text)
     from . import _compare_source

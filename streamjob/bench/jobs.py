@@ -106,8 +106,8 @@ def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
     Spark's checkpoint beside it; no catalog, no manager. Returns the StreamingQuery.
 
     ``source``: the data source class to register (default the current
-    :class:`~streamjob.connectors.kafka_source.KafkaDataSource`)."""
-    from ..connectors.kafka_source import KafkaDataSource
+    :class:`~streamjob.connectors.kafka.source.KafkaDataSource`)."""
+    from ..connectors.kafka.source import KafkaDataSource
 
     src = source or KafkaDataSource
     session = bench.spark().newSession()
@@ -145,7 +145,7 @@ def raw_consumer(bootstrap: str, topic: str, expected: int) -> float:
     ``topic``."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from ..connectors.kafka_source import READ_CONSUMER_SETTINGS, native_crc32c
+    from ..connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
 
     t0 = time.monotonic()
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,

@@ -34,14 +34,12 @@ from __future__ import annotations
 from .app import main
 from .jobs import drop, start, stop
 from .read import checkpoints, describe, list_jobs
-from .render import _render
 from .scripts import check, run, submit
 from .server import server
 from .shell import shell
 from .status import status
 
-# `_render`: the interactive shell prints statement results with it (shell/app.py)
-__all__ = ["main", "_render"]
+__all__ = ["main"]
 
 for _command in (run, server, submit, check, list_jobs, describe, checkpoints, start, stop,
                  drop, status, shell):

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..exceptions import StreamJobError
-from .render import _render
+from ..render import render
 
 if TYPE_CHECKING:
     from .app import _Context
@@ -36,7 +36,7 @@ def _execute_text(obj: _Context, text: str, source: str | None, executor,
             raise
         if executor.manager is None:
             result = _annotate(obj, stmt, result)
-        _render(result, as_json, compact=True)
+        render(result, as_json, compact=True)
 
 
 _NAME_PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
@@ -69,7 +69,7 @@ def _statement(obj: _Context, sql: str, as_json: bool) -> None:
     except StreamJobError as exc:
         exc.line = exc.column = exc.snippet = None
         raise
-    _render(_annotate(obj, stmt, result), as_json)
+    render(_annotate(obj, stmt, result), as_json)
 
 
 def _lease_holder(catalog):

@@ -50,7 +50,7 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     again resumes the jobs from their checkpoints.
     """
     from ..manager import JobManager
-    from ..manager.host import HostRegistration
+    from ..manager.liveness import HostRegistration
 
     host = HostRegistration(obj.catalog, obj.home.conf.get("spark.master", "local[*]"))
     manager = JobManager(obj.catalog, obj.home, debug=obj.debug, owner=host.server_id)

@@ -15,7 +15,7 @@ import click
 
 from .app import _Context, client_options
 from .execute import _NO_SERVER, _lease_holder, _server_label
-from .render import _console, _table
+from ..render import _console, _table
 
 
 @click.command()
@@ -53,9 +53,9 @@ _ACTIVE = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
 
 def _live_job_managers(catalog) -> set[str]:
     """Ids of the registered job managers (servers, `run`, shells) alive now: heartbeat
-    younger than manager.host.LIVE_WITHIN_MS on the catalog's clock, and on this host a
+    younger than manager.liveness.LIVE_WITHIN_MS on the catalog's clock, and on this host a
     process that exists."""
-    from ..manager.host import live_owner
+    from ..manager.liveness import live_owner
 
     return {s.server_id for s in catalog.list_servers() if live_owner(catalog, s.server_id)}
 

@@ -17,8 +17,8 @@ from typing import Mapping
 
 from .. import properties as registry
 from ..exceptions import ValidationError
-from .formats import FORMATS
-from .kafka_security import KafkaSecurity
+from .kafka.formats import FORMATS
+from .kafka.security import KafkaSecurity
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class KafkaTableSpec:
     ``delimiter``, Hive style) so that a Kafka stream with the same columns and format
     reads them back. ``key`` is the declared column whose value, as UTF-8 text, becomes
     the record key (None: records without a key). See
-    :mod:`streamjob.connectors.kafka_sink` for the delivery guarantees."""
+    :mod:`streamjob.connectors.kafka.sink` for the delivery guarantees."""
 
     topic: str
     bootstrap: str

@@ -86,7 +86,7 @@ class JobStatements:
             return Result(f"streamjob {db}.{name} can start{restored}")
         owner = getattr(self.manager, "owner", None)
         if owner:  # this process will run it: claim it before a server sees RUNNING
-            from ..manager.host import LIVE_WITHIN_MS, reap_local_dead
+            from ..manager.liveness import LIVE_WITHIN_MS, reap_local_dead
 
             reap_local_dead(self.catalog)
             other = self.catalog.claim_job(job.uid, owner, LIVE_WITHIN_MS)
@@ -212,7 +212,7 @@ class JobStatements:
         import time
 
         from ..catalog.watch import CatalogWatcher
-        from ..manager.host import live_owner
+        from ..manager.liveness import live_owner
 
         if self.dry_run:  # a scratch copy of the catalog: nobody runs its jobs
             return None
@@ -280,8 +280,8 @@ class JobStatements:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid
         and of checkpoint epoch ``epoch``): the marker rows of SQL tables, the marker
         consumer group of Kafka tables."""
-        from ..connectors.kafka_sink import KafkaSink
-        from ..connectors.sql_sink import SqlSink
+        from ..connectors.kafka.sink import KafkaSink
+        from ..connectors.sql.sink import SqlSink
 
         for kind, tdb, tname, role in job.dependencies:
             if role != "sink":
@@ -305,8 +305,8 @@ def check_sql_tables(plan) -> None:
         SchemaMismatch: an existing table lacks a declared column, has another type, an
             extra NOT NULL column, or no unique key on the upsert's primary key.
     """
-    from ..connectors.dead_letter import DeadLetterWriter
-    from ..connectors.sql_sink import SqlSink
+    from ..connectors.kafka.dead_letter import DeadLetterWriter
+    from ..connectors.sql.sink import SqlSink
     from ..exceptions import ConnectorError
 
     sinks = [DeadLetterWriter(s.dead_letter).sink for s in plan.sources if s.dead_letter]

@@ -20,8 +20,8 @@ from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
 from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
 from ..connectors import spec as cspec
-from ..connectors.kafka_sink import KafkaSink
-from ..connectors.sql_sink import SqlSink
+from ..connectors.kafka.sink import KafkaSink
+from ..connectors.sql.sink import SqlSink
 from ..exceptions import StreamJobError
 from ..planner.plan import START_POSITION, JobPlan, refuse_stale_manifest, start_query
 from .progress import ProgressReporter
@@ -142,7 +142,7 @@ def _prepare_dead_letters(plan: JobPlan) -> None:
         ConnectorError / ValidationError: the database is unreachable or the existing
             table does not fit its declaration.
     """
-    from ..connectors.dead_letter import DeadLetterWriter
+    from ..connectors.kafka.dead_letter import DeadLetterWriter
 
     for src in plan.sources:
         if src.dead_letter is not None:
@@ -150,9 +150,9 @@ def _prepare_dead_letters(plan: JobPlan) -> None:
 
 
 def group_committers(plan: JobPlan) -> list:
-    """One :class:`~streamjob.connectors.kafka_group.GroupCommitter` per (broker, consumer
+    """One :class:`~streamjob.connectors.kafka.group.GroupCommitter` per (broker, consumer
     group) of the job's Kafka sources; they connect lazily, at the first commit."""
-    from ..connectors.kafka_group import GroupCommitter
+    from ..connectors.kafka.group import GroupCommitter
 
     groups: dict[tuple, list[str]] = {}
     for src in plan.sources:
@@ -182,7 +182,7 @@ def _commit_groups(committers: list) -> Callable | None:
 
 def _kafka_batch_writer(sink: KafkaSink) -> Callable:
     """foreachBatch function of a Kafka table: the batch as Arrow, one transaction per
-    batch when exactly-once (see connectors/kafka_sink.py)."""
+    batch when exactly-once (see connectors/kafka/sink.py)."""
     def write(df, batch_id: int) -> None:
         sink.write_arrow(df.toArrow(), batch_id)
 
@@ -191,7 +191,7 @@ def _kafka_batch_writer(sink: KafkaSink) -> Callable:
 
 def _batch_writer(sink: SqlSink) -> Callable:
     """foreachBatch function of a SQL sink: the batch as Arrow, written in one transaction
-    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql_write.py)."""
+    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql/write.py)."""
     def write(df, batch_id: int) -> None:
         sink.write_arrow(df.toArrow(), batch_id)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..connectors import spec as cspec
-from ..connectors.kafka_source import end_offsets
+from ..connectors.kafka.source import end_offsets
 from ..exceptions import JobError
 from ..planner.plan import JobPlan
 

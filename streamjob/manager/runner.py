@@ -28,7 +28,7 @@ another job manager may already own the job.
 
 This module holds :class:`JobRunner`'s attempt loop, failover and stopping;
 :mod:`.attempt` wires one attempt into Spark (checkpoint directory, session, backend,
-recorder, sink, consumer-group committers) and releases it; :mod:`.registry` holds the
+recorder, sink, consumer-group committers) and releases it; :mod:`.job_manager` holds the
 :class:`JobManager` (the runners this process hosts, and its SparkSession).
 """
 
@@ -39,20 +39,23 @@ import re
 import random
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..checkpoint.backends import CheckpointBackend
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
 from ..checkpoint.recorder import CheckpointTracker
-from ..connectors.kafka_sink import KafkaSink
+from ..connectors.kafka.sink import KafkaSink
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..planner.plan import JobPlan, plan_job
 from .attempt import AttemptMixin, group_committers
 from .progress import ProgressReporter
-from .registry import JobManager
 
-__all__ = ["JobRunner", "JobManager", "error_summary", "group_committers",
+if TYPE_CHECKING:  # job_manager.py imports this module when it starts a runner
+    from .job_manager import JobManager
+
+__all__ = ["JobRunner", "error_summary", "group_committers",
            "MAX_BACKOFF_S", "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)

@@ -64,7 +64,6 @@ import signal
 import socket
 import threading
 import time
-import uuid
 from datetime import datetime
 from typing import Callable
 
@@ -72,8 +71,9 @@ from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..exceptions import JobError, StreamJobError
 from ..home import Home
-from .runner import JobManager, JobRunner
-from .host import LIVE_WITHIN_MS, live_owner
+from .job_manager import JobManager
+from .runner import JobRunner
+from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +83,6 @@ ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
 SHUTDOWN_TIMEOUT_S = 120.0
 #: Seconds between two prunes of dead servers' rows by the lease holder.
 PRUNE_EVERY_S = 30.0
-
-
-def new_server_id() -> str:
-    """``f"{hostname}:{pid}:{8 random hex digits}"``, the host name shortened so that the
-    id fits the catalog's 64 characters."""
-    suffix = f":{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    return socket.gethostname()[: 64 - len(suffix)] + suffix
 
 
 class JobServer:

@@ -32,7 +32,7 @@ def observe_source(df, src):
     stream's declared columns only."""
     from pyspark.sql import functions as F
 
-    from ..connectors.formats import MALFORMED_COLUMN
+    from ..connectors.kafka.formats import MALFORMED_COLUMN
 
     if src.tolerant:
         flag = F.col(f"`{MALFORMED_COLUMN}`")

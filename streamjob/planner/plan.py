@@ -174,8 +174,8 @@ def _source(lookup: Lookup, home: Home, database: str, job: str, st: StreamInfo,
         ValidationError: the dead-letter table does not exist, is not a SQL table, or
             declares a column that is not a field of a malformed record.
     """
-    from ..connectors.dead_letter import DeadLetterTarget, check_columns
-    from ..connectors.kafka_group import default_group_id
+    from ..connectors.kafka.dead_letter import DeadLetterTarget, check_columns
+    from ..connectors.kafka.group import default_group_id
 
     sp = cspec.source_spec(st.name, st.properties, st.row_format)
     if not isinstance(sp, cspec.KafkaSourceSpec):
@@ -261,7 +261,7 @@ def source_frame(session, src: Source, props: dict[str, Any]):
     """The streaming DataFrame of one stream (watermark applied if declared)."""
     from .. import types as sjtypes
 
-    from ..connectors.formats import MALFORMED_COLUMN
+    from ..connectors.kafka.formats import MALFORMED_COLUMN
 
     sp = src.spec
     st = src.stream

@@ -70,7 +70,7 @@ ENGINE = Registry([
 
 _STREAM = ("kafka stream", "file stream", "rate stream")
 _KAFKA = ("kafka stream", "kafka table")
-_KAFKA_SECURITY = (  # streamjob/connectors/kafka_security.py
+_KAFKA_SECURITY = (  # streamjob/connectors/kafka/security.py
     Property("kafka.security.protocol", "string", "PLAINTEXT",
              "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's security.protocol), for "
              "every client of the stream or table", scopes=_KAFKA),

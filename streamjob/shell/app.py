@@ -101,9 +101,9 @@ class Shell:
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
         tables, or JSON under ``\\json``)."""
-        from ..cli import _render
+        from ..render import render
 
-        _render(result, self.as_json)
+        render(result, self.as_json)
 
     # -- state ---------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Shell:
                 def spark(self):
                     return shell.spark()
 
-            from ..manager.host import HostRegistration
+            from ..manager.liveness import HostRegistration
 
             self.host = HostRegistration(self.catalog, self.home.conf.get("spark.master", "local[*]"))
             self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import sqlalchemy as sa
 
-from streamjob.connectors.file_table import read_table
+from streamjob.connectors.files.table import read_table
 
 LATE_COLS = ["year", "month", "day", "carrier", "flight", "origin", "dest", "dep_delay", "arr_delay"]
 

@@ -47,8 +47,8 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.connectors.file_table import committed_files
-from streamjob.connectors.kafka_source import end_offsets
+from streamjob.connectors.files.table import committed_files
+from streamjob.connectors.kafka.source import end_offsets
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import create_topic
 

@@ -19,7 +19,7 @@ from streamjob.catalog import Catalog
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import CHECKPOINT_DIR_KEY, Home
-from streamjob.manager.runner import JobManager
+from streamjob.manager import JobManager
 
 from .conftest import wait_for
 from .world import World

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import create_topic
 from streamjob.exceptions import CheckpointError, StreamJobError
-from streamjob.manager.runner import JobManager
+from streamjob.manager import JobManager
 
 from .world import World
 

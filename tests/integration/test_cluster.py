@@ -353,12 +353,12 @@ def test_the_shipped_zip_imports_where_streamjob_is_not_installed(python_without
     path = package_zip()
     assert package_zip() == path  # built once per process
     names = set(zipfile.ZipFile(path).namelist())
-    assert {"streamjob/__init__.py", "streamjob/connectors/kafka_source.py",
+    assert {"streamjob/__init__.py", "streamjob/connectors/kafka/source.py",
             "streamjob/grammar/streamsql.lark", "streamjob/resources/log4j2.properties"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     probe = (
         "import sys; sys.path.insert(1, sys.argv[1]);"
-        "import streamjob, streamjob.connectors.kafka_source, streamjob.connectors.static;"
+        "import streamjob, streamjob.connectors.kafka.source, streamjob.connectors.static;"
         "from importlib import resources;"
         "assert streamjob.__file__.startswith(sys.argv[1]), streamjob.__file__;"
         "print(resources.files('streamjob.grammar').joinpath('streamsql.lark').is_file())")

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from streamjob.connectors.file_table import committed_files, read_table
+from streamjob.connectors.files.table import committed_files, read_table
 from streamjob.exceptions import ValidationError
 from streamjob.planner.plan import Static, start_query, static_frame
 

@@ -1,6 +1,6 @@
 """A job run by ``streamjob run`` (or the shell) while a server holds the lease: the
 server leaves it to its live owner, and takes it over from its checkpoints once that
-process is killed (manager/host.py): two processes never run one job."""
+process is killed (manager/liveness.py): two processes never run one job."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.connectors.file_table import committed_files
+from streamjob.connectors.files.table import committed_files
 from streamjob.dev.broker import create_topic
 
 from .conftest import STREAMJOB

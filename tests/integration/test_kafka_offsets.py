@@ -18,8 +18,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from streamjob.connectors.kafka_group import GroupCommitter, committed_offsets, default_group_id
-from streamjob.connectors.kafka_source import KafkaRange, KafkaStreamReader, read_range
+from streamjob.connectors.kafka.group import GroupCommitter, committed_offsets, default_group_id
+from streamjob.connectors.kafka.source import KafkaRange, KafkaStreamReader, read_range
 from streamjob.dev.broker import LocalBroker, create_topic
 from streamjob.exceptions import ConnectorError
 
@@ -249,14 +249,14 @@ def test_lost_offsets_skipped_with_a_warning(broker, two_parts, caplog):
     bs = broker.bootstrap
     start = {two_parts: {"0": -2, "1": 0}}
     r = reader(bs, two_parts, failOnDataLoss="false")
-    caplog.set_level(logging.WARNING, logger="streamjob.connectors.kafka_source")
+    caplog.set_level(logging.WARNING, logger="streamjob.connectors.kafka.source")
     try:
         end = r.latestOffset(start, ALL)
         assert end == {two_parts: {"0": 3, "1": 2}}
         ranges = r.partitions(start, end)
         assert [(g.partition, g.start, g.end) for g in ranges] == [(0, 0, 3), (1, 0, 2)]
         warned = [rec for rec in caplog.records
-                  if rec.name == "streamjob.connectors.kafka_source"]
+                  if rec.name == "streamjob.connectors.kafka.source"]
         assert len(warned) == 1  # latestOffset and partitions report one loss once
         assert f"offsets -2..-1 of topic '{two_parts}' partition 0" in warned[0].getMessage()
         caplog.clear()

@@ -107,7 +107,7 @@ def test_a_job_reads_commits_checkpoints_and_writes_through_tls(world, tls):
     assert got == [(r["id"], r["amount"]) for r in records]
     assert proxy.handshakes > before
 
-    from streamjob.connectors.kafka_group import committed_offsets
+    from streamjob.connectors.kafka.group import committed_offsets
 
     assert committed_offsets(bootstrap, "tls_group", src, [0],
                              security=_ssl(ca)) == {0: N}  # the group commit went through TLS

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pytest
 
 from streamjob import types as sjtypes
-from streamjob.connectors.formats import RecordSlice, decode
-from streamjob.connectors.kafka_sink import KafkaSink, assign_partitions
-from streamjob.connectors.kafka_source import end_offsets
+from streamjob.connectors.kafka.formats import RecordSlice, decode
+from streamjob.connectors.kafka.sink import KafkaSink, assign_partitions
+from streamjob.connectors.kafka.source import end_offsets
 from streamjob.connectors.spec import KafkaTableSpec
 from streamjob.dev.broker import create_topic, free_port
 from streamjob.exceptions import ConnectorError
@@ -342,7 +342,7 @@ def expected(n: int) -> list[dict]:
 
 
 def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world, broker):
-    from streamjob.connectors.file_table import read_table
+    from streamjob.connectors.files.table import read_table
 
     topic = new_topic(broker, partitions=2)
     src = world.root / "orders"
@@ -458,7 +458,7 @@ def test_drop_streamjob_deletes_the_marker_group_of_its_kafka_table(world, broke
     import pyarrow as pa
     from kafka import KafkaAdminClient
 
-    from streamjob.connectors.kafka_sink import KafkaSink
+    from streamjob.connectors.kafka.sink import KafkaSink
     from streamjob.connectors.spec import spec_of_table
 
     topic = new_topic(broker)

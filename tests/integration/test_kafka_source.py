@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 
 from streamjob.catalog import Catalog
-from streamjob.connectors.kafka_source import KafkaRange, end_offsets, read_range
+from streamjob.connectors.kafka.source import KafkaRange, end_offsets, read_range
 from streamjob.dev.broker import create_topic
 from streamjob.dev.flights import replay
 from streamjob.exceptions import ConnectorError

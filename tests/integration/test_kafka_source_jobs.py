@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from kafka import KafkaAdminClient, KafkaProducer
 
 from streamjob.dev.broker import create_topic
-from streamjob.manager.runner import JobManager
+from streamjob.manager import JobManager
 
 from .world import World as BaseWorld
 
@@ -185,7 +185,7 @@ def test_offsets_are_committed_to_the_consumer_group_after_each_checkpoint(world
     topic, _, _ = events
     admin = KafkaAdminClient(bootstrap_servers=world.bootstrap)
     try:
-        from streamjob.connectors.kafka_source import end_offsets
+        from streamjob.connectors.kafka.source import end_offsets
 
         ends = end_offsets(world.bootstrap, topic)[topic]
         committed = admin.list_group_offsets("streamjob.default.skip_job")["streamjob.default.skip_job"]

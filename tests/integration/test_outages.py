@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import LocalBroker, create_topic
-from streamjob.manager.runner import JobManager
+from streamjob.manager import JobManager
 
 from .faults import broker_paused, database_down, scratch_database
 from .world import World

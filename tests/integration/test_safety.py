@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjob.connectors.file_table import read_table
+from streamjob.connectors.files.table import read_table
 
 from .world import SparkWorld
 

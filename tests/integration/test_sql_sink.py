@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from streamjob.connectors import sql_sink
+from streamjob.connectors.sql import sink as sql_sink
 from streamjob.connectors.spec import SqlTableSpec
-from streamjob.connectors.sql_sink import SqlSink
+from streamjob.connectors.sql.sink import SqlSink
 from streamjob.exceptions import ConnectorError, SchemaMismatch, ValidationError
 
 pytestmark = pytest.mark.integration

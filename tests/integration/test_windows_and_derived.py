@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from streamjob.connectors.file_table import read_table
+from streamjob.connectors.files.table import read_table
 
 from .world import SparkWorld
 

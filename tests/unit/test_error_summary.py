@@ -4,9 +4,9 @@ from streamjob.manager.runner import error_summary
 
 WORKER = """[STREAM_FAILED] Query [id = 7a10eb12, runId = 992b6067] terminated with exception: \
 [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
-  File "/work/main/streamjob/connectors/formats.py", line 107, in _decode_json
+  File "/work/main/streamjob/connectors/kafka/formats.py", line 107, in _decode_json
     raise MalformedRecord(records.topic, records.partition, offset, str(exc)) from None
-streamjob.connectors.formats.MalformedRecord: malformed record in topic 'faulty' partition 0 \
+streamjob.connectors.kafka.formats.MalformedRecord: malformed record in topic 'faulty' partition 0 \
 offset 2100: Expecting value: line 1 column 19 (char 18)
  SQLSTATE: 38000
 \tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:700)

@@ -4,7 +4,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from streamjob.connectors.formats import MalformedRecord, RecordSlice, decode
+from streamjob.connectors.kafka.formats import MalformedRecord, RecordSlice, decode
 from streamjob.types import arrow_schema
 
 COLS = [{"name": "id", "type": "int"}, {"name": "name", "type": "string"},
@@ -66,8 +66,8 @@ def test_raw_columns():
 
 # -- malformed records set aside ("malformed.policy" skip / dead-letter) ---------------
 
-from streamjob.connectors.dead_letter import DeadLetterTarget, check_columns, rows as dl_rows
-from streamjob.connectors.formats import MALFORMED_COLUMN, decode_tolerant, with_malformed
+from streamjob.connectors.kafka.dead_letter import DeadLetterTarget, check_columns, rows as dl_rows
+from streamjob.connectors.kafka.formats import MALFORMED_COLUMN, decode_tolerant, with_malformed
 from streamjob.exceptions import ValidationError
 
 
@@ -132,7 +132,7 @@ def test_json_fields_match_declared_camel_case_columns_then_ignoring_case():
 def test_column_check_fails_a_range_that_no_record_carries_a_column_of():
     """Issue 13 point 1 ("missing.columns"="fail"): judged over the whole range of a
     partition, malformed rows of a tolerant stream left out."""
-    from streamjob.connectors.kafka_decode import ColumnCheck
+    from streamjob.connectors.kafka.decode import ColumnCheck
     from streamjob.exceptions import ConnectorError
 
     schema = arrow_schema([{"name": "auction", "type": "bigint"},

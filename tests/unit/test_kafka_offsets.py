@@ -11,8 +11,8 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from streamjob.checkpoint.recorder import merge_offsets
 from streamjob.connectors import worker
-from streamjob.connectors.kafka_group import GroupCommitter, default_group_id
-from streamjob.connectors.kafka_source import (KafkaStreamReader, _cap, lost_start,
+from streamjob.connectors.kafka.group import GroupCommitter, default_group_id
+from streamjob.connectors.kafka.source import (KafkaStreamReader, _cap, lost_start,
                                                parse_offsets, reset_strategy)
 from streamjob.exceptions import ConnectorError
 from streamjob.manager.idle import reached
@@ -81,9 +81,9 @@ def test_lost_start_fails_or_warns_naming_topic_partition_and_offsets(caplog):
                        match=r"offsets 4\.\.9 of topic 't' partition 3 are no longer on the "
                              r"broker .*\"fail.on.data.loss\"=\"false\""):
         lost_start("t", 3, 4, 10, True)
-    caplog.set_level(logging.WARNING, logger="streamjob.connectors.kafka_source")
+    caplog.set_level(logging.WARNING, logger="streamjob.connectors.kafka.source")
     assert lost_start("t", 3, 4, 10, False) == 10
-    [rec] = [r for r in caplog.records if r.name == "streamjob.connectors.kafka_source"]
+    [rec] = [r for r in caplog.records if r.name == "streamjob.connectors.kafka.source"]
     assert rec.levelno == logging.WARNING
     assert "offsets 4..9 of topic 't' partition 3" in rec.getMessage()
     assert "continues at offset 10" in rec.getMessage()
@@ -118,13 +118,13 @@ def test_kafka_source_warnings_reach_stderr_in_a_pyspark_worker_process():
     code = (
         "import sys, types\n"
         "sys.modules['__main__'].__spec__ = types.SimpleNamespace(name='pyspark.daemon')\n"
-        "from streamjob.connectors.kafka_source import lost_start\n"
+        "from streamjob.connectors.kafka.source import lost_start\n"
         "print(lost_start('clicks', 2, 5, 9, False))\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "9"
-    assert ("streamjob WARNING streamjob.connectors.kafka_source: offsets 5..8 of topic "
+    assert ("streamjob WARNING streamjob.connectors.kafka.source: offsets 5..8 of topic "
             "'clicks' partition 2 are no longer on the broker") in res.stderr
     assert not logging.getLogger("streamjob").handlers

@@ -7,7 +7,7 @@ import pytest
 
 from streamjob import properties as jp
 from streamjob.connectors import spec as cspec
-from streamjob.connectors.kafka_security import KafkaSecurity
+from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.exceptions import ConnectorError, ValidationError
 
 BASE = {"topic": "t", "kafka.broker.list": "b:9092"}

@@ -2,7 +2,7 @@
 
 The encoder's contract is that a Kafka stream with the same columns and format reads its
 records back: every round trip here goes through the stream decoder
-(:func:`streamjob.connectors.formats.decode`)."""
+(:func:`streamjob.connectors.kafka.formats.decode`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 
 from streamjob import types as sjtypes
 from streamjob.connectors import spec as cspec
-from streamjob.connectors.formats import RecordSlice, decode
-from streamjob.connectors.kafka_sink import KafkaSink, assign_partitions, encode_records
+from streamjob.connectors.kafka.formats import RecordSlice, decode
+from streamjob.connectors.kafka.sink import KafkaSink, assign_partitions, encode_records
 from streamjob.exceptions import ConnectorError, PropertyError, ValidationError
 
 from . import planning

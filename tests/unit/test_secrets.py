@@ -63,8 +63,8 @@ def test_a_secret_reference_reaches_the_driver_never_the_catalog(tmp_path, monke
     import sqlalchemy as sa
 
     from streamjob.connectors.spec import SqlTableSpec
-    from streamjob.connectors.sql_engine import engine_for
-    from streamjob.connectors.sql_sink import SqlSink
+    from streamjob.connectors.sql.engine import engine_for
+    from streamjob.connectors.sql.sink import SqlSink
     from streamjob.exceptions import ConnectorError
     from streamjob.executor import Executor
     from streamjob.grammar import parse_script

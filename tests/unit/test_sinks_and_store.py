@@ -6,9 +6,9 @@ import pytest
 import sqlalchemy as sa
 
 from streamjob.checkpoint import store
-from streamjob.connectors.file_table import committed_files
+from streamjob.connectors.files.table import committed_files
 from streamjob.connectors.spec import SqlTableSpec
-from streamjob.connectors.sql_sink import SqlSink
+from streamjob.connectors.sql.sink import SqlSink
 from streamjob.exceptions import CheckpointError, ConnectorError, SchemaMismatch
 
 COLS = [{"name": "carrier", "type": "string"}, {"name": "month", "type": "int"},

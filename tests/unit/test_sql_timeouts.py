@@ -12,9 +12,9 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from streamjob.connectors import sql_engine
+from streamjob.connectors.sql import engine as sql_engine
 from streamjob.connectors.spec import SqlTableSpec
-from streamjob.connectors.sql_sink import SqlSink
+from streamjob.connectors.sql.sink import SqlSink
 from streamjob.exceptions import ConnectorError
 
 PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")

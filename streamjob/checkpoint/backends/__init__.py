@@ -52,7 +52,7 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
         bootstrap: the Kafka bootstrap servers for the kafka backend (the job's first
             Kafka source), else ignored.
         job: ``db.job``, for messages.
-        security: that source's :class:`~streamjob.connectors.kafka_security.KafkaSecurity`
+        security: that source's :class:`~streamjob.connectors.kafka.security.KafkaSecurity`
             (SSL/SASL) for the kafka backend; None: PLAINTEXT.
 
     Returns an open backend; the caller closes it (``with open_backend(...) as b:``).

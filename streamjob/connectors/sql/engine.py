@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 _ENGINES: dict[str, Engine] = {}
 
@@ -63,7 +63,7 @@ def engine_for(url: str) -> Engine:
     """
     eng = _ENGINES.get(url)
     if eng is None:
-        from ..secrets import resolve
+        from streamjob.secrets import resolve
 
         written, url = url, resolve(url, "a SQL table's \"url\"")  # ${env:X}, ${file:/p}
         kwargs: dict[str, Any] = {"connect_args": _timeouts(url)}
@@ -80,7 +80,7 @@ def engine_for(url: str) -> Engine:
 def _mask(url: str) -> str:
     """The URL fit for output (streamjob/secrets.py: passwords with '/', '@', blanks,
     ``?password=``)."""
-    from ..secrets import mask_url
+    from streamjob.secrets import mask_url
 
     return mask_url(url)
 

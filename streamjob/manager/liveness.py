@@ -12,7 +12,10 @@ dead (killed); its jobs are then free to be resumed from their checkpoints.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 
 from ..catalog import Catalog
 
@@ -85,7 +88,6 @@ class HostRegistration:
         import os
         import socket
 
-        from .server import new_server_id
 
         self.catalog = catalog
         self.server_id = new_server_id()
@@ -145,3 +147,10 @@ class HostRegistration:
             self.catalog.unregister_server(self.server_id)
         except Exception as exc:  # noqa: BLE001 - a dead row is pruned later anyway
             log.warning("could not unregister %s: %s", self.server_id, exc)
+
+
+def new_server_id() -> str:
+    """``f"{hostname}:{pid}:{8 random hex digits}"``, the host name shortened so that the
+    id fits the catalog's 64 characters."""
+    suffix = f":{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return socket.gethostname()[: 64 - len(suffix)] + suffix

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 FORMATS = ("json", "delimited", "raw")
 RAW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")

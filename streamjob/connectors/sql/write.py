@@ -1,5 +1,5 @@
 """The write path of the SQL sink: how the rows of a micro-batch reach the database,
-inside the transaction :class:`~streamjob.connectors.sql_sink.SqlSink` opens for them.
+inside the transaction :class:`~streamjob.connectors.sql.sink.SqlSink` opens for them.
 
 How rows travel (:meth:`SqlSink.write_arrow`, the fast path fed with ``df.toArrow()``):
 
@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from sqlalchemy.engine import Connection
 
-from ..exceptions import ConnectorError, ValidationError
-from .sql_engine import _norm
+from streamjob.exceptions import ConnectorError, ValidationError
+from streamjob.connectors.sql.engine import _norm
 
 INSERT_CHUNK_ROWS = 5_000     # rows per executemany on the generic path
 SQLITE_CHUNK_ROWS = 20_000    # rows converted and inserted at a time on SQLite
@@ -41,7 +41,7 @@ STAGE_TABLE = "streamjob_stage"
 
 class ArrowWrite:
     """The rows of one batch into the table, on the transaction's connection: a base
-    class of :class:`~streamjob.connectors.sql_sink.SqlSink` (uses its ``spec``,
+    class of :class:`~streamjob.connectors.sql.sink.SqlSink` (uses its ``spec``,
     ``table``, ``upsert`` and ``_by_lower``)."""
 
     def _write_arrow_rows(self, conn: Connection, table: pa.Table) -> None:
@@ -124,7 +124,7 @@ class ArrowWrite:
 def _arrow_type(type_text: str) -> pa.DataType | None:
     """The Arrow type of a declared column for :meth:`SqlSink.write_batch`; None when
     there is none (complex types)."""
-    from .. import types as sjtypes
+    from streamjob import types as sjtypes
 
     t = _norm(type_text)
     if t == "timestamp_ntz":

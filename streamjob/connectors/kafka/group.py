@@ -36,7 +36,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 DEFAULT_TIMEOUT_MS = 30_000
 """Bound on each broker request of this module (ms); connecting waits min(it, 10 s)."""

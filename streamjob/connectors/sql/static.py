@@ -8,8 +8,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ...exceptions import ConnectorError
-from .common import (DEFAULT_BATCH_ROWS, SQL_SOURCE_NAME, _arrow_schema, _options,
+from streamjob.exceptions import ConnectorError
+from streamjob.connectors.static_base import (DEFAULT_BATCH_ROWS, SQL_SOURCE_NAME, _arrow_schema, _options,
                      arrow_column, column_map)
 
 
@@ -18,7 +18,7 @@ def _sql_target(url: str, table: str):
     allowed) at ``url``."""
     import sqlalchemy as sa
 
-    from ..sql_sink import _mask, engine_for
+    from streamjob.connectors.sql.sink import _mask, engine_for
 
     schema, _, name = table.rpartition(".")
     return (engine_for(url), sa.table(name, schema=schema or None),

@@ -30,7 +30,7 @@ def _decoder(schema: StructType, fmt: str, delimiter: str,
     first; what it cannot take whole goes to :mod:`.formats`, which names bad records."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from .formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
+    from streamjob.connectors.kafka.formats import MALFORMED_COLUMN, decode, decode_tolerant, with_malformed
 
     arrow = to_arrow_schema(schema, timezone="UTC")  # TIMESTAMP: instants in UTC
     tolerant_stream = MALFORMED_COLUMN in arrow.names
@@ -46,7 +46,7 @@ def _decoder(schema: StructType, fmt: str, delimiter: str,
         return strict
     writer = None
     if dead_letter:
-        from .dead_letter import DeadLetterTarget, DeadLetterWriter
+        from streamjob.connectors.kafka.dead_letter import DeadLetterTarget, DeadLetterWriter
 
         writer = DeadLetterWriter(DeadLetterTarget.from_option(dead_letter))
 
@@ -167,7 +167,7 @@ class ColumnCheck:
     """
 
     def __init__(self, names) -> None:
-        from .formats import MALFORMED_COLUMN
+        from streamjob.connectors.kafka.formats import MALFORMED_COLUMN
 
         self.names = [n for n in names if n != MALFORMED_COLUMN]
         self.carried: set[str] = set()
@@ -177,7 +177,7 @@ class ColumnCheck:
         """Note which declared columns ``batch`` (pa.RecordBatch) carries; returns it."""
         import pyarrow.compute as pc
 
-        from .formats import MALFORMED_COLUMN
+        from streamjob.connectors.kafka.formats import MALFORMED_COLUMN
 
         table = batch
         if MALFORMED_COLUMN in batch.schema.names:
@@ -191,7 +191,7 @@ class ColumnCheck:
 
     def check(self, topic: str, partition: int, start: int, end: int) -> None:
         """Raise ConnectorError when records were read and a declared column was in none."""
-        from ..exceptions import ConnectorError
+        from streamjob.exceptions import ConnectorError
 
         missing = [n for n in self.names if n not in self.carried]
         if self.rows and missing:

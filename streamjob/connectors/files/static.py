@@ -12,8 +12,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ...exceptions import ConnectorError
-from .common import (DEFAULT_BATCH_ROWS, FILE_SOURCE_NAME, HIVE_NULL, STATIC_FILE_FORMATS,
+from streamjob.exceptions import ConnectorError
+from streamjob.connectors.static_base import (DEFAULT_BATCH_ROWS, FILE_SOURCE_NAME, HIVE_NULL, STATIC_FILE_FORMATS,
                      _arrow_schema, _cast, _options, arrow_column)
 
 
@@ -46,7 +46,7 @@ def table_files(location: str, partitioned_by: Sequence[str] = ()) -> list[tuple
     without a directory is absent). Honours the ``_spark_metadata`` manifest
     (:func:`.file_table.committed_files`); skips hidden files and directories. A missing
     location has no files; a location naming a file is that file."""
-    from ..file_table import committed_files
+    from streamjob.connectors.files.table import committed_files
 
     root = _root(location)
     if root.is_file():

@@ -18,8 +18,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from ..exceptions import ValidationError
-from .formats import MalformedRecord
+from streamjob.exceptions import ValidationError
+from streamjob.connectors.kafka.formats import MalformedRecord
 
 FIELDS = ("stream", "topic", "partition", "offset", "key", "value", "timestamp", "error")
 """The columns a dead-letter table may declare (by name, any order, any subset)."""
@@ -95,8 +95,8 @@ class DeadLetterWriter:
     """
 
     def __init__(self, target: DeadLetterTarget) -> None:
-        from .spec import SqlTableSpec
-        from .sql_sink import SqlSink
+        from streamjob.connectors.spec import SqlTableSpec
+        from streamjob.connectors.sql.sink import SqlSink
 
         self.target = target
         self.sink = SqlSink(SqlTableSpec(target.url, target.table, target.primary_key),

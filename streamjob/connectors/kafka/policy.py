@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 # the source's warnings, under the source's name (what users see in the logs)
-log = logging.getLogger("streamjob.connectors.kafka_source")
+log = logging.getLogger("streamjob.connectors.kafka.source")
 
 
 STRATEGIES = ("earliest", "latest", "committed")

@@ -84,9 +84,9 @@ class JobManager:
 
         Raises:
             JobError: another live process (a server, a shell, ``streamjob run``) runs
-                the job (``manager/host.py``): two runners must never share a checkpoint.
+                the job (``manager/liveness.py``): two runners must never share a checkpoint.
         """
-        from .host import LIVE_WITHIN_MS, live_owner, reap_local_dead
+        from .liveness import LIVE_WITHIN_MS, live_owner, reap_local_dead
 
         with self._lock:
             runner = self.runners.get(job.uid)

@@ -90,8 +90,8 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
-from ..exceptions import ConnectorError, ValidationError
-from .spec import KafkaTableSpec, check_kafka_key
+from streamjob.exceptions import ConnectorError, ValidationError
+from streamjob.connectors.spec import KafkaTableSpec, check_kafka_key
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,16 @@ static side reads then depends on the relation:
 
 So both sources here do all their work in ``read``:
 
-``streamjob_sql`` (:class:`.sql.SqlStaticDataSource`)
+``streamjob_sql`` (:class:`.sql.static.SqlStaticDataSource`)
     The whole SQL table through SQLAlchemy, one query per micro-batch (one
     transaction: a consistent snapshot per batch). Options: ``url`` (an SQLAlchemy URL),
     ``table`` (``name`` or ``schema.name``: a PostgreSQL schema, an attached SQLite
     database), ``batchRows`` (rows per Arrow batch, default 50,000).
 
-``streamjob_files`` (:class:`.files.FileStaticDataSource`)
+``streamjob_files`` (:class:`.files.static.FileStaticDataSource`)
     The files of a file table on a local or ``file:`` location, listed at every
     micro-batch: the files the ``_spark_metadata`` manifest lists when there is one
-    (:func:`..file_table.committed_files`), otherwise every file not hidden (no path
+    (:func:`.files.table.committed_files`), otherwise every file not hidden (no path
     component under the location starting with ``.`` or ``_``, except ``_col=value``).
     Options: ``location``, ``format`` (parquet, json or csv), ``header`` (``true``: the
     first line of each CSV file is skipped), ``partitionedBy`` (comma-separated partition
@@ -32,7 +32,7 @@ So both sources here do all their work in ``read``:
     ``__HIVE_DEFAULT_PARTITION__`` is NULL), ``partitions`` (read tasks; each file goes
     to one task by a hash of its path), ``batchRows``. A location that does not exist
     reads as an empty table; a file deleted between listing and reading is skipped.
-    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.is_local` tells the
+    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.is_local` tells the
     planner to use Spark's reader, which lists them once at job start.
 
 Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
@@ -40,14 +40,14 @@ TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``).
 are matched to the declared ones by name, case-insensitively (SQL tables: by position
 when some declared name is missing but the column counts agree; CSV files: by position,
 as Spark reads them); values are converted to the declared types (see
-:func:`.common.arrow_column`); a value that cannot be is a :class:`ConnectorError` naming the
+:func:`.static_base.arrow_column`); a value that cannot be is a :class:`ConnectorError` naming the
 table or file, the column and the value.
 """
 
-from .. import worker
-from .common import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
-from .files import FileStaticDataSource, absolute, is_local, read_file_table, table_files
-from .sql import SqlStaticDataSource, check_sql_table, read_sql_table
+from . import worker
+from .static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
+from .files.static import FileStaticDataSource, absolute, is_local, read_file_table, table_files
+from .sql.static import SqlStaticDataSource, check_sql_table, read_sql_table
 
 worker.install()  # connector warnings visible in pyspark's Python workers
 

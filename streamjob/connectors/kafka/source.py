@@ -40,7 +40,7 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
   the job still needs that the broker no longer has (below a partition's beginning
   offset: retention or a truncation removed them) fail the job with a ConnectorError
   naming topic, partition and offsets; with ``false`` the reader skips to the beginning
-  offset and logs a warning (logger ``streamjob.connectors.kafka_source``) naming them.
+  offset and logs a warning (logger ``streamjob.connectors.kafka.source``) naming them.
   Checked on the driver (``latestOffset``, ``partitions``) and in ``read``.
 - ``requestTimeoutMs`` — bound on each driver-side broker request (default 30000, at
   least 1000); connecting waits at most min(it, 10000) ms. An unreachable broker is a
@@ -65,17 +65,17 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from ..exceptions import ConnectorError
-from . import worker
-from .kafka_decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
-from .kafka_security import KafkaSecurity
-from .kafka_group import broker_errors, committed_offsets
-from .kafka_policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
+from streamjob.exceptions import ConnectorError
+from streamjob.connectors import worker
+from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
+from streamjob.connectors.kafka.security import KafkaSecurity
+from streamjob.connectors.kafka.group import broker_errors, committed_offsets
+from streamjob.connectors.kafka.policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
 
 worker.install()  # in pyspark's source runner / Python workers: warnings to stderr, and a
 # quiet exit when Spark stops the runner
 
-log = logging.getLogger(__name__)  # "streamjob.connectors.kafka_source"
+log = logging.getLogger(__name__)  # "streamjob.connectors.kafka.source"
 
 SOURCE_NAME = "streamjob_kafka"
 DEFAULT_BATCH_ROWS = 50_000
@@ -502,7 +502,7 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
 def _slice(rng: KafkaRange, offsets: list, values: list, keys: list, stamps: list,
            meta: bool):
     """A :class:`.formats.RecordSlice`; without ``meta`` keys and timestamps are None."""
-    from .formats import RecordSlice
+    from streamjob.connectors.kafka.formats import RecordSlice
 
     if not meta:
         keys = stamps = [None] * len(offsets)

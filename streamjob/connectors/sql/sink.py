@@ -33,17 +33,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..exceptions import ConnectorError, SchemaMismatch
-from .spec import SqlTableSpec
-from .sql_engine import _ENGINES, _mask, engine_for, sql_type
-from .sql_schema import SchemaCheck, _column_family, type_family
-from .sql_write import (COPY_CHUNK_ROWS, INSERT_CHUNK_ROWS, SQLITE_CHUNK_ROWS, STAGE_TABLE,
+from streamjob.exceptions import ConnectorError, SchemaMismatch
+from streamjob.connectors.spec import SqlTableSpec
+from streamjob.connectors.sql.engine import _ENGINES, _mask, engine_for, sql_type
+from streamjob.connectors.sql.schema import SchemaCheck, _column_family, type_family
+from streamjob.connectors.sql.write import (COPY_CHUNK_ROWS, INSERT_CHUNK_ROWS, SQLITE_CHUNK_ROWS, STAGE_TABLE,
                         ArrowWrite, _arrow_type)
 
 __all__ = ["SqlSink", "SchemaMismatch", "engine_for", "sql_type", "type_family",
            "MARKER_TABLE"]
 # importable from here as before the sink was split into modules: the write path's
-# sizes, the engine cache and URL masking (connectors/static/sql.py), column families
+# sizes, the engine cache and URL masking (connectors/sql/static.py), column families
 __all__ += ["INSERT_CHUNK_ROWS", "SQLITE_CHUNK_ROWS", "COPY_CHUNK_ROWS", "STAGE_TABLE",
             "_ENGINES", "_mask", "_column_family"]
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from ..exceptions import ValidationError
+from streamjob.exceptions import ValidationError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -128,7 +128,7 @@ class KafkaSecurity:
         """
         if self.plaintext:
             return {}
-        from ..secrets import resolve
+        from streamjob.secrets import resolve
 
         out: dict[str, Any] = {"security_protocol": self.protocol}
         if self.protocol.startswith("SASL_"):
@@ -155,7 +155,7 @@ class KafkaSecurity:
         """
         from dataclasses import replace
 
-        from ..secrets import resolve
+        from streamjob.secrets import resolve
 
         return replace(self, **{f: resolve(getattr(self, f), f"\"{_NAMES[f]}\"")
                                 for f in SECRETS if getattr(self, f)})

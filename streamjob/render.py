@@ -1,5 +1,5 @@
-"""Output of the command line: a statement's result as rich tables and its message, or
-as JSON (indented, or one compact document per line)."""
+"""How a statement's result is shown, by the command line and the shell alike: rich
+tables and its message, or JSON (indented, or one compact document per line)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 200)
 
 
-def _render(result, as_json: bool, compact: bool = False) -> None:
+def render(result, as_json: bool, compact: bool = False) -> None:
     """Print a statement's :class:`~streamjob.executor.Result`: its tables (rich) and
     message, or with ``as_json`` its JSON (indented, or on one line when ``compact``)."""
     if as_json:

@@ -1,6 +1,6 @@
 """The schema check of the SQL sink: does an existing table fit its declaration?
 
-:class:`SchemaCheck` (a base of :class:`~streamjob.connectors.sql_sink.SqlSink`) holds
+:class:`SchemaCheck` (a base of :class:`~streamjob.connectors.sql.sink.SqlSink`) holds
 :meth:`~SchemaCheck.check`, which raises :class:`~streamjob.exceptions.SchemaMismatch`
 naming every mismatching column. Types are compared by family (:func:`type_family` of
 the declared StreamSQL type, :func:`_column_family` of the reflected column type), not
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..exceptions import SchemaMismatch
-from .sql_engine import _DECIMAL, _mask, _norm
+from streamjob.exceptions import SchemaMismatch
+from streamjob.connectors.sql.engine import _DECIMAL, _mask, _norm
 
 
 # -- type families (the schema check) ------------------------------------------------
@@ -69,7 +69,7 @@ def _type_text(col_type: sa.types.TypeEngine, dialect) -> str:
 
 
 class SchemaCheck:
-    """The schema check of :class:`~streamjob.connectors.sql_sink.SqlSink` (a base
+    """The schema check of :class:`~streamjob.connectors.sql.sink.SqlSink` (a base
     class of it: uses its ``spec``, ``columns``, ``upsert``, ``engine`` and
     ``_unreachable``)."""
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructType
 
-from ...exceptions import ConnectorError
+from ..exceptions import ConnectorError
 
 
 SQL_SOURCE_NAME = "streamjob_sql"
