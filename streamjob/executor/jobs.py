@@ -280,19 +280,18 @@ class JobStatements:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid
         and of checkpoint epoch ``epoch``): the marker rows of SQL tables, the marker
         consumer group of Kafka tables."""
-        from ..connectors.kafka.sink import KafkaSink
-        from ..connectors.sql.sink import SqlSink
+        from ..connectors.sinks import table_sink
 
         for kind, tdb, tname, role in job.dependencies:
             if role != "sink":
                 continue
             table = self.catalog.get_table(tdb, tname)
-            spec = table and cspec.spec_of_table(table)
+            if table is None:
+                continue
+            spec = cspec.spec_of_table(table)
             for key in {job.uid, identity.marker_key(job.uid, epoch)}:
-                if isinstance(spec, cspec.SqlTableSpec):
-                    SqlSink(spec, table.columns, key, True, False).purge_markers()
-                elif isinstance(spec, cspec.KafkaTableSpec):
-                    KafkaSink(spec, table.columns, key, job.qualified_name, True).purge_markers()
+                table_sink(table, spec, marker=key, job=job.qualified_name,
+                           exactly_once=True).purge_markers()
 
 
 def check_sql_tables(plan) -> None:
@@ -306,13 +305,12 @@ def check_sql_tables(plan) -> None:
             extra NOT NULL column, or no unique key on the upsert's primary key.
     """
     from ..connectors.kafka.dead_letter import DeadLetterWriter
-    from ..connectors.sql.sink import SqlSink
+    from ..connectors.sinks import table_sink
     from ..exceptions import ConnectorError
 
     sinks = [DeadLetterWriter(s.dead_letter).sink for s in plan.sources if s.dead_letter]
-    if isinstance(plan.sink_spec, cspec.SqlTableSpec):
-        sinks.append(SqlSink(plan.sink_spec, plan.sink.columns, "check",
-                             exactly_once=False, upsert=plan.output_mode == "update"))
+    sinks.append(table_sink(plan.sink, plan.sink_spec, marker="check", job=plan.qualified_name,
+                            exactly_once=False, upsert=plan.output_mode == "update"))
     for sink in sinks:
         try:
             sink.check()

@@ -3,7 +3,8 @@
 :meth:`AttemptMixin._start` prepares and starts the query: the checkpoint directory
 (a temporary one without durable checkpoints), the job's session clone, the checkpoint
 backend and the logic fingerprint, the checkpoint recorder and progress reporter, the
-dead-letter tables, the consumer-group committers, and the SQL or Kafka table sink; the
+dead-letter tables, the consumer-group committers, and the table sink
+(:func:`~streamjob.connectors.sinks.table_sink`); the
 ``_close_*``/``_cleanup_temp`` methods release them after the attempt.
 """
 
@@ -20,10 +21,9 @@ from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
 from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
 from ..connectors import spec as cspec
-from ..connectors.kafka.sink import KafkaSink
-from ..connectors.sql.sink import SqlSink
+from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
-from ..planner.plan import START_POSITION, JobPlan, refuse_stale_manifest, start_query
+from ..planner.plan import START_POSITION, JobPlan, start_query
 from .progress import ProgressReporter
 
 # the runner's logger: records keep the name they had before this module was split off
@@ -57,9 +57,13 @@ class AttemptMixin:
         if durable:  # whose directory, which epoch; a lost one is refused (identity.py)
             ident = identity.prepare(ckdir, self.job, self.backend.latest(self.job))
             marker = identity.marker_key(self.job.uid, ident.epoch)
+        sink = table_sink(plan.sink, plan.sink_spec, marker=marker, job=self.job.qualified_name,
+                          exactly_once=plan.guarantee == "exactly-once",
+                          upsert=plan.output_mode == "update", checkpointed=durable)
+        if durable:
             fresh = not store.log_ids(ckdir, "offsets")
             if fresh:
-                refuse_stale_manifest(plan)
+                sink.on_new_checkpoint()  # e.g. a file table whose manifest lists batches
             if fresh and ident.start:  # START ... FROM EARLIEST | LATEST | TIMESTAMP
                 plan = dataclasses.replace(plan, props={**plan.props, START_POSITION: ident.start})
         if durable:  # refuse checkpoints of a different logic (DESIGN §4)
@@ -86,25 +90,14 @@ class AttemptMixin:
                                       on_progress=self.progress.on_progress,
                                       on_idle=self.progress.on_idle)
         session.streams.addListener(recorder)
-        writer = None
-        if isinstance(plan.sink_spec, cspec.SqlTableSpec):
-            sink = SqlSink(plan.sink_spec, plan.sink.columns, marker,
-                           exactly_once=plan.guarantee == "exactly-once",
-                           upsert=plan.output_mode == "update")
-            sink.prepare()
-            writer = _batch_writer(sink)
-        if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
-            self.kafka_sink = KafkaSink(plan.sink_spec, plan.sink.columns, marker,
-                                        self.job.qualified_name,
-                                        exactly_once=plan.guarantee == "exactly-once")
-            self.kafka_sink.prepare()
-            writer = _kafka_batch_writer(self.kafka_sink)
-        return start_query(session, plan, ckdir, writer)
+        self.sink = sink
+        sink.prepare()
+        return start_query(session, plan, ckdir, sink)
 
-    def _close_kafka_sink(self) -> None:
-        """Close the Kafka table sink of the attempt (its producer); the next attempt's
-        sink fences it anyway (KIP-98)."""
-        sink, self.kafka_sink = self.kafka_sink, None
+    def _close_sink(self) -> None:
+        """Close the table sink of the attempt (a Kafka table's producer; the next
+        attempt's sink fences it anyway, KIP-98)."""
+        sink, self.sink = self.sink, None
         if sink is not None:
             sink.close()
 
@@ -178,21 +171,3 @@ def _commit_groups(committers: list) -> Callable | None:
                             batch_id, exc)
 
     return commit
-
-
-def _kafka_batch_writer(sink: KafkaSink) -> Callable:
-    """foreachBatch function of a Kafka table: the batch as Arrow, one transaction per
-    batch when exactly-once (see connectors/kafka/sink.py)."""
-    def write(df, batch_id: int) -> None:
-        sink.write_arrow(df.toArrow(), batch_id)
-
-    return write
-
-
-def _batch_writer(sink: SqlSink) -> Callable:
-    """foreachBatch function of a SQL sink: the batch as Arrow, written in one transaction
-    (COPY on PostgreSQL, batched inserts on SQLite; see connectors/sql/write.py)."""
-    def write(df, batch_id: int) -> None:
-        sink.write_arrow(df.toArrow(), batch_id)
-
-    return write

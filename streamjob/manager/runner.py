@@ -46,7 +46,6 @@ from ..catalog.records import JobInfo
 from ..checkpoint.backends import CheckpointBackend
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
 from ..checkpoint.recorder import CheckpointTracker
-from ..connectors.kafka.sink import KafkaSink
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..planner.plan import JobPlan, plan_job
 from .attempt import AttemptMixin, group_committers
@@ -115,7 +114,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
         self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
         self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
-        self.kafka_sink: KafkaSink | None = None  # Kafka table sink of the current attempt
+        self.sink = None  # the TableSink of the current attempt (connectors/sinks.py)
         self.committers: list = []  # Kafka consumer-group committers of the current attempt
         self.progress: ProgressReporter | None = None  # progress writer of the current attempt
 
@@ -250,7 +249,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                     _stop_quietly(self.query)
                 self._cleanup_temp()
                 self._close_backend()
-                self._close_kafka_sink()
+                self._close_sink()
             if self._stop_requested.is_set():
                 self.ended_by_request = True
                 self._end(run_id, "STOPPED", "stopped")

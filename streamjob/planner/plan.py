@@ -14,9 +14,8 @@ and the sink starts with the job's checkpoint directory and trigger interval.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from ..catalog import Catalog
 from ..catalog.records import StreamInfo, TableInfo
@@ -385,109 +384,30 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
                        for c, t in zip(df.columns, targets)])
 
 
-def start_query(session, plan: JobPlan, checkpoint_dir: str,
-                batch_writer: Callable | None = None):
+def start_query(session, plan: JobPlan, checkpoint_dir: str, sink=None):
     """Start the job's streaming query in ``session``; returns the StreamingQuery.
 
-    ``batch_writer(df, batch_id)`` is the foreachBatch function for SQL and Kafka sinks
-    (built by the manager so that it can carry the sink object)."""
+    ``sink`` is the job's :class:`~streamjob.connectors.sinks.TableSink`, prepared (the
+    job manager builds it with the job's markers); None builds and prepares one here with
+    the job's name as its marker key (tests, one-off queries)."""
+    from ..connectors.sinks import table_sink
+
+    if sink is None:
+        sink = table_sink(plan.sink, plan.sink_spec, marker=plan.qualified_name,
+                          job=plan.qualified_name, exactly_once=plan.guarantee == "exactly-once",
+                          upsert=plan.output_mode == "update",
+                          checkpointed=plan.props["morphling.job.enable.checkpoint"])
+        sink.prepare()
     df = result_frame(session, plan)
     interval = int(plan.props["morphling.job.checkpoint.interval"])
     writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
               .outputMode(plan.output_mode)
               .option("checkpointLocation", checkpoint_dir)
               .trigger(processingTime=f"{interval} milliseconds"))
-    sp = plan.sink_spec
-    if isinstance(sp, cspec.FileTableSpec) and not plan.props["morphling.job.enable.checkpoint"]:
-        writer = writer.foreachBatch(_plain_file_writer(plan))
-    elif isinstance(sp, cspec.FileTableSpec):
-        writer = writer.format(sp.format).option("path", sp.location)
-        if sp.format == "csv":
-            writer = writer.option("header", "false")
-        if sp.partitioned_by:
-            writer = writer.partitionBy(*sp.partitioned_by)
-    elif isinstance(sp, cspec.SqlTableSpec):
-        writer = writer.foreachBatch(batch_writer)
-    elif isinstance(sp, cspec.ConsoleTableSpec):
-        writer = writer.format("console").option("truncate", "false")
-    elif isinstance(sp, cspec.KafkaTableSpec):
-        if batch_writer is None:
-            raise ValidationError(f"Kafka table {plan.sink.qualified_name} is written through "
-                                  "a foreachBatch function (KafkaSink); none was given")
-        writer = writer.foreachBatch(batch_writer)
-    else:
-        raise ValidationError(f"table {plan.sink.qualified_name} cannot be written by a job yet")
-    return writer.start()
+    return sink.attach(writer).start()
 
 
 #: A plan property set for the first start of a new checkpoint epoch (START STREAMJOB j
 #: FROM EARLIEST | LATEST | TIMESTAMP t): the Kafka sources' starting position, instead of
 #: each stream's reset strategy (streamjob/checkpoint/identity.py).
 START_POSITION = "streamjob.start.position"
-
-
-def refuse_stale_manifest(plan: JobPlan) -> None:
-    """Refuse a new checkpoint (batch ids from 0) writing to a file table whose location
-    already holds Spark's file-sink manifest: Spark's file sink skips every batch at or
-    below the manifest's last one ("Skipping already committed batch"), so the job's first
-    batches would be lost silently (issue 13 point 2).
-
-    Raises:
-        JobError: the manifest holds batches; names the table, its location and the ways out.
-    """
-    from pathlib import Path
-    from urllib.parse import urlparse
-
-    from ..exceptions import JobError
-
-    sp = plan.sink_spec
-    if not isinstance(sp, cspec.FileTableSpec) or urlparse(sp.location).scheme not in ("", "file"):
-        return
-    meta = Path(urlparse(sp.location).path if sp.location.startswith("file:") else sp.location) / "_spark_metadata"
-    batches = [int(n.split(".")[0]) for n in (os.listdir(meta) if meta.is_dir() else [])
-               if n.split(".")[0].isdigit()]
-    if batches:
-        raise JobError(
-            f"table {plan.sink.qualified_name} at {sp.location} holds a file-sink manifest up "
-            f"to batch {max(batches)}, written by an earlier job or checkpoint epoch; Spark's "
-            f"file sink would skip the first {max(batches) + 1} batches of job "
-            f"{plan.qualified_name}'s new checkpoint. Write to a new table or LOCATION, or "
-            f"move {meta} away (readers then see every file there)")
-
-
-def _plain_file_writer(plan: JobPlan) -> Callable:
-    """foreachBatch writer of a file table for a job WITHOUT checkpoints (guarantee none).
-
-    Spark's file sink keeps a manifest (``_spark_metadata``) keyed by batch id and skips
-    any batch at or below its last entry; a job without checkpoints starts at batch 0 on
-    every start, so the file sink would silently drop its output after a restart. Such a
-    job appends each batch's files directly instead (what it writes after a restart is
-    visible, repeated or not, as DESIGN §6 says for "none").
-
-    Raises:
-        ValidationError: the location already holds a file-sink manifest (written by a
-            checkpointed job): readers honour only the manifest and would not see plain
-            files, so the job must write elsewhere.
-    """
-    from pathlib import Path
-    from urllib.parse import urlparse
-
-    sp = plan.sink_spec
-    loc = sp.location
-    local = urlparse(loc).scheme in ("", "file")
-    if local and (Path(urlparse(loc).path if loc.startswith("file:") else loc) / "_spark_metadata").exists():
-        raise ValidationError(
-            f"table {plan.sink.qualified_name} at {loc} was written by a checkpointed job "
-            f"(its _spark_metadata manifest decides what readers see), so job "
-            f"{plan.qualified_name}, which has morphling.job.enable.checkpoint=false, cannot "
-            f"add files there: write to another table or enable checkpoints")
-
-    def write(df, batch_id: int) -> None:
-        w = df.write.mode("append").format(sp.format)
-        if sp.format == "csv":
-            w = w.option("header", "false")
-        if sp.partitioned_by:
-            w = w.partitionBy(*sp.partitioned_by)
-        w.save(loc)
-
-    return write

@@ -303,20 +303,15 @@ class World(SparkWorld):
     def start_kafka(self, job: str, query: str, uid: str):
         """Plan and start ``job``; a Kafka table sink is built as the runner builds it.
         Returns ``(plan, query, sink)`` (sink None for other tables)."""
-        from streamjob.connectors import spec as cspec
+        from streamjob.connectors.sinks import KafkaTableSink, table_sink
         from streamjob.planner.plan import start_query
 
         plan = self.plan(job, query)
-        sink = None
-        if isinstance(plan.sink_spec, cspec.KafkaTableSpec):
-            sink = KafkaSink(plan.sink_spec, plan.sink.columns, uid, plan.qualified_name,
-                             exactly_once=plan.guarantee == "exactly-once")
-            sink.prepare()
-
-        def writer(df, batch_id):
-            sink.write_arrow(df.toArrow(), batch_id)
-        query = start_query(self.session, plan, str(self.root / "checkpoints" / job),
-                            writer if sink is not None else None)
+        table = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,
+                           exactly_once=plan.guarantee == "exactly-once")
+        table.prepare()
+        sink = table.kafka if isinstance(table, KafkaTableSink) else None
+        query = start_query(self.session, plan, str(self.root / "checkpoints" / job), table)
         return plan, query, sink
 
 

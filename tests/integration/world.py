@@ -59,13 +59,13 @@ class SparkWorld(World):
 
         return plan_job(self.catalog, self.home, "default", job, query, {**FAST, **(props or {})})
 
-    def start(self, job: str, query: str, props: dict | None = None, writer=None):
+    def start(self, job: str, query: str, props: dict | None = None, sink=None):
         """Plan ``job`` and start its query (checkpoints under ``root/checkpoints/job``);
-        ``writer`` is the foreachBatch function of sinks that need one."""
+        ``sink`` is its TableSink (None: built and prepared by ``start_query``)."""
         from streamjob.planner.plan import start_query
 
         plan = self.plan(job, query, props)
-        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job), writer)
+        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job), sink)
 
     def close(self) -> None:
         for q in self.session.streams.active:

@@ -54,20 +54,20 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from streamjob.exceptions import ConnectorError
 from streamjob.connectors import worker
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
+from streamjob.connectors.kafka.read import (  # noqa: F401 - the executor side, also exported
+    DEFAULT_BATCH_ROWS, READ_CONSUMER_SETTINGS, KafkaRange, Offsets, _consumer, _tp, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.group import broker_errors, committed_offsets
 from streamjob.connectors.kafka.policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
@@ -78,58 +78,6 @@ worker.install()  # in pyspark's source runner / Python workers: warnings to std
 log = logging.getLogger(__name__)  # "streamjob.connectors.kafka.source"
 
 SOURCE_NAME = "streamjob_kafka"
-DEFAULT_BATCH_ROWS = 50_000
-"""Rows per Arrow batch handed to Spark by ``read`` (bounds executor memory)."""
-
-READ_CONSUMER_SETTINGS = dict(
-    fetch_max_bytes=64 << 20,            # per fetch response
-    max_partition_fetch_bytes=16 << 20,  # per partition in a response
-    fetch_min_bytes=1, fetch_max_wait_ms=100,
-    receive_buffer_bytes=4 << 20,        # socket buffer: fewer reads per large fetch
-)
-"""kafka-python settings of the executor's consumer (bytes, ms); the benchmark's raw
-consumer anchor uses the same (``streamjob.bench``)."""
-
-Offsets = dict[str, dict[str, int]]
-"""``{topic: {partition (str): next offset}}``, the checkpointed offset of this source."""
-
-
-@dataclass(frozen=True)
-class KafkaRange(InputPartition):
-    """Records ``[start, end)`` of one topic partition: one Spark task."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-
-def _consumer(bootstrap: str, request_timeout_ms: int = 30_000,
-              security: KafkaSecurity | None = None, **extra):
-    """A kafka-python consumer without a group, or ConnectorError naming the address
-    (and, with SSL/SASL ``security``, what went wrong: :meth:`KafkaSecurity.explain`).
-
-    ``request_timeout_ms`` bounds each request; connecting waits min(it, 10 s)."""
-    security = security or KafkaSecurity()
-    from kafka import KafkaConsumer
-    from kafka.errors import KafkaError
-
-    try:
-        return KafkaConsumer(
-            bootstrap_servers=bootstrap.split(","),
-            group_id=None,
-            enable_auto_commit=False,
-            request_timeout_ms=request_timeout_ms,
-            metadata_max_age_ms=10_000,
-            bootstrap_timeout_ms=min(10_000, request_timeout_ms),
-            **extra, **security.client_config(),
-        )
-    except KafkaError as exc:
-        why = security.explain(bootstrap)
-        raise ConnectorError(f"cannot reach Kafka broker at {bootstrap}: {exc}"
-                             + (f"; {why}" if why else "")) from None
-
-
 class KafkaStreamReader(DataSourceStreamReader):
     """Plans micro-batches over a Kafka topic; see the module docstring for the contract."""
 
@@ -375,144 +323,6 @@ class KafkaStreamReader(DataSourceStreamReader):
             check_crcs=self.check_crcs, fail_missing_columns=self.fail_missing,
             security=self.security,
         )
-
-
-_CONSUMERS: dict[tuple, object] = {}
-"""Executor consumers kept between tasks of one Python worker (Spark reuses workers),
-keyed by (bootstrap, isolation level, check_crcs, batch rows)."""
-
-
-def _reader_consumer(bootstrap: str, isolation_level: str, check_crcs: bool, batch_rows: int,
-                     security: KafkaSecurity):
-    """The worker's consumer for these settings, created on first use: a task saves the
-    connection set-up and metadata round trips of a new consumer. Callers assign, seek
-    and poll; on any error they call :func:`_drop_consumer`."""
-    key = (bootstrap, isolation_level, check_crcs, batch_rows, security)
-    consumer = _CONSUMERS.get(key)
-    if consumer is None:
-        consumer = _consumer(bootstrap, isolation_level=isolation_level, check_crcs=check_crcs,
-                             max_poll_records=batch_rows, security=security,
-                             **READ_CONSUMER_SETTINGS)
-        _CONSUMERS[key] = consumer
-    return key, consumer
-
-
-def _drop_consumer(key: tuple) -> None:
-    consumer = _CONSUMERS.pop(key, None)
-    if consumer is not None:
-        try:
-            consumer.close()
-        except Exception:  # noqa: BLE001 - a broken consumer is being discarded
-            pass
-
-
-def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
-               delimiter: str, poll_timeout_ms: int = 120_000,
-               batch_rows: int = DEFAULT_BATCH_ROWS, *, dead_letter: str | None = None,
-               fail_on_data_loss: bool = True,
-               isolation_level: str = "read_uncommitted",
-               check_crcs: bool | None = None,
-               fail_missing_columns: bool = False, security=None) -> Iterator:
-    """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
-
-    A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
-    (``"malformed.policy"`` skip or dead-letter): malformed records become rows carrying
-    their error there; ``dead_letter`` (a :class:`.dead_letter.DeadLetterTarget` option
-    string) also writes them to the dead-letter table before the batch is yielded.
-
-    Offsets of the range below the partition's beginning offset (lost to retention) raise
-    ConnectorError naming them, or with ``fail_on_data_loss`` False are skipped with a
-    logged warning (:func:`lost_start`); an unreachable broker is a ConnectorError naming
-    its address. With ``isolation_level`` ``read_committed`` records of aborted
-    transactions (and transaction markers) are not returned; the end offsets the driver
-    plans with are then the last stable offsets (Kafka's ListOffsets rule).
-    ``check_crcs``: verify record batch CRCs (None: only with a native CRC-32C,
-    :func:`native_crc32c`). ``fail_missing_columns``: a declared column that no record
-    of the range carries raises ConnectorError after the last batch (:class:`ColumnCheck`,
-    ``"missing.columns"="fail"``). ``security``: the stream's
-    :class:`.kafka_security.KafkaSecurity` (None: PLAINTEXT)."""
-    if check_crcs is None:
-        check_crcs = native_crc32c()
-    decode = _decoder(schema, fmt, delimiter, dead_letter)
-    meta = fmt == "raw" or decode.tolerant  # keys and timestamps only where they are used
-    if fail_missing_columns:
-        columns, plain = ColumnCheck(schema.names), decode
-        decode = lambda records: columns.see(plain(records))  # noqa: E731
-    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
-                                     security or KafkaSecurity())
-    tp = _tp(rng.topic, rng.partition)
-    done = False
-    try:
-        consumer.assign([tp])
-        with broker_errors(bootstrap, f"reading the beginning offset of '{rng.topic}' "
-                                      f"partition {rng.partition}"):
-            earliest = consumer.beginning_offsets([tp])[tp]
-        start = lost_start(rng.topic, rng.partition, rng.start, earliest, fail_on_data_loss)
-        if start >= rng.end:
-            done = True
-            return
-        rng = dataclasses.replace(rng, start=start)
-        consumer.seek(tp, rng.start)
-        offsets: list = []
-        values: list = []
-        keys: list = []
-        stamps: list = []
-        position = rng.start
-        idle_since = time.monotonic()
-        while position < rng.end:
-            polled = consumer.poll(timeout_ms=500).get(tp, [])
-            if not polled:
-                if (time.monotonic() - idle_since) * 1000 > poll_timeout_ms:
-                    raise ConnectorError(
-                        f"no records from Kafka broker {bootstrap} for topic '{rng.topic}' "
-                        f"partition {rng.partition} at offset {position} "
-                        f"within {poll_timeout_ms} ms (expected up to offset {rng.end - 1})"
-                    )
-                position = max(position, consumer.position(tp))
-                continue
-            idle_since = time.monotonic()
-            if polled[-1].offset >= rng.end:  # past the range: keep what lies inside
-                polled = [rec for rec in polled if rec.offset < rng.end]
-                if not polled:
-                    position = rng.end
-                    continue
-            offsets += [rec.offset for rec in polled]
-            values += [rec.value for rec in polled]
-            if meta:
-                keys += [rec.key for rec in polled]
-                stamps += [rec.timestamp for rec in polled]
-            position = max(position, polled[-1].offset + 1)
-            while len(offsets) >= batch_rows:
-                yield decode(_slice(rng, offsets[:batch_rows], values[:batch_rows],
-                                    keys[:batch_rows], stamps[:batch_rows], meta))
-                offsets, values = offsets[batch_rows:], values[batch_rows:]
-                keys, stamps = keys[batch_rows:], stamps[batch_rows:]
-        if offsets:
-            yield decode(_slice(rng, offsets, values, keys, stamps, meta))
-        if fail_missing_columns:
-            columns.check(rng.topic, rng.partition, rng.start, rng.end)
-        done = True
-    finally:
-        if done:
-            consumer.unsubscribe()  # assignment released; the connection stays for the next task
-        else:
-            _drop_consumer(key)  # an error or an abandoned generator: start clean next time
-
-
-def _slice(rng: KafkaRange, offsets: list, values: list, keys: list, stamps: list,
-           meta: bool):
-    """A :class:`.formats.RecordSlice`; without ``meta`` keys and timestamps are None."""
-    from streamjob.connectors.kafka.formats import RecordSlice
-
-    if not meta:
-        keys = stamps = [None] * len(offsets)
-    return RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps)
-
-
-def _tp(topic: str, partition: int):
-    from kafka import TopicPartition
-
-    return TopicPartition(topic, partition)
 
 
 def _cap(start: dict[int, int], ends: dict[int, int], max_rows: int) -> dict[int, int]:

@@ -1,0 +1,239 @@
+"""Which sink a table is, answered once: the :class:`TableSink` contract and its factory
+:func:`table_sink` (DESIGN §6, §7). The job manager (start an attempt), the planner's
+query start (attach the sink to Spark's writer), START (check a SQL table's schema) and
+DROP STREAMJOB (purge the exactly-once markers) all go through it.
+
+The kinds and what they guarantee:
+
+* SQL table (:class:`SqlTableSink`): foreachBatch, one transaction per micro-batch with
+  the job's marker row (exactly-once), or plain inserts/upserts (at-least-once);
+* Kafka table (:class:`KafkaTableSink`): foreachBatch, one Kafka transaction per
+  micro-batch with the marker committed in it (exactly-once), or idempotent produce;
+* file table (:class:`FileTableSink`): Spark's file sink and its ``_spark_metadata``
+  manifest (exactly-once with checkpoints); without checkpoints each batch's files are
+  appended directly (guarantee none, DESIGN §6);
+* console table (:class:`ConsoleTableSink`): Spark's console sink (no guarantee).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+from urllib.parse import urlparse
+
+from ..exceptions import JobError, ValidationError
+from . import spec as cspec
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TableSink", "table_sink", "SqlTableSink", "KafkaTableSink", "FileTableSink",
+           "ConsoleTableSink"]
+
+
+class TableSink(Protocol):
+    """What a job writes to. Built by :func:`table_sink`; nothing is contacted until a
+    method below is called.
+
+    * ``check()``: refuse a table whose existing shape does not fit its declaration (SQL:
+      :class:`~streamjob.exceptions.SchemaMismatch`); an unreachable system is a
+      ConnectorError the caller may downgrade to a warning. Others: nothing.
+    * ``prepare()``: before the query starts (create or check the SQL table, connect the
+      Kafka producer and fence earlier attempts). Raises ConnectorError.
+    * ``on_new_checkpoint()``: the job's checkpoint starts over (batch ids from 0); a file
+      table whose manifest already lists batches refuses (JobError), since Spark's file
+      sink would skip them.
+    * ``attach(writer)``: a ``DataStreamWriter`` set up to write here; returns it.
+    * ``purge_markers()``: DROP STREAMJOB: remove this job's exactly-once markers (SQL
+      marker rows, the Kafka marker group); an unreachable system is a warning.
+    * ``close()``: release connections (idempotent).
+    """
+
+    def check(self) -> None: ...
+
+    def prepare(self) -> None: ...
+
+    def on_new_checkpoint(self) -> None: ...
+
+    def attach(self, writer): ...
+
+    def purge_markers(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
+               upsert: bool = False, checkpointed: bool = True) -> TableSink:
+    """The sink of catalog table ``table`` (a ``TableInfo``) whose connector spec is
+    ``spec`` (:func:`.spec.spec_of_table`).
+
+    Args:
+        marker: the key of this job's exactly-once markers (job uid, with the checkpoint
+            epoch: :func:`streamjob.checkpoint.identity.marker_key`).
+        job: ``db.job``, for messages and Kafka client ids.
+        exactly_once: the job's guarantee is exactly-once (markers are kept).
+        upsert: the job runs in update mode (a SQL table with a primary key upserts).
+        checkpointed: the job has durable checkpoints (file tables: Spark's file sink).
+
+    Raises:
+        ValidationError: a table kind no job can write.
+    """
+    if isinstance(spec, cspec.SqlTableSpec):
+        return SqlTableSink(spec, table.columns, marker, exactly_once, upsert)
+    if isinstance(spec, cspec.KafkaTableSpec):
+        return KafkaTableSink(spec, table.columns, marker, job, exactly_once)
+    if isinstance(spec, cspec.FileTableSpec):
+        return FileTableSink(spec, table.qualified_name, job, checkpointed)
+    if isinstance(spec, cspec.ConsoleTableSpec):
+        return ConsoleTableSink()
+    raise ValidationError(f"table {table.qualified_name} cannot be written by a job yet")
+
+
+class _Quiet:
+    """No-op defaults of the contract."""
+
+    def check(self) -> None:
+        pass
+
+    def prepare(self) -> None:
+        pass
+
+    def on_new_checkpoint(self) -> None:
+        pass
+
+    def purge_markers(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _foreach_batch(write_arrow: Callable) -> Callable:
+    """foreachBatch function: the batch as Arrow, handed to ``write_arrow(table, id)``."""
+    def write(df, batch_id: int) -> None:
+        write_arrow(df.toArrow(), batch_id)
+
+    return write
+
+
+class SqlTableSink(_Quiet):
+    """A SQL table through :class:`.sql.sink.SqlSink` (COPY on PostgreSQL, batched inserts
+    on SQLite; one transaction per micro-batch with the marker when exactly-once)."""
+
+    def __init__(self, spec, columns: Sequence[dict], marker: str, exactly_once: bool,
+                 upsert: bool) -> None:
+        from .sql.sink import SqlSink
+
+        self.sql = SqlSink(spec, columns, marker, exactly_once=exactly_once, upsert=upsert)
+
+    def check(self) -> None:
+        self.sql.check()
+
+    def prepare(self) -> None:
+        self.sql.prepare()
+
+    def attach(self, writer):
+        return writer.foreachBatch(_foreach_batch(self.sql.write_arrow))
+
+    def purge_markers(self) -> None:
+        self.sql.purge_markers()
+
+
+class KafkaTableSink(_Quiet):
+    """A Kafka table through :class:`.kafka.sink.KafkaSink` (one transaction per
+    micro-batch with the marker when exactly-once; see that module)."""
+
+    def __init__(self, spec, columns: Sequence[dict], marker: str, job: str,
+                 exactly_once: bool) -> None:
+        from .kafka.sink import KafkaSink
+
+        self.kafka = KafkaSink(spec, columns, marker, job, exactly_once=exactly_once)
+
+    def prepare(self) -> None:
+        self.kafka.prepare()
+
+    def attach(self, writer):
+        return writer.foreachBatch(_foreach_batch(self.kafka.write_arrow))
+
+    def purge_markers(self) -> None:
+        self.kafka.purge_markers()
+
+    def close(self) -> None:
+        self.kafka.close()
+
+
+class FileTableSink(_Quiet):
+    """A file table: Spark's file sink at the table's location (format, CSV without a
+    header, Hive-style partitions); without checkpoints, plain appends per batch."""
+
+    def __init__(self, spec, table: str, job: str, checkpointed: bool) -> None:
+        self.spec, self.table, self.job, self.checkpointed = spec, table, job, checkpointed
+
+    def _manifest(self) -> Path | None:
+        loc = self.spec.location
+        if urlparse(loc).scheme not in ("", "file"):
+            return None
+        return Path(urlparse(loc).path if loc.startswith("file:") else loc) / "_spark_metadata"
+
+    def on_new_checkpoint(self) -> None:
+        """Refuse a new checkpoint (batch ids from 0) writing where Spark's file-sink
+        manifest already lists batches: Spark's file sink skips every batch at or below
+        its last entry, so the new epoch's first batches would be lost silently."""
+        meta = self._manifest()
+        batches = [int(n.split(".")[0]) for n in (os.listdir(meta) if meta and meta.is_dir() else [])
+                   if n.split(".")[0].isdigit()]
+        if batches:
+            raise JobError(
+                f"table {self.table} at {self.spec.location} holds a file-sink manifest up "
+                f"to batch {max(batches)}, written by an earlier job or checkpoint epoch; "
+                f"Spark's file sink would skip the first {max(batches) + 1} batches of job "
+                f"{self.job}'s new checkpoint. Write to a new table or LOCATION, or move "
+                f"{meta} away (readers then see every file there)")
+
+    def attach(self, writer):
+        sp = self.spec
+        if not self.checkpointed:
+            return writer.foreachBatch(self._plain_writer())
+        writer = writer.format(sp.format).option("path", sp.location)
+        if sp.format == "csv":
+            writer = writer.option("header", "false")
+        if sp.partitioned_by:
+            writer = writer.partitionBy(*sp.partitioned_by)
+        return writer
+
+    def _plain_writer(self) -> Callable:
+        """foreachBatch writer for a job WITHOUT checkpoints (guarantee none): such a job
+        starts at batch 0 on every start, so Spark's file sink, which skips batches its
+        manifest lists, would drop its output after a restart; each batch's files are
+        appended directly instead.
+
+        Raises:
+            ValidationError: the location holds a file-sink manifest (a checkpointed job
+                wrote it): readers honour only the manifest and would not see plain files.
+        """
+        sp = self.spec
+        meta = self._manifest()
+        if meta is not None and meta.exists():
+            raise ValidationError(
+                f"table {self.table} at {sp.location} was written by a checkpointed job "
+                f"(its _spark_metadata manifest decides what readers see), so job "
+                f"{self.job}, which has morphling.job.enable.checkpoint=false, cannot "
+                f"add files there: write to another table or enable checkpoints")
+
+        def write(df, batch_id: int) -> None:
+            w = df.write.mode("append").format(sp.format)
+            if sp.format == "csv":
+                w = w.option("header", "false")
+            if sp.partitioned_by:
+                w = w.partitionBy(*sp.partitioned_by)
+            w.save(sp.location)
+
+        return write
+
+
+class ConsoleTableSink(_Quiet):
+    """Spark's console sink: every row printed, none kept (no guarantee)."""
+
+    def attach(self, writer):
+        return writer.format("console").option("truncate", "false")
