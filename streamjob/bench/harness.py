@@ -347,14 +347,14 @@ class Bench:
 
     def spark(self):
         """The process's SparkSession (streamjob's, from the first home's conf)."""
-        from ..engine import spark_session
+        from ..spark.session import spark_session
 
         if self._spark_home is None:
             self._spark_home = self.home("spark")
         return spark_session(self._spark_home)
 
     def close(self) -> None:
-        from ..engine import stop_spark
+        from ..spark.session import stop_spark
 
         stop_spark()
         self.broker.stop()

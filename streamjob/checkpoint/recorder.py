@@ -16,7 +16,7 @@ The commit step, in order:
 4. the offset and commit logs on disk are trimmed to the same retained batches;
 5. the batch's malformed-record counts (Spark observed metrics named ``malformed:<stream>``)
    and the declared columns none of its records carried (``columns:<stream>``,
-   :mod:`streamjob.planner.observe`) are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
+   :mod:`streamjob.spark.observe`) are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
    consumer-group offset commits, DESIGN §7); neither can fail the checkpoint;
 6. waiters (``run --until-idle``) are woken with the new offsets.
 
@@ -283,7 +283,7 @@ def missing_columns(progress) -> dict[str, list[str]]:
     """``{stream qualified name: [declared column, ...]}`` of one batch's progress: the
     columns that none of the batch's records of that stream carried (absent or NULL in
     all), from the ``columns:<stream>`` observed metrics of
-    :mod:`streamjob.planner.observe`; streams without records in the batch are left out."""
+    :mod:`streamjob.spark.observe`; streams without records in the batch are left out."""
     out = {}
     for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
         if not name.startswith("columns:"):

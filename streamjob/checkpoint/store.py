@@ -119,7 +119,7 @@ def _fs(uri: str):
     """
     if is_local_uri(uri):
         return _LOCAL
-    from ..engine import _spark  # the process's session, if it hosts one
+    from ..spark.session import _spark  # the process's session, if it hosts one
 
     if _spark is None:
         raise CheckpointError(

@@ -147,7 +147,7 @@ def _local_spark(obj: _Context):
 
     def session():
         if "spark" not in state:
-            from ..engine import spark_session
+            from ..spark.session import spark_session
 
             try:
                 state["spark"] = spark_session(obj.home, obj.debug)

@@ -42,7 +42,7 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         dry_run: check START/STOP/DROP instead of running them (see the module doc).
         spark: ``() -> SparkSession`` of this process (default: the manager's); when
             there is one, CREATE and ALTER STREAMJOB also ask Spark's streaming analysis
-            (:mod:`streamjob.planner.spark_check`), so a query Spark would refuse at
+            (:mod:`streamjob.spark.analysis`), so a query Spark would refuse at
             START is refused here, at its select.
     """
 

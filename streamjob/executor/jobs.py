@@ -33,7 +33,7 @@ class JobStatements:
         check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
         session = self.spark() if analyze and self.spark is not None else None
         if session is not None:  # what Spark would refuse at START, refused now
-            from ..planner.spark_check import refuse_what_spark_refuses
+            from ..spark.analysis import refuse_what_spark_refuses
 
             refuse_what_spark_refuses(session, plan)
         return plan

@@ -23,7 +23,8 @@ from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
 from ..connectors import spec as cspec
 from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
-from ..planner.plan import START_POSITION, JobPlan, start_query
+from ..planner.plan import START_POSITION, JobPlan
+from ..spark.query import start_query
 from .progress import ProgressReporter
 
 # the runner's logger: records keep the name they had before this module was split off

@@ -53,7 +53,7 @@ class JobManager:
 
     def spark(self):
         """The process's SparkSession (started on first use)."""
-        from ..engine import spark_session
+        from ..spark.session import spark_session
 
         return spark_session(self.home, self.debug)
 
@@ -61,7 +61,7 @@ class JobManager:
         """If this process's Spark JVM died: a sentence saying so (kept in ``jvm_died``),
         after dropping the dead session so that the next start gets a new JVM (for a
         "restart" manager); None while it runs. Safe to call from every runner."""
-        from ..engine import forget_dead_spark, jvm_exit_code
+        from ..spark.session import forget_dead_spark, jvm_exit_code
 
         with self._jvm_lock:
             code = jvm_exit_code()
@@ -75,7 +75,7 @@ class JobManager:
             return self.jvm_died
 
     def job_session(self, sql_conf: dict[str, str]):
-        from ..engine import job_session
+        from ..spark.session import job_session
 
         return job_session(self.spark(), sql_conf)
 
@@ -159,7 +159,7 @@ class JobManager:
         """Stop every job this process runs, each after its current micro-batch and all
         at once (checkpoints stay), then Spark."""
         self.stop_all(graceful=True)
-        from ..engine import stop_spark
+        from ..spark.session import stop_spark
 
         stop_spark()
 

@@ -207,7 +207,7 @@ class JobServer:
         if self._lease_catalog is not None and self._lease_catalog is not self.catalog:
             self._lease_catalog.close()
         self._lease_catalog = None
-        from ..engine import stop_spark
+        from ..spark.session import stop_spark
 
         stop_spark()
 

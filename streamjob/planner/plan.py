@@ -1,20 +1,17 @@
-"""Job -> plan -> Spark streaming query.
+"""Statement + catalog -> plan: what a job reads, writes and guarantees.
 
 :func:`plan_job` needs only the catalog: it resolves the job's query, its sources, static
 tables and sink, and picks Spark's output mode (DESIGN §7). It runs at CREATE STREAMJOB
 (so a job that cannot run is refused before it is registered) and again at each start.
-
-:func:`start_query` builds the query in a job's own session clone: each stream becomes a
-temporary view over its source (with a watermark if declared), each static table a view
-over a batch read, then ``spark.sql`` runs the select, its columns are mapped by position
-onto the sink table's declared columns (Hive's INSERT semantics) and cast to their types,
-and the sink starts with the job's checkpoint directory and trigger interval.
+The plan holds no Spark object; :mod:`streamjob.spark.query` builds and starts the
+query from it (each stream a temporary view over its source, the select's columns
+mapped by position onto the sink table's declared columns, Hive's INSERT semantics).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import Catalog
@@ -26,9 +23,7 @@ from ..home import Home
 from .. import properties as jp
 from .derived import expand_streams
 from .lookup import Lookup
-from .observe import observe_source
 from .query import AnalyzedQuery, analyze
-from .window import PROCTIME_COLUMN
 
 log = logging.getLogger(__name__)
 
@@ -254,157 +249,6 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
 
 
 # -- running -----------------------------------------------------------------------
-
-
-def source_frame(session, src: Source, props: dict[str, Any]):
-    """The streaming DataFrame of one stream (watermark applied if declared)."""
-    from .. import types as sjtypes
-
-    from ..connectors.kafka.formats import MALFORMED_COLUMN
-
-    sp = src.spec
-    st = src.stream
-    if isinstance(sp, cspec.KafkaSourceSpec):
-        ddl = sjtypes.ddl(st.columns) + (f", `{MALFORMED_COLUMN}` STRING" if src.tolerant else "")
-        reader = (session.readStream.format("streamjob_kafka").schema(ddl)
-                  .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
-                  .option("format", sp.format).option("delimiter", sp.delimiter)
-                  .option("startingOffsets", str(props.get(START_POSITION) or sp.reset))
-                  .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
-                  .option("isolationLevel", sp.isolation)
-                  .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"]))
-                  .option("missingColumns", sp.missing_columns)
-                  .options(**sp.security.resolved().options()))  # secrets: job start
-        if src.group_id:
-            reader = reader.option("groupId", src.group_id)
-        if src.dead_letter is not None:
-            reader = reader.option("deadLetter", src.dead_letter.to_option())
-    elif isinstance(sp, cspec.FileSourceSpec):
-        reader = (session.readStream.format(sp.format).schema(sjtypes.ddl(st.columns))
-                  .option("path", sp.path))
-    else:
-        reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
-    df = observe_source(reader.load(), src)  # malformed rows and missing columns counted
-    p = {k.lower(): v for k, v in st.properties.items()}
-    if p.get("watermark.column") and p.get("watermark.delay"):
-        df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
-    return with_proctime(df) if src.proctime else df
-
-
-def with_proctime(df):
-    """``df`` with the processing-time column of a STREAMWINDOW without event time:
-    ``__proctime`` = ``current_timestamp()`` (the micro-batch's time), watermarked with
-    no delay so that a window is final once a later batch has passed its end."""
-    from pyspark.sql import functions as F
-
-    return df.withColumn(PROCTIME_COLUMN, F.current_timestamp()).withWatermark(
-        PROCTIME_COLUMN, "0 seconds")
-
-
-def static_frame(session, st: Static):
-    """A batch DataFrame of a static table, with the table's columns in declared order,
-    read in full at each micro-batch of a streaming query that joins it (DESIGN §7).
-
-    A SQL table, and a file table on a local or ``file:`` location, go through streamjob's
-    Python data sources (``streamjob_sql``, ``streamjob_files``,
-    :mod:`streamjob.connectors.static`), whose reads run again at every micro-batch:
-    rows inserted and files added between batches are joined by the next batch. A SQL
-    table's ``"table"`` may be ``schema.table`` (a PostgreSQL schema, an attached SQLite
-    database); its columns are matched by name, case-insensitively (by position when a
-    name is missing and the counts agree). A partitioned file table is read from its
-    ``col=value`` directories (the declared schema gives the partition columns their
-    types). A file table on another URI scheme (hdfs:, s3a: ...) goes through Spark's
-    reader, which lists its files once, when the job starts.
-
-    Raises:
-        ConnectorError: the SQL table cannot be reached, does not exist or its columns
-            do not match (checked here, at job start).
-    """
-    from .. import types as sjtypes
-    from ..connectors import static
-
-    sp = st.spec
-    names = [c["name"] for c in st.table.columns]
-    ddl = sjtypes.ddl(st.table.columns)
-    if isinstance(sp, cspec.FileTableSpec) and static.is_local(sp.location):
-        return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
-                .option("location", static.absolute(sp.location))
-                .option("format", sp.format)
-                .option("header", str(sp.header).lower())
-                .option("partitionedBy", ",".join(sp.partitioned_by))
-                .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
-                .load())
-    if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
-        reader = session.read.format(sp.format).schema(ddl)
-        if sp.format == "csv":
-            reader = reader.option("header", str(sp.header).lower())
-        df = reader.load(sp.location)
-        # Spark puts partition columns after the data columns: restore the declared order
-        return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
-    static.check_sql_table(sp.url, sp.table, names)
-    return (session.read.format(static.SQL_SOURCE_NAME).schema(ddl)
-            .option("url", sp.url).option("table", sp.table).load())
-
-
-def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
-    """The job's result: the select over its views, columns named and typed as the sink.
-
-    Views are created in dependency order: source streams, static tables, then each
-    derived stream (its select over the views before it). With ``empty_dir`` (an empty
-    directory) every source is read as a stream of JSON files from it and every static
-    table is an empty DataFrame, each with its declared columns and watermark: the same
-    query over empty inputs, for Spark's analysis (:mod:`.spark_check`); nothing is
-    read or connected to."""
-    from pyspark.sql import functions as F
-
-    from ..types import ddl
-
-    for src in plan.sources:
-        if empty_dir is not None:
-            src = replace(src, spec=cspec.FileSourceSpec(empty_dir, "json"))
-        source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
-    for st in plan.statics:
-        frame = (session.createDataFrame([], ddl(st.table.columns))
-                 if empty_dir is not None else static_frame(session, st))
-        frame.createOrReplaceTempView(st.view)
-    for d in plan.derived:
-        df = session.sql(d.select_sql)
-        (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
-    df = session.sql(plan.query.select_sql)
-    declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
-    targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])
-    if len(df.columns) != len(targets):
-        raise ValidationError(
-            f"the select gives {len(df.columns)} columns but {len(targets)} are inserted into "
-            f"{plan.sink.qualified_name} ({', '.join(targets)})")
-    from ..types import spark_type
-
-    spelled = {c["name"].lower(): c["name"] for c in plan.sink.columns}  # as declared
-    return df.select(*[F.col(f"`{c}`").cast(spark_type(declared[t.lower()])).alias(spelled.get(t.lower(), t))
-                       for c, t in zip(df.columns, targets)])
-
-
-def start_query(session, plan: JobPlan, checkpoint_dir: str, sink=None):
-    """Start the job's streaming query in ``session``; returns the StreamingQuery.
-
-    ``sink`` is the job's :class:`~streamjob.connectors.sinks.TableSink`, prepared (the
-    job manager builds it with the job's markers); None builds and prepares one here with
-    the job's name as its marker key (tests, one-off queries)."""
-    from ..connectors.sinks import table_sink
-
-    if sink is None:
-        sink = table_sink(plan.sink, plan.sink_spec, marker=plan.qualified_name,
-                          job=plan.qualified_name, exactly_once=plan.guarantee == "exactly-once",
-                          upsert=plan.output_mode == "update",
-                          checkpointed=plan.props["morphling.job.enable.checkpoint"])
-        sink.prepare()
-    df = result_frame(session, plan)
-    interval = int(plan.props["morphling.job.checkpoint.interval"])
-    writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
-              .outputMode(plan.output_mode)
-              .option("checkpointLocation", checkpoint_dir)
-              .trigger(processingTime=f"{interval} milliseconds"))
-    return sink.attach(writer).start()
 
 
 #: A plan property set for the first start of a new checkpoint epoch (START STREAMJOB j

@@ -4,8 +4,8 @@ A job's query is an ``insert into <table> select ...``; the shell also accepts a
 SELECT, which runs as a short-lived streaming query whose rows are printed, not stored.
 :func:`plan_preview` resolves it with the job planner's machinery (the same column and
 object checks, STREAMWINDOW, derived streams and stream-static joins, errors at their
-line and column in the statement) and :func:`preview_frame` builds it in a Spark session
-clone with the same source readers a job uses (:func:`.plan.source_frame`).
+line and column in the statement) and :func:`streamjob.spark.query.preview_frame` builds it in a Spark
+session clone with the same source readers a job uses.
 
 Differences from a job, on purpose:
 
@@ -38,8 +38,7 @@ from ..grammar.statements import DEFAULT_DATABASE
 from ..home import Home
 from .derived import expand_streams
 from .lookup import Lookup
-from .plan import (Derived, Source, Static, source_frame, static_frame, static_tables,
-                   with_proctime)
+from .plan import Derived, Source, Static, static_tables
 from .query import AnalyzedSelect, _analyze_body
 from .text import QueryText, parse
 from .window import extract_windows
@@ -168,16 +167,3 @@ def _source(stream, view: str, proctime: bool, reset: str | None) -> Source:
                 f"SET transwarp.consumer.reset.offset.strategy=earliest or latest to look at it")
         return Source(stream, view, sp, proctime, sp.group_id)
     return Source(stream, view, sp, proctime)
-
-
-def preview_frame(session, plan: PreviewPlan):
-    """The streaming DataFrame of the preview in ``session`` (a session clone): a view per
-    source stream, static table and derived stream, in dependency order, then the select."""
-    for src in plan.sources:
-        source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
-    for st in plan.statics:
-        static_frame(session, st).createOrReplaceTempView(st.view)
-    for d in plan.derived:
-        df = session.sql(d.select_sql)
-        (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
-    return session.sql(plan.select.select_sql)

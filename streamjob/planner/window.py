@@ -73,7 +73,7 @@ class StreamWindow:
     ``database``/``stream`` name the stream, ``view`` its temporary view, ``alias`` the
     name the query reads it by; ``time_column`` is its event-time column, or
     :data:`PROCTIME_COLUMN` when ``proctime`` (the view must then add that column, see
-    :func:`streamjob.planner.plan.source_frame`); ``length``/``slide`` are Spark interval
+    :func:`streamjob.spark.query.source_frame`); ``length``/``slide`` are Spark interval
     texts (``slide`` None: tumbling)."""
 
     name: str

@@ -163,7 +163,7 @@ class Shell:
 
         On a terminal (without ``--debug``) the JVM's own stderr (its start-up banner,
         errors of Spark itself) goes to ``<home>/shell_spark.log``, not over the prompt."""
-        from ..engine import spark_session
+        from ..spark.session import spark_session
 
         if self._spark_started or self.debug or not self.interactive:
             spark = spark_session(self.home, self.debug)
@@ -476,6 +476,6 @@ class Shell:
             self.manager.shutdown()
             self.host.close()  # its jobs are free for a server at once
         elif self._spark_started:
-            from ..engine import stop_spark
+            from ..spark.session import stop_spark
 
             stop_spark()

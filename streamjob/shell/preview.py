@@ -116,8 +116,8 @@ def run_select(shell: "Shell", text: str) -> None:
     if plan.limit == 0:
         shell.echo("0 rows")
         return
-    from ..engine import job_session
-    from ..planner.preview import preview_frame
+    from ..spark.session import job_session
+    from ..spark.query import preview_frame
 
     session = job_session(shell.spark(), jp.spark_settings(plan.props))
     df = preview_frame(session, plan)

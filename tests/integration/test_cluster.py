@@ -348,7 +348,7 @@ def test_the_shipped_zip_imports_where_streamjob_is_not_installed(python_without
     data importable in a Python without streamjob; local masters ship nothing."""
     import zipfile
 
-    from streamjob.engine import is_local_master, package_zip
+    from streamjob.spark.session import is_local_master, package_zip
 
     path = package_zip()
     assert package_zip() == path  # built once per process
@@ -387,7 +387,7 @@ def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path
     directory, through Hadoop in a local Spark session's JVM) gives what the same
     operation gives on the directory itself; without a Spark session it is a clear
     CheckpointError."""
-    from streamjob import engine
+    from streamjob.spark import session as engine
     from streamjob.checkpoint import store
     from streamjob.exceptions import CheckpointError
     from streamjob.home import Home

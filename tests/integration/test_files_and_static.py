@@ -24,7 +24,8 @@ import sqlalchemy as sa
 
 from streamjob.connectors.files.table import committed_files, read_table
 from streamjob.exceptions import ValidationError
-from streamjob.planner.plan import Static, start_query, static_frame
+from streamjob.planner.plan import Static
+from streamjob.spark.query import start_query, static_frame
 
 from .conftest import wait_for
 from .world import SparkWorld

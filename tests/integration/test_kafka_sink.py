@@ -304,7 +304,7 @@ class World(SparkWorld):
         """Plan and start ``job``; a Kafka table sink is built as the runner builds it.
         Returns ``(plan, query, sink)`` (sink None for other tables)."""
         from streamjob.connectors.sinks import KafkaTableSink, table_sink
-        from streamjob.planner.plan import start_query
+        from streamjob.spark.query import start_query
 
         plan = self.plan(job, query)
         table = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,

@@ -43,7 +43,7 @@ def test_a_job_writes_dollar_brace_text_as_written_never_the_environment(world, 
 
 
 def test_job_sessions_keep_substitution_off_whatever_sql_conf_says(world):
-    from streamjob.engine import job_session, spark_session
+    from streamjob.spark.session import job_session, spark_session
 
     session = job_session(spark_session(world.home), {"spark.sql.variable.substitute": "true"})
     assert session.conf.get("spark.sql.variable.substitute") == "false"

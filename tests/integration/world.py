@@ -50,7 +50,7 @@ class SparkWorld(World):
 
     def __init__(self, root: Path):
         super().__init__(root)
-        from streamjob.engine import job_session, spark_session
+        from streamjob.spark.session import job_session, spark_session
 
         self.session = job_session(spark_session(self.home), {"spark.sql.shuffle.partitions": "2"})
 
@@ -62,7 +62,7 @@ class SparkWorld(World):
     def start(self, job: str, query: str, props: dict | None = None, sink=None):
         """Plan ``job`` and start its query (checkpoints under ``root/checkpoints/job``);
         ``sink`` is its TableSink (None: built and prepared by ``start_query``)."""
-        from streamjob.planner.plan import start_query
+        from streamjob.spark.query import start_query
 
         plan = self.plan(job, query, props)
         return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job), sink)

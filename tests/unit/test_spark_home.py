@@ -1,5 +1,5 @@
 """The Spark home mirror whose Python workers import the installed pyspark
-(streamjob/spark_home.py)."""
+(streamjob/spark/home.py)."""
 
 import os
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyspark
 
-from streamjob.spark_home import worker_spark_home
+from streamjob.spark.home import worker_spark_home
 
 PYSPARK = Path(pyspark.__file__).resolve().parent
 

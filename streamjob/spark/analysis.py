@@ -41,8 +41,8 @@ def refuse_what_spark_refuses(session, plan) -> None:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from ..engine import SAFE_SQL_CONF
-    from .plan import result_frame
+    from .session import SAFE_SQL_CONF
+    from .query import result_frame
 
     clone = session.newSession()  # own temp views; no streamjob data source is read here
     for key, value in SAFE_SQL_CONF.items():

@@ -28,8 +28,8 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
-from .home import Home
-from .spark_home import worker_spark_home
+from ..home import Home
+from .home import worker_spark_home
 
 _lock = threading.Lock()
 _spark = None
@@ -142,7 +142,7 @@ def _launch_gateway(conf: dict[str, str], quiet: bool = True) -> None:
     """Start Spark's driver JVM (the py4j gateway) for ``conf`` and make it the gateway
     pyspark's SparkContext uses. With ``quiet``, its stderr is read by a thread that
     drops :data:`JVM_NOISE` and passes every other line to our stderr. The JVM gets
-    :func:`~streamjob.spark_home.worker_spark_home` as ``SPARK_HOME`` when there is one
+    :func:`~streamjob.spark.home.worker_spark_home` as ``SPARK_HOME`` when there is one
     (its Python workers then import the installed, byte-compiled pyspark). No-op if a
     gateway exists (pyspark then reuses it) or when pyspark was started by spark-submit
     (PYSPARK_GATEWAY_PORT)."""
@@ -238,8 +238,8 @@ def job_session(root, sql_conf: dict[str, str]):
     them by reference to their modules; on a cluster the executors import those from the
     package zip that :func:`spark_session` shipped before.
     """
-    from .connectors.kafka.source import KafkaDataSource
-    from .connectors.static import FileStaticDataSource, SqlStaticDataSource
+    from ..connectors.kafka.source import KafkaDataSource
+    from ..connectors.static import FileStaticDataSource, SqlStaticDataSource
 
     session = root.newSession()
     for source in (KafkaDataSource, SqlStaticDataSource, FileStaticDataSource):
