@@ -103,13 +103,9 @@ def _annotate(obj: _Context, stmt, result):
     and DROP wait for the job manager running the job, see executor.jobs.)"""
     from dataclasses import replace
 
-    kind, msg = type(stmt).__name__, result.message or ""
-    if kind != "StartStreamJob" or not msg:
+    if not result.pending:
         return result
-    qualified = msg.split(" ")[1] if msg.startswith("streamjob ") else None
-    pending = f"streamjob {qualified} will start when a job manager runs it"
-    if kind == "StartStreamJob" and msg.startswith(pending):
-        server = _lease_holder(obj.catalog)
-        then = f"server {_server_label(server)} starts it" if server else _NO_SERVER
-        msg = f"streamjob {qualified}: desired state RUNNING{msg[len(pending):]}; {then}"
+    server = _lease_holder(obj.catalog)
+    then = f"server {_server_label(server)} starts it" if server else _NO_SERVER
+    msg = f"streamjob {result.object}: desired state RUNNING{result.detail}; {then}"
     return replace(result, message=msg)

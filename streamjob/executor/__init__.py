@@ -63,14 +63,37 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
             StreamJobError: any error a user can act on, located in the script (the
                 statement changed nothing).
         """
-        handler = getattr(self, f"_do_{type(stmt).__name__}", None)
+        handler = HANDLERS.get(type(stmt))
         try:
             if handler is None:
                 raise ValidationError(f"{type(stmt).__name__} is not supported")
-            return handler(stmt)
+            return handler(self, stmt)
         except StreamJobError as exc:
             locate(exc, stmt)
             raise
+
+
+#: Statement type -> the executor method that runs it: every statement the grammar makes
+#: has one entry (tests/unit/test_executor.py checks it).
+HANDLERS = {
+    st.CreateStream: Executor._do_CreateStream,
+    st.CreateTable: Executor._do_CreateTable,
+    st.DropStream: Executor._do_DropStream,
+    st.DropTable: Executor._do_DropTable,
+    st.ShowStreams: Executor._do_ShowStreams,
+    st.ShowTables: Executor._do_ShowTables,
+    st.Describe: Executor._do_Describe,
+    st.CreateStreamJob: Executor._do_CreateStreamJob,
+    st.AlterStreamJob: Executor._do_AlterStreamJob,
+    st.StartStreamJob: Executor._do_StartStreamJob,
+    st.StopStreamJob: Executor._do_StopStreamJob,
+    st.DropStreamJob: Executor._do_DropStreamJob,
+    st.ShowStreamJobs: Executor._do_ShowStreamJobs,
+    st.DescribeStreamJob: Executor._do_DescribeStreamJob,
+    st.ShowCheckpoints: Executor._do_ShowCheckpoints,
+    st.SetProperty: Executor._do_SetProperty,
+    st.ResetProperty: Executor._do_ResetProperty,
+}
 
 
 def locate(exc: StreamJobError, stmt: st.Statement) -> None:

@@ -97,7 +97,8 @@ class JobStatements:
         job = self.catalog.update_job(db, name, desired_state="RUNNING", last_error=None,
                                       uid=job.uid) or job
         if self.manager is None:
-            return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}")
+            return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}",
+                          object=f"{db}.{name}", pending=True, detail=restored)
         self.manager.start(job)
         return Result(f"streamjob {db}.{name} started{restored}")
 

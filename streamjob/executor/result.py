@@ -9,13 +9,22 @@ from typing import Any, Sequence
 @dataclass
 class Result:
     """A message, and/or a table of ``rows`` under ``columns`` (with a ``title``), and/or
-    further ``sections`` (DESCRIBE: one result per part)."""
+    further ``sections`` (DESCRIBE: one result per part).
+
+    Fields for clients that act on a result (the CLI, the shell), so none parses the
+    message: ``object`` the qualified name the statement acted on; ``pending`` True when
+    START set the desired state RUNNING but no job manager of this process runs the job
+    (a server, or a later ``run``, starts it); ``detail`` the message's tail after the
+    outcome (e.g. " from checkpoint 12")."""
 
     message: str | None = None
     columns: Sequence[str] = ()
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     title: str | None = None
     sections: list["Result"] = field(default_factory=list)
+    object: str | None = None
+    pending: bool = False
+    detail: str = ""
 
     def to_json(self) -> Any:
         """A JSON-ready value: a table is a list of row objects; sections a dict by title;

@@ -334,11 +334,9 @@ class Shell:
         db, name = stmt.name.resolve()
         qualified = f"{db}.{name}"
         if server:
-            phrase = "will start when a job manager runs it"
             note = f"server {server} runs it"
-            msg = result.message or ""
-            result.message = (msg.replace(phrase, f"will start: {note}") if phrase in msg
-                              else f"{msg}; {note}")
+            result.message = (f"streamjob {result.object} will start: {note}{result.detail}"
+                              if result.pending else f"{result.message or ''}; {note}")
             return
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)

@@ -182,3 +182,16 @@ def test_start_refuses_a_sink_table_whose_schema_does_not_match(ex, tmp_path):
         run(ex, "START STREAMJOB j;")
     assert "DOUBLE" in str(err.value).upper()
     assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
+
+
+def test_every_statement_type_has_exactly_one_handler():
+    """The explicit table from statement type to handler (issue 14) covers every
+    statement class of the grammar, and nothing else."""
+    import inspect
+
+    from streamjob.executor import HANDLERS
+    from streamjob.grammar import statements as st
+
+    kinds = {c for _, c in inspect.getmembers(st, inspect.isclass)
+             if issubclass(c, st.Statement) and c is not st.Statement}
+    assert set(HANDLERS) == kinds
