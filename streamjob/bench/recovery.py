@@ -27,6 +27,7 @@ from pathlib import Path
 from .harness import Bench, ScenarioResult, Target, wait_until
 from .jobs import job_props, stream_sql
 from .checkpoint_cost import Producer
+from streamjob.catalog.records import CheckpointStatus
 
 STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
 
@@ -99,7 +100,7 @@ def run(bench: Bench) -> ScenarioResult:
             t_run = time.monotonic()
             ckpt = wait_until(lambda: next((c for c in catalog.list_checkpoints(uid)
                                             if c.ended_at and c.ended_at > killed
-                                            and c.status != "EXPIRED"), None),
+                                            and c.status != CheckpointStatus.EXPIRED), None),
                               300, "the first checkpoint after the restart", 0.05)
             t_ckpt = time.monotonic()
             total = t_ckpt - t_kill

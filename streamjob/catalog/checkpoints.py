@@ -17,6 +17,7 @@ from streamjob.catalog.engine import CatalogEngine, check_choice
 from streamjob.catalog.models import Checkpoint, Job
 from streamjob.catalog.records import CHECKPOINT_STATUSES, CheckpointInfo
 from streamjob.exceptions import CatalogError
+from streamjob.catalog.records import CheckpointStatus
 
 __all__ = ["CheckpointsMixin"]
 
@@ -36,7 +37,7 @@ class CheckpointsMixin(CatalogEngine):
         source_offsets: Any,
         input_rows: int,
         state_rows: int | None = None,
-        status: str = "COMPLETED",
+        status: str = CheckpointStatus.COMPLETED,
         fingerprint: str | None = None,
         retained: int,
     ) -> None:

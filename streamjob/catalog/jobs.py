@@ -40,6 +40,7 @@ from streamjob.catalog.records import (
     RunInfo,
 )
 from streamjob.exceptions import ObjectExistsError, ObjectNotFoundError
+from streamjob.catalog.records import DesiredState, JobStatus, RunStatus
 
 __all__ = ["JobsMixin"]
 
@@ -115,8 +116,8 @@ class JobsMixin(CatalogEngine):
                     query=query,
                     properties=dict(properties),
                     session_properties=dict(session_properties or {}),
-                    desired_state="STOPPED",
-                    status="CREATED",
+                    desired_state=DesiredState.STOPPED,
+                    status=JobStatus.CREATED,
                     attempts=0,
                     last_error=None,
                     created_at=now,
@@ -375,7 +376,7 @@ class JobsMixin(CatalogEngine):
             job_id = self._job_id_for_uid(session, job_uid)
             if job_id is None:
                 return None
-            run = Run(job_id=job_id, attempt=attempt, started_at=now_utc(), status="RUNNING")
+            run = Run(job_id=job_id, attempt=attempt, started_at=now_utc(), status=RunStatus.RUNNING)
             session.add(run)
             session.flush()
             return run.id
@@ -384,7 +385,7 @@ class JobsMixin(CatalogEngine):
         """Record the end of a run: ``status`` STOPPED, FAILED or FINISHED, ended now,
         with ``cause`` (the error or reason). A run that is unknown (its job was dropped)
         or already ended is left alone. ValueError for another status."""
-        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != "RUNNING"))
+        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != RunStatus.RUNNING))
         if run_id is None:
             return
         with self._tx(write=True) as session:
@@ -432,12 +433,12 @@ class JobsMixin(CatalogEngine):
                 self._notify(session, "job")
             return count
 
-    def end_open_runs(self, job_uid: str, status: str = "FAILED", cause: str | None = None) -> int:
+    def end_open_runs(self, job_uid: str, status: str = JobStatus.FAILED, cause: str | None = None) -> int:
         """End every run of the job that has not ended (those of a job manager that died
         without ending them, e.g. SIGKILL) with ``status`` and ``cause``; returns how many.
         A job manager calls it before it starts a job it takes over. ValueError for a
         status other than STOPPED, FAILED or FINISHED; 0 for an unknown uid."""
-        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != "RUNNING"))
+        check_choice("run end status", status, tuple(s for s in RUN_STATUSES if s != RunStatus.RUNNING))
         with self._tx(write=True) as session:
             job_id = self._job_id_for_uid(session, job_uid)
             if job_id is None:

@@ -37,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
+from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
@@ -182,8 +183,8 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(NAME_LENGTH))
     query: Mapped[str] = mapped_column(Text)
     properties: Mapped[dict[str, Any]] = mapped_column(_json())
-    desired_state: Mapped[str] = mapped_column(String(16), default="STOPPED")
-    status: Mapped[str] = mapped_column(String(16), default="CREATED")
+    desired_state: Mapped[str] = mapped_column(String(16), default=DesiredState.STOPPED)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.CREATED)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -243,7 +244,7 @@ class Checkpoint(Base):
     source_offsets: Mapped[Any] = mapped_column(_json(), nullable=True)
     input_rows: Mapped[int] = mapped_column(BigInteger, default=0)
     state_rows: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="COMPLETED")
+    status: Mapped[str] = mapped_column(String(16), default=CheckpointStatus.COMPLETED)
     fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 

@@ -12,28 +12,55 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-#: A job's desired state, set by START / STOP STREAMJOB and read by the manager.
-DESIRED_STATES: tuple[str, ...] = ("STOPPED", "RUNNING")
+class DesiredState(StrEnum):
+    """A job's desired state, set by START / STOP STREAMJOB and read by the manager."""
 
-#: A job's observed status, written by the manager.
-JOB_STATUSES: tuple[str, ...] = (
-    "CREATED",
-    "STARTING",
-    "RUNNING",
-    "RECOVERING",
-    "STOPPING",
-    "STOPPED",
-    "FAILED",
-    "FINISHED",
-)
+    STOPPED = "STOPPED"
+    RUNNING = "RUNNING"
 
-#: Status of one run (one start of a job's Spark query until it ends).
-RUN_STATUSES: tuple[str, ...] = ("RUNNING", "STOPPED", "FAILED", "FINISHED")
 
-#: Status of a recorded checkpoint (see DESIGN §4: expiry and late completion).
-CHECKPOINT_STATUSES: tuple[str, ...] = ("COMPLETED", "LATE", "EXPIRED")
+class JobStatus(StrEnum):
+    """A job's observed status, written by the job manager running it (DESIGN §5)."""
+
+    CREATED = "CREATED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    RECOVERING = "RECOVERING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    FINISHED = "FINISHED"
+
+
+class RunStatus(StrEnum):
+    """Status of one run (one start of a job's Spark query until it ends)."""
+
+    RUNNING = "RUNNING"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    FINISHED = "FINISHED"
+
+
+class CheckpointStatus(StrEnum):
+    """Status of a recorded checkpoint (DESIGN §4: expiry and late completion)."""
+
+    COMPLETED = "COMPLETED"
+    LATE = "LATE"
+    EXPIRED = "EXPIRED"
+
+
+#: The values of each (stored as text; a StrEnum member equals its value).
+DESIRED_STATES: tuple[str, ...] = tuple(DesiredState)
+JOB_STATUSES: tuple[str, ...] = tuple(JobStatus)
+RUN_STATUSES: tuple[str, ...] = tuple(RunStatus)
+CHECKPOINT_STATUSES: tuple[str, ...] = tuple(CheckpointStatus)
+
+#: Statuses in which some job manager may be running the job's query.
+ACTIVE_STATUSES: tuple[str, ...] = (JobStatus.STARTING, JobStatus.RUNNING,
+                                    JobStatus.RECOVERING, JobStatus.STOPPING)
 
 #: Kinds of catalog objects a job can depend on, and the role it plays for the job.
 DEPENDENCY_KINDS: tuple[str, ...] = ("stream", "table")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .store import is_local_uri, log_ids
+from streamjob.catalog.records import CheckpointStatus
 
 
 def expiry_message(checkpoint_id: int, qualified_name: str) -> str:
@@ -69,4 +70,4 @@ class ExpiryWatch:
 
     def status_of(self, checkpoint_id: int) -> str:
         """``LATE`` for a checkpoint that expired before it completed, else ``COMPLETED``."""
-        return "LATE" if checkpoint_id in self.expired else "COMPLETED"
+        return CheckpointStatus.LATE if checkpoint_id in self.expired else CheckpointStatus.COMPLETED

@@ -48,6 +48,7 @@ from ..catalog.records import CheckpointInfo
 from .backends import CatalogBackend, CheckpointBackend
 from .backends.base import JobRef
 from .store import is_committed, trim_logs
+from streamjob.catalog.records import CheckpointStatus
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ class CheckpointRecorder(StreamingQueryListener):
                 source_offsets=offsets,
                 input_rows=int(p.numInputRows or 0),
                 state_rows=state_rows,
-                status="LATE" if batch_id in self.tracker.expired else "COMPLETED",
+                status=CheckpointStatus.LATE if batch_id in self.tracker.expired else CheckpointStatus.COMPLETED,
                 fingerprint=self.tracker.fingerprint,
             ), retained=self.retained)
             trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
@@ -337,7 +338,7 @@ def recover_unrecorded(backend, job, checkpoint_dir: str, retained: int,
         job_uid=job.uid, checkpoint_id=batch_id, started_at=started, ended_at=ended,
         duration_ms=max(0, int((ended - started).total_seconds() * 1000)),
         source_offsets=merge_offsets([(f"source{i}", line) for i, line in enumerate(lines)]),
-        input_rows=0, state_rows=None, status="COMPLETED", fingerprint=fingerprint)
+        input_rows=0, state_rows=None, status=CheckpointStatus.COMPLETED, fingerprint=fingerprint)
     backend.record(job, info, retained=retained)
     log.warning("Checkpoint[%s] of job {%s} was committed but not recorded (the process "
                 "died in between); recorded from the checkpoint directory",

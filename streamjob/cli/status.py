@@ -16,6 +16,7 @@ import click
 from .app import _Context, client_options
 from .execute import _NO_SERVER, _lease_holder, _server_label
 from ..render import _console, _table
+from streamjob.catalog.records import ACTIVE_STATUSES, JobStatus
 
 
 @click.command()
@@ -48,7 +49,7 @@ def status(obj: _Context, watch: bool, interval: float, as_json: bool) -> None:
 
 
 #: Statuses in which some job manager should be running the job's query.
-_ACTIVE = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
+_ACTIVE = ACTIVE_STATUSES
 
 
 def _live_job_managers(catalog) -> set[str]:
@@ -115,7 +116,7 @@ def _status_snapshot(catalog) -> dict[str, Any]:
                 batch = latest.checkpoint_id if batch is None else batch
                 at = at or _parse_time(latest.ended_at or latest.started_at)
         updated = _parse_time(progress.get("updated_at"))
-        current = live and job.status == "RUNNING"  # rates and lag describe now
+        current = live and job.status == JobStatus.RUNNING  # rates and lag describe now
         jobs.append({
             "job": job.qualified_name, "status": job.status,
             "desired_state": job.desired_state, "owner": getattr(job, "owner", None),
@@ -127,7 +128,7 @@ def _status_snapshot(catalog) -> dict[str, Any]:
             "last_checkpoint_age_s": (round(max(0.0, (now - at).total_seconds()), 1)
                                       if at else None),  # clocks of two hosts may differ
             "attempts": job.attempts,
-            "error": job.last_error if job.status in ("FAILED", "RECOVERING") else None,
+            "error": job.last_error if job.status in (JobStatus.FAILED, JobStatus.RECOVERING) else None,
             "last_error": job.last_error,
             "progress_updated_at": updated.isoformat(timespec="seconds") if updated else None,
         })

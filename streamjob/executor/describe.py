@@ -14,6 +14,7 @@ from ..exceptions import ObjectNotFoundError, StreamJobError
 from ..grammar import statements as st
 from .objects import sink_kind, source_kind
 from .result import Result
+from streamjob.catalog.records import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class DescribeStatements:
         except StreamJobError as exc:  # an unreachable backend must not hide the rest
             checkpoints = Result(columns=("checkpoint", "unavailable"), title="retained checkpoints",
                                  rows=[(None, exc.message)])
-        failures = sum(1 for r in runs if r.status == "FAILED")
+        failures = sum(1 for r in runs if r.status == RunStatus.FAILED)
         overview: list[tuple[str, Any]] = [
             ("name", job.qualified_name), ("status", job.status),
             ("desired state", job.desired_state), ("guarantee", jp.guarantee(values)),

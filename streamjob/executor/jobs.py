@@ -10,11 +10,10 @@ from ..connectors import spec as cspec
 from ..exceptions import JobError, ObjectExistsError
 from ..grammar import statements as st
 from .result import Result
+from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus, RunStatus
 
 log = logging.getLogger(__name__)
 
-#: Statuses in which some job manager may be running the job's query.
-ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
 
 STOP_WAIT_S = 60.0
 """How long STOP and DROP STREAMJOB wait (s) for the job manager running a job (a server,
@@ -82,7 +81,7 @@ class JobStatements:
         if not self.dry_run:
             check_sql_tables(plan)
         if self.dry_run:
-            self.catalog.update_job(db, name, desired_state="RUNNING", uid=job.uid)
+            self.catalog.update_job(db, name, desired_state=DesiredState.RUNNING, uid=job.uid)
             return Result(f"streamjob {db}.{name} can start{restored}")
         owner = getattr(self.manager, "owner", None)
         if owner:  # this process will run it: claim it before a server sees RUNNING
@@ -94,7 +93,7 @@ class JobStatements:
                 raise JobError(f"streamjob {db}.{name} is running in job manager {other}; "
                                "stop it there first")
         # a new start: the previous error stays in the runs (DESCRIBE), not on the job
-        job = self.catalog.update_job(db, name, desired_state="RUNNING", last_error=None,
+        job = self.catalog.update_job(db, name, desired_state=DesiredState.RUNNING, last_error=None,
                                       uid=job.uid) or job
         if self.manager is None:
             return Result(f"streamjob {db}.{name} will start when a job manager runs it{restored}",
@@ -112,7 +111,7 @@ class JobStatements:
 
         n = s.from_checkpoint
         running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
-        if running or (job.desired_state == "RUNNING" and job.status in ACTIVE_STATUSES):
+        if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before "
                            f"starting it from checkpoint {n}")
         where = plan.props["morphling.checkpoint.backend"]
@@ -164,7 +163,7 @@ class JobStatements:
 
         what = {"earliest": "EARLIEST", "latest": "LATEST"}.get(s.start_from, f"TIMESTAMP {s.start_from} ms")
         running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
-        if running or (job.desired_state == "RUNNING" and job.status in ACTIVE_STATUSES):
+        if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before starting "
                            f"it over FROM {what}")
         if not plan.props["morphling.job.enable.checkpoint"]:
@@ -192,7 +191,7 @@ class JobStatements:
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
-        self.catalog.update_job(db, name, desired_state="STOPPED", uid=job.uid)
+        self.catalog.update_job(db, name, desired_state=DesiredState.STOPPED, uid=job.uid)
         if self.manager is not None:
             self.manager.stop(job.uid)
         elsewhere = self._await_stopped(job)
@@ -231,12 +230,12 @@ class JobStatements:
                     return now.owner
                 watcher.wait(min(left, 0.2))
         if now.owner and now.owner != me:  # its job manager died: nothing runs it
-            self.catalog.end_open_runs(job.uid, "STOPPED", f"stopped while its job manager "
+            self.catalog.end_open_runs(job.uid, RunStatus.STOPPED, f"stopped while its job manager "
                                        f"({now.owner}) was gone")
-            self.catalog.update_job(job.database, job.name, status="STOPPED", owner=None,
+            self.catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, owner=None,
                                     uid=job.uid)
-        elif now.status != "STOPPED":
-            self.catalog.update_job(job.database, job.name, status="STOPPED", uid=job.uid)
+        elif now.status != JobStatus.STOPPED:
+            self.catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, uid=job.uid)
         return None
 
     def _do_DropStreamJob(self, s: st.DropStreamJob) -> Result:
@@ -252,8 +251,8 @@ class JobStatements:
         # A job some job manager runs is stopped first, so that nothing writes to its
         # checkpoints or sinks while they are purged (DESIGN §8: the catalog is the
         # control plane; the server that runs the job stops it).
-        if job.desired_state != "STOPPED":
-            self.catalog.update_job(db, name, desired_state="STOPPED", uid=job.uid)
+        if job.desired_state != DesiredState.STOPPED:
+            self.catalog.update_job(db, name, desired_state=DesiredState.STOPPED, uid=job.uid)
         if self.manager is not None:
             self.manager.stop(job.uid)
         elsewhere = self._await_stopped(job)

@@ -15,6 +15,7 @@ from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..home import Home
 from .admission import StartGate
+from streamjob.catalog.records import JobStatus
 
 if TYPE_CHECKING:
     from .runner import JobRunner
@@ -211,7 +212,7 @@ class JobManager:
         """True if the runner's job ended FAILED (in the catalog) or its thread ended
         with an error."""
         job = self.catalog.get_job_by_uid(runner.job.uid)
-        return (job is not None and job.status == "FAILED") or (
+        return (job is not None and job.status == JobStatus.FAILED) or (
             not runner.is_alive() and runner.error is not None)
 
     def _failure(self, runner) -> str:

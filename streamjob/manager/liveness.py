@@ -18,6 +18,7 @@ import threading
 import uuid
 
 from ..catalog import Catalog
+from streamjob.catalog.records import DesiredState
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class HostRegistration:
         jobs = {j.uid: j for j in self.catalog.list_jobs()}
         for runner in running:
             job = jobs.get(runner.job.uid)
-            if job is not None and job.desired_state == "RUNNING":
+            if job is not None and job.desired_state == DesiredState.RUNNING:
                 continue
             if runner.job.uid in self._stopping:
                 continue

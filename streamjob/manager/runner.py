@@ -50,6 +50,7 @@ from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..planner.plan import JobPlan, plan_job
 from .attempt import AttemptMixin, group_committers
 from .progress import ProgressReporter
+from streamjob.catalog.records import JobStatus, RunStatus
 
 if TYPE_CHECKING:  # job_manager.py imports this module when it starts a runner
     from .job_manager import JobManager
@@ -166,7 +167,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         True if it wrote."""
         with self._write_lock:
             if self.fenced or self._stop_requested.is_set() or not self.is_alive() \
-                    or self.status not in ("STARTING", "RUNNING", "RECOVERING"):
+                    or self.status not in (JobStatus.STARTING, JobStatus.RUNNING, JobStatus.RECOVERING):
                 return False
             if job.status == self.status and job.owner == self.manager.owner:
                 return False
@@ -181,7 +182,8 @@ class JobRunner(AttemptMixin, threading.Thread):
         if self.fenced:
             return
         try:
-            self.catalog.end_run(run_id, "STOPPED" if status == "STOPPED" else "FAILED", cause)
+            self.catalog.end_run(run_id, RunStatus.STOPPED if status == JobStatus.STOPPED
+                                 else RunStatus.FAILED, cause)
             self._update(status=status, owner=None, **kw)
         except CatalogError as exc:
             log.warning("job %s: status %s not written: %s", self.job.qualified_name, status, exc)
@@ -208,13 +210,13 @@ class JobRunner(AttemptMixin, threading.Thread):
                 if self._stop_requested.is_set():
                     break
                 run_id = None if self.fenced else self.catalog.start_run(job.uid, attempt)
-                self._update(status="RECOVERING" if failures else "STARTING",
+                self._update(status=JobStatus.RECOVERING if failures else JobStatus.STARTING,
                              owner=self.manager.owner)
                 admission = self.manager.start_gate.admit(self._stop_requested)
                 if admission is None:
                     break
                 self.query = self._start(self.plan)
-                self._update(status="RUNNING", attempts=failures)
+                self._update(status=JobStatus.RUNNING, attempts=failures)
                 self.started.set()
                 while not self._stop_requested.is_set():
                     if self.query.awaitTermination(WATCH_S):
@@ -226,18 +228,18 @@ class JobRunner(AttemptMixin, threading.Thread):
                     self._stop_query()
                     self.progress.flush(force=True)
                     self.ended_by_request = True
-                    self._end(run_id, "STOPPED", "stopped")
+                    self._end(run_id, JobStatus.STOPPED, "stopped")
                     return
                 exc = self.query.exception()
                 if exc is None:
-                    self._end(run_id, "STOPPED", "query stopped")
+                    self._end(run_id, JobStatus.STOPPED, "query stopped")
                     return
                 raise exc
             except StreamJobError as exc:
                 self.error = str(exc)
                 if not isinstance(exc, (ConnectorError, CatalogError)):
                     # an invalid job: no retry can help
-                    self._end(run_id, "FAILED", self.error, last_error=self.error)
+                    self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error)
                     self.started.set()
                     return
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
@@ -252,12 +254,12 @@ class JobRunner(AttemptMixin, threading.Thread):
                 self._close_sink()
             if self._stop_requested.is_set():
                 self.ended_by_request = True
-                self._end(run_id, "STOPPED", "stopped")
+                self._end(run_id, JobStatus.STOPPED, "stopped")
                 return
             died = self.manager.spark_died()  # a dead JVM fails every job at once
             if died and self.manager.on_jvm_death == "exit":
                 self.error = died  # `streamjob run` ends; the next run resumes the job
-                self._end(run_id, "STOPPED", died, last_error=died)
+                self._end(run_id, JobStatus.STOPPED, died, last_error=died)
                 self.started.set()
                 return
             log.warning("job %s failed: %s", self.job.qualified_name, died or self.error)
@@ -277,14 +279,14 @@ class JobRunner(AttemptMixin, threading.Thread):
             allowed = props.get("morphling.task.max.failures", 5)
             if not props.get("morphling.job.enable.auto.failover", True) or allowed < 0 \
                     or failures > allowed:
-                self._end(run_id, "FAILED", self.error, last_error=self.error, attempts=failures)
+                self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error, attempts=failures)
                 self.started.set()
                 return
             try:
                 if not self.fenced:
-                    self.catalog.end_run(run_id, "FAILED", self.error)
+                    self.catalog.end_run(run_id, RunStatus.FAILED, self.error)
                 run_id = None
-                self._update(status="RECOVERING", last_error=self.error, attempts=failures)
+                self._update(status=JobStatus.RECOVERING, last_error=self.error, attempts=failures)
             except CatalogError as exc:
                 log.warning("job %s: failure not recorded: %s", self.job.qualified_name, exc)
             # full backoff plus up to 25 % jitter, so that jobs failing together (one
@@ -293,7 +295,7 @@ class JobRunner(AttemptMixin, threading.Thread):
             self._stop_requested.wait(backoff)
         # stopped while between attempts (backoff, planning, waiting for a start slot)
         self.ended_by_request = True
-        self._end(run_id, "STOPPED", "stopped")
+        self._end(run_id, JobStatus.STOPPED, "stopped")
         self.started.set()
 
     def _stop_query(self) -> None:
@@ -301,7 +303,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         end, bounded by ``morphling.checkpoint.timeout`` and :data:`GRACEFUL_STOP_S`."""
         q = self.query
         try:
-            self._update(status="STOPPING")
+            self._update(status=JobStatus.STOPPING)
         except CatalogError as exc:
             log.warning("job %s: status STOPPING not written: %s", self.job.qualified_name, exc)
         if self._graceful and not self.fenced:

@@ -74,11 +74,10 @@ from ..home import Home
 from .job_manager import JobManager
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
+from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
 
 log = logging.getLogger(__name__)
 
-#: Statuses in which a job manager may be running the job's query.
-ACTIVE_STATUSES = ("STARTING", "RUNNING", "RECOVERING", "STOPPING")
 #: Longest wait, in seconds, for the jobs to stop at shutdown.
 SHUTDOWN_TIMEOUT_S = 120.0
 #: Seconds between two prunes of dead servers' rows by the lease holder.
@@ -377,7 +376,7 @@ class JobServer:
             job = by_uid.get(uid)
             if job is None:
                 self._stop_job(runner, graceful=False, why="dropped")
-            elif job.desired_state != "RUNNING":
+            elif job.desired_state != DesiredState.RUNNING:
                 self._stop_job(runner, graceful=True, why="stopped")
             elif not runner.is_alive():
                 self.manager.forget(uid)
@@ -391,7 +390,7 @@ class JobServer:
         busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
         for job in jobs:
             mine = job.uid in self.manager.runners or job.uid in self._stopping
-            if job.desired_state != "RUNNING":
+            if job.desired_state != DesiredState.RUNNING:
                 if job.owner and not mine and not live_owner(self.catalog, job.owner,
                                                               self.server_id):
                     self._disown(job)  # a live owner (a shell, `run`) stops it itself
@@ -403,7 +402,7 @@ class JobServer:
                 if job.updated_at == seen:
                     continue
                 del self._ended[job.uid]  # its row changed since it ended: try again
-            elif job.status == "FAILED":
+            elif job.status == JobStatus.FAILED:
                 self._ended[job.uid] = job.updated_at
                 self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
                            "START it again to retry")
@@ -427,7 +426,7 @@ class JobServer:
         if other is not None:  # a shell or `streamjob run` got there first
             return
         ended = self.catalog.end_open_runs(
-            job.uid, "FAILED", f"its job manager ({job.owner or 'unknown'}) died or lost "
+            job.uid, JobStatus.FAILED, f"its job manager ({job.owner or 'unknown'}) died or lost "
             "its lease while running it")
         if ended:
             log.warning("streamjob %s: ended %d run(s) left open by job manager %s",
@@ -488,7 +487,7 @@ class JobServer:
 
     def _disown(self, job: JobInfo) -> None:
         """A stopped job still naming an owner: its job manager died meanwhile."""
-        self.catalog.end_open_runs(job.uid, "STOPPED",
+        self.catalog.end_open_runs(job.uid, JobStatus.STOPPED,
                                    f"stopped while its job manager ({job.owner}) was gone")
         self.catalog.update_job(job.database, job.name, uid=job.uid, owner=None,
-                                status="STOPPED" if job.status in ACTIVE_STATUSES else None)
+                                status=JobStatus.STOPPED if job.status in ACTIVE_STATUSES else None)

@@ -13,6 +13,7 @@ nearest known one; a bad value names the property, the value and what is allowed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Mapping
 
 from ..exceptions import PropertyError
@@ -83,11 +84,21 @@ def spark_settings(props: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in props.items() if JOB.get(k) is None and JOB.passthrough(k)}
 
 
-def guarantee(props: Mapping[str, Any]) -> str:
-    """The delivery guarantee of DESIGN §6 for effective typed properties."""
+class Guarantee(StrEnum):
+    """A job's delivery guarantee (DESIGN §6); a member equals its text."""
+
+    EXACTLY_ONCE = "exactly-once"
+    AT_LEAST_ONCE = "at-least-once"
+    NONE = "none"
+
+
+def guarantee(props: Mapping[str, Any]) -> Guarantee:
+    """The delivery guarantee of DESIGN §6 for effective typed properties: none without
+    durable checkpoints, at-least-once with ``morphling.result.auto.flush``, else
+    exactly-once."""
     if not props["morphling.job.enable.checkpoint"]:
-        return "none"
-    return "at-least-once" if props["morphling.result.auto.flush"] else "exactly-once"
+        return Guarantee.NONE
+    return Guarantee.AT_LEAST_ONCE if props["morphling.result.auto.flush"] else Guarantee.EXACTLY_ONCE
 
 
 def validate_connector(scope: str, pairs: Mapping[str, str], what: str) -> dict[str, Any]:
