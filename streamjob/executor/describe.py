@@ -76,7 +76,7 @@ class DescribeStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         eff = jp.effective(job.properties, job.session_properties)
-        values = {k: v.value for k, v in eff.items()}
+        values = jp.values(job.properties, job.session_properties)
         try:
             plan = self._plan(db, name, job.query, job.properties, job.session_properties)
             mode, problem = plan.output_mode, None
@@ -94,7 +94,7 @@ class DescribeStatements:
             ("desired state", job.desired_state), ("guarantee", jp.guarantee(values)),
             ("output mode", mode), ("query", job.query),
             ("checkpoint directory", self.home.checkpoint_dir(db, name)
-             if values["morphling.job.enable.checkpoint"] else "(temporary)"),
+             if values.checkpoint_enabled else "(temporary)"),
             ("created", _ts(job.created_at)), ("updated", _ts(job.updated_at)),
             ("runs", len(runs)), ("failed runs", failures),
             ("failures since last checkpoint", job.attempts), ("last error", job.last_error),

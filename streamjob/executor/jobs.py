@@ -68,14 +68,14 @@ class JobStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         plan = self._plan(db, name, job.query, job.properties, job.session_properties)
-        if plan.props["morphling.job.enable.checkpoint"]:  # changed logic is refused here
+        if plan.props.checkpoint_enabled:  # changed logic is refused here
             fingerprint.check(self.home.checkpoint_dir(db, name), plan)
         restored = ""
         if s.from_checkpoint is not None:
             restored = self._restore(s, job, plan)
         elif s.start_from is not None:
             restored = self._start_over(s, job, plan)
-        elif plan.props["morphling.job.enable.checkpoint"] and not self.dry_run \
+        elif plan.props.checkpoint_enabled and not self.dry_run \
                 and self.manager is not None:  # this process runs it, on this host's disk
             self._check_identity(job, plan)
         if not self.dry_run:
@@ -114,7 +114,7 @@ class JobStatements:
         if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before "
                            f"starting it from checkpoint {n}")
-        where = plan.props["morphling.checkpoint.backend"]
+        where = plan.props.checkpoint_backend
         unchecked = self.dry_run and where != "catalog"
         with (CatalogBackend(self.catalog) if self.dry_run
               else backend_for_plan(self.catalog, self.home, plan)) as backend:
@@ -125,7 +125,7 @@ class JobStatements:
                         else "it has no retained checkpoints")
                 raise JobError(f"checkpoint {n} of streamjob {job.qualified_name} is not "
                                f"retained; {have}", pos.line, pos.column, str(n))
-            if not plan.props["morphling.job.enable.checkpoint"]:
+            if not plan.props.checkpoint_enabled:
                 raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable."
                                "checkpoint=false, so it keeps no checkpoint to start from")
             if self.dry_run:
@@ -166,7 +166,7 @@ class JobStatements:
         if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before starting "
                            f"it over FROM {what}")
-        if not plan.props["morphling.job.enable.checkpoint"]:
+        if not plan.props.checkpoint_enabled:
             raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
                            "false: every start already begins at its streams' reset strategy")
         files = [src.stream.qualified_name for src in plan.sources

@@ -23,7 +23,7 @@ from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
 from ..connectors import spec as cspec
 from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
-from ..planner.plan import START_POSITION, JobPlan
+from ..planner.plan import JobPlan
 from ..spark.query import start_query
 from .progress import ProgressReporter
 
@@ -39,13 +39,13 @@ class AttemptMixin:
 
     def _start(self, plan: JobPlan):
         props = plan.props
-        durable = props["morphling.job.enable.checkpoint"]
+        durable = props.checkpoint_enabled
         if durable:
             ckdir = self.manager.home.checkpoint_dir(self.job.database, self.job.name)
         else:
             self._tmp = tempfile.mkdtemp(prefix=f"sj-{self.job.name}-")
             ckdir = self._tmp
-        retained = int(props["morphling.checkpoint.retained"])
+        retained = props.checkpoints_retained
         session = self.manager.job_session({
             **jp.spark_settings(props),  # the job's own spark.sql.* settings
             "spark.sql.streaming.minBatchesToRetain": str(retained),
@@ -66,7 +66,7 @@ class AttemptMixin:
             if fresh:
                 sink.on_new_checkpoint()  # e.g. a file table whose manifest lists batches
             if fresh and ident.start:  # START ... FROM EARLIEST | LATEST | TIMESTAMP
-                plan = dataclasses.replace(plan, props={**plan.props, START_POSITION: ident.start})
+                plan = dataclasses.replace(plan, props=plan.props.starting_at(ident.start))
         if durable:  # refuse checkpoints of a different logic (DESIGN §4)
             fp = fingerprint.check(ckdir, plan)
             fingerprint.write(ckdir, fp)
@@ -79,7 +79,7 @@ class AttemptMixin:
                         self.tracker.latest_id = latest.checkpoint_id
                         self.tracker.latest_at = latest.ended_at or latest.started_at
                         self.tracker.offsets = dict(latest.source_offsets or {})
-        self.watch = ExpiryWatch(ckdir, int(props["morphling.checkpoint.timeout"]))
+        self.watch = ExpiryWatch(ckdir, props.checkpoint_timeout_ms)
         _prepare_dead_letters(plan)
         self.committers = group_committers(plan)
         self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,

@@ -41,6 +41,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..checkpoint.backends import CheckpointBackend
@@ -263,7 +264,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 self.started.set()
                 return
             log.warning("job %s failed: %s", self.job.qualified_name, died or self.error)
-            props = self.plan.props if self.plan else {}
+            props = self.plan.props if self.plan else jp.values({})
             if self.tracker.completed > completed_at_failure:
                 failed_at.clear()  # a checkpoint completed since the last failure: count afresh
                 consecutive = 0
@@ -272,12 +273,12 @@ class JobRunner(AttemptMixin, threading.Thread):
             # minutes (backoff growing to MAX_BACKOFF_S) stays under the bound, a job that
             # fails fast and often does not (DESIGN §5)
             now = time.monotonic()
-            window_s = props.get("morphling.task.failure.window", 60_000) / 1000
+            window_s = props.failure_window_ms / 1000
             failed_at[:] = [t for t in failed_at if now - t < window_s] + [now]
             failures = len(failed_at)
             consecutive += 1
-            allowed = props.get("morphling.task.max.failures", 5)
-            if not props.get("morphling.job.enable.auto.failover", True) or allowed < 0 \
+            allowed = props.max_failures
+            if not props.auto_failover or allowed < 0 \
                     or failures > allowed:
                 self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error, attempts=failures)
                 self.started.set()
@@ -318,7 +319,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         the catalog shows it at once (the next start would record it anyway)."""
         from ..checkpoint.store import log_ids
 
-        if not self.plan or not self.plan.props["morphling.job.enable.checkpoint"]:
+        if not self.plan or not self.plan.props.checkpoint_enabled:
             return
         try:
             commits = log_ids(self.manager.home.checkpoint_dir(self.job.database,
@@ -337,8 +338,8 @@ class JobRunner(AttemptMixin, threading.Thread):
         (the batch that just began is interrupted; its offsets are logged, so the next
         start replays it). Bounded by ``morphling.checkpoint.timeout`` and
         :data:`GRACEFUL_STOP_S`."""
-        props = self.plan.props if self.plan else {}
-        bound = min(GRACEFUL_STOP_S, props.get("morphling.checkpoint.timeout", 60_000) / 1000)
+        props = self.plan.props if self.plan else jp.values({})
+        bound = min(GRACEFUL_STOP_S, props.checkpoint_timeout_ms / 1000)
         deadline = time.monotonic() + bound
         try:
             last = q.lastProgress

@@ -21,6 +21,7 @@ from ..exceptions import ValidationError
 from ..grammar.statements import Position
 from ..home import Home
 from .. import properties as jp
+from ..properties import JobProperties
 from .derived import expand_streams
 from .lookup import Lookup
 from .query import AnalyzedQuery, analyze
@@ -85,7 +86,7 @@ class JobPlan:
     sink: TableInfo
     sink_spec: Any
     output_mode: str
-    props: dict[str, Any]
+    props: JobProperties
     guarantee: str
     derived: tuple[Derived, ...] = ()
 
@@ -246,12 +247,3 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
         f"{sink.qualified_name} a primary key (a SQL table with \"primary.key\", upserted), "
         f"or aggregate over a window of a stream with \"watermark.column\" and "
         f"\"watermark.delay\" so that finished windows can be appended")
-
-
-# -- running -----------------------------------------------------------------------
-
-
-#: A plan property set for the first start of a new checkpoint epoch (START STREAMJOB j
-#: FROM EARLIEST | LATEST | TIMESTAMP t): the Kafka sources' starting position, instead of
-#: each stream's reset strategy (streamjob/checkpoint/identity.py).
-START_POSITION = "streamjob.start.position"

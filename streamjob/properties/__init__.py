@@ -19,9 +19,11 @@ from typing import Any, Mapping
 from ..exceptions import PropertyError
 from .definitions import CONNECTOR, ENGINE, JOB, SECRET_WORDS
 from .registry import Property, Registry
+from .job import JobProperties, job_properties
 
 __all__ = [
-    "CONNECTOR", "ENGINE", "JOB", "Effective", "Property", "Registry", "display", "effective",
+    "CONNECTOR", "ENGINE", "JOB", "Effective", "JobProperties", "Property", "Registry",
+    "display", "effective",
     "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
     "validate_engine", "values",
 ]
@@ -74,14 +76,15 @@ def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) 
     return out
 
 
-def values(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{name: typed value}`` of :func:`effective`."""
-    return {k: v.value for k, v in effective(job, session).items()}
+def values(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> JobProperties:
+    """The typed :class:`~.job.JobProperties` of :func:`effective` (also a mapping
+    ``{name: typed value}``)."""
+    return job_properties({k: v.value for k, v in effective(job, session).items()})
 
 
-def spark_settings(props: Mapping[str, Any]) -> dict[str, str]:
+def spark_settings(props: JobProperties) -> dict[str, str]:
     """The ``spark.sql.*`` settings among effective job ``props`` (for the job's session)."""
-    return {k: str(v) for k, v in props.items() if JOB.get(k) is None and JOB.passthrough(k)}
+    return dict(props.spark)
 
 
 class Guarantee(StrEnum):
@@ -92,13 +95,13 @@ class Guarantee(StrEnum):
     NONE = "none"
 
 
-def guarantee(props: Mapping[str, Any]) -> Guarantee:
+def guarantee(props: JobProperties) -> Guarantee:
     """The delivery guarantee of DESIGN §6 for effective typed properties: none without
     durable checkpoints, at-least-once with ``morphling.result.auto.flush``, else
     exactly-once."""
-    if not props["morphling.job.enable.checkpoint"]:
+    if not props.checkpoint_enabled:
         return Guarantee.NONE
-    return Guarantee.AT_LEAST_ONCE if props["morphling.result.auto.flush"] else Guarantee.EXACTLY_ONCE
+    return Guarantee.AT_LEAST_ONCE if props.auto_flush else Guarantee.EXACTLY_ONCE
 
 
 def validate_connector(scope: str, pairs: Mapping[str, str], what: str) -> dict[str, Any]:

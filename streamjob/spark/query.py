@@ -8,16 +8,16 @@ stream a view over those, then the job's select over them, typed and named as th
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..connectors import spec as cspec
 from ..exceptions import ValidationError
-from ..planner.plan import START_POSITION, JobPlan, Source, Static
+from ..planner.plan import JobPlan, Source, Static
 from ..planner.window import PROCTIME_COLUMN
+from ..properties import JobProperties
 from .observe import observe_source
 
 
-def source_frame(session, src: Source, props: dict[str, Any]):
+def source_frame(session, src: Source, props: JobProperties):
     """The streaming DataFrame of one stream (watermark applied if declared)."""
     from .. import types as sjtypes
 
@@ -30,10 +30,10 @@ def source_frame(session, src: Source, props: dict[str, Any]):
         reader = (session.readStream.format("streamjob_kafka").schema(ddl)
                   .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
                   .option("format", sp.format).option("delimiter", sp.delimiter)
-                  .option("startingOffsets", str(props.get(START_POSITION) or sp.reset))
+                  .option("startingOffsets", str(props.start_position or sp.reset))
                   .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
                   .option("isolationLevel", sp.isolation)
-                  .option("maxRecordsPerBatch", str(props["morphling.job.max.records.per.batch"]))
+                  .option("maxRecordsPerBatch", str(props.max_records_per_batch))
                   .option("missingColumns", sp.missing_columns)
                   .options(**sp.security.resolved().options()))  # secrets: job start
         if src.group_id:
@@ -157,10 +157,10 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str, sink=None):
         sink = table_sink(plan.sink, plan.sink_spec, marker=plan.qualified_name,
                           job=plan.qualified_name, exactly_once=plan.guarantee == "exactly-once",
                           upsert=plan.output_mode == "update",
-                          checkpointed=plan.props["morphling.job.enable.checkpoint"])
+                          checkpointed=plan.props.checkpoint_enabled)
         sink.prepare()
     df = result_frame(session, plan)
-    interval = int(plan.props["morphling.job.checkpoint.interval"])
+    interval = plan.props.checkpoint_interval_ms
     writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
               .outputMode(plan.output_mode)
               .option("checkpointLocation", checkpoint_dir)

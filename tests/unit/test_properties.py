@@ -116,3 +116,23 @@ def test_connector_reference_tables_are_generated_from_the_registry():
     assert all(f"<!-- properties: {scope} -->" in text for scope in scopes), scopes
     assert text == render_connectors(text), \
         "run: python -m streamjob.properties --connectors docs/connectors.md"
+
+
+def test_job_properties_are_one_typed_object_built_from_the_registry():
+    """Issue 14: every job property of the registry is one typed attribute, read by name
+    too; spark.sql.* settings pass through; the epoch's start position is set apart."""
+    from streamjob import properties as jp
+    from streamjob.properties.job import NAMES, START_POSITION, attributes
+
+    assert attributes() == set(NAMES) and set(NAMES.values()) == {p.name for p in jp.JOB}
+    props = jp.values({"morphling.job.checkpoint.interval": "1 min",
+                       "spark.sql.shuffle.partitions": "4"},
+                      {"morphling.result.auto.flush": "true"})
+    assert props.checkpoint_interval_ms == 60_000 and props.auto_flush is True
+    assert props["morphling.job.checkpoint.interval"] == 60_000
+    assert props.spark == {"spark.sql.shuffle.partitions": "4"}
+    assert jp.spark_settings(props) == {"spark.sql.shuffle.partitions": "4"}
+    assert jp.guarantee(props) == "at-least-once"
+    started = props.starting_at("earliest")
+    assert started.start_position == "earliest" and started[START_POSITION] == "earliest"
+    assert START_POSITION not in props

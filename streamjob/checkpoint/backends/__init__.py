@@ -120,7 +120,7 @@ def _stored_kafka_source(catalog: Catalog, job: JobInfo):
 
 def backend_name(job: JobInfo) -> str:
     """The stored job's effective ``morphling.checkpoint.backend``."""
-    return jp.values(job.properties, job.session_properties)[BACKEND_KEY]
+    return jp.values(job.properties, job.session_properties).checkpoint_backend
 
 
 def check_plan(plan: "JobPlan") -> None:

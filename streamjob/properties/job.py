@@ -1,0 +1,91 @@
+"""A job's effective properties as one typed object, built once from the registry
+(:func:`job_properties`): what the planner, the job manager and the Spark query read,
+instead of dotted names looked up in each of them.
+
+Each attribute is one property of :data:`~streamjob.properties.definitions.JOB`, parsed
+by it (durations in ms); the registry's names stay the documented and stored form, and
+``props["morphling.job.checkpoint.interval"]`` still reads a value by that name. The
+``spark.sql.*`` settings a job passes through to its session are in ``spark``.
+``start_position`` is not a user property: it is the starting position of a new
+checkpoint epoch (``START STREAMJOB j FROM EARLIEST | LATEST | TIMESTAMP t``), set by the
+job manager for that first start only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterator, Mapping
+
+#: Attribute of :class:`JobProperties` -> the registry's name of that job property.
+NAMES = {
+    "checkpoint_enabled": "morphling.job.enable.checkpoint",
+    "checkpoint_interval_ms": "morphling.job.checkpoint.interval",
+    "auto_failover": "morphling.job.enable.auto.failover",
+    "max_failures": "morphling.task.max.failures",
+    "failure_window_ms": "morphling.task.failure.window",
+    "auto_flush": "morphling.result.auto.flush",
+    "checkpoint_backend": "morphling.checkpoint.backend",
+    "checkpoint_timeout_ms": "morphling.checkpoint.timeout",
+    "checkpoints_retained": "morphling.checkpoint.retained",
+    "max_records_per_batch": "morphling.job.max.records.per.batch",
+}
+#: The plan key of :attr:`JobProperties.start_position` (not a user property).
+START_POSITION = "streamjob.start.position"
+
+
+@dataclass(frozen=True)
+class JobProperties(Mapping):
+    """Typed effective job properties (see the module docstring); a read-only mapping by
+    the registry's names too, so it can be shown and compared as before."""
+
+    checkpoint_enabled: bool
+    checkpoint_interval_ms: int
+    auto_failover: bool
+    max_failures: int
+    failure_window_ms: int
+    auto_flush: bool
+    checkpoint_backend: str
+    checkpoint_timeout_ms: int
+    checkpoints_retained: int
+    max_records_per_batch: int
+    spark: Mapping[str, str] = field(default_factory=dict)
+    start_position: str | None = None
+
+    def _as_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, attr) for attr, name in NAMES.items()}
+        out.update(self.spark)
+        if self.start_position is not None:
+            out[START_POSITION] = self.start_position
+        return out
+
+    def __getitem__(self, name: str) -> Any:
+        return self._as_dict()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._as_dict())
+
+    def __len__(self) -> int:
+        return len(self._as_dict())
+
+    def starting_at(self, position: str | None) -> "JobProperties":
+        """These properties with the new epoch's starting position set."""
+        return replace(self, start_position=position)
+
+
+def job_properties(values: Mapping[str, Any]) -> JobProperties:
+    """The typed object of ``{registry name: typed value}`` (:func:`streamjob.properties.values`:
+    every job property present, ``spark.sql.*`` settings passed through).
+
+    Raises:
+        KeyError: a job property of the registry is missing from ``values``.
+    """
+    from .definitions import JOB
+
+    spark = {k: str(v) for k, v in values.items() if JOB.get(k) is None and JOB.passthrough(k)}
+    typed = {attr: values[name] for attr, name in NAMES.items()}
+    return JobProperties(**typed, spark=spark, start_position=values.get(START_POSITION))
+
+
+def attributes() -> set[str]:
+    """The attributes holding registry properties (a test checks them against the registry)."""
+    return {f.name for f in fields(JobProperties)} - {"spark", "start_position"}
