@@ -251,16 +251,14 @@ class JobsMixin(CatalogEngine):
                                  "expected an int >= 0")
             if count:
                 adds[stream] = count
-        if not adds:
-            return
-        with self._tx(write=True) as session:
-            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
-            if job is None:
-                return
+        def add(job: Job) -> None:
             totals = _counts(job.malformed_counts)
             for stream, count in adds.items():
                 totals[stream] = totals.get(stream, 0) + count
             job.malformed_counts = to_json_text(totals)
+
+        if adds:
+            self._update_locked(job_uid, add)
 
     def add_missing_columns(self, job_uid: str, missing: Mapping[str, Sequence[str]]) -> None:
         """Count one more micro-batch, for each ``{stream: [column, ...]}`` in ``missing``,
@@ -281,18 +279,26 @@ class JobsMixin(CatalogEngine):
                 raise ValueError(f"invalid stream or column names {stream!r}: {columns!r}")
             if names:
                 adds[stream] = names
-        if not adds:
-            return
-        with self._tx(write=True) as session:
-            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
-            if job is None:
-                return
+        def add(job: Job) -> None:
             totals = _gaps(job.missing_columns)
             for stream, names in adds.items():
                 per = totals.setdefault(stream, {})
                 for name in names:
                     per[name] = per.get(name, 0) + 1
             job.missing_columns = to_json_text(totals)
+
+        if adds:
+            self._update_locked(job_uid, add)
+
+    def _update_locked(self, job_uid: str, change) -> None:
+        """``change(job)`` on the job row of ``job_uid`` in one read-modify-write
+        transaction with the row locked (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT
+        ... FOR UPDATE``), so concurrent writers never lose an update; a uid the catalog
+        no longer holds is ignored."""
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(Job.uid == job_uid).with_for_update()).first()
+            if job is not None:
+                change(job)
 
     def update_progress(self, job_uid: str, progress: Mapping[str, Any]) -> None:
         """Replace the job's latest progress (``JobInfo.progress``) with ``progress``.

@@ -245,27 +245,28 @@ class CheckpointRecorder(StreamingQueryListener):
         """Step 5: count malformed records and declared columns no record carried, then
         the ``on_checkpoint`` hook; failures are logged (the checkpoint itself is already
         durable)."""
-        if missing:
-            log.warning("job {%s}: batch %s: no record carried %s", self.job_name, batch_id,
-                        "; ".join(f"column(s) {', '.join(cols)} of stream {s}"
-                                  for s, cols in missing.items()))
-            try:
-                self.catalog.add_missing_columns(self.job_uid, missing)
-            except Exception as exc:  # noqa: BLE001 - the count is informational
-                log.warning("job {%s}: could not count missing columns: %s", self.job_name, exc)
-        if malformed:
-            log.warning("job {%s}: batch %s set aside %s", self.job_name, batch_id,
-                        ", ".join(f"{n} malformed record(s) of stream {s}"
-                                  for s, n in malformed.items()))
-            try:
-                self.catalog.add_malformed_counts(self.job_uid, malformed)
-            except Exception as exc:  # noqa: BLE001 - the count is informational
-                log.warning("job {%s}: could not count malformed records: %s", self.job_name, exc)
+        self._count(missing, self.catalog.add_missing_columns, "missing columns",
+                    f"batch {batch_id}: no record carried " + "; ".join(
+                        f"column(s) {', '.join(cols)} of stream {s}" for s, cols in missing.items()))
+        self._count(malformed, self.catalog.add_malformed_counts, "malformed records",
+                    f"batch {batch_id} set aside " + ", ".join(
+                        f"{n} malformed record(s) of stream {s}" for s, n in malformed.items()))
         if self.on_checkpoint is not None:
             try:
                 self.on_checkpoint(batch_id, offsets)
             except Exception as exc:  # noqa: BLE001 - e.g. the group commit; never fatal
                 log.warning("job {%s}: after checkpoint %s: %s", self.job_name, batch_id, exc)
+
+    def _count(self, counts: dict, add, what: str, warning: str) -> None:
+        """Warn with ``warning`` and add ``counts`` to the catalog with ``add(uid, counts)``
+        when there are any; a catalog error is only logged (the count is informational)."""
+        if not counts:
+            return
+        log.warning("job {%s}: %s", self.job_name, warning)
+        try:
+            add(self.job_uid, counts)
+        except Exception as exc:  # noqa: BLE001 - the count is informational
+            log.warning("job {%s}: could not count %s: %s", self.job_name, what, exc)
 
 
 def malformed_counts(progress) -> dict[str, int]:
