@@ -19,10 +19,13 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/flights/demo.py
 
-## The tests: unit (no Spark) and integration (Spark, the broker, PostgreSQL, ZooKeeper),
-## all but the `slow` ones (under 15 minutes on 2 cores).
+## The tests, all but the `slow` ones: tests/unit (unit and component: no Spark) in
+## parallel with pytest-xdist, then tests/integration (component, spark and system) in one
+## process that shares one broker and one Spark. Each test carries its cost as a marker
+## (unit, component, spark, system: setup.cfg); `-m spark` etc. select by cost.
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest tests/unit -m "not slow" -n 2
+	$(PY) -m pytest tests/integration -m "not slow"
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
 ## the grammar fuzz. CI runs `make test` and then these.
@@ -32,7 +35,7 @@ test-slow: $(STAMP)
 test-all: test test-slow
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit -m "not slow"
+	$(PY) -m pytest tests/unit -m "not slow" -n 2
 
 ## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a 3-minute run.
 bench: $(STAMP)

@@ -14,6 +14,26 @@ import pytest
 DEADLINE_ENV = "STREAMJOB_TEST_DEADLINE"
 
 
+#: Every test says what it costs, with one of these markers (setup.cfg describes them), on
+#: itself, its class or its module; the closest one counts. `make test` runs the unit and
+#: component tests of tests/unit in parallel (pytest-xdist), then the rest.
+COSTS = ("unit", "component", "spark", "system")
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [item.nodeid for item in items
+                if not any(m.name in COSTS for m in item.iter_markers())]
+    if unmarked:
+        raise pytest.UsageError(
+            f"{len(unmarked)} test(s) without a cost marker ({', '.join(COSTS)}), e.g. "
+            f"{unmarked[0]}: mark the test or its module (tests/conftest.py)")
+
+
+def cost(item) -> str:
+    """The test's cost: its closest cost marker."""
+    return next(m.name for m in item.iter_markers() if m.name in COSTS)
+
+
 def pytest_runtest_setup(item):
     deadline = os.environ.get(DEADLINE_ENV)
     if deadline and item.get_closest_marker("slow") and time.time() > float(deadline):

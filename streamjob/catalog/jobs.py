@@ -492,10 +492,6 @@ def _counts(text_value: str | None) -> dict[str, int]:
 def _gaps(text_value: str | None) -> dict[str, dict[str, int]]:
     """``jobs.missing_columns`` as ``{stream: {column: batches}}`` (malformed entries
     dropped)."""
-    return {str(k): _counts_of(v) for k, v in from_json_text(text_value, {}).items()
-            if isinstance(v, dict)}
-
-
-def _counts_of(value: dict) -> dict[str, int]:
-    return {str(k): int(v) for k, v in value.items()
-            if isinstance(v, int) and not isinstance(v, bool)}
+    return {str(k): {str(c): int(n) for c, n in v.items()
+                     if isinstance(n, int) and not isinstance(n, bool)}
+            for k, v in from_json_text(text_value, {}).items() if isinstance(v, dict)}

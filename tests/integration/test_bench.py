@@ -6,9 +6,13 @@ rate is positive."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
+
+pytestmark = pytest.mark.system
 
 
 def test_bench_tiny_writes_results(tmp_path):

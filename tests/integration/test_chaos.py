@@ -55,7 +55,7 @@ from streamjob.dev.broker import create_topic
 from .conftest import PARTITIONS, STREAMJOB, Cli, kill_group, wait_for
 from .results import compare, parquet_table, sql_table
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 SEED = int(os.environ.get("STREAMJOB_CHAOS_SEED", "20130101"))
 KILLS = 5

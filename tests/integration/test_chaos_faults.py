@@ -24,7 +24,7 @@ from streamjob.manager import JobManager
 from .conftest import wait_for
 from .world import World
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ from streamjob.home import Home
 
 from .conftest import STREAMJOB
 
-pytestmark = pytest.mark.integration
 
 BACKENDS = ("catalog", "zookeeper", "kafka")
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
@@ -102,6 +101,7 @@ def _ids(cps) -> list[int]:
 # ------------------------------------------------------------ the contract, per backend
 
 
+@pytest.mark.component
 def test_retention_keeps_exactly_the_highest_ids(backend, make_job):
     job, other = make_job(), make_job()
     backend.record(other, _cp(other, 0), retained=5)
@@ -113,6 +113,7 @@ def test_retention_keeps_exactly_the_highest_ids(backend, make_job):
     assert _ids(backend.list(job)) == [24, 25]
 
 
+@pytest.mark.component
 def test_recording_an_id_again_replaces_it(backend, make_job):
     job = make_job()
     for cid in range(3):
@@ -125,6 +126,7 @@ def test_recording_an_id_again_replaces_it(backend, make_job):
     assert _ids(cps) == [0, 1, 2] and (cps[2].status, cps[2].input_rows) == ("LATE", 99)
 
 
+@pytest.mark.component
 def test_truncate_removes_the_later_ids(backend, make_job):
     job = make_job()
     for cid in range(6):
@@ -138,6 +140,7 @@ def test_truncate_removes_the_later_ids(backend, make_job):
     assert backend.list(job) == [] and backend.latest(job) is None
 
 
+@pytest.mark.component
 def test_purge_removes_the_job_and_nothing_of_another(backend, make_job):
     job, other = make_job(), make_job()
     for cid in range(3):
@@ -152,6 +155,7 @@ def test_purge_removes_the_job_and_nothing_of_another(backend, make_job):
     assert _ids(backend.list(job)) == [5]
 
 
+@pytest.mark.component
 def test_list_is_ascending_and_latest_is_the_highest(backend, make_job):
     job, empty = make_job(), make_job()
     for cid in (7, 3, 11, 5, 0):
@@ -161,6 +165,7 @@ def test_list_is_ascending_and_latest_is_the_highest(backend, make_job):
     assert backend.list(empty) == [] and backend.latest(empty) is None
 
 
+@pytest.mark.component
 def test_records_round_trip_every_field(backend, make_job):
     job = make_job()
     full = CheckpointInfo(
@@ -184,6 +189,7 @@ def test_records_round_trip_every_field(backend, make_job):
     assert got.ended_at == got.started_at and got.started_at.tzinfo == timezone.utc
 
 
+@pytest.mark.component
 def test_bad_records_are_refused(backend, make_job):
     job = make_job()
     with pytest.raises(ValueError, match="retained must be at least 1"):
@@ -196,6 +202,7 @@ def test_bad_records_are_refused(backend, make_job):
 # ------------------------------------------------------------------------- zookeeper
 
 
+@pytest.mark.component
 def test_zookeeper_layout_running_znode_and_purge_scope(env, make_job, zk_client):
     job, other = make_job(), make_job()
     base = f"{env.root}/default"
@@ -238,6 +245,7 @@ def test_zookeeper_layout_running_znode_and_purge_scope(env, make_job, zk_client
     assert zk_client.exists(f"{base}/checkpoints") is not None
 
 
+@pytest.mark.component
 def test_zookeeper_errors_name_the_quorum_property(tmp_path):
     with pytest.raises(ConnectorError, match=r"cannot reach ZooKeeper at 127\.0\.0\.1:1 "
                                              r"\(spark\.morphling\.zookeeper\.quorum\)"):
@@ -251,6 +259,7 @@ def test_zookeeper_errors_name_the_quorum_property(tmp_path):
 # ----------------------------------------------------------------------------- kafka
 
 
+@pytest.mark.component
 def test_kafka_topic_is_compacted_and_retention_writes_tombstones(env, make_job):
     from kafka import KafkaConsumer, TopicPartition
 
@@ -278,6 +287,7 @@ def test_kafka_topic_is_compacted_and_retention_writes_tombstones(env, make_job)
         "0000000000": True, "0000000001": True, "0000000002": False, "0000000003": False}
 
 
+@pytest.mark.component
 def test_kafka_errors(env, tmp_path):
     with pytest.raises(ConnectorError, match=r"Kafka broker at 127\.0\.0\.1:1"):
         KafkaBackend("127.0.0.1:1", timeout_s=1)
@@ -334,6 +344,7 @@ def _cli_checkpoints(env, name: str) -> list[dict]:
     return json.loads(res.stdout)
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("which", BACKENDS)
 def test_a_job_keeps_its_last_checkpoints_in_the_backend(which, env, jobs, zk_client):
     name = f"copy_{which}"

@@ -20,7 +20,7 @@ from streamjob.manager import JobManager
 
 from .world import World
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 
 def produce(bootstrap: str, topic: str, ids) -> None:

@@ -16,7 +16,7 @@ import pytest
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, env  # noqa: F401 - env is the fixture used below
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 
 class Watcher:

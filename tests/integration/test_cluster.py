@@ -39,7 +39,6 @@ import pytest
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import create_topic, free_port
 
-pytestmark = [pytest.mark.integration]
 
 STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
 RECORDS = 1000
@@ -279,6 +278,7 @@ def _commits(job_dir: Path, log: str = "commits") -> list[int]:
     return sorted(int(p.name) for p in (job_dir / log).iterdir() if p.name.isdigit())
 
 
+@pytest.mark.system
 def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
         cluster, python_without_streamjob, broker, tmp_path):
     """The job's Kafka source and static table run on the worker's executor, whose Python
@@ -317,6 +317,7 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
           f"shipped {shipped[0].name}")
 
 
+@pytest.mark.system
 def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
         cluster, python_without_streamjob, broker, tmp_path):
     """A checkpoint root that is not a local path: ``viewfs://`` (Hadoop's mount-table
@@ -343,6 +344,7 @@ def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
     print(f"viewfs job: {run.seconds:.1f} s, checkpoints {ids}")
 
 
+@pytest.mark.system
 def test_the_shipped_zip_imports_where_streamjob_is_not_installed(python_without_streamjob, tmp_path):
     """What the executors get: the zip alone makes the sources' modules and the package
     data importable in a Python without streamjob; local masters ship nothing."""
@@ -382,6 +384,7 @@ def _fake_checkpoint(job_dir: Path, batches: int) -> None:
             (job_dir / log / f".{i}.crc").write_bytes(b"crc")
 
 
+@pytest.mark.spark
 def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path):
     """Every checkpoint-store operation on a non-local URI (``viewfs://`` over a local
     directory, through Hadoop in a local Spark session's JVM) gives what the same

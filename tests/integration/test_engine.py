@@ -8,6 +8,8 @@ import pytest
 from streamjob.spark.session import spark_session
 from streamjob.home import Home
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.mark.skipif(bool(os.environ.get("SPARK_HOME")), reason="the user's SPARK_HOME is kept")
 def test_python_workers_import_the_installed_pyspark(tmp_path):

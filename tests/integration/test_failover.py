@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 

@@ -30,7 +30,7 @@ from streamjob.spark.query import start_query, static_frame
 from .conftest import wait_for
 from .world import SparkWorld
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ORDER_COLUMNS = ("id", "region", "amount", "day")

@@ -12,7 +12,7 @@ import pytest
 from .conftest import FLIGHTS_SQL, kill_group, wait_for
 from .results import assert_matches_batch, carrier_delays
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 JOBS = ("default.carrier_delays_job", "default.late_flights_job")
 

@@ -16,7 +16,7 @@ from streamjob.dev.broker import create_topic
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, Env
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 
 @pytest.fixture

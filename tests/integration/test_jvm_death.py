@@ -21,7 +21,7 @@ from streamjob.dev.broker import create_topic
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, Env, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 
 def jvm_of(pid: int) -> int:

@@ -23,7 +23,7 @@ from streamjob.connectors.kafka.source import KafkaRange, KafkaStreamReader, rea
 from streamjob.dev.broker import LocalBroker, create_topic
 from streamjob.exceptions import ConnectorError
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.component
 
 SCHEMA = StructType([StructField("value", StringType()), StructField("offset", LongType())])
 ALL = ReadAllAvailable()

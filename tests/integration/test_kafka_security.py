@@ -22,7 +22,7 @@ from streamjob.dev.broker import LocalBroker, free_port
 from .test_kafka_source_jobs import World
 from .tls_proxy import TlsProxy
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 N = 40
 

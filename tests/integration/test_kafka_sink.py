@@ -33,7 +33,6 @@ from streamjob.exceptions import ConnectorError
 
 from .world import SparkWorld
 
-pytestmark = pytest.mark.integration
 
 UTC = dt.timezone.utc
 COLUMNS = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
@@ -115,6 +114,7 @@ def sink_for(broker, topic, exactly_once, uid=None, **spec) -> KafkaSink:
 # -- (a) the sink alone --------------------------------------------------------------
 
 
+@pytest.mark.component
 def test_json_values_with_key_and_nulls_at_least_once(broker):
     topic = new_topic(broker, partitions=3)
     sink = sink_for(broker, topic, exactly_once=False, key="id")
@@ -138,6 +138,7 @@ def test_json_values_with_key_and_nulls_at_least_once(broker):
     assert len({p for p, _, _ in got}) == 3
 
 
+@pytest.mark.component
 def test_delimited_values_at_least_once_repeat_on_replay(broker):
     topic = new_topic(broker)
     sink = sink_for(broker, topic, exactly_once=False, format="delimited", delimiter="|",
@@ -153,6 +154,7 @@ def test_delimited_values_at_least_once_repeat_on_replay(broker):
     assert decoded(got, "delimited", "|") == rows(0, 5) * 2
 
 
+@pytest.mark.component
 def test_exactly_once_commits_a_marker_and_skips_replayed_batches(broker):
     topic = new_topic(broker, partitions=2)
     uid = uuid.uuid4().hex
@@ -184,6 +186,7 @@ def test_exactly_once_commits_a_marker_and_skips_replayed_batches(broker):
         other.close()
 
 
+@pytest.mark.component
 def test_a_crashed_transaction_is_aborted_and_its_batch_written_again(broker):
     """A producer of the job died inside batch 4's transaction (rows and marker sent, no
     commit): the next instance's InitProducerId aborts it, the marker stays, batch 4 is
@@ -220,6 +223,7 @@ def test_a_crashed_transaction_is_aborted_and_its_batch_written_again(broker):
     assert [i for i in ids if i != -1] == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.component
 def test_a_second_instance_fences_the_first(broker):
     topic = new_topic(broker)
     uid = uuid.uuid4().hex
@@ -240,6 +244,7 @@ def test_a_second_instance_fences_the_first(broker):
     assert [r["id"] for r in decoded(read_topic(broker.bootstrap, topic))] == [0, 1, 2, 3]
 
 
+@pytest.mark.component
 def test_fenced_between_marker_and_commit_fails_within_the_commit_timeout(broker):
     """The takeover lands after the rows and the marker were sent, before EndTxn: Apache
     Kafka answers PRODUCER_FENCED; Tansu drops the connection and kafka-python would
@@ -269,6 +274,7 @@ def test_fenced_between_marker_and_commit_fails_within_the_commit_timeout(broker
     assert marker(broker.bootstrap, uid, topic) == 1
 
 
+@pytest.mark.component
 def test_unreachable_broker_names_address_and_topic():
     address = f"127.0.0.1:{free_port()}"
     sink = KafkaSink(KafkaTableSpec("t", address), COLUMNS, "u", "default.job", True)
@@ -279,6 +285,7 @@ def test_unreachable_broker_names_address_and_topic():
         sink.write_arrow(table(0, 1), 0)
 
 
+@pytest.mark.component
 def test_missing_topic_is_an_error_and_is_not_created(broker):
     from kafka import KafkaConsumer
 
@@ -336,6 +343,7 @@ def expected(n: int) -> list[dict]:
             for i in range(n)]
 
 
+@pytest.mark.spark
 def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world, broker):
     from streamjob.connectors.files.table import read_table
 
@@ -399,6 +407,7 @@ def test_job_writes_a_kafka_table_exactly_once_and_a_stream_reads_it_back(world,
     assert by_id(read_table(str(out)).to_pylist()) == expected(100)
 
 
+@pytest.mark.spark
 def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(world, broker):
     """START STREAMJOB in an in-process manager: the runner builds, prepares and closes
     the sink (at-least-once: ``morphling.result.auto.flush``); Kafka stream in, delimited
@@ -447,6 +456,7 @@ def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(wo
     assert all(k == (None if v.endswith(b"|\\N") else v.split(b"|")[1]) for _, k, v in got)
 
 
+@pytest.mark.spark
 def test_drop_streamjob_deletes_the_marker_group_of_its_kafka_table(world, broker):
     """DROP STREAMJOB purges the job's exactly-once marker (the consumer group
     ``streamjob-sink-<uid>``), as it purges SQL sink markers."""

@@ -15,7 +15,6 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 
-pytestmark = pytest.mark.integration
 
 N = 3000
 
@@ -30,6 +29,7 @@ def ctrl_a_topic(broker):
     return "ctrl_a"
 
 
+@pytest.mark.component
 def test_end_offsets_and_read_range_yield_arrow_batches(broker, ctrl_a_topic):
     from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
@@ -47,11 +47,13 @@ def test_end_offsets_and_read_range_yield_arrow_batches(broker, ctrl_a_topic):
     assert all(r["name"] is None and r["score"] is None for r in rows if r["id"] % 10 == 0)
 
 
+@pytest.mark.component
 def test_unreachable_broker_names_the_address():
     with pytest.raises(ConnectorError, match="cannot reach Kafka broker at 127.0.0.1:1"):
         end_offsets("127.0.0.1:1", "t")
 
 
+@pytest.mark.spark
 def test_delimited_stream_through_spark_into_sql_table(tmp_path, broker, ctrl_a_topic):
     from streamjob.manager import JobManager
 

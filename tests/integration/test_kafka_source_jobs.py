@@ -20,7 +20,7 @@ from streamjob.manager import JobManager
 
 from .world import World as BaseWorld
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PARTITIONS = 2

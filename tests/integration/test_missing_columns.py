@@ -17,7 +17,7 @@ from streamjob.dev.broker import create_topic
 
 from .test_kafka_source_jobs import World
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")

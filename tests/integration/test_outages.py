@@ -24,7 +24,7 @@ from streamjob.manager import JobManager
 from .faults import broker_paused, database_down, scratch_database
 from .world import World
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 OUTAGE_S = 180
 

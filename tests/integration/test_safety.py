@@ -11,8 +11,6 @@ from streamjob.connectors.files.table import read_table
 
 from .world import SparkWorld
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def world(tmp_path):
@@ -21,6 +19,7 @@ def world(tmp_path):
     w.close()
 
 
+@pytest.mark.spark
 def test_a_job_writes_dollar_brace_text_as_written_never_the_environment(world, monkeypatch):
     monkeypatch.setenv("SJ_TEST_SECRET", "s3cr3t-value")
     directory = world.root / "in"
@@ -42,6 +41,7 @@ def test_a_job_writes_dollar_brace_text_as_written_never_the_environment(world, 
     assert rows == [{"id": 1, "a": "${env:SJ_TEST_SECRET}", "b": "${system:user.name}"}]
 
 
+@pytest.mark.spark
 def test_job_sessions_keep_substitution_off_whatever_sql_conf_says(world):
     from streamjob.spark.session import job_session, spark_session
 
@@ -53,6 +53,7 @@ def test_job_sessions_keep_substitution_off_whatever_sql_conf_says(world):
 # ------------------------------------------------------------------ point 4: --until-idle
 
 
+@pytest.mark.spark
 def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
     """On the main of 2026-11-23 wait_until_idle returned at once for file-stream jobs
     (nothing written yet) and said nothing of a job that failed at start (here: its SQL
@@ -103,6 +104,7 @@ def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
 # ------------------------------------------------------------------ point 6: brokers
 
 
+@pytest.mark.component
 def test_a_local_broker_refuses_a_port_in_use(broker):
     """On the main of 2026-11-23 this 'started' a broker by finding the session's broker
     answering on the port, and the demo replayed into that one (results tripled)."""
@@ -114,6 +116,7 @@ def test_a_local_broker_refuses_a_port_in_use(broker):
     assert f"port {broker.port} on 127.0.0.1 is in use" in str(e.value)
 
 
+@pytest.mark.spark
 def test_until_idle_treats_a_topic_that_ends_before_the_checkpoint_as_data_loss(tmp_path):
     """A fresh broker (memory storage) whose topic holds fewer records than the job's
     checkpoint had read: main said "caught up" with the stale table."""
@@ -167,6 +170,7 @@ def test_until_idle_treats_a_topic_that_ends_before_the_checkpoint_as_data_loss(
 
 
 @pytest.mark.parametrize("source", ["kafka", "kafka_other_case", "files"])
+@pytest.mark.spark
 def test_camel_case_columns_are_read_not_null(world, broker, source):
     """Issue 13 point 1: ``CREATE STREAM bid (..., `dateTime` STRING, `itemName` STRING)``
     over JSON records with those keys wrote NULL in both columns on the main of

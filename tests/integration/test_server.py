@@ -36,7 +36,7 @@ from streamjob.dev.broker import create_topic
 from .conftest import STREAMJOB
 from .conftest import wait_for as _wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 TRACE = bool(os.environ.get("SJ_TRACE"))
 """``SJ_TRACE=1``: print the servers' lines and each wait's duration, with times (-s)."""

@@ -19,7 +19,7 @@ import pexpect
 import pyte
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.system
 
 STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
 ROWS, COLS = 40, 140

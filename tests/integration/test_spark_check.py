@@ -13,7 +13,7 @@ from streamjob.exceptions import ValidationError
 
 from .world import SparkWorld
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 SETUP = """
 CREATE STREAM a (id INT, v DOUBLE, ts TIMESTAMP)

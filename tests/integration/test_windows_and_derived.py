@@ -19,7 +19,7 @@ from streamjob.connectors.files.table import read_table
 
 from .world import SparkWorld
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.spark
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 # (user, seconds after T0): three users over four 10-second windows

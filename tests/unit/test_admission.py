@@ -1,9 +1,12 @@
+import pytest
 """The job manager's start gate (streamjob/manager/admission.py)."""
 
 import threading
 
 from streamjob.manager import admission
 from streamjob.manager.admission import StartGate
+
+pytestmark = pytest.mark.unit
 
 
 def test_slots_bound_the_start_ups_and_free_on_release():

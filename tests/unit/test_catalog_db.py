@@ -24,6 +24,8 @@ from streamjob.exceptions import (
 
 from .catalog_helpers import COLS, _count, _job
 
+pytestmark = pytest.mark.component
+
 
 # ------------------------------------------------------------------ concurrency
 

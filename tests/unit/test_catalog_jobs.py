@@ -21,6 +21,8 @@ from streamjob.exceptions import (
 
 from .catalog_helpers import COLS, T0, _ckpt, _count, _job
 
+pytestmark = pytest.mark.component
+
 
 # ------------------------------------------------------------------------- jobs
 

@@ -21,6 +21,8 @@ from streamjob.catalog import Catalog, migrations
 from streamjob.catalog.models import SCHEMA_VERSION, Base, UTCDateTime
 from streamjob.exceptions import CatalogError
 
+pytestmark = pytest.mark.component
+
 HEAD = "0006"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]

@@ -21,6 +21,8 @@ from streamjob.exceptions import (
 
 from .catalog_helpers import COLS, _job
 
+pytestmark = pytest.mark.component
+
 
 # ----------------------------------------------------------------- streams, tables
 

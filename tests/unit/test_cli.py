@@ -23,6 +23,8 @@ from click.testing import CliRunner
 from streamjob.catalog import Catalog
 from streamjob.cli import main
 
+pytestmark = pytest.mark.component
+
 STREAMJOB = str(Path(sys.executable).with_name("streamjob"))
 
 SETUP = """

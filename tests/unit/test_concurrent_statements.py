@@ -3,6 +3,8 @@ PostgreSQL) lose nothing and leave it consistent (issue: catalog concurrency).""
 
 from __future__ import annotations
 
+import pytest
+
 import multiprocessing
 
 from streamjob.catalog import Catalog
@@ -10,6 +12,8 @@ from streamjob.exceptions import ObjectExistsError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
+
+pytestmark = pytest.mark.component
 
 OBJECTS = 12
 

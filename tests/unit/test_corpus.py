@@ -15,6 +15,8 @@ from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 from streamjob.script import substitute
 
+pytestmark = pytest.mark.unit
+
 CORPUS = Path(__file__).parent.parent / "corpus"
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 VALID = sorted((CORPUS / "valid").glob("*.sql")) + sorted(EXAMPLES.glob("*/*.sql"))

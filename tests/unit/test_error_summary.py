@@ -1,6 +1,9 @@
+import pytest
 """One line a user can act on, from what Spark reports for a failed query."""
 
 from streamjob.manager.runner import error_summary
+
+pytestmark = pytest.mark.unit
 
 WORKER = """[STREAM_FAILED] Query [id = 7a10eb12, runId = 992b6067] terminated with exception: \
 [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):

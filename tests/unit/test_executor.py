@@ -13,6 +13,8 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 
+pytestmark = pytest.mark.unit
+
 SETUP = """
 CREATE STREAM s (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="h:9092");
 CREATE TABLE totals (k STRING, total DOUBLE)

@@ -16,6 +16,8 @@ from streamjob.grammar import parse_script
 from streamjob.home import Home
 from streamjob.planner.plan import plan_job
 
+pytestmark = pytest.mark.unit
+
 SETUP = """
 CREATE STREAM s (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="h:9092");
 CREATE STREAM s2 (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t2", "kafka.broker.list"="h:9092");

@@ -70,6 +70,8 @@ from streamjob.connectors.kafka.dead_letter import DeadLetterTarget, check_colum
 from streamjob.connectors.kafka.formats import MALFORMED_COLUMN, decode_tolerant, with_malformed
 from streamjob.exceptions import ValidationError
 
+pytestmark = pytest.mark.unit
+
 
 def _slice(values, start=100):
     n = len(values)

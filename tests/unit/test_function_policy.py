@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from streamjob.cli import main
 from streamjob.planner.functions import DENIED, SPARK_FUNCTIONS
 
+pytestmark = pytest.mark.unit
+
 SETUP = ('CREATE STREAM s (k STRING, v BIGINT) TBLPROPERTIES ("topic"="t", '
          '"kafka.broker.list"="127.0.0.1:9");\n'
          'CREATE TABLE t (k STRING, v BIGINT) STORED AS JSON;\n')

@@ -22,6 +22,8 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 
+pytestmark = pytest.mark.unit
+
 CORPUS = Path(__file__).parent.parent / "corpus"
 SCRIPTS = [p.read_text() for p in sorted((CORPUS / "valid").glob("*.sql"))]
 

@@ -16,6 +16,8 @@ from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 from streamjob.script import read_script, substitute
 
+pytestmark = pytest.mark.unit
+
 CORPUS = Path(__file__).parent.parent / "corpus"
 SOURCES = [p.read_bytes() for p in sorted((CORPUS / "valid").glob("*.sql"))]
 

@@ -34,6 +34,8 @@ from streamjob.grammar import (
     props,
 )
 
+pytestmark = pytest.mark.unit
+
 SLIPSTREAM_SCRIPT = """\
 -- flights from Kafka
 CREATE STREAM IF NOT EXISTS flights (

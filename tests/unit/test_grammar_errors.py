@@ -11,6 +11,8 @@ from streamjob.grammar import parse_script
 
 from .test_grammar import SLIPSTREAM_SCRIPT, error_of
 
+pytestmark = pytest.mark.unit
+
 # --------------------------------------------------------------------------- errors
 
 

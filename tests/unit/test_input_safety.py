@@ -15,6 +15,8 @@ from streamjob.grammar import parse_script
 from streamjob.grammar.limits import MAX_LINE_CHARS, MAX_NESTING
 from streamjob.script import read_script, substitute
 
+pytestmark = pytest.mark.unit
+
 SETUP = ('CREATE STREAM s (k STRING, v BIGINT) TBLPROPERTIES ("topic"="t", '
          '"kafka.broker.list"="127.0.0.1:9");\n'
          'CREATE TABLE t (k STRING, v BIGINT) STORED AS JSON;\n')

@@ -17,6 +17,8 @@ from streamjob.connectors.kafka.source import (KafkaStreamReader, _cap, lost_sta
 from streamjob.exceptions import ConnectorError
 from streamjob.manager.idle import reached
 
+pytestmark = pytest.mark.unit
+
 
 def test_cap_spreads_limit_over_backlog():
     start = {0: 0, 1: 100, 2: 50}

@@ -10,6 +10,8 @@ from streamjob.connectors import spec as cspec
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.exceptions import ConnectorError, ValidationError
 
+pytestmark = pytest.mark.unit
+
 BASE = {"topic": "t", "kafka.broker.list": "b:9092"}
 
 

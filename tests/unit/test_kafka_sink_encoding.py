@@ -21,6 +21,8 @@ from streamjob.exceptions import ConnectorError, PropertyError, ValidationError
 
 from . import planning
 
+pytestmark = pytest.mark.unit
+
 UTC = dt.timezone.utc
 COLUMNS = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
            {"name": "price", "type": "decimal(20,6)"}, {"name": "ratio", "type": "double"},

@@ -4,8 +4,12 @@ out), and no module is over 500 lines. ``pytest tests/unit/test_layout.py -v`` p
 
 from __future__ import annotations
 
+import pytest
+
 import ast
 from pathlib import Path
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streamjob"
 MAX_LINES = 500

@@ -15,6 +15,8 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import CHECKPOINT_DIR_KEY, Home, validate_name
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("name", ["j\n", "j\r\n", "a.b", "../x", "", "1j"])
 def test_names_must_match_whole(name):

@@ -15,6 +15,8 @@ from streamjob.grammar.statements import Column, CreateTable, Position, Qualifie
 from streamjob.home import Home
 from streamjob.planner.plan import plan_job
 
+pytestmark = pytest.mark.unit
+
 
 def error_of(text: str) -> ParseError:
     with pytest.raises(ParseError) as info:

@@ -8,6 +8,8 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 
+pytestmark = pytest.mark.unit
+
 SETUP = """
 CREATE STREAM flights (carrier STRING, month INT, dep_delay DOUBLE, arr_delay DOUBLE)
   TBLPROPERTIES("topic"="flights", "kafka.broker.list"="127.0.0.1:1");

@@ -8,6 +8,8 @@ from streamjob.grammar import parse_script
 
 from . import planning
 
+pytestmark = pytest.mark.unit
+
 SETUP = """
 CREATE STREAM flights (carrier STRING, month INT, dep_delay DOUBLE, arr_delay DOUBLE)
   TBLPROPERTIES("topic"="flights", "kafka.broker.list"="127.0.0.1:1");

@@ -3,6 +3,8 @@ import pytest
 from streamjob import properties as jp
 from streamjob.exceptions import PropertyError
 
+pytestmark = pytest.mark.unit
+
 
 def test_values_parse_as_users_write_them():
     v = jp.values({"morphling.job.enable.checkpoint": "TRUE",

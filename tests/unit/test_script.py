@@ -3,6 +3,8 @@ import pytest
 from streamjob.exceptions import ParseError
 from streamjob.script import substitute
 
+pytestmark = pytest.mark.unit
+
 
 def test_vars_env_defaults_and_comments(monkeypatch):
     monkeypatch.setenv("SJ_FROM_ENV", "env")

@@ -15,6 +15,8 @@ from streamjob.catalog import Catalog
 from streamjob.home import Home
 from streamjob.secrets import mask_text, mask_url
 
+pytestmark = pytest.mark.component
+
 
 @pytest.mark.parametrize("url, secret", [
     ("postgresql://writer:s3cr/et@db:5432/sink", "s3cr/et"),

@@ -13,6 +13,8 @@ import pytest
 
 from streamjob.catalog import Catalog, ServerInfo
 
+pytestmark = pytest.mark.component
+
 A, B = "host-a:101:aaaaaaaa", "host-b:202:bbbbbbbb"
 
 

@@ -21,6 +21,8 @@ from streamjob.shell.completion import Names, suggest
 from streamjob.shell.lexer import StreamSqlLexer
 from streamjob.shell.splitter import is_complete, position_in, split_input
 
+pytestmark = pytest.mark.unit
+
 KAFKA = ('CREATE STREAM clicks (id int, name string) TBLPROPERTIES("topic"="clicks", '
          '"kafka.broker.list"="127.0.0.1:9", "format"="json", "malformed.policy"="skip");\n')
 

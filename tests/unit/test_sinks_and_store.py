@@ -11,6 +11,8 @@ from streamjob.connectors.spec import SqlTableSpec
 from streamjob.connectors.sql.sink import SqlSink
 from streamjob.exceptions import CheckpointError, ConnectorError, SchemaMismatch
 
+pytestmark = pytest.mark.component
+
 COLS = [{"name": "carrier", "type": "string"}, {"name": "month", "type": "int"},
         {"name": "n", "type": "bigint"}]
 

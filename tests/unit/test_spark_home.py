@@ -1,3 +1,4 @@
+import pytest
 """The Spark home mirror whose Python workers import the installed pyspark
 (streamjob/spark/home.py)."""
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pyspark
 
 from streamjob.spark.home import worker_spark_home
+
+pytestmark = pytest.mark.unit
 
 PYSPARK = Path(pyspark.__file__).resolve().parent
 

@@ -17,6 +17,8 @@ from streamjob.connectors.spec import SqlTableSpec
 from streamjob.connectors.sql.sink import SqlSink
 from streamjob.exceptions import ConnectorError
 
+pytestmark = pytest.mark.component
+
 PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 

@@ -21,6 +21,8 @@ from streamjob.connectors.static import (arrow_column, check_sql_table, column_m
                                              read_file_table, read_sql_table, table_files)
 from streamjob.exceptions import ConnectorError
 
+pytestmark = pytest.mark.unit
+
 UTC = dt.timezone.utc
 
 

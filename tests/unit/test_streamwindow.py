@@ -9,6 +9,8 @@ from streamjob.grammar import parse_script
 from . import planning
 from streamjob.planner.window import PROCTIME_COLUMN
 
+pytestmark = pytest.mark.unit
+
 SETUP = """
 CREATE STREAM clicks (user_id STRING, url STRING, ts TIMESTAMP)
   TBLPROPERTIES("topic"="clicks", "kafka.broker.list"="127.0.0.1:1",

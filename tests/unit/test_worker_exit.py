@@ -1,6 +1,9 @@
+import pytest
 """A Spark source runner whose socket the JVM closed exits quietly; other errors print."""
 
 from streamjob.connectors import worker
+
+pytestmark = pytest.mark.unit
 
 
 def _raise_broken_pipe_while_handling_eof():
