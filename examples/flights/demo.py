@@ -24,7 +24,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from streamjob.connectors.file_table import read_table
+from streamjob.connectors.files.table import read_table
 from streamjob.dev import flights as nyc
 from streamjob.dev.broker import LocalBroker, create_topic, free_port
 from streamjob.exceptions import ConnectorError

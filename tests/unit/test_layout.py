@@ -101,3 +101,15 @@ def test_no_module_is_over_500_lines():
     long = {str(f.relative_to(PACKAGE.parent)): n for f, _ in _modules().values()
             if (n := len(f.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_the_examples_import():
+    """The README's first command runs examples/flights/demo.py: its imports must follow
+    the package when modules move (the house issue moved connectors.file_table)."""
+    import importlib.util
+
+    demo = PACKAGE.parent / "examples" / "flights" / "demo.py"
+    spec = importlib.util.spec_from_file_location("streamjob_demo", demo)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # top level only: main() runs under __main__
+    assert callable(module.main)
