@@ -25,35 +25,11 @@ PARTITIONS = 2
 
 ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 
-SLOW_VARIANTS = {
-    "test_standby_takeover_after_sigkill_and_handover_at_sigterm[postgresql]",
-    "test_holder_that_cannot_renew_its_lease_fences_its_jobs[postgresql]",
-    "test_server_follows_submit_stop_and_drop[postgresql]",
-    "test_one_client_watches_while_another_submits_stops_and_drops[postgresql]",
-    "test_crash_midway_then_resume_gives_exact_result[server]",
-    "test_second_run_resumes_and_drop_purges",  # resume: also in the crash-resume tests
-    "test_standby_takeover_after_sigkill_and_handover_at_sigterm[sqlite]",  # fencing and
-    # leases stay in `make test` (holder_cannot_renew[sqlite], stalled holder)
-    "test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop",  # the cluster
-    # run itself stays in `make test` (a_kafka_job_runs_on_the_cluster...)
-    "test_crash_midway_then_resume_gives_exact_result[file]",  # 127 s; crash and resume
-    # stay in `make test` through the hosts takeover and the failover tests
-    "test_a_stalled_holder_fences_itself_and_gives_its_jobs_up[postgresql]",  # 50 s
-}
-"""The longest process scenarios (1-2.5 min each), mostly second variants: `make test`
-runs most scenarios once (SQLite catalog), `make test-slow` (and CI) the PostgreSQL and
-server variants, the crash-resume runs and the standby takeover as well, so that `make test`
-stays under 15 minutes on two cores (17:22 before this split, 15:59 with the first
-three moved, quiet machine; 17:45 on a slower host with six moved, 16:42 with eight,
-hence the last two; 13:00 on the fast host after that, 38:16 on a slow one, where CI's
-deadline for the slow tier, in .ci/run, keeps the whole run under 90 minutes).
-`--durations=25` in setup.cfg prints the longest calls of every run."""
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if item.name in SLOW_VARIANTS:
-            item.add_marker(pytest.mark.slow)
+# The longest process scenarios (1-2.5 min each), mostly second variants, are marked
+# `slow` on the tests themselves (test_server's PostgreSQL variants, the standby
+# takeover, the flights crash-resume runs, the Hadoop-URI cluster run): `make test` runs
+# most scenarios once, `make test-slow` (and CI) the rest. `--durations=25` in setup.cfg
+# prints the longest calls of every run.
 
 
 @pytest.fixture(scope="session")

@@ -318,6 +318,7 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
 
 
 @pytest.mark.system
+@pytest.mark.slow  # the cluster run itself stays in `make test`
 def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
         cluster, python_without_streamjob, broker, tmp_path):
     """A checkpoint root that is not a local path: ``viewfs://`` (Hadoop's mount-table

@@ -79,6 +79,7 @@ def _restorable(version: int, deltas: set[int], snapshots: set[int]) -> bool:
     return all(v in deltas for v in range(base + 1, version + 1))
 
 
+@pytest.mark.slow  # 1-2 min each; crash and resume stay in `make test` (hosts, failover)
 @pytest.mark.parametrize("resume", ["file", "server"])
 def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
     """SIGKILL of the whole process; then the same file runs again, or the job manager
@@ -116,6 +117,7 @@ def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
         assert ids[0] > 0
 
 
+@pytest.mark.slow  # resume is also in the crash-resume tests
 def test_second_run_resumes_and_drop_purges(cli, expected):
     first = cli.run("run", str(FLIGHTS_SQL), "--until-idle")
     assert first.returncode == 0, first.stdout + first.stderr
