@@ -10,7 +10,7 @@ from ..connectors import spec as cspec
 from ..exceptions import JobError, ObjectExistsError
 from ..grammar import statements as st
 from .result import Result
-from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus, RunStatus
+from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
 
 log = logging.getLogger(__name__)
 
@@ -202,41 +202,15 @@ class JobStatements:
         return Result(f"streamjob {db}.{name} stopped")
 
     def _await_stopped(self, job) -> str | None:
-        """After the desired state became STOPPED: wait until no live job manager runs
-        the job (the one that does stops it after its current micro-batch, writes
-        STOPPED and clears ``jobs.owner``), for at most :data:`STOP_WAIT_S` seconds,
-        woken by catalog changes (LISTEN/NOTIFY on PostgreSQL, else polling each 0.2 s).
-
-        Returns None once the job is stopped (a job nobody runs, or whose owner died, gets
-        status STOPPED here, as STOP gives a CREATED or FAILED job), or the id of the job manager still stopping it."""
-        import time
-
-        from ..catalog.watch import CatalogWatcher
-        from ..manager.liveness import live_owner
+        """After the desired state became STOPPED: wait until no live job manager runs the
+        job (:func:`streamjob.manager.liveness.await_stopped`); None when stopped, else the
+        id of the job manager still stopping it. A dry run waits for nothing."""
+        from ..manager.liveness import await_stopped
 
         if self.dry_run:  # a scratch copy of the catalog: nobody runs its jobs
             return None
         me = getattr(self.manager, "owner", None) if self.manager is not None else None
-        deadline = time.monotonic() + STOP_WAIT_S
-        with CatalogWatcher(self.catalog, poll_s=0.2) as watcher:
-            while True:
-                now = self.catalog.get_job_by_uid(job.uid)
-                if now is None:
-                    return None
-                if not (now.owner and live_owner(self.catalog, now.owner, me)):
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return now.owner
-                watcher.wait(min(left, 0.2))
-        if now.owner and now.owner != me:  # its job manager died: nothing runs it
-            self.catalog.end_open_runs(job.uid, RunStatus.STOPPED, f"stopped while its job manager "
-                                       f"({now.owner}) was gone")
-            self.catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, owner=None,
-                                    uid=job.uid)
-        elif now.status != JobStatus.STOPPED:
-            self.catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, uid=job.uid)
-        return None
+        return await_stopped(self.catalog, job, me, STOP_WAIT_S)
 
     def _do_DropStreamJob(self, s: st.DropStreamJob) -> Result:
         db, name = self._names(s.name, "job")

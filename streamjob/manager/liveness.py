@@ -155,3 +155,40 @@ def new_server_id() -> str:
     id fits the catalog's 64 characters."""
     suffix = f":{os.getpid()}:{uuid.uuid4().hex[:8]}"
     return socket.gethostname()[: 64 - len(suffix)] + suffix
+
+
+def await_stopped(catalog: Catalog, job, me: str | None, wait_s: float) -> str | None:
+    """After a job's desired state became STOPPED (STOP or DROP STREAMJOB): wait until no
+    live job manager runs it (the one that does stops it after its current micro-batch,
+    writes STOPPED and clears ``jobs.owner``), for at most ``wait_s`` seconds, woken by
+    catalog changes (LISTEN/NOTIFY on PostgreSQL, else polling each 0.2 s). ``me`` is the
+    caller's own server id (its own runner does not count as another owner).
+
+    Returns None once the job is stopped (a job nobody runs, or whose owner died, gets
+    status STOPPED here, as STOP gives a CREATED or FAILED job), or the id of the job
+    manager still stopping it. Flink's ``stop`` likewise waits for its savepoint."""
+    import time
+
+    from ..catalog.records import JobStatus, RunStatus
+    from ..catalog.watch import CatalogWatcher
+
+    deadline = time.monotonic() + wait_s
+    with CatalogWatcher(catalog, poll_s=0.2) as watcher:
+        while True:
+            now = catalog.get_job_by_uid(job.uid)
+            if now is None:
+                return None
+            if not (now.owner and live_owner(catalog, now.owner, me)):
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return now.owner
+            watcher.wait(min(left, 0.2))
+    if now.owner and now.owner != me:  # its job manager died: nothing runs it
+        catalog.end_open_runs(job.uid, RunStatus.STOPPED,
+                              f"stopped while its job manager ({now.owner}) was gone")
+        catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, owner=None,
+                           uid=job.uid)
+    elif now.status != JobStatus.STOPPED:
+        catalog.update_job(job.database, job.name, status=JobStatus.STOPPED, uid=job.uid)
+    return None
