@@ -11,6 +11,7 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m streamjob.spark  # Spark's classes archived once: every later start is faster
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -19,23 +20,29 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/flights/demo.py
 
-## The tests, all but the `slow` ones: tests/unit (unit and component: no Spark) in
-## parallel with pytest-xdist, then tests/integration (component, spark and system) in one
-## process that shares one broker and one Spark. Each test carries its cost as a marker
-## (unit, component, spark, system: setup.cfg); `-m spark` etc. select by cost.
+## pytest-xdist workers (2 = the cores of the project's hosts). Each integration worker
+## has its own broker, ZooKeeper and Spark; modules go to workers whole (--dist loadfile),
+## costliest first (tests/conftest.py), so a module's fixtures are built once.
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadfile
+
+## The tests, all but the `slow` ones: tests/unit (unit and component: no Spark), then
+## tests/integration (component, spark and system), each in parallel with pytest-xdist.
+## Each test carries its cost as a marker (unit, component, spark, system: setup.cfg);
+## `-m spark` etc. select by cost.
 test: $(STAMP)
-	$(PY) -m pytest tests/unit -m "not slow" -n 2
-	$(PY) -m pytest tests/integration -m "not slow"
+	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
+	$(PY) -m pytest tests/integration -m "not slow" $(XDIST)
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
 ## the grammar fuzz. CI runs `make test` and then these.
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow $(XDIST)
 
 test-all: test test-slow
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests/unit -m "not slow" -n 2
+	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
 
 ## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a 3-minute run.
 bench: $(STAMP)

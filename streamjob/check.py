@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
-from .exceptions import StreamJobError
 from .home import Home
 
 SCRATCH_URL = "sqlite://"
@@ -72,19 +71,12 @@ def check_script(text: str, source: str, catalog: Catalog, home: Home,
     Raises:
         StreamJobError: the first error, with ``source``, line, column and snippet set.
     """
-    from .executor import Executor
-    from .grammar import parse_script
+    from .session import ClientSession
 
-    statements = parse_script(text, source=source)
-    executor = Executor(catalog, home, dry_run=True, spark=spark)
+    session = ClientSession(catalog, home, dry_run=True, spark=spark)
     lines = []
-    for stmt in statements:
-        try:
-            result = executor.execute(stmt)
-        except StreamJobError as exc:
-            exc.locate(stmt.position.line, stmt.position.column, text, source)
-            raise
+    for stmt, result in session.execute_script(text, source):
         first = stmt.text.split(None, 2)
         lines.append(f"{source}:{stmt.position.line}: {' '.join(first[:2]).upper()}: "
                      f"{result.message or 'ok'}")
-    return CheckReport(len(statements), tuple(lines))
+    return CheckReport(len(lines), tuple(lines))

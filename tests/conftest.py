@@ -3,20 +3,11 @@ one replay of the flights serve every test that needs them."""
 
 from __future__ import annotations
 
-import os
-import time
-
 import pytest
 
-#: Epoch seconds after which no further `slow` test starts (set by .ci/run, whose whole
-#: run must end within 90 minutes): on a slow host the rest of the slow tier is reported
-#: as skipped instead of running the CI out of time. Unset: every selected test runs.
-DEADLINE_ENV = "STREAMJOB_TEST_DEADLINE"
-
-
 #: Every test says what it costs, with one of these markers (setup.cfg describes them), on
-#: itself, its class or its module; the closest one counts. `make test` runs the unit and
-#: component tests of tests/unit in parallel (pytest-xdist), then the rest.
+#: itself, its class or its module; the closest one counts. `make test` runs tests/unit,
+#: then tests/integration, each in parallel (pytest-xdist, costliest modules first).
 COSTS = ("unit", "component", "spark", "system")
 
 
@@ -27,17 +18,27 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(
             f"{len(unmarked)} test(s) without a cost marker ({', '.join(COSTS)}), e.g. "
             f"{unmarked[0]}: mark the test or its module (tests/conftest.py)")
+    items[:] = costliest_modules_first(items)
+
+
+def costliest_modules_first(items: list) -> list:
+    """``items`` with whole modules ordered by the costliest test they hold (system,
+    spark, component, unit; slow before the rest), each module's tests in their own
+    order. pytest-xdist (``--dist loadfile``) hands modules to its workers in this order,
+    so the long process scenarios start first and the run does not end on one of them
+    while the other worker idles."""
+    rank: dict[str, tuple] = {}
+    for item in items:
+        key = (-COSTS.index(cost(item)), item.get_closest_marker("slow") is None)
+        module = item.nodeid.split("::")[0]
+        rank[module] = min(rank.get(module, key), key)
+    order = {m: i for i, m in enumerate(sorted(rank, key=lambda m: rank[m]))}
+    return sorted(items, key=lambda item: order[item.nodeid.split("::")[0]])
 
 
 def cost(item) -> str:
     """The test's cost: its closest cost marker."""
     return next(m.name for m in item.iter_markers() if m.name in COSTS)
-
-
-def pytest_runtest_setup(item):
-    deadline = os.environ.get(DEADLINE_ENV)
-    if deadline and item.get_closest_marker("slow") and time.time() > float(deadline):
-        pytest.skip(f"CI time budget spent ({DEADLINE_ENV}); `make test-slow` runs it")
 
 
 @pytest.fixture(scope="session")

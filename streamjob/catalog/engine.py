@@ -271,11 +271,15 @@ class CatalogEngine:
 
     def _notify(self, session: Session, kind: str) -> None:
         """Tell listeners (PostgreSQL ``LISTEN streamjob_catalog``) that ``kind``
-        (``stream``, ``table``, ``job``, ``lease``) changed: ``pg_notify`` in the write's
+        (``stream``, ``table``, ``job``, ``lease``) changed, with payload
+        ``<schema>:<kind>``: ``pg_notify`` in the write's
         own transaction, so it is delivered at commit and never for a rollback. A no-op
         on SQLite, whose watchers poll (:mod:`~streamjob.catalog.watch`)."""
         if self._backend == "postgresql":
-            session.execute(text("SELECT pg_notify(:c, :k)"), {"c": NOTIFY_CHANNEL, "k": kind})
+            # the payload names the catalog's schema: catalogs in several schemas of one
+            # database share the channel, and each watcher wakes for its own only
+            session.execute(text("SELECT pg_notify(:c, current_schema() || ':' || :k)"),
+                            {"c": NOTIFY_CHANNEL, "k": kind})
 
     def _db_now(self, session: Session) -> datetime:
         """The database's clock (PostgreSQL ``clock_timestamp()``, one clock for every

@@ -6,9 +6,10 @@ A job manager reconciles what it runs with the catalog at least once per poll in
 * on PostgreSQL, every such write runs ``SELECT pg_notify('streamjob_catalog', kind)`` in
   its own transaction (delivered at commit; :meth:`CatalogEngine._notify`), and a
   :class:`CatalogWatcher` LISTENs on a dedicated connection (psycopg 3, autocommit,
-  opened from the catalog URL) and wakes on the first notification. NOTIFY channels are
-  per database, not per schema: catalogs in several schemas of one database wake each
-  other's watchers now and then, which costs one extra reconciliation and nothing else.
+  opened from the catalog URL) and wakes on the first notification of its own catalog.
+  NOTIFY channels are per database, not per schema, so the payload is
+  ``<schema>:<kind>`` and a watcher ignores other schemas' notifications (catalogs in
+  several schemas of one database do not wake each other).
   Progress, checkpoint and heartbeat writes do not notify (too frequent).
 * on SQLite (one machine), the watcher just waits the poll interval.
 
@@ -54,6 +55,7 @@ class CatalogWatcher:
         self.poll_s = float(poll_s)
         self._pg = catalog.dialect == "postgresql"
         self._conn: Any = None
+        self._schema: str | None = None  # the catalog's schema (PostgreSQL), read at LISTEN
         self._retry_at = 0.0
         self._failed_once = False
         self._wake_r, self._wake_w = os.pipe()
@@ -74,6 +76,7 @@ class CatalogWatcher:
         wait degrades to polling).
         """
         timeout = self.poll_s if timeout_s is None else max(0.0, float(timeout_s))
+        deadline = time.monotonic() + timeout
         fresh = False
         if self._pg and self._conn is None and time.monotonic() >= self._retry_at:
             fresh = self._listen()
@@ -92,7 +95,10 @@ class CatalogWatcher:
             self._clear_wake()
             return True
         if conn is not None and ready:
-            return self._drain(conn)
+            if self._drain(conn):
+                return True
+            left = deadline - time.monotonic()  # another schema's: wait on
+            return left > 0 and self.wait(left)
         return False
 
     def wake(self) -> None:
@@ -138,6 +144,7 @@ class CatalogWatcher:
                 cparams.update({k: v for k, v in engine.url.query.items() if isinstance(v, str)})
             cparams.setdefault("connect_timeout", 10)
             conn = psycopg.connect(*cargs, **cparams, autocommit=True)
+            self._schema = conn.execute("SELECT current_schema()").fetchone()[0]
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
         except Exception as exc:  # noqa: BLE001 - degrade to polling, retry later
             self._retry_at = time.monotonic() + RETRY_S
@@ -151,11 +158,17 @@ class CatalogWatcher:
         self._failed_once = False
         return True
 
+    def _ours(self, payload: str) -> bool:
+        """True for a notification of this catalog's schema (``<schema>:<kind>``; a
+        payload without a schema, from an older streamjob, counts too)."""
+        schema, sep, _ = (payload or "").rpartition(":")
+        return not sep or schema == self._schema
+
     def _drain(self, conn: Any) -> bool:
-        """Read every notification that arrived; True if there was one (or the
+        """Read every notification that arrived; True if one was this catalog's (or the
         connection broke: look now, listen again later)."""
         try:
-            return bool(list(conn.notifies(timeout=0)))
+            return any(self._ours(n.payload) for n in list(conn.notifies(timeout=0)))
         except Exception as exc:  # noqa: BLE001 - a broken connection: listen again later
             log.warning("catalog LISTEN connection lost: %s", exc)
             self._drop()

@@ -3,8 +3,10 @@
 
 Spark writes ``offsets/<id>`` when batch ``id`` starts (write-ahead) and
 ``commits/<id>`` when its sink has taken it, and never runs two batches of one query at
-once. A batch whose offsets entry exists without a commit marker is the checkpoint in
-flight. :class:`ExpiryWatch` is polled by the job's runner while the query runs; the
+once. A batch whose offsets entry exists without a commit marker is the micro-batch in
+flight; it is the checkpoint in flight once the checkpoint interval has passed (a
+micro-batch completing then is the next checkpoint, checkpoint/recorder.py).
+:class:`ExpiryWatch` is polled by the job's runner while the query runs; the
 first poll that finds the in-flight checkpoint older than the timeout (measured from
 when the watch first saw it; the runner polls every 0.5 s) reports it once: the runner logs
 ``Checkpoint[<id>] of job {<db>.<job>} expired before completing`` (Slipstream's
@@ -56,14 +58,18 @@ class ExpiryWatch:
         commits = log_ids(self.checkpoint_dir, "commits")
         return None if commits and commits[-1] >= last else last
 
-    def poll(self) -> int | None:
-        """The id of a checkpoint that has just expired (reported once), else None."""
+    def poll(self, due: bool = True) -> int | None:
+        """The id of a checkpoint that has just expired (reported once), else None.
+
+        ``due``: the batch in flight would be a checkpoint if it completed now (the
+        checkpoint interval has passed, :meth:`~.recorder.CheckpointRecorder.due_now`);
+        a micro-batch between checkpoints is timed but never reported."""
         batch = self.in_flight()
         if batch is None or batch in self.expired:
             return None
         now = self.clock()
         started = self._seen.setdefault(batch, now)
-        if (now - started) * 1000 < self.timeout_ms:
+        if not due or (now - started) * 1000 < self.timeout_ms:
             return None
         self.expired.add(batch)
         return batch

@@ -1,70 +1,84 @@
-"""Records every completed checkpoint of a running job (DESIGN §4).
+"""Records a running job's checkpoints (DESIGN §4): the micro-batch that completes after
+each ``morphling.job.checkpoint.interval``.
 
-Spark reports each finished micro-batch to a ``StreamingQueryListener`` right after the
-batch's commit marker is written. The recorder turns that progress report into a
-checkpoint row (id, start, end, duration, source end offsets, input rows, state rows) and
-keeps the last ``morphling.checkpoint.retained`` of them; Spark keeps the same number of
-batches on disk (``spark.sql.streaming.minBatchesToRetain``).
+Output and checkpoints run on two cadences, as in Slipstream, Flink and Hazelcast Jet.
+Spark runs a micro-batch as soon as data is there, at most every trigger interval
+(``streamjob.trigger.interval``, :attr:`~streamjob.properties.job.JobProperties.trigger_ms`);
+each one is durable and exactly-once on its own (offsets written ahead, state versioned,
+commit marker after the sink, the sink's marker in its transaction). A *checkpoint* is the
+committed micro-batch that completes once the interval has passed since the previous
+checkpoint (the first committed micro-batch of a job is one, and so is the last one before
+a graceful stop, :meth:`CheckpointRecorder.checkpoint_now`; interval 0 makes every
+micro-batch one). Only checkpoints are recorded in the backend, retained, listed by SHOW
+CHECKPOINTS and restorable.
 
-The commit step, in order:
+The steps for each micro-batch, in order:
 
 1. the progress report names batch ``id``;
 2. the commit marker ``commits/<id>`` must exist in the checkpoint directory — otherwise
-   the batch is not a checkpoint and nothing is recorded;
-3. the row is upserted and older rows beyond the retained count deleted, in one catalog
-   transaction (re-recording the same id is harmless);
-4. the offset and commit logs on disk are trimmed to the same retained batches;
-5. the batch's malformed-record counts (Spark observed metrics named ``malformed:<stream>``)
+   the batch did not commit and nothing happens;
+3. the batch's malformed-record counts (Spark observed metrics named ``malformed:<stream>``)
    and the declared columns none of its records carried (``columns:<stream>``,
-   :mod:`streamjob.spark.observe`) are added to the job's counts in the catalog, and ``on_checkpoint`` runs (the Kafka
-   consumer-group offset commits, DESIGN §7); neither can fail the checkpoint;
-6. waiters (``run --until-idle``) are woken with the new offsets.
+   :mod:`streamjob.spark.observe`) are added to the job's counts in the catalog (never
+   failing the batch);
+4. the batch becomes the pending one, its rows added to the rows since the last
+   checkpoint; if the checkpoint is due, steps 5-7 run for it;
+8. waiters (``run --until-idle``) are woken with its end offsets: once they see a batch,
+   its checkpoint (if it was one) is recorded and its group offsets committed.
 
-Every progress report, a checkpoint or not, then goes to ``on_progress`` (the job
-manager's progress reporter, :mod:`streamjob.manager.progress`), and Spark's idle reports
-to ``on_idle``; one listener serves both, because each Python listener costs a
-py4j conversion of every event.
+For a checkpoint (a due batch, or the pending one at :meth:`CheckpointRecorder.checkpoint_now`):
 
-Events reach Python through :class:`JsonEvents` rather than pyspark's own bridge, which
-reads a progress report field by field over py4j (dozens of calls, about 0.4 s per event
-on a busy two-core machine). Spark delivers the events of every query of the process on
-one listener thread, so with ten jobs that bridge fell minutes behind; the JSON of the
-report crosses in one call and is parsed here (``StreamingQueryProgress.fromJson``).
+5. its row (id, start, end, duration of the batch, source end offsets, input rows since
+   the previous checkpoint, state rows, status LATE if it expired) is upserted and rows
+   beyond the retained count deleted, in one backend transaction (re-recording an id is
+   harmless);
+6. Spark's offset and commit logs and its state versions (the HDFS state store's files)
+   are trimmed back to the oldest retained checkpoint (:func:`~.store.trim_logs`,
+   :func:`~.store.trim_state`): what a restore of a retained checkpoint needs stays, no
+   more; Spark's own purge is held off by :func:`batches_to_retain`;
+7. ``on_checkpoint`` runs (the Kafka consumer-group offset commits, DESIGN §7), never
+   failing the checkpoint, and waiters on checkpoints are woken.
+
+The recorder is plain Python: Spark's progress events reach it through the job's one
+listener (:class:`streamjob.spark.listener.ProgressListener`), which then hands every
+report, a checkpoint or not, to the job manager's progress reporter
+(:mod:`streamjob.manager.progress`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pyspark.sql.streaming import StreamingQueryListener
-
 from ..catalog import Catalog
-from ..catalog.records import CheckpointInfo
+from ..catalog.records import CheckpointInfo, CheckpointStatus
+from ..spark import observe
+from ..spark.listener import merge_offsets
 from .backends import CatalogBackend, CheckpointBackend
 from .backends.base import JobRef
-from .store import is_committed, trim_logs
-from streamjob.catalog.records import CheckpointStatus
+from .store import is_committed, trim_logs, trim_state
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class CheckpointTracker:
-    """What a job's recorder has seen: latest checkpoint id and merged source offsets.
+    """What a job's recorder has seen, for waiters and the progress reporter.
 
-    ``offsets`` maps topic -> partition -> next offset for Kafka sources; other sources
-    appear under their Spark description. ``latest_at`` is when the latest checkpoint
-    completed (aware UTC; the job's progress reports it, manager/progress.py)."""
+    ``latest_id``/``latest_at``: the latest recorded checkpoint and when it completed
+    (aware UTC); ``completed``: checkpoints recorded by this job's runner.
+    ``batch_id``: the latest committed micro-batch, and ``offsets`` its merged source end
+    offsets (topic -> partition -> next offset for Kafka sources; other sources under
+    their Spark description), which ``run --until-idle`` compares with the sources' ends."""
 
     latest_id: int | None = None
     latest_at: _dt.datetime | None = None
     offsets: dict[str, Any] = field(default_factory=dict)
     completed: int = 0
+    batch_id: int | None = None
     expired: set[int] = field(default_factory=set)  # ids that expired before completing
     fingerprint: str | None = None  # the running plan's (checkpoint/fingerprint.py)
     cond: threading.Condition = field(default_factory=threading.Condition)
@@ -75,93 +89,45 @@ class CheckpointTracker:
             return self.cond.wait_for(lambda: predicate(self), timeout=timeout)
 
 
-def merge_offsets(source_end_offsets: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Merge Spark's per-source end offsets into one dict: Kafka ``{topic: {p: off}}``
-    shapes merge by topic, anything else is kept under the source description."""
-    out: dict[str, Any] = {}
-    for description, end in source_end_offsets:
-        if isinstance(end, str):
-            try:
-                end = json.loads(end)
-            except ValueError:
-                pass
-        if isinstance(end, dict) and end and all(isinstance(v, dict) for v in end.values()):
-            for topic, parts in end.items():
-                out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
-        elif end is not None:
-            out[description] = end
-    return out
+def batches_to_retain(retained: int, interval_ms: int, trigger_ms: int) -> int:
+    """Spark's ``spark.sql.streaming.minBatchesToRetain`` for a job: enough micro-batches
+    that Spark's own purge never removes what the oldest retained checkpoint needs
+    (the recorder trims to exactly that, step 6). A processing-time trigger starts at most
+    one batch per trigger interval, so at most ``ceil(interval / trigger) + 1`` batches
+    run between two checkpoints; a trigger of 0 (event mode) is counted as 10 ms. Capped
+    at 1,000,000 batches.
+
+    >>> batches_to_retain(5, 60_000, 500)
+    606
+    """
+    per_checkpoint = -(-max(interval_ms, 0) // max(trigger_ms, 10)) + 1
+    return min(1_000_000, retained * per_checkpoint + 1)
 
 
-def _progress_from_json(text: str):
-    """A ``StreamingQueryProgress`` from its JSON. Spark leaves NaN rates out of it: they
-    come back as NaN, as pyspark's own conversion gives them; missing offsets as None."""
-    from pyspark.sql.streaming.listener import StreamingQueryProgress
+class CheckpointRecorder:
+    """The steps of one job (module docstring), fed by the job's Spark listener
+    (:class:`streamjob.spark.listener.ProgressListener`) with each micro-batch's
+    ``StreamingQueryProgress``. Plain Python: it never touches Spark.
 
-    j = json.loads(text)
-    j.setdefault("stateOperators", [])
-    j.setdefault("sources", [])
-    for src in j["sources"]:
-        for key in ("startOffset", "endOffset", "latestOffset", "numInputRows"):
-            src.setdefault(key, None)
-        for key in ("inputRowsPerSecond", "processedRowsPerSecond"):
-            src.setdefault(key, float("nan"))
-    j.setdefault("sink", {"description": "", "numOutputRows": -1})
-    return StreamingQueryProgress.fromJson(j)
-
-
-class JsonEvents:
-    """The py4j side of a Python ``StreamingQueryListener`` that converts a progress
-    report from its JSON, in one py4j call (module docstring); other events as pyspark
-    does. A report whose JSON cannot be read falls back to pyspark's conversion."""
-
-    def __init__(self, listener: StreamingQueryListener) -> None:
-        self.listener = listener
-
-    def onQueryStarted(self, jevent) -> None:  # noqa: N802 - Spark's names
-        from pyspark.sql.streaming.listener import QueryStartedEvent
-
-        self.listener.onQueryStarted(QueryStartedEvent.fromJObject(jevent))
-
-    def onQueryProgress(self, jevent) -> None:  # noqa: N802
-        from pyspark.sql.streaming.listener import QueryProgressEvent
-
-        try:
-            event = QueryProgressEvent(_progress_from_json(jevent.progress().json()))
-        except Exception:  # noqa: BLE001 - an unexpected shape: pyspark's slow way
-            event = QueryProgressEvent.fromJObject(jevent)
-        self.listener.onQueryProgress(event)
-
-    def onQueryIdle(self, jevent) -> None:  # noqa: N802
-        from pyspark.sql.streaming.listener import QueryIdleEvent
-
-        self.listener.onQueryIdle(QueryIdleEvent.fromJObject(jevent))
-
-    def onQueryTerminated(self, jevent) -> None:  # noqa: N802
-        from pyspark.sql.streaming.listener import QueryTerminatedEvent
-
-        self.listener.onQueryTerminated(QueryTerminatedEvent.fromJObject(jevent))
-
-    class Java:
-        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
-
-
-class CheckpointRecorder(StreamingQueryListener):
-    """Listener for one job's session; see the module docstring for the commit steps.
-
-    ``on_progress(progress)`` receives every ``StreamingQueryProgress`` after the commit
-    steps, ``on_idle()`` every idle report; neither can disturb the recording (errors
-    are logged).
+    Args:
+        catalog: where counts go (and checkpoints, with the default backend).
+        job_uid, job_name: the job's uid and qualified name.
+        checkpoint_dir: the job's Spark checkpoint directory.
+        retained: checkpoints kept (``morphling.checkpoint.retained``).
+        tracker: updated and notified at steps 7 and 8.
+        durable: False for a job without checkpoints (nothing recorded or trimmed).
+        backend: where checkpoints are recorded (``morphling.checkpoint.backend``).
+        on_checkpoint: ``(checkpoint id, merged end offsets)`` at step 7 (e.g. the Kafka
+            consumer-group commits); its errors are logged, never fatal.
+        interval_ms: ``morphling.job.checkpoint.interval``; 0 = every micro-batch.
     """
 
     def __init__(self, catalog: Catalog, job_uid: str, job_name: str, checkpoint_dir: str,
                  retained: int, tracker: CheckpointTracker, durable: bool = True,
                  backend: CheckpointBackend | None = None,
                  on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None,
-                 on_progress: Callable[[Any], None] | None = None,
-                 on_idle: Callable[[], None] | None = None) -> None:
+                 interval_ms: int = 0) -> None:
         self.catalog = catalog
-        # where checkpoints are recorded (morphling.checkpoint.backend); default: the catalog
         self.backend = backend if backend is not None else CatalogBackend(catalog)
         self.job_uid = job_uid
         self.job_name = job_name
@@ -169,93 +135,123 @@ class CheckpointRecorder(StreamingQueryListener):
         self.retained = retained
         self.tracker = tracker
         self.durable = durable
-        self.on_checkpoint = on_checkpoint  # (batch id, merged end offsets) after step 4
-        self.on_progress = on_progress
-        self.on_idle = on_idle
+        self.on_checkpoint = on_checkpoint
+        self.interval_ms = interval_ms
+        self._lock = threading.Lock()  # the listener thread, and checkpoint_now at a stop
+        self._rows = 0  # input rows of the committed batches since the last checkpoint
+        self._pending: tuple[CheckpointInfo, dict[str, Any]] | None = None
+        self._ids: list[int] | None = None  # retained checkpoint ids, read once from the backend
 
-    @property
-    def _jlistener(self):
-        """The JVM wrapper Spark calls, around :class:`JsonEvents` (pyspark's property,
-        with the faster bridge)."""
-        from pyspark import SparkContext
+    def record(self, p) -> None:
+        """Steps 1-8 for one micro-batch's progress report ``p`` (a pyspark
+        ``StreamingQueryProgress``, or anything with its fields).
 
-        if getattr(self, "_jlistenerobj", None) is None:
-            self._jlistenerobj = SparkContext._jvm.PythonStreamingQueryListenerWrapper(
-                JsonEvents(self))
-        return self._jlistenerobj
-
-    def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
-        pass
-
-    def onQueryIdle(self, event) -> None:  # noqa: N802
-        if self.on_idle is not None:
-            try:
-                self.on_idle()
-            except Exception:  # noqa: BLE001 - never kill Spark's listener bus
-                log.exception("idle report of job %s failed", self.job_name)
-
-    def onQueryTerminated(self, event) -> None:  # noqa: N802
-        pass
-
-    def onQueryProgress(self, event) -> None:  # noqa: N802
-        try:
-            self._record(event.progress)
-        except Exception:  # noqa: BLE001 - a listener must never kill Spark's listener bus
-            log.exception("recording a checkpoint of job %s failed", self.job_name)
-        if self.on_progress is not None:
-            try:
-                self.on_progress(event.progress)
-            except Exception:  # noqa: BLE001
-                log.exception("progress report of job %s failed", self.job_name)
-
-    def _record(self, p) -> None:
+        Raises:
+            StreamJobError: the backend could not record a due checkpoint (the listener
+                logs it; the batch stays pending and the next one is due at once).
+        """
         batch_id = int(p.batchId)
-        if not is_committed(self.checkpoint_dir, batch_id):
+        if not is_committed(self.checkpoint_dir, batch_id):  # step 2
             return
         started = _parse_ts(p.timestamp)
         duration = int(p.batchDuration or 0)
         offsets = merge_offsets([(s.description, s.endOffset) for s in p.sources])
-        state_rows = sum(int(op.numRowsTotal) for op in p.stateOperators) if p.stateOperators else None
+        self._count_records(batch_id, observe.malformed_counts(p), observe.missing_columns(p))
+        try:
+            self._pend(p, batch_id, started, duration, offsets)
+        finally:  # a committed batch is committed, even if its checkpoint failed to record
+            with self.tracker.cond:  # step 8
+                self.tracker.batch_id = batch_id
+                self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)
+                self.tracker.cond.notify_all()
+
+    def _pend(self, p, batch_id: int, started: _dt.datetime, duration: int,
+              offsets: dict[str, Any]) -> None:
+        """Step 4: the batch becomes the pending one; steps 5-7 if a checkpoint is due."""
+        ended = started + _dt.timedelta(milliseconds=duration)
+        with self._lock:
+            self._rows += int(p.numInputRows or 0)
+            state_rows = (sum(int(op.numRowsTotal) for op in p.stateOperators)
+                          if p.stateOperators else None)
+            info = CheckpointInfo(
+                job_uid=self.job_uid, checkpoint_id=batch_id, started_at=started,
+                ended_at=ended, duration_ms=duration, source_offsets=offsets,
+                input_rows=self._rows, state_rows=state_rows,
+                status=(CheckpointStatus.LATE if batch_id in self.tracker.expired
+                        else CheckpointStatus.COMPLETED),
+                fingerprint=self.tracker.fingerprint)
+            self._pending = (info, offsets)
+            if self._due(ended):
+                self._checkpoint()
+
+    def checkpoint_now(self) -> int | None:
+        """Make the latest committed micro-batch a checkpoint if it is not one yet (a
+        graceful stop: the job's last state is then a retained, restorable checkpoint, as
+        Flink's stop with a savepoint). Returns its id, or None when there was none.
+
+        Raises:
+            StreamJobError: the backend could not record it.
+        """
+        with self._lock:
+            if self._pending is None:
+                return None
+            return self._checkpoint()
+
+    def due_now(self) -> bool:
+        """True when the micro-batch in flight, if it completed now, would be a checkpoint
+        (the expiry watch only times checkpoints, DESIGN §4)."""
+        return self._due(_dt.datetime.now(_dt.timezone.utc))
+
+    def _due(self, ended: _dt.datetime) -> bool:
+        """True when the batch that ended at ``ended`` is a checkpoint (module docstring)."""
+        last = self.tracker.latest_at
+        return (self.interval_ms <= 0 or last is None
+                or (ended - last).total_seconds() * 1000 >= self.interval_ms)
+
+    def _checkpoint(self) -> int:
+        """Steps 5-7 for the pending batch (the caller holds ``_lock``)."""
+        info, offsets = self._pending
+        batch_id = info.checkpoint_id
         if self.durable:
-            self.backend.record(JobRef.of(self.job_uid, self.job_name), CheckpointInfo(
-                job_uid=self.job_uid, checkpoint_id=batch_id,
-                started_at=started,
-                ended_at=started + _dt.timedelta(milliseconds=duration),
-                duration_ms=duration,
-                source_offsets=offsets,
-                input_rows=int(p.numInputRows or 0),
-                state_rows=state_rows,
-                status=CheckpointStatus.LATE if batch_id in self.tracker.expired else CheckpointStatus.COMPLETED,
-                fingerprint=self.tracker.fingerprint,
-            ), retained=self.retained)
-            trim_logs(self.checkpoint_dir, batch_id - self.retained + 1)
-        self._after(batch_id, offsets, malformed_counts(p), missing_columns(p))
+            self.backend.record(JobRef.of(self.job_uid, self.job_name), info,
+                                retained=self.retained)
+            oldest = self._retain(batch_id)
+            trim_logs(self.checkpoint_dir, oldest)
+            trim_state(self.checkpoint_dir, oldest)
+        self._pending, self._rows = None, 0
+        if self.on_checkpoint is not None:
+            try:
+                self.on_checkpoint(batch_id, offsets)
+            except Exception as exc:  # noqa: BLE001 - e.g. the group commit; never fatal
+                log.warning("job {%s}: after checkpoint %s: %s", self.job_name, batch_id, exc)
         with self.tracker.cond:
             self.tracker.latest_id = batch_id
-            self.tracker.latest_at = started + _dt.timedelta(milliseconds=duration)
-            self.tracker.offsets = _deep_merge(self.tracker.offsets, offsets)
+            self.tracker.latest_at = info.ended_at
             self.tracker.completed += 1
             self.tracker.cond.notify_all()
         log.info("Checkpoint[%s] of job {%s} completed in %d ms, %s rows",
-                 batch_id, self.job_name, duration, p.numInputRows)
+                 batch_id, self.job_name, info.duration_ms, info.input_rows)
+        return batch_id
 
+    def _retain(self, batch_id: int) -> int:
+        """The oldest retained checkpoint id once ``batch_id`` is recorded (the backend's
+        ids are read at the first checkpoint of the attempt, then kept here)."""
+        if self._ids is None:
+            self._ids = sorted(c.checkpoint_id for c in
+                               self.backend.list(JobRef.of(self.job_uid, self.job_name)))
+        self._ids = sorted(set(self._ids) | {batch_id})[-self.retained:]
+        return self._ids[0]
 
-    def _after(self, batch_id: int, offsets: dict[str, Any], malformed: dict[str, int],
-               missing: dict[str, list[str]]) -> None:
-        """Step 5: count malformed records and declared columns no record carried, then
-        the ``on_checkpoint`` hook; failures are logged (the checkpoint itself is already
-        durable)."""
+    def _count_records(self, batch_id: int, malformed: dict[str, int],
+                       missing: dict[str, list[str]]) -> None:
+        """Step 3's counts: malformed records and declared columns no record carried;
+        failures are logged (the batch itself is already committed)."""
         self._count(missing, self.catalog.add_missing_columns, "missing columns",
                     f"batch {batch_id}: no record carried " + "; ".join(
                         f"column(s) {', '.join(cols)} of stream {s}" for s, cols in missing.items()))
         self._count(malformed, self.catalog.add_malformed_counts, "malformed records",
                     f"batch {batch_id} set aside " + ", ".join(
                         f"{n} malformed record(s) of stream {s}" for s, n in malformed.items()))
-        if self.on_checkpoint is not None:
-            try:
-                self.on_checkpoint(batch_id, offsets)
-            except Exception as exc:  # noqa: BLE001 - e.g. the group commit; never fatal
-                log.warning("job {%s}: after checkpoint %s: %s", self.job_name, batch_id, exc)
 
     def _count(self, counts: dict, add, what: str, warning: str) -> None:
         """Warn with ``warning`` and add ``counts`` to the catalog with ``add(uid, counts)``
@@ -267,35 +263,6 @@ class CheckpointRecorder(StreamingQueryListener):
             add(self.job_uid, counts)
         except Exception as exc:  # noqa: BLE001 - the count is informational
             log.warning("job {%s}: could not count %s: %s", self.job_name, what, exc)
-
-
-def malformed_counts(progress) -> dict[str, int]:
-    """``{stream qualified name: malformed records}`` (> 0 only) of one batch's progress,
-    from the observed metrics the planner attaches to tolerant Kafka sources."""
-    out = {}
-    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
-        if name.startswith("malformed:"):
-            n = int(row["malformed"] or 0)
-            if n:
-                out[name.split(":", 1)[1]] = n
-    return out
-
-
-def missing_columns(progress) -> dict[str, list[str]]:
-    """``{stream qualified name: [declared column, ...]}`` of one batch's progress: the
-    columns that none of the batch's records of that stream carried (absent or NULL in
-    all), from the ``columns:<stream>`` observed metrics of
-    :mod:`streamjob.spark.observe`; streams without records in the batch are left out."""
-    out = {}
-    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
-        if not name.startswith("columns:"):
-            continue
-        counts = row.asDict() if hasattr(row, "asDict") else dict(row)
-        if int(counts.get("rows") or 0) > 0:
-            cols = [k[2:] for k, v in counts.items() if k.startswith("c:") and not v]
-            if cols:
-                out[name.split(":", 1)[1]] = cols
-    return out
 
 
 def _deep_merge(a: dict, b: dict) -> dict:

@@ -1,8 +1,10 @@
 """A job's checkpoint directory: Spark's offset log, commit log and state, per DESIGN §4.
 
-A checkpoint is one committed micro-batch: Spark writes ``offsets/<id>`` before the batch
-runs (write-ahead), the state versions during it, and ``commits/<id>`` after the sink has
-taken the batch. Checkpoint id = batch id. Only a batch with a commit marker is complete.
+Every micro-batch commits the same way: Spark writes ``offsets/<id>`` before the batch runs
+(write-ahead), the state versions during it, and ``commits/<id>`` after the sink has taken
+the batch; only a batch with a commit marker is complete. A checkpoint is the committed
+micro-batch the recorder picks once per checkpoint interval (checkpoint/recorder.py), and
+its id is that batch's id; the logs and state are trimmed back to the oldest retained one.
 
 The checkpoint root (``spark.morphling.taskstate.checkpoint.directory``) may be a local
 path, a ``file:`` URI or any Hadoop URI (``hdfs://``, ``s3a://``, ``abfs://``,
@@ -16,6 +18,7 @@ manager, ``streamjob run``, the shell); elsewhere they raise :class:`CheckpointE
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import urlparse
@@ -208,6 +211,56 @@ def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
     """
     return (_delete_entries(checkpoint_dir, "offsets", lambda i: i < keep_from - 1)
             + _delete_entries(checkpoint_dir, "commits", lambda i: i < keep_from))
+
+
+_STATE_FILE = re.compile(r"^(\d+)\.(delta|snapshot)$")
+
+
+def trim_state(checkpoint_dir: str, oldest_checkpoint: int) -> int:
+    """Delete the state versions that no retained checkpoint needs: in every state store
+    directory (``state/<operator>/<partition>[/<store>]``) of Spark's HDFS-backed state
+    store, the ``<v>.delta`` and ``<v>.snapshot`` files (and their ``.crc``) older than
+    the newest snapshot at or below version ``oldest_checkpoint + 1``. Batch n writes
+    state version n + 1, and Spark loads a version from the newest snapshot at or below it
+    plus the deltas after it (``HDFSBackedStateStoreProvider``; its own cleanup uses the
+    same rule with ``minBatchesToRetain``). A directory without such a snapshot, and the
+    RocksDB state store's files, are left to Spark. Returns the number of files deleted.
+
+    Raises:
+        CheckpointError: a directory cannot be listed or a file cannot be deleted.
+    """
+    fs = _fs(checkpoint_dir)
+    needed = oldest_checkpoint + 1
+    deleted = 0
+
+    def visit(folder: str, depth: int) -> None:
+        nonlocal deleted
+        try:
+            names = fs.list_names(folder)
+        except OSError as exc:
+            raise CheckpointError(f"cannot list {folder}: {_why(exc)}") from None
+        versions = [(int(m.group(1)), m.group(2), name) for name in names
+                    if (m := _STATE_FILE.match(name))]
+        snapshots = [v for v, kind, _ in versions if kind == "snapshot" and v <= needed]
+        if snapshots:
+            keep_from = max(snapshots)
+            for v, _, name in versions:
+                if v < keep_from:
+                    for doomed in (name, f".{name}.crc"):
+                        try:
+                            deleted += bool(fs.delete(_join(folder, doomed)))
+                        except OSError as exc:
+                            raise CheckpointError(f"cannot delete {_join(folder, doomed)}: "
+                                                  f"{_why(exc)}") from None
+        if depth < 3:
+            for name in names:
+                if not name.startswith(("_", ".")) and not _STATE_FILE.match(name) \
+                        and "." not in name:
+                    visit(_join(folder, name), depth + 1)
+
+    if fs.exists(_join(checkpoint_dir, "state")):
+        visit(_join(checkpoint_dir, "state"), 0)
+    return deleted
 
 
 def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:

@@ -26,7 +26,7 @@ class _Context:
         self.conf = _pairs(conf, "--conf")
         self.json = False  # the group's --json: output of -e, default of the verbs' --json
         self.new_catalog = os.environ.get("STREAMJOB_NEW_CATALOG", "") in ("1", "true", "yes")
-        self._home = self._catalog = None
+        self._home = self._catalog = self._session = None
 
     @property
     def home(self):
@@ -48,6 +48,16 @@ class _Context:
                 refuse_orphaned(self.home, catalog)
             self._catalog = catalog
         return self._catalog
+
+    @property
+    def session(self):
+        """The invocation's :class:`~streamjob.session.ClientSession` (catalog only: it
+        hosts no job; ``run`` makes its own)."""
+        from ..session import ClientSession
+
+        if self._session is None:
+            self._session = ClientSession(self.catalog, self.home, debug=self.debug)
+        return self._session
 
 
 def _pairs(items: tuple[str, ...], flag: str) -> dict[str, str]:
@@ -135,11 +145,8 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug
         if ctx.invoked_subcommand is not None:
             raise click.UsageError(f"-e cannot be combined with the command "
                                    f"'{ctx.invoked_subcommand}'")
-        from ..executor import Executor
-
-        executor = Executor(ctx.obj.catalog, ctx.obj.home)  # one session: SET carries over
-        for text in statements:
-            _execute_text(ctx.obj, text, None, executor=executor, as_json=as_json)
+        for text in statements:  # one session: SET carries over
+            _execute_text(text, None, ctx.obj.session, as_json=as_json)
     elif ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 

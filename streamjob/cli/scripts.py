@@ -22,11 +22,9 @@ def _read_script(path: str, variables: dict[str, str], home) -> str:
     return substitute(text, {"STREAMJOB_HOME": str(home.root), **variables}, source=path)
 
 
-def _execute_file(obj: _Context, path: str, variables: dict[str, str], manager=None) -> None:
-    from ..executor import Executor
-
+def _execute_file(obj: _Context, path: str, variables: dict[str, str], session) -> None:
     text = _read_script(path, variables, obj.home)
-    _execute_text(obj, text, path, executor=Executor(obj.catalog, obj.home, manager))
+    _execute_text(text, path, session)
 
 
 def _interrupt(signum, frame) -> None:
@@ -49,20 +47,17 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     --until-idle until every job has caught up with its input. Running the same file
     again resumes the jobs from their checkpoints.
     """
-    from ..manager import JobManager
-    from ..manager.liveness import HostRegistration
+    from ..session import ClientSession
 
-    host = HostRegistration(obj.catalog, obj.home.conf.get("spark.master", "local[*]"))
-    manager = JobManager(obj.catalog, obj.home, debug=obj.debug, owner=host.server_id)
+    session = ClientSession(obj.catalog, obj.home, debug=obj.debug)
+    manager = session.host()  # registered as a host: STOP/DROP from other clients reach it
     manager.on_jvm_death = "exit"  # one sentence and exit 1; the next run resumes (issue 13)
-    host.follow(manager)  # STOP/DROP STREAMJOB from other clients reach these jobs
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _execute_file(obj, file, _pairs(variables, "--var"), manager)
+        _execute_file(obj, file, _pairs(variables, "--var"), session)
         _supervise(manager, until_idle)
     finally:
-        manager.shutdown()
-        host.close()
+        session.close()
 
 
 def _supervise(manager, until_idle: bool) -> None:
@@ -99,7 +94,7 @@ def _supervise(manager, until_idle: bool) -> None:
 @click.pass_obj
 def submit(obj: _Context, file: str, variables) -> None:
     """Execute FILE's statements against the catalog (a job manager runs started jobs)."""
-    _execute_file(obj, file, _pairs(variables, "--var"))
+    _execute_file(obj, file, _pairs(variables, "--var"), obj.session)
 
 
 @click.command()

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .app import _Context, client_options
-from .execute import _NO_SERVER, _lease_holder, _server_label
+from ..session import NO_SERVER, lease_holder, server_label
 from ..render import _console, _table
 from streamjob.catalog.records import ACTIVE_STATUSES, JobStatus
 
@@ -100,7 +100,7 @@ def _status_snapshot(catalog) -> dict[str, Any]:
 
     now = datetime.now(timezone.utc)
     live_ids = _live_job_managers(catalog)
-    server = _lease_holder(catalog)
+    server = lease_holder(catalog)
     if server is not None and getattr(server, "server_id", None) not in live_ids:
         server = None  # its lease has not expired yet, but its process is gone
     jobs = []
@@ -134,7 +134,7 @@ def _status_snapshot(catalog) -> dict[str, Any]:
         })
     described = None
     if server is not None:
-        described = {"label": _server_label(server),
+        described = {"label": server_label(server),
                      **(asdict(server) if is_dataclass(server) else {})}
     return {"at": now.isoformat(timespec="seconds"), "server": described, "jobs": jobs}
 
@@ -169,7 +169,7 @@ def _status_view(snapshot: dict[str, Any], interval: float | None = None):
                                    "last checkpoint", "lag", "error"),
                           rows=rows, title="streamjobs"))
     server = snapshot["server"]
-    line = (f"job manager: server {server['label']}" if server else _NO_SERVER)
+    line = (f"job manager: server {server['label']}" if server else NO_SERVER)
     if interval is not None:
         line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
     return Group(table, Text(line, style="dim"))

@@ -48,6 +48,8 @@ class TableSink(Protocol):
     * ``purge_markers()``: DROP STREAMJOB: remove this job's exactly-once markers (SQL
       marker rows, the Kafka marker group); an unreachable system is a warning.
     * ``close()``: release connections (idempotent).
+    * ``visibility()``: one sentence for DESCRIBE STREAMJOB: when a written row becomes
+      visible to readers of the table (DESIGN §6).
     """
 
     def check(self) -> None: ...
@@ -61,6 +63,8 @@ class TableSink(Protocol):
     def purge_markers(self) -> None: ...
 
     def close(self) -> None: ...
+
+    def visibility(self) -> str: ...
 
 
 def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
@@ -126,6 +130,16 @@ class SqlTableSink(_Quiet):
         from .sql.sink import SqlSink
 
         self.sql = SqlSink(spec, columns, marker, exactly_once=exactly_once, upsert=upsert)
+        self.exactly_once = exactly_once
+
+    def visibility(self) -> str:
+        if self.exactly_once:
+            return ("when their micro-batch commits: its rows and the job's (uid, epoch, batch) "
+                    "marker in one database transaction, so readers never see part of a "
+                    "micro-batch (Slipstream shows them at the checkpoint; here within a "
+                    "trigger interval)")
+        return ("as each micro-batch writes them (auto.flush); a micro-batch replayed after a "
+                "failure may repeat rows (an upsert on a primary key makes that harmless)")
 
     def check(self) -> None:
         self.sql.check()
@@ -149,6 +163,15 @@ class KafkaTableSink(_Quiet):
         from .kafka.sink import KafkaSink
 
         self.kafka = KafkaSink(spec, columns, marker, job, exactly_once=exactly_once)
+        self.exactly_once = exactly_once
+
+    def visibility(self) -> str:
+        if self.exactly_once:
+            return ("to read_committed consumers when their micro-batch's Kafka transaction "
+                    "commits with the job's marker (read_uncommitted consumers may also see "
+                    "rows of an aborted micro-batch)")
+        return ("as each micro-batch produces them (idempotent producer, auto.flush); a "
+                "micro-batch replayed after a failure may repeat rows")
 
     def prepare(self) -> None:
         self.kafka.prepare()
@@ -169,6 +192,13 @@ class FileTableSink(_Quiet):
 
     def __init__(self, spec, table: str, job: str, checkpointed: bool) -> None:
         self.spec, self.table, self.job, self.checkpointed = spec, table, job, checkpointed
+
+    def visibility(self) -> str:
+        if self.checkpointed:
+            return ("when their micro-batch is added to the table's _spark_metadata manifest "
+                    "(readers through Spark or streamjob; a bare directory listing may also "
+                    "show files of a micro-batch that failed)")
+        return "as each micro-batch appends its files (no guarantee without checkpoints)"
 
     def _manifest(self) -> Path | None:
         loc = self.spec.location
@@ -237,3 +267,6 @@ class ConsoleTableSink(_Quiet):
 
     def attach(self, writer):
         return writer.format("console").option("truncate", "false")
+
+    def visibility(self) -> str:
+        return "printed as each micro-batch runs; nothing is kept"

@@ -100,6 +100,7 @@ class DescribeStatements:
             ("failures since last checkpoint", job.attempts), ("last error", job.last_error),
             ("expired checkpoints", job.expired_checkpoints),
         ]
+        overview += _cadence(values, plan)
         if problem:
             overview.append(("cannot run now", problem))
         props = [(k, jp.display(k, v.value), v.origin) for k, v in eff.items()]
@@ -183,3 +184,39 @@ def _missing_columns(job) -> list[Result]:
         return []
     return [Result(columns=("stream", "column", "batches without it"), rows=rows,
                    title="columns no record carried")]
+
+
+def _cadence(props, plan) -> list[tuple[str, Any]]:
+    """DESCRIBE's rows on when output happens (DESIGN §4, §6): the micro-batch trigger,
+    the checkpoint interval, and when the sink's rows become visible (its
+    :meth:`~streamjob.connectors.sinks.TableSink.visibility`; omitted when the job cannot
+    be planned now)."""
+    trigger = ("micro-batches back to back as data arrives (streamsql.use.eventmode)"
+               if props.event_mode else
+               f"a micro-batch as data arrives, at most every "
+               f"{_ms(props.trigger_interval_ms)}")
+    rows: list[tuple[str, Any]] = [("output", trigger)]
+    if props.checkpoint_enabled:
+        every = props.checkpoint_interval_ms
+        rows.append(("checkpoints", (
+            f"every {_ms(every)}: the micro-batch "
+            f"completing after it; {props.checkpoints_retained} retained") if every else
+            f"every micro-batch; {props.checkpoints_retained} retained"))
+    if plan is not None:
+        from ..connectors.sinks import table_sink
+
+        sink = table_sink(plan.sink, plan.sink_spec, marker="", job=plan.qualified_name,
+                          exactly_once=plan.guarantee == "exactly-once",
+                          upsert=plan.output_mode == "update",
+                          checkpointed=props.checkpoint_enabled)
+        rows.append(("rows visible", sink.visibility()))
+    return rows
+
+
+def _ms(ms: int) -> str:
+    """A duration in ms as people write it: ``500 ms``, ``1.5 s``, ``60 s``, ``10 min``."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms % 60_000 == 0 and ms > 60_000:
+        return f"{ms // 60_000} min"
+    return f"{ms / 1000:g} s"

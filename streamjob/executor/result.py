@@ -15,7 +15,9 @@ class Result:
     message: ``object`` the qualified name the statement acted on; ``pending`` True when
     START set the desired state RUNNING but no job manager of this process runs the job
     (a server, or a later ``run``, starts it); ``detail`` the message's tail after the
-    outcome (e.g. " from checkpoint 12")."""
+    outcome (e.g. " from checkpoint 12"); ``runs_in`` where a started job runs, set by
+    the client session (:mod:`streamjob.session`): ``"here"`` (this process), the
+    ``host:pid`` of the job manager holding the catalog's lease, or None."""
 
     message: str | None = None
     columns: Sequence[str] = ()
@@ -25,6 +27,7 @@ class Result:
     object: str | None = None
     pending: bool = False
     detail: str = ""
+    runs_in: str | None = None
 
     def to_json(self) -> Any:
         """A JSON-ready value: a table is a list of row objects; sections a dict by title;

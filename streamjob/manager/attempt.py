@@ -19,7 +19,8 @@ from .. import properties as jp
 from ..checkpoint import fingerprint, identity, store
 from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
-from ..checkpoint.recorder import CheckpointRecorder, recover_unrecorded
+from ..checkpoint.recorder import CheckpointRecorder, batches_to_retain, recover_unrecorded
+from ..spark.listener import ProgressListener
 from ..connectors import spec as cspec
 from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
@@ -48,7 +49,9 @@ class AttemptMixin:
         retained = props.checkpoints_retained
         session = self.manager.job_session({
             **jp.spark_settings(props),  # the job's own spark.sql.* settings
-            "spark.sql.streaming.minBatchesToRetain": str(retained),
+            # Spark keeps what the oldest retained checkpoint needs; the recorder trims
+            "spark.sql.streaming.minBatchesToRetain": str(batches_to_retain(
+                retained, props.checkpoint_interval_ms, props.trigger_ms)),
             # a state snapshot every `retained` versions lets maintenance purge older ones
             "spark.sql.streaming.stateStore.minDeltasForSnapshot": str(retained),
         })
@@ -79,18 +82,19 @@ class AttemptMixin:
                         self.tracker.latest_id = latest.checkpoint_id
                         self.tracker.latest_at = latest.ended_at or latest.started_at
                         self.tracker.offsets = dict(latest.source_offsets or {})
+                        self.tracker.batch_id = latest.checkpoint_id
         self.watch = ExpiryWatch(ckdir, props.checkpoint_timeout_ms)
         _prepare_dead_letters(plan)
         self.committers = group_committers(plan)
         self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
                                          self.tracker)
-        recorder = CheckpointRecorder(self.catalog, self.job.uid, self.job.qualified_name, ckdir,
-                                      retained, self.tracker, durable=durable,
-                                      backend=self.backend,
-                                      on_checkpoint=_commit_groups(self.committers),
-                                      on_progress=self.progress.on_progress,
-                                      on_idle=self.progress.on_idle)
-        session.streams.addListener(recorder)
+        self.recorder = CheckpointRecorder(
+            self.catalog, self.job.uid, self.job.qualified_name, ckdir, retained, self.tracker,
+            durable=durable, backend=self.backend, on_checkpoint=_commit_groups(self.committers),
+            interval_ms=props.checkpoint_interval_ms)
+        session.streams.addListener(ProgressListener(
+            self.job.qualified_name, on_progress=(self.recorder.record, self.progress.on_progress),
+            on_idle=self.progress.on_idle))
         self.sink = sink
         sink.prepare()
         return start_query(session, plan, ckdir, sink)

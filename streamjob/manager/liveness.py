@@ -59,18 +59,11 @@ def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bo
 
 def _gone_here(host: str, pid: int) -> bool:
     """True if ``host`` is this machine and process ``pid`` no longer exists."""
-    import os
     import socket
 
-    if host != socket.gethostname():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    from ..process import pid_alive
+
+    return host == socket.gethostname() and not pid_alive(pid)
 
 
 class HostRegistration:

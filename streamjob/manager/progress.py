@@ -1,9 +1,10 @@
 """A running job's latest progress, written to the catalog (``JobInfo.progress``).
 
-The job's checkpoint recorder (its ``StreamingQueryListener``) hands every micro-batch's
-progress report to a :class:`ProgressReporter`, after recording the checkpoint (one
-listener, not two: each Python listener costs a py4j conversion of every event, on the
-one thread that delivers the events of every query; see ``checkpoint/recorder.py``).
+The job's one Spark listener (:class:`streamjob.spark.listener.ProgressListener`) hands
+every micro-batch's progress report to a :class:`ProgressReporter`, after the checkpoint
+recorder has recorded the checkpoint (one listener, not two: each Python listener costs a
+py4j conversion of every event, on the one thread that delivers the events of every
+query).
 The reporter turns it into::
 
     {"batch_id": 12,                 # Spark's batch id (= checkpoint id once committed)
@@ -112,7 +113,7 @@ def progress_of(p) -> dict[str, Any]:
 
 class ProgressReporter:
     """Writes one job's progress to the catalog (module docstring); the checkpoint
-    recorder calls :meth:`on_progress` and :meth:`on_idle`, the job's runner
+    listener calls :meth:`on_progress` and :meth:`on_idle`, the job's runner
     :meth:`flush`.
 
     Args:

@@ -119,6 +119,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         self.sink = None  # the TableSink of the current attempt (connectors/sinks.py)
         self.committers: list = []  # Kafka consumer-group committers of the current attempt
         self.progress: ProgressReporter | None = None  # progress writer of the current attempt
+        self.recorder = None  # the CheckpointRecorder of the current attempt (its checkpoints)
 
     @property
     def catalog(self) -> Catalog:
@@ -315,11 +316,13 @@ class JobRunner(AttemptMixin, threading.Thread):
 
     def _await_recorded(self, timeout_s: float = 5.0) -> None:
         """After a graceful stop, give the checkpoint recorder (Spark's listener bus is
-        asynchronous) up to ``timeout_s`` seconds to record the last committed batch, so
-        the catalog shows it at once (the next start would record it anyway)."""
+        asynchronous) up to ``timeout_s`` seconds to see the last committed micro-batch,
+        then make it a checkpoint if it is not one (DESIGN §4: the stopped job's state is
+        a retained, restorable checkpoint, and the catalog shows it at once)."""
         from ..checkpoint.store import log_ids
 
-        if not self.plan or not self.plan.props.checkpoint_enabled:
+        recorder = getattr(self, "recorder", None)
+        if not self.plan or not self.plan.props.checkpoint_enabled or recorder is None:
             return
         try:
             commits = log_ids(self.manager.home.checkpoint_dir(self.job.database,
@@ -328,8 +331,13 @@ class JobRunner(AttemptMixin, threading.Thread):
             return
         if commits:
             last = commits[-1]
-            self.tracker.wait_for(lambda t: t.latest_id is not None and t.latest_id >= last,
+            self.tracker.wait_for(lambda t: t.batch_id is not None and t.batch_id >= last,
                                   timeout_s)
+        try:
+            recorder.checkpoint_now()
+        except StreamJobError as exc:  # the next start records it from the directory
+            log.warning("job %s: the last micro-batch was not recorded as a checkpoint: %s",
+                        self.job.qualified_name, exc)
 
     def _await_batch_end(self, q) -> None:
         """Wait until no trigger is active, polling every 5 ms. A job whose batches run
@@ -366,7 +374,9 @@ class JobRunner(AttemptMixin, threading.Thread):
         """Log and count a checkpoint running past ``morphling.checkpoint.timeout``; the
         recorder records it as LATE if it completes after all (DESIGN §4)."""
         watch = self.watch
-        expired = watch.poll() if watch is not None else None
+        recorder = self.recorder
+        due = recorder.due_now() if recorder is not None else True
+        expired = watch.poll(due) if watch is not None else None
         if expired is None:
             return
         log.warning(expiry_message(expired, self.job.qualified_name))

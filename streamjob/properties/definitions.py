@@ -16,9 +16,17 @@ from .registry import Property, Registry
 JOB = Registry([
     Property("morphling.job.enable.checkpoint", "bool", True,
              "durable checkpoints; false = a temporary one, restarts begin at the reset strategy"),
-    Property("morphling.job.checkpoint.interval", "duration", 10_000,
-             "one checkpoint per interval: the micro-batch trigger interval; 0 = back to back",
+    Property("morphling.job.checkpoint.interval", "duration", 60_000,
+             "one recorded, retained, restorable checkpoint per interval: the micro-batch "
+             "that completes after it; output does not wait for it; 0 = every micro-batch",
              unit="ms", minimum=0),
+    Property("streamjob.trigger.interval", "duration", 500,
+             "micro-batches start at most this often, as soon as data is there (Spark's "
+             "processing-time trigger): the bound on output latency and on an idle job's "
+             "polling; 0 = back to back", unit="ms", minimum=0),
+    Property("streamsql.use.eventmode", "bool", False,
+             "Slipstream's event-driven engine: the lowest latency streamjob offers, "
+             "micro-batches back to back (trigger 0; Spark polls idle sources every 10 ms)"),
     Property("morphling.job.enable.auto.failover", "bool", True,
              "restart a failed job from its last checkpoint"),
     Property("morphling.task.max.failures", "int", 5,
@@ -29,8 +37,9 @@ JOB = Registry([
              "checkpoint completed since the last failure also resets the count",
              unit="ms", minimum=1_000),
     Property("morphling.result.auto.flush", "bool", False,
-             "true: rows reach the sink as produced (at-least-once); "
-             "false: visible with the checkpoint (exactly-once)"),
+             "true: rows reach the sink as each micro-batch produces them (at-least-once); "
+             "false: exactly-once, rows visible when their micro-batch commits with its "
+             "marker"),
     Property("morphling.checkpoint.backend", "choice", "catalog",
              "where checkpoint metadata is recorded", choices=("catalog", "zookeeper", "kafka")),
     Property("morphling.checkpoint.timeout", "duration", 60_000,

@@ -20,6 +20,8 @@ from typing import Any, Iterator, Mapping
 NAMES = {
     "checkpoint_enabled": "morphling.job.enable.checkpoint",
     "checkpoint_interval_ms": "morphling.job.checkpoint.interval",
+    "trigger_interval_ms": "streamjob.trigger.interval",
+    "event_mode": "streamsql.use.eventmode",
     "auto_failover": "morphling.job.enable.auto.failover",
     "max_failures": "morphling.task.max.failures",
     "failure_window_ms": "morphling.task.failure.window",
@@ -40,6 +42,8 @@ class JobProperties(Mapping):
 
     checkpoint_enabled: bool
     checkpoint_interval_ms: int
+    trigger_interval_ms: int
+    event_mode: bool
     auto_failover: bool
     max_failures: int
     failure_window_ms: int
@@ -66,6 +70,14 @@ class JobProperties(Mapping):
 
     def __len__(self) -> int:
         return len(self._as_dict())
+
+    @property
+    def trigger_ms(self) -> int:
+        """The micro-batch trigger interval in ms (Spark's ``Trigger.ProcessingTime``):
+        0 under ``streamsql.use.eventmode``, else ``streamjob.trigger.interval``. It is
+        not the checkpoint interval: a checkpoint is the micro-batch that completes after
+        each ``morphling.job.checkpoint.interval`` (DESIGN §4)."""
+        return 0 if self.event_mode else self.trigger_interval_ms
 
     def starting_at(self, position: str | None) -> "JobProperties":
         """These properties with the new epoch's starting position set."""

@@ -58,9 +58,13 @@ class Shell:
         self.as_json = as_json
         self.timing = False
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        self.session_props: dict[str, str] = {}
+        from ..session import ClientSession
+
+        # the client session: SET values, and the job manager of the jobs this shell
+        # hosts (created on the first START while no server holds the lease)
+        self.session = ClientSession(catalog, home, host_jobs=True, spark=self.spark,
+                                     debug=debug)
         self.reset: str | None = None  # where SELECT reads Kafka streams from, if SET
-        self.manager = None  # the JobManager of jobs this shell hosts (created on demand)
         self.errors = 0
         self.names = Names()
         self._spark_started = False
@@ -115,44 +119,20 @@ class Shell:
         except Exception as exc:  # noqa: BLE001 - completion must never break the shell
             log.debug("cannot read catalog names: %s", exc)
 
+    @property
+    def session_props(self) -> dict[str, str]:
+        """This shell's ``SET`` values (the session's)."""
+        return self.session.properties
+
+    @property
+    def manager(self):
+        """The job manager of the jobs this shell hosts, or None before the first."""
+        return self.session.manager
+
     def server(self) -> str | None:
-        """The id of the job manager holding the catalog's lease, or None (no server
-        runs; also when the catalog cannot tell)."""
-        holder_of = getattr(self.catalog, "lease_holder", None)
-        if not callable(holder_of):
-            return None
-        try:
-            holder = holder_of()
-        except Exception as exc:  # noqa: BLE001 - no lease information: no server
-            log.debug("lease_holder failed: %s", exc)
-            return None
-        if holder is None or isinstance(holder, str):
-            return holder
-        host, pid = getattr(holder, "host", None), getattr(holder, "pid", None)
-        if host is not None and pid is not None:
-            return f"{host}:{pid}"  # as `streamjob status` names a job manager
-        return str(getattr(holder, "server_id", None) or holder)
-
-    def job_manager(self):
-        """The in-process job manager of the jobs this shell hosts (created on first use)."""
-        if self.manager is None:
-            from ..manager import JobManager
-
-            shell = self
-
-            class ShellJobManager(JobManager):
-                """The shell's job manager: Spark starts through :meth:`Shell.spark`."""
-
-                def spark(self):
-                    return shell.spark()
-
-            from ..manager.liveness import HostRegistration
-
-            self.host = HostRegistration(self.catalog, self.home.conf.get("spark.master", "local[*]"))
-            self.manager = ShellJobManager(self.catalog, self.home, debug=self.debug,
-                                           owner=self.host.server_id)
-            self.host.follow(self.manager)
-        return self.manager
+        """``host:pid`` of the job manager holding the catalog's lease, or None (no
+        server runs; also when the catalog cannot tell)."""
+        return self.session.lease_holder()
 
     def hosted(self) -> list:
         """The runners of the jobs running in this shell."""
@@ -244,30 +224,12 @@ class Shell:
         if isinstance(stmt, (st.DropStreamJob, st.DropStream, st.DropTable)) \
                 and not self._confirm_drop(stmt):
             return
-        from ..executor import Executor
-
-        server = None
-        manager = self.manager
-        hosted_here = isinstance(stmt, st.StopStreamJob) and self._hosts(stmt)
-        if isinstance(stmt, st.StartStreamJob):
-            server = self.server()
-            manager = None if server else self.job_manager()
-        result = Executor(self.catalog, self.home, manager, self.session_props).execute(stmt)
-        if isinstance(stmt, st.StartStreamJob):
-            self._started(stmt, result, server)
-        elif isinstance(stmt, st.StopStreamJob) and not hosted_here:
-            server = self.server()
-            if server:
-                result.message = (f"{result.message}; server {server} stops it after its "
-                                  f"current batch")
+        result = self.session.execute(stmt)
+        if result.runs_in == "here":
+            result = self._started(stmt, result)
         self.render(result)
         if isinstance(stmt, st.SetProperty) and stmt.key is None and self.reset:
             self.echo(f"{PREVIEW_RESET_KEY}={self.reset} (where SELECT in this shell starts)")
-
-    def _hosts(self, stmt) -> bool:
-        """True if the job ``stmt`` names runs in this shell."""
-        qualified = ".".join(stmt.name.resolve())
-        return any(r.job.qualified_name == qualified for r in self.hosted())
 
     def _shell_setting(self, stmt) -> bool:
         """``SET``/``RESET`` of :data:`PREVIEW_RESET_KEY`: where SELECT in this shell
@@ -326,18 +288,20 @@ class Shell:
             return False
         return answer.strip().lower() in ("y", "yes")
 
-    def _started(self, stmt, result, server: str | None) -> None:
-        """Say where a started job runs; for a job hosted here, wait until it runs (or
-        failed), at most :data:`START_WAIT_S` (Ctrl-C stops waiting, not the job)."""
+    def _started(self, stmt, result):
+        """A job started in this shell: wait until it runs (or failed), at most
+        :data:`START_WAIT_S` (Ctrl-C stops waiting, not the job), and say it stops with
+        the shell. Returns the result to print.
+
+        Raises:
+            JobError: the job failed while starting.
+        """
+        from dataclasses import replace
+
         from ..exceptions import JobError
 
         db, name = stmt.name.resolve()
         qualified = f"{db}.{name}"
-        if server:
-            note = f"server {server} runs it"
-            result.message = (f"streamjob {result.object} will start: {note}{result.detail}"
-                              if result.pending else f"{result.message or ''}; {note}")
-            return
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
         if runner is not None:
@@ -348,8 +312,9 @@ class Shell:
             if runner.error and not runner.is_alive():
                 self._reported.add(runner.job.uid)
                 raise JobError(f"streamjob {qualified} failed: {runner.error}")
-        result.message = ((result.message or "") + f"\nno job manager is running: this shell "
-                          f"runs streamjob {qualified}; it stops when the shell exits")
+        return replace(result, message=(result.message or "") + (
+            f"\nno job manager is running: this shell runs streamjob {qualified}; it stops "
+            "when the shell exits"))
 
     def report_jobs(self) -> None:
         """Print a red line for each job hosted here that failed since the last report."""
@@ -471,8 +436,7 @@ class Shell:
             self.echo(f"stopping {names} (checkpoints kept; a job manager resumes "
                       f"{'it' if len(running) == 1 else 'them'})")
         if self.manager is not None:
-            self.manager.shutdown()
-            self.host.close()  # its jobs are free for a server at once
+            self.session.close()  # its jobs are free for a server at once
         elif self._spark_started:
             from ..spark.session import stop_spark
 

@@ -3,7 +3,7 @@ issue 13: nothing dropped or NULLed silently).
 
 Two metrics per source, named after the stream, reported with each micro-batch's progress
 (``StreamingQueryProgress.observedMetrics``) and read by the checkpoint recorder
-(:func:`streamjob.checkpoint.recorder.malformed_counts`, ``missing_columns``):
+(:func:`malformed_counts`, :func:`missing_columns`):
 
 - ``malformed:<db.stream>`` (``malformed``: rows): malformed records a tolerant Kafka
   stream (``"malformed.policy"`` skip or dead-letter) set aside; they are then dropped.
@@ -45,3 +45,32 @@ def observe_source(df, src):
         df = df.observe(COLUMNS_PREFIX + src.stream.qualified_name,
                         F.count(F.lit(1)).alias("rows"), *counts)
     return df
+
+
+def malformed_counts(progress) -> dict[str, int]:
+    """``{stream qualified name: malformed records}`` (> 0 only) of one batch's progress,
+    from the observed metrics the planner attaches to tolerant Kafka sources."""
+    out = {}
+    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
+        if name.startswith(MALFORMED_PREFIX):
+            n = int(row["malformed"] or 0)
+            if n:
+                out[name.split(":", 1)[1]] = n
+    return out
+
+
+def missing_columns(progress) -> dict[str, list[str]]:
+    """``{stream qualified name: [declared column, ...]}`` of one batch's progress: the
+    columns that none of the batch's records of that stream carried (absent or NULL in
+    all), from the ``columns:<stream>`` observed metrics of
+    :mod:`streamjob.spark.observe`; streams without records in the batch are left out."""
+    out = {}
+    for name, row in (getattr(progress, "observedMetrics", None) or {}).items():
+        if not name.startswith(COLUMNS_PREFIX):
+            continue
+        counts = row.asDict() if hasattr(row, "asDict") else dict(row)
+        if int(counts.get("rows") or 0) > 0:
+            cols = [k[2:] for k, v in counts.items() if k.startswith("c:") and not v]
+            if cols:
+                out[name.split(":", 1)[1]] = cols
+    return out

@@ -160,11 +160,13 @@ def start_query(session, plan: JobPlan, checkpoint_dir: str, sink=None):
                           checkpointed=plan.props.checkpoint_enabled)
         sink.prepare()
     df = result_frame(session, plan)
-    interval = plan.props.checkpoint_interval_ms
+    # the trigger is the output cadence, not the checkpoint interval (DESIGN §4): a batch
+    # starts at most every trigger_ms, as soon as a source has data; the checkpoint
+    # recorder picks the micro-batch that completes after each checkpoint interval
     writer = (df.writeStream.queryName(f"{plan.database}.{plan.name}")
               .outputMode(plan.output_mode)
               .option("checkpointLocation", checkpoint_dir)
-              .trigger(processingTime=f"{interval} milliseconds"))
+              .trigger(processingTime=f"{plan.props.trigger_ms} milliseconds"))
     return sink.attach(writer).start()
 
 

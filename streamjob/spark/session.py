@@ -29,12 +29,14 @@ from importlib import resources
 from pathlib import Path
 
 from ..home import Home
+from .cds import archive_path, finish_archive, java_options
 from .home import worker_spark_home
 
 _lock = threading.Lock()
 _spark = None
 _zip_lock = threading.Lock()
 _zip: str | None = None  # this process's zip of the streamjob package (package_zip)
+_archive: Path | None = None  # the class-data sharing archive our driver JVM writes at exit
 
 #: Names left out of the shipped package: byte-code caches and editor/OS litter.
 _SKIP_DIRS = {"__pycache__"}
@@ -143,21 +145,29 @@ def _launch_gateway(conf: dict[str, str], quiet: bool = True) -> None:
     pyspark's SparkContext uses. With ``quiet``, its stderr is read by a thread that
     drops :data:`JVM_NOISE` and passes every other line to our stderr. The JVM gets
     :func:`~streamjob.spark.home.worker_spark_home` as ``SPARK_HOME`` when there is one
-    (its Python workers then import the installed, byte-compiled pyspark). No-op if a
-    gateway exists (pyspark then reuses it) or when pyspark was started by spark-submit
-    (PYSPARK_GATEWAY_PORT)."""
+    (its Python workers then import the installed, byte-compiled pyspark), and the
+    class-data sharing options of :mod:`streamjob.spark.cds` (an archive of Spark's
+    classes: half the start-up time). No-op if a gateway exists (pyspark then reuses it)
+    or when pyspark was started by spark-submit (PYSPARK_GATEWAY_PORT)."""
     import subprocess
     import threading
 
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
+    global _archive
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
+    mirror = worker_spark_home()
+    cds, _archive = java_options(conf, mirror, debug=not quiet)
+    if _archive is not None:  # stopped at exit at the latest, so the archive is finished
+        atexit.register(stop_spark)
+    if cds:
+        conf = {**conf, "spark.driver.extraJavaOptions":
+                f"{conf.get('spark.driver.extraJavaOptions', '')} {cds}".strip()}
     spark_conf = SparkConf(loadDefaults=False)
     for k, v in conf.items():
         spark_conf.set(k, v)
-    mirror = worker_spark_home()
     saved = os.environ.get("SPARK_HOME")
     if mirror:  # launch_gateway passes os.environ to the JVM; restored right after
         os.environ["SPARK_HOME"] = mirror
@@ -250,15 +260,27 @@ def job_session(root, sql_conf: dict[str, str]):
 
 
 def stop_spark() -> None:
-    """Stop the process's SparkSession if one was started (a dead JVM is only forgotten)."""
-    global _spark
+    """Stop the process's SparkSession if one was started (a dead JVM is only forgotten).
+
+    When the driver JVM writes the class-data sharing archive (:mod:`streamjob.spark.cds`)
+    it is also shut down here, so that the archive is complete and renamed into place
+    before this process exits; a later :func:`spark_session` starts a new JVM."""
+    global _spark, _archive
     if jvm_exit_code() is not None:
         forget_dead_spark()
         return
     with _lock:
-        if _spark is not None:
-            _spark.stop()
+        if _spark is None:
+            return
+        _spark.stop()
+        if _archive is None:
             _spark = None
+            return
+        from pyspark import SparkContext
+
+        finish_archive(getattr(SparkContext._gateway, "proc", None), _archive)
+        _archive = None
+    forget_dead_spark()  # the JVM has exited: the next start launches a new one
 
 
 def _quiet_accumulator_server(sc) -> None:
@@ -305,3 +327,25 @@ def forget_dead_spark() -> None:
             gateway.close()  # its sockets; the JVM is gone
     except Exception:  # noqa: BLE001 - closing a dead gateway may fail in any way
         pass
+
+
+def prime_class_archive() -> Path | None:
+    """Make the archive now, if there is none: start Spark in this process (a scratch
+    home, ``local[1]``), run one small query and stop it. ``make setup`` runs it
+    (``python -m streamjob.spark``), so the first ``streamjob`` start is already
+    fast; without it, the first start makes the archive. Returns the archive's path, or
+    None when there is none (turned off, or another process is writing it)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="streamjob-cds-") as tmp:
+        home = Home.open(Path(tmp) / "home", {"spark.master": "local[1]"})
+        final = archive_path(home.spark_conf, worker_spark_home())
+        if final is not None and final.is_file():
+            return final
+        spark = spark_session(home)
+        try:
+            spark.range(1000).selectExpr("sum(id)").collect()
+        finally:
+            stop_spark()
+    return final if final is not None and final.is_file() else None
+

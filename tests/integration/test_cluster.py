@@ -62,7 +62,7 @@ TBLPROPERTIES("connector"="sql", "url"="sqlite:///${DB}", "table"="landed");
 CREATE STREAMJOB cluster_job AS ("
   insert into landed
   select e.id, c.name, e.amount from events e join carriers c on e.carrier = c.carrier")
-JOBPROPERTIES("morphling.job.checkpoint.interval"="1000",
+JOBPROPERTIES("morphling.job.checkpoint.interval"="${INTERVAL}",
               "morphling.job.max.records.per.batch"="400",
               "morphling.result.auto.flush"="false"${JOBPROPS});
 
@@ -240,7 +240,7 @@ class Run:
 
 
 def _run(cluster: Cluster, python: str, bootstrap: str, tmp_path: Path, checkpoint_root: str,
-         jobprops: str = "", **conf: str) -> Run:
+         jobprops: str = "", interval: str = "1000", **conf: str) -> Run:
     """Produce the topic, then run the script in a separate driver process whose
     ``spark.master`` is the cluster and whose Python workers run ``python``."""
     home, data = tmp_path / "home", tmp_path / "data"
@@ -251,7 +251,7 @@ def _run(cluster: Cluster, python: str, bootstrap: str, tmp_path: Path, checkpoi
     topic = f"cluster_{uuid.uuid4().hex[:8]}"
     events = _produce(bootstrap, topic)
     script = tmp_path / "cluster.sql"
-    script.write_text(SCRIPT.replace("${JOBPROPS}", jobprops))
+    script.write_text(SCRIPT.replace("${JOBPROPS}", jobprops).replace("${INTERVAL}", interval))
     before = set(_app_dirs(cluster))
 
     env = {k: v for k, v in os.environ.items()
@@ -298,7 +298,10 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
     commits = _commits(job_dir)
     assert commits, f"no committed batch in {job_dir}"
     retained = json.loads(run.cli("checkpoints", "cluster_job", "--json"))
-    assert [c["checkpoint"] for c in retained] == commits
+    ids = [c["checkpoint"] for c in retained]
+    # Spark's commit log holds every micro-batch from the oldest retained checkpoint on,
+    # and the last one (the stop) is a checkpoint (DESIGN §4)
+    assert commits == list(range(ids[0], ids[-1] + 1)), (commits, ids)
     assert retained[-1]["source offsets"] == {run.topic: {"0": RECORDS}}
 
     # it ran on the cluster: the master knows the application, and the worker's executor
@@ -325,13 +328,15 @@ def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
     file system, here mounting a local directory, so no HDFS is needed). Spark writes the
     checkpoint through it, and streamjob reads its commit log (the recorder), recovers
     and trims it through Hadoop's FileSystem in the driver's JVM: after the run the
-    commit log holds exactly the retained checkpoints."""
+    commit log holds exactly the retained checkpoints (interval 0: every micro-batch is
+    one)."""
     mount = f"sj{uuid.uuid4().hex[:8]}"
     local = tmp_path / "mounted"
     local.mkdir()
     run = _run(cluster, python_without_streamjob, broker.bootstrap, tmp_path,
                f"viewfs://{mount}/checkpoints",
                jobprops=',\n              "morphling.checkpoint.retained"="2"',
+               interval="0",  # every micro-batch a checkpoint: older ones are trimmed
                **{f"spark.hadoop.fs.viewfs.mounttable.{mount}.link./checkpoints": local.as_uri()})
     assert sorted(run.rows()) == run.expected()
 

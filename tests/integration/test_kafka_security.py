@@ -129,6 +129,7 @@ def test_a_job_reads_commits_checkpoints_and_writes_through_tls(world, tls):
             break
     consumer.close()
     assert sorted(r["id"] for r in copied) == list(range(N))
+    world.stop_all()  # while the TLS broker is there: a stop waits for the current batch
 
 
 def test_a_broker_certificate_that_is_not_trusted_fails_the_job_naming_the_broker(world, tls):

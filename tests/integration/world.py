@@ -14,7 +14,7 @@ from streamjob.grammar import parse_script
 from streamjob.home import Home
 
 FAST = {"morphling.job.checkpoint.interval": "0"}
-"""Job properties of test jobs: micro-batches back to back."""
+"""Job properties of test jobs: every micro-batch a checkpoint (DESIGN §4)."""
 
 
 class World:

@@ -52,3 +52,26 @@ def catalog(catalog_url):
     cat = Catalog(catalog_url)
     yield cat
     cat.close()
+
+
+def _active_spark_context():
+    """The process's active SparkContext, or None (without importing pyspark)."""
+    import sys
+
+    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    return getattr(getattr(context, "SparkContext", None), "_active_spark_context", None)
+
+
+@pytest.fixture(autouse=True)
+def no_spark_in_unit_tests(request):
+    """tests/unit holds unit and component tests, which run without Spark (setup.cfg's
+    markers): a test that started a Spark JVM in this process fails, naming it, so that
+    the tier stays fast (a JVM costs 10-16 s) and the markers stay true. A Spark that an
+    integration test of the same worker started before (``make test-slow`` runs both
+    folders in one session) is not this test's."""
+    before = _active_spark_context()
+    yield
+    after = _active_spark_context()
+    if after is not None and after is not before:
+        pytest.fail(f"{request.node.nodeid} started Spark: tests/unit run without it "
+                    "(move the test to tests/integration and mark it `spark`)")

@@ -126,3 +126,16 @@ def test_a_checkpoint_in_flight_past_the_timeout_expires_once_and_completes_late
     clock.now += 10
     assert watch.poll() is None and watch.status_of(1) == "COMPLETED"
     assert expiry_message(7, "default.j") == "Checkpoint[7] of job {default.j} expired before completing"
+
+
+def test_a_micro_batch_between_checkpoints_is_timed_but_only_a_checkpoint_expires(tmp_path):
+    """Two cadences (DESIGN §4): a long micro-batch before the checkpoint interval has
+    passed is not a checkpoint and is not reported; once the interval passes while it
+    still runs, it is the checkpoint in flight, timed from when the watch first saw it."""
+    clock = Clock()
+    watch = ExpiryWatch(str(tmp_path), timeout_ms=2000, clock=clock)
+    _log(tmp_path, "offsets", 3)
+    assert watch.poll(due=False) is None
+    clock.now += 5
+    assert watch.poll(due=False) is None  # 5 s, but no checkpoint is due
+    assert watch.poll(due=True) == 3  # the interval has passed: it is the late checkpoint

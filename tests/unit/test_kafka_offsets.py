@@ -9,7 +9,7 @@ import uuid
 import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
-from streamjob.checkpoint.recorder import merge_offsets
+from streamjob.spark.listener import merge_offsets
 from streamjob.connectors import worker
 from streamjob.connectors.kafka.group import GroupCommitter, default_group_id
 from streamjob.connectors.kafka.source import (KafkaStreamReader, _cap, lost_start,

@@ -36,7 +36,7 @@ def test_layering_and_origin():
                        {"morphling.checkpoint.retained": "7", "morphling.result.auto.flush": "true"})
     assert eff["morphling.checkpoint.retained"] == jp.Effective(3, "JOBPROPERTIES")
     assert eff["morphling.result.auto.flush"] == jp.Effective(True, "SET")
-    assert eff["morphling.job.checkpoint.interval"] == jp.Effective(10000, "default")
+    assert eff["morphling.job.checkpoint.interval"] == jp.Effective(60000, "default")  # DESIGN §3
 
 
 @pytest.mark.parametrize("props,expected", [

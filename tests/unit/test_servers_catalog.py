@@ -203,6 +203,43 @@ def test_end_open_runs(cat):
         cat.end_open_runs(uid, "RUNNING")
 
 
+def test_a_catalog_in_another_schema_does_not_wake_the_watcher(pg_admin):
+    """PostgreSQL NOTIFY channels are per database: two catalogs in two schemas of one
+    database share one. Each notification names its schema, and a watcher wakes for its
+    own catalog only. Before, a write in any schema woke every watcher (found as a flaky
+    `wait(0.5) is False` in the test below while another xdist worker wrote)."""
+    import uuid
+
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from .conftest import PG_URL
+
+    schemas = [f"sj_test_{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    with pg_admin.begin() as conn:
+        for schema in schemas:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    mine, theirs = (Catalog(make_url(PG_URL).update_query_dict(
+        {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False))
+        for schema in schemas)
+    watcher = mine.watcher(poll_s=0.3)
+    try:
+        assert watcher.wait(0) is True and watcher.listening  # the LISTEN connection opened
+        while watcher.wait(0.2):  # other tests' notifications, if any
+            pass
+        _job(theirs)
+        assert watcher.wait(1.0) is False  # another schema's job: not ours
+        _job(mine)
+        assert watcher.wait(10) is True
+    finally:
+        watcher.close()
+        mine.close()
+        theirs.close()
+        with pg_admin.begin() as conn:
+            for schema in schemas:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
 def test_watcher_wakes_on_catalog_changes_not_on_progress(cat, catalog_url):
     other = Catalog(catalog_url)  # another client
     watcher = cat.watcher(poll_s=0.3)
@@ -286,7 +323,8 @@ def test_progress_reports_cross_py4j_as_json():
     """The checkpoint recorder reads Spark's progress report from its JSON (one py4j
     call instead of dozens); everything the recorder and the progress reporter use
     survives, NaN rates that Spark leaves out included."""
-    from streamjob.checkpoint.recorder import _progress_from_json, malformed_counts, merge_offsets
+    from streamjob.spark.listener import _progress_from_json, merge_offsets
+    from streamjob.spark.observe import malformed_counts
     from streamjob.manager.progress import progress_of
 
     p = _progress_from_json(PROGRESS_JSON)

@@ -206,12 +206,17 @@ def test_names_load_from_the_catalog(world):
 @pytest.fixture
 def world(tmp_path):
     """A home and catalog with a Kafka stream ``clicks``, a file table ``out`` and a job."""
+    from streamjob.session import ClientSession
+
     home = Home.open(tmp_path / "home")
     catalog = Catalog(home.catalog_url)
+    # made through a session without Spark (as `check --offline`): the shell's own CREATE
+    # STREAMJOB would start Spark for its streaming analysis (tests/integration/test_shell)
+    setup = ClientSession(catalog, home)
+    list(setup.execute_script(
+        KAFKA + "CREATE TABLE out (id int, name string);\n"
+        "CREATE STREAMJOB j AS (\"insert into out select id, name from clicks\");"))
     shell = Shell(catalog, home, interactive=False)
-    shell.run_text(KAFKA + "CREATE TABLE out (id int, name string);\n"
-                   "CREATE STREAMJOB j AS (\"insert into out select id, name from clicks\");")
-    assert shell.errors == 0
     yield shell
     catalog.close()
 
@@ -306,7 +311,7 @@ def test_start_with_a_server_only_sets_the_desired_state(world, capsys):
     world.run_text("START STREAMJOB j;")
     out, err = capsys.readouterr()
     assert err == "" and world.manager is None
-    assert "streamjob default.j will start: server h:42 runs it" in out
+    assert "streamjob default.j: desired state RUNNING; server h:42 starts it" in out
     assert world.catalog.get_job("default", "j").desired_state == "RUNNING"
 
 

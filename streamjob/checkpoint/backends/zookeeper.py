@@ -35,6 +35,7 @@ from kazoo.retry import RetryFailedError
 
 from ...catalog.records import CheckpointInfo, JobInfo
 from ...exceptions import CheckpointError, ConnectorError, PropertyError
+from ...process import pid_alive
 from .base import (CheckpointBackend, check_record, from_json, job_key, padded,
                    retention_victims, to_json, uid_segment)
 
@@ -258,7 +259,7 @@ class ZooKeeperBackend(CheckpointBackend):
                     return
                 other = _decode_mark(held)
                 if other.get("host") == me["host"] and (other.get("pid") == me["pid"]
-                                                        or not _pid_alive(other.get("pid"))):
+                                                        or not pid_alive(other.get("pid"))):
                     log.info("taking over the stale running mark %s of %s", path, other)
                     try:
                         self._zk.delete(path, version=stat.version)
@@ -305,13 +306,3 @@ def _decode_mark(data: bytes) -> dict:
         return {}
 
 
-def _pid_alive(pid) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -1,0 +1,169 @@
+"""One client session under every front end: the CLI's verbs, ``-e``, ``submit``,
+``run``, ``check`` and the shell all execute statements through a :class:`ClientSession`
+(as Flink's SQL Gateway puts one session layer under its CLI, REST API and UI).
+
+A session holds what a client keeps between statements: the catalog and home it works
+on, its ``SET`` values (job property defaults, DESIGN §3), and, when the client hosts
+jobs itself (``streamjob run``, the shell without a server), the in-process
+:class:`~streamjob.manager.JobManager` registered as a host of the catalog. It answers,
+in one place, where a started job runs: in this process, in the job manager holding the
+catalog's lease (``streamjob server``), or nowhere yet. Its results are
+:class:`~streamjob.executor.Result` objects with fields (``object``, ``pending``,
+``runs_in``), so no client parses message text; :mod:`streamjob.render` prints them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Callable, Iterator
+
+from .exceptions import StreamJobError
+from .grammar import statements as st
+
+log = logging.getLogger(__name__)
+
+#: What a pending START says when no job manager holds the catalog's lease.
+NO_SERVER = "no job manager is running: start one with `streamjob server`"
+
+
+def lease_holder(catalog):
+    """The job manager holding ``catalog``'s lease (a ServerInfo, or its id as a str), or
+    None: none runs, or this catalog cannot tell (a warning is logged; the statement
+    that asked has already succeeded)."""
+    holder_of = getattr(catalog, "lease_holder", None)
+    if not callable(holder_of):
+        return None
+    try:
+        return holder_of()
+    except StreamJobError as exc:
+        log.warning("cannot read the job manager lease: %s", exc)
+        return None
+
+
+def server_label(info) -> str:
+    """``host:pid`` of a job manager's ServerInfo, as ``streamjob status`` names it (else
+    its id, or the value itself)."""
+    if isinstance(info, str):
+        return info
+    host, pid = getattr(info, "host", None), getattr(info, "pid", None)
+    if host is not None and pid is not None:
+        return f"{host}:{pid}"
+    return str(getattr(info, "server_id", None) or getattr(info, "id", None) or info)
+
+
+class ClientSession:
+    """A client's session over one catalog (see the module docstring).
+
+    Args:
+        catalog: the :class:`~streamjob.catalog.Catalog`.
+        home: the :class:`~streamjob.home.Home`.
+        manager: a job manager this process already runs (``streamjob run``), else None.
+        host_jobs: START of a job while no job manager holds the lease runs it in this
+            process (the shell): a job manager is created on first use (:meth:`host`).
+        spark: ``() -> SparkSession`` of this process, for jobs hosted here and for
+            Spark's streaming analysis at CREATE/ALTER STREAMJOB (default: the job
+            manager's, when there is one).
+        debug: passed to a job manager created here (Spark's logs on stderr).
+        dry_run: check instead of run (``streamjob check`` on a scratch catalog).
+    """
+
+    def __init__(self, catalog, home, *, manager=None, host_jobs: bool = False,
+                 spark: Callable | None = None, debug: bool = False,
+                 dry_run: bool = False) -> None:
+        self.catalog, self.home = catalog, home
+        self.manager = manager
+        self.host_jobs = host_jobs
+        self.debug, self.dry_run = debug, dry_run
+        self.properties: dict[str, str] = {}  # SET values of this session
+        self._spark = spark
+        self._host = None  # the HostRegistration of a job manager created here
+
+    # -- where jobs run ------------------------------------------------------------
+
+    def host(self):
+        """The job manager of the jobs this session runs, created (and registered as a
+        host of the catalog, so STOP/DROP from other clients reach its jobs) on first
+        use."""
+        if self.manager is None:
+            from .manager import JobManager
+            from .manager.liveness import HostRegistration
+
+            self._host = HostRegistration(self.catalog,
+                                          self.home.conf.get("spark.master", "local[*]"))
+            self.manager = JobManager(self.catalog, self.home, debug=self.debug,
+                                      owner=self._host.server_id)
+            if self._spark is not None:
+                self.manager.spark = self._spark
+            self._host.follow(self.manager)
+        return self.manager
+
+    def lease_holder(self) -> str | None:
+        """``host:pid`` of the job manager holding the catalog's lease, or None."""
+        info = lease_holder(self.catalog)
+        return None if info is None else server_label(info)
+
+    # -- executing -----------------------------------------------------------------
+
+    def executor(self, manager=None):
+        """The :class:`~streamjob.executor.Executor` of one statement, sharing this
+        session's ``SET`` values."""
+        from .executor import Executor
+
+        return Executor(self.catalog, self.home, manager, self.properties,
+                        dry_run=self.dry_run, spark=self._spark)
+
+    def execute(self, stmt: st.Statement):
+        """Execute one statement and say where a started job runs.
+
+        START: when this session hosts jobs and no job manager holds the lease, the job
+        starts here (``runs_in="here"``); otherwise only its desired state changes, and
+        the message says which job manager starts it or that none runs
+        (``runs_in`` its ``host:pid``, or None). Other statements run as they are.
+
+        Raises:
+            StreamJobError: the statement's error, located in the statement.
+        """
+        manager, server = self.manager, None
+        if isinstance(stmt, st.StartStreamJob) and self.host_jobs and not self.dry_run:
+            server = self.lease_holder()
+            manager = None if server else self.host()
+        result = self.executor(manager).execute(stmt)
+        if isinstance(stmt, st.StartStreamJob) and not self.dry_run:
+            if result.pending:
+                server = server or self.lease_holder()
+                then = f"server {server} starts it" if server else NO_SERVER
+                result = replace(result, runs_in=server, message=(
+                    f"streamjob {result.object}: desired state RUNNING{result.detail}; {then}"))
+            elif manager is not None:
+                result = replace(result, runs_in="here")
+        return result
+
+    def execute_script(self, text: str, source: str | None = None) -> Iterator:
+        """Parse ``text`` whole (a parse error executes nothing), then execute its
+        statements one by one, yielding ``(statement, Result)`` for each.
+
+        Raises:
+            StreamJobError: a parse error, or the first statement's error, located in
+                ``text`` (``source`` names the file); later statements do not run.
+        """
+        from .grammar import parse_script
+
+        for stmt in parse_script(text, source=source):
+            try:
+                result = self.execute(stmt)
+            except StreamJobError as exc:
+                exc.locate(stmt.position.line, stmt.position.column, text, source)
+                raise
+            yield stmt, result
+
+    def close(self) -> None:
+        """Stop the jobs this session hosts (after their current micro-batch; checkpoints
+        and desired state kept, so a job manager resumes them) and leave the hosts."""
+        try:
+            if self.manager is not None:
+                self.manager.shutdown()
+        finally:
+            if self._host is not None:
+                self._host.close()
+                self._host = None

@@ -1,0 +1,103 @@
+"""Issue 17: output does not wait for the checkpoint interval (DESIGN §4). With the
+default 60 s checkpoint interval, rows reach the SQL sink micro-batch by micro-batch,
+exactly once, while the catalog still holds only the job's first checkpoint; a graceful
+stop makes the last micro-batch a checkpoint whose offsets are the topic's end and whose
+rows are all rows since the previous checkpoint; the next start resumes from it with
+nothing doubled. On the main of 2026-11-24 the trigger was the checkpoint interval, so
+the second set of rows waited for the next checkpoint (a median of 57 s).
+Real broker, Spark and SQLite."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from streamjob.dev import flights as nyc
+from streamjob.dev.broker import create_topic
+
+from .conftest import wait_for
+from .test_kafka_source_jobs import World
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, broker):
+    w = World(tmp_path_factory.mktemp("latency"), broker.bootstrap)
+    yield w
+    w.close()
+
+
+def _produce(world, topic: str, ids: range) -> None:
+    nyc.replay(world.bootstrap, topic, [json.dumps({"id": i}).encode() for i in ids], 1)
+
+
+def _ids(url: str) -> list[int]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table("t"):
+                return []
+            return sorted(r[0] for r in conn.execute(sa.text("select id from t")))
+    finally:
+        engine.dispose()
+
+
+def test_rows_flow_between_checkpoints_and_a_stop_checkpoints_the_last_batch(world):
+    topic = f"lat_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 1)
+    url = f"sqlite:///{world.root / 'lat.db'}"
+    world.run(f"""
+    CREATE STREAM lat_s (id INT) TBLPROPERTIES("topic"="{topic}",
+      "kafka.broker.list"="{world.bootstrap}", "format"="json");
+    CREATE TABLE lat_t (id INT) TBLPROPERTIES("connector"="sql", "url"="{url}", "table"="t");
+    CREATE STREAMJOB lat AS ("insert into lat_t select id from lat_s");
+    """)  # default properties: checkpoint interval 60 s, exactly-once
+    job = world.catalog.require_job("default", "lat")
+    described = {r["field"]: r["value"] for r in world.describe("lat")["streamjob"]}
+    assert described["checkpoints"] == "every 60 s: the micro-batch completing after it; 5 retained"
+    assert described["output"] == "a micro-batch as data arrives, at most every 500 ms"
+    assert described["rows visible"].startswith("when their micro-batch commits")
+
+    _produce(world, topic, range(0, 10))
+    runner = world.manager.start(job)
+    wait_for(lambda: _ids(url) == list(range(10)), 120, "the first rows")
+    wait_for(lambda: runner.tracker.latest_id is not None, 30, "the first checkpoint")
+    first = [c.checkpoint_id for c in world.catalog.list_checkpoints(job.uid)]
+
+    for n in (10, 20, 30):  # three more micro-batches, each visible on its own
+        _produce(world, topic, range(n, n + 10))
+        wait_for(lambda n=n: _ids(url) == list(range(n + 10)), 60, f"rows {n}..{n + 9}")
+    # the rows arrived while no further checkpoint was recorded: output did not wait for it
+    assert [c.checkpoint_id for c in world.catalog.list_checkpoints(job.uid)] == first
+    assert runner.tracker.batch_id > first[-1]
+
+    world.manager.stop(job.uid)
+    checkpoints = world.catalog.list_checkpoints(job.uid)
+    assert [c.checkpoint_id for c in checkpoints][:-1] == first
+    last = checkpoints[-1]
+    assert last.checkpoint_id == runner.tracker.batch_id  # the stop checkpointed it
+    assert last.source_offsets == {topic: {"0": 40}} and last.input_rows == 30
+
+    _produce(world, topic, range(40, 50))
+    world.run_job("lat")
+    world.manager.stop(job.uid)
+    assert _ids(url) == list(range(50))  # resumed from the stop's checkpoint: none doubled
+
+
+def test_describe_says_event_mode_and_a_long_interval(world):
+    world.run("""
+    CREATE STREAM ev_s (timestamp TIMESTAMP, value BIGINT)
+      TBLPROPERTIES("source"="rate", "rows.per.second"="5");
+    CREATE TABLE ev_t (value BIGINT) TBLPROPERTIES("connector"="console");
+    CREATE STREAMJOB ev AS ("insert into ev_t select value from ev_s")
+      JOBPROPERTIES("streamsql.use.eventmode"="true",
+                    "morphling.job.checkpoint.interval"="10 min");
+    """)
+    described = {r["field"]: r["value"] for r in world.describe("ev")["streamjob"]}
+    assert described["output"] == ("micro-batches back to back as data arrives "
+                                   "(streamsql.use.eventmode)")
+    assert described["checkpoints"].startswith("every 10 min:")
