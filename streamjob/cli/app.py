@@ -136,11 +136,7 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug
     ctx.obj.new_catalog = ctx.obj.new_catalog or new_catalog
     if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
         os.environ["STREAMJOB_DEBUG"] = "1"
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not debug:
-        logging.getLogger("kafka").setLevel(logging.CRITICAL)
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    configure_logging(debug)
     if statements:
         if ctx.invoked_subcommand is not None:
             raise click.UsageError(f"-e cannot be combined with the command "
@@ -149,6 +145,29 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug
             _execute_text(text, None, ctx.obj.session, as_json=as_json)
     elif ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+
+
+class _NotFromPy4J(logging.Filter):
+    """Drops records made by Py4J's own code. When the JVM dies, Py4J reports the broken
+    socket with ``logging.exception`` on the *root* logger
+    (``py4j.java_gateway.GatewayClient.send_command``), so the level set on the ``py4j``
+    logger does not reach it; the CLI says the JVM died in one sentence instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def configure_logging(debug: bool) -> None:
+    """The CLI's logging: WARNING and above on stderr as ``<time> <level> <logger>:
+    <message>``; DEBUG and the Kafka client's and Py4J's records only with ``--debug``."""
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not debug:
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        for handler in logging.getLogger().handlers:
+            if not any(isinstance(f, _NotFromPy4J) for f in handler.filters):
+                handler.addFilter(_NotFromPy4J())
 
 
 def _set_client_option(ctx: click.Context, param: click.Parameter, value) -> None:

@@ -391,3 +391,37 @@ def test_status_watch_live_table_on_a_terminal(job):
         child.close()
     assert child.exitstatus == 0
     assert "Error" not in child.before and "Interrupted" not in child.before
+
+
+_DEAD_GATEWAY = """
+import socket, sys, threading
+from py4j.java_gateway import GatewayClient, GatewayParameters
+from streamjob.cli.app import configure_logging
+
+configure_logging(sys.argv[1] == "debug")
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+
+def reset_each():  # a JVM that died: the connection resets
+    while True:
+        conn, _ = server.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\\x01\\0\\0\\0\\0\\0\\0\\0")
+        conn.close()
+
+threading.Thread(target=reset_each, daemon=True).start()
+client = GatewayClient(gateway_parameters=GatewayParameters(port=server.getsockname()[1]))
+print(client.send_command("c\\nx\\ne\\n", retry=False))
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_dead_jvm_leaves_no_py4j_traceback_without_debug(debug):
+    """Py4J reports a broken gateway socket with logging.exception on the root logger;
+    the CLI's logging drops it unless --debug (CI run of stop 22: a Traceback reached
+    the output of `streamjob run` when its JVM was killed)."""
+    res = subprocess.run([sys.executable, "-c", _DEAD_GATEWAY, "debug" if debug else "quiet"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "x"  # py4j's protocol error answer: the call did fail
+    assert ("Traceback" in res.stderr) == debug, res.stderr
