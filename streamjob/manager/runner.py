@@ -8,8 +8,9 @@ One :class:`JobRunner` thread per running job. Each attempt:
 3. waits for the query to end or for a stop request;
 4. on failure, ends the run with the cause and, while auto failover is on and the
    failures since the last completed checkpoint stay within
-   ``morphling.task.max.failures``, waits a growing backoff (1 s, 2 s, 4 s ... 30 s, each
-   plus up to 25 % random jitter) and
+   ``morphling.task.max.failures``, waits a growing backoff (by default 2 s, 4 s, 8 s ...
+   30 s, each plus up to 25 % random jitter: ``streamjob.failover.initial.backoff`` and
+   ``streamjob.failover.max.backoff``) and
    goes to 1; otherwise the job is FAILED with the error kept in the catalog.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
@@ -57,11 +58,10 @@ if TYPE_CHECKING:  # job_manager.py imports this module when it starts a runner
     from .job_manager import JobManager
 
 __all__ = ["JobRunner", "error_summary", "group_committers",
-           "MAX_BACKOFF_S", "GRACEFUL_STOP_S", "WATCH_S"]
+           "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
 
-MAX_BACKOFF_S = 30.0
 #: Longest wait, in seconds, for the current micro-batch of a graceful stop.
 GRACEFUL_STOP_S = 60.0
 #: Seconds between two looks at a running query (stop requests, expiry, progress).
@@ -271,7 +271,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 consecutive = 0
             completed_at_failure = self.tracker.completed
             # Flink's failure-rate strategy: failures within the window count; an outage of
-            # minutes (backoff growing to MAX_BACKOFF_S) stays under the bound, a job that
+            # minutes (backoff growing to its maximum) stays under the bound, a job that
             # fails fast and often does not (DESIGN §5)
             now = time.monotonic()
             window_s = props.failure_window_ms / 1000
@@ -293,7 +293,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 log.warning("job %s: failure not recorded: %s", self.job.qualified_name, exc)
             # full backoff plus up to 25 % jitter, so that jobs failing together (one
             # overloaded machine, one broker down) do not all restart at the same moment
-            backoff = min(MAX_BACKOFF_S, 2.0 ** consecutive) * (1 + random.random() / 4)
+            backoff = props.backoff_s(consecutive) * (1 + random.random() / 4)
             self._stop_requested.wait(backoff)
         # stopped while between attempts (backoff, planning, waiting for a start slot)
         self.ended_by_request = True

@@ -36,6 +36,13 @@ JOB = Registry([
              "failures are counted within this window (Flink's failure-rate strategy); a "
              "checkpoint completed since the last failure also resets the count",
              unit="ms", minimum=1_000),
+    Property("streamjob.failover.initial.backoff", "duration", 2_000,
+             "wait before the first restart after a failure; it doubles with each "
+             "failure since the last completed checkpoint, up to "
+             "streamjob.failover.max.backoff, plus up to 25 % jitter (Flink's "
+             "exponential-delay restart strategy)", unit="ms", minimum=0),
+    Property("streamjob.failover.max.backoff", "duration", 30_000,
+             "the longest wait between restarts", unit="ms", minimum=0),
     Property("morphling.result.auto.flush", "bool", False,
              "true: rows reach the sink as each micro-batch produces them (at-least-once); "
              "false: exactly-once, rows visible when their micro-batch commits with its "

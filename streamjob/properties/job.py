@@ -25,6 +25,8 @@ NAMES = {
     "auto_failover": "morphling.job.enable.auto.failover",
     "max_failures": "morphling.task.max.failures",
     "failure_window_ms": "morphling.task.failure.window",
+    "initial_backoff_ms": "streamjob.failover.initial.backoff",
+    "max_backoff_ms": "streamjob.failover.max.backoff",
     "auto_flush": "morphling.result.auto.flush",
     "checkpoint_backend": "morphling.checkpoint.backend",
     "checkpoint_timeout_ms": "morphling.checkpoint.timeout",
@@ -47,6 +49,8 @@ class JobProperties(Mapping):
     auto_failover: bool
     max_failures: int
     failure_window_ms: int
+    initial_backoff_ms: int
+    max_backoff_ms: int
     auto_flush: bool
     checkpoint_backend: str
     checkpoint_timeout_ms: int
@@ -78,6 +82,14 @@ class JobProperties(Mapping):
         not the checkpoint interval: a checkpoint is the micro-batch that completes after
         each ``morphling.job.checkpoint.interval`` (DESIGN §4)."""
         return 0 if self.event_mode else self.trigger_interval_ms
+
+    def backoff_s(self, failures: int) -> float:
+        """Seconds to wait before restart number ``failures`` (1, 2, ...; failures since
+        the last completed checkpoint), before jitter: ``initial_backoff_ms`` doubled per
+        earlier failure, at most ``max_backoff_ms`` (Flink's exponential-delay restart
+        strategy, ``restart-strategy.exponential-delay.*``)."""
+        doubled = self.initial_backoff_ms * 2.0 ** max(0, failures - 1)
+        return min(self.max_backoff_ms, doubled) / 1000
 
     def starting_at(self, position: str | None) -> "JobProperties":
         """These properties with the new epoch's starting position set."""

@@ -35,7 +35,8 @@ CREATE STREAMJOB IF NOT EXISTS late_job AS ("insert into late
 JOBPROPERTIES ("morphling.job.checkpoint.interval"="0",
                "morphling.job.max.records.per.batch"="40000",
                "morphling.task.max.failures"="${MAX_FAILURES}",
-               "morphling.checkpoint.timeout"="${TIMEOUT:-60000}");
+               "morphling.checkpoint.timeout"="${TIMEOUT:-60000}",
+               "streamjob.failover.initial.backoff"="100");  -- restarts at once: a test
 
 START STREAMJOB late_job;
 """
@@ -186,7 +187,7 @@ TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="${{FLIGHTS_BROKER}}", "fo
 CREATE TABLE t (id INT, v DOUBLE) STORED AS PARQUET;
 CREATE STREAMJOB j AS ("insert into t select id, v from s")
 JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="1000",
-               "morphling.task.max.failures"="2");
+               "morphling.task.max.failures"="2", "streamjob.failover.initial.backoff"="100");
 START STREAMJOB j;""")
     res = cli.run("run", str(script), "--until-idle")
     assert res.returncode == 1, res.stdout + res.stderr

@@ -209,7 +209,8 @@ def test_unreachable_broker_goes_through_failover_and_names_the_address(world):
       TBLPROPERTIES("topic"="t", "kafka.broker.list"="127.0.0.1:1", "format"="json");""")
     _sqlite_table(world, "nowhere_sink")
     world.run("""CREATE STREAMJOB nowhere_job AS ("insert into nowhere_sink select id, amount from nowhere")
-      JOBPROPERTIES("morphling.task.max.failures"="1");""")
+      JOBPROPERTIES("morphling.task.max.failures"="1",
+                    "streamjob.failover.initial.backoff"="100");""")
     runner = world.manager.start(world.catalog.require_job("default", "nowhere_job"))
     runner.join(180)
     world.manager.stop(runner.job.uid)

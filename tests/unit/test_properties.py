@@ -138,3 +138,15 @@ def test_job_properties_are_one_typed_object_built_from_the_registry():
     started = props.starting_at("earliest")
     assert started.start_position == "earliest" and started[START_POSITION] == "earliest"
     assert START_POSITION not in props
+
+
+def test_failover_backoff_doubles_from_its_initial_value_up_to_its_maximum():
+    """Flink's exponential-delay restart strategy: 2 s, 4 s, 8 s ... 30 s by default;
+    both ends are job properties (a test or a latency-sensitive job restarts sooner)."""
+    default = jp.values({})
+    assert [default.backoff_s(n) for n in (1, 2, 3, 4, 5, 6)] == [2, 4, 8, 16, 30, 30]
+    quick = jp.values({"streamjob.failover.initial.backoff": "100 ms",
+                       "streamjob.failover.max.backoff": "1 s"})
+    assert [quick.backoff_s(n) for n in (1, 2, 3, 4, 5)] == [0.1, 0.2, 0.4, 0.8, 1.0]
+    with pytest.raises(PropertyError, match="did you mean 'streamjob.failover.initial.backoff'"):
+        jp.validate({"streamjob.failover.initial.backof": "1"})
