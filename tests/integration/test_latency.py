@@ -46,13 +46,19 @@ def _ids(url: str) -> list[int]:
         engine.dispose()
 
 
-def test_rows_flow_between_checkpoints_and_a_stop_checkpoints_the_last_batch(world):
-    topic = f"lat_{uuid.uuid4().hex[:6]}"
+def _stream(world, name: str) -> tuple[str, str]:
+    """A new one-partition topic, a JSON stream ``<name>_s (id INT)`` over it, and the
+    URL of a new SQLite database for the job's sink: (topic, url)."""
+    topic = f"{name}_{uuid.uuid4().hex[:6]}"
     create_topic(world.bootstrap, topic, 1)
-    url = f"sqlite:///{world.root / 'lat.db'}"
+    world.run(f"""CREATE STREAM {name}_s (id INT) TBLPROPERTIES("topic"="{topic}",
+      "kafka.broker.list"="{world.bootstrap}", "format"="json");""")
+    return topic, f"sqlite:///{world.root / (name + '.db')}"
+
+
+def test_rows_flow_between_checkpoints_and_a_stop_checkpoints_the_last_batch(world):
+    topic, url = _stream(world, "lat")
     world.run(f"""
-    CREATE STREAM lat_s (id INT) TBLPROPERTIES("topic"="{topic}",
-      "kafka.broker.list"="{world.bootstrap}", "format"="json");
     CREATE TABLE lat_t (id INT) TBLPROPERTIES("connector"="sql", "url"="{url}", "table"="t");
     CREATE STREAMJOB lat AS ("insert into lat_t select id from lat_s");
     """)  # default properties: checkpoint interval 60 s, exactly-once
@@ -123,12 +129,8 @@ def test_state_is_kept_back_to_the_oldest_retained_checkpoint_and_no_further(wor
     has ``retained`` deltas and then deletes the files no retained version needs; the test
     waits for that while the job runs, instead of hoping a run lasted long enough (the
     system test that did so failed on a loaded host)."""
-    topic = f"st_{uuid.uuid4().hex[:6]}"
-    create_topic(world.bootstrap, topic, 1)
-    url = f"sqlite:///{world.root / 'state.db'}"
+    topic, url = _stream(world, "st")
     world.run(f"""
-    CREATE STREAM st_s (id INT) TBLPROPERTIES("topic"="{topic}",
-      "kafka.broker.list"="{world.bootstrap}", "format"="json");
     CREATE TABLE st_t (k INT, n BIGINT) TBLPROPERTIES("connector"="sql", "url"="{url}",
       "table"="t", "primary.key"="k");
     CREATE STREAMJOB st AS ("insert into st_t select id % 2, count(*) from st_s group by id % 2")
