@@ -6,40 +6,34 @@ by a sequence, which a rollback does not undo). The job must restart from its la
 checkpoint with backoff, count failures afresh after a completed checkpoint, end FAILED
 with the error in the catalog when a fault persists past ``morphling.task.max.failures``,
 and still write every row exactly once.
+
+Jobs run in this process through a :class:`JobManager` (the code path of ``streamjob
+run``; the CLI's exit codes and its one-sentence errors are tested in tests/unit and
+test_jvm_death), over a topic of every fourth flight (84,194 records). Only the refusal
+of changed logic goes through the ``streamjob`` command, whose catalog flags are its point.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from streamjob.dev import flights as nyc
+from streamjob.dev.broker import create_topic
+from streamjob.exceptions import JobError
 
-pytestmark = pytest.mark.system
+from .conftest import Cli
+from .test_kafka_source_jobs import World
+
+pytestmark = pytest.mark.spark
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-SCRIPT = """
-CREATE STREAM IF NOT EXISTS flights (year INT, month INT, day INT, carrier STRING, flight INT,
-  dep_delay DOUBLE, arr_delay DOUBLE)
-TBLPROPERTIES ("topic"="flights", "kafka.broker.list"="${FLIGHTS_BROKER}", "format"="json");
-
-CREATE TABLE IF NOT EXISTS late (year INT, month INT, day INT, carrier STRING, flight INT,
-  dep_delay DOUBLE, arr_delay DOUBLE)
-TBLPROPERTIES ("connector"="sql", "url"="${SINK_URL}", "table"="late");
-
-CREATE STREAMJOB IF NOT EXISTS late_job AS ("insert into late
-  select year, month, day, carrier, flight, dep_delay, arr_delay from flights where arr_delay > 60")
-JOBPROPERTIES ("morphling.job.checkpoint.interval"="0",
-               "morphling.job.max.records.per.batch"="40000",
-               "morphling.task.max.failures"="${MAX_FAILURES}",
-               "morphling.checkpoint.timeout"="${TIMEOUT:-60000}",
-               "streamjob.failover.initial.backoff"="100");  -- restarts at once: a test
-
-START STREAMJOB late_job;
-"""
+SAMPLE = 4  # every SAMPLE-th flight: 84,194 records, months 1-12
+COLUMNS = "year INT, month INT, day INT, carrier STRING, flight INT, dep_delay DOUBLE, arr_delay DOUBLE"
 
 TRIGGER = """
 CREATE SEQUENCE march_faults; CREATE SEQUENCE september_faults;
@@ -62,6 +56,26 @@ CREATE TRIGGER inject BEFORE INSERT ON late FOR EACH ROW EXECUTE FUNCTION inject
 """
 
 
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, broker):
+    w = World(tmp_path_factory.mktemp("failover"), broker.bootstrap)
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def sample(world, flights_df):
+    """Stream ``flights`` over a new 2-partition topic of every SAMPLE-th flight; returns
+    ``(topic, the flights it holds as a DataFrame)``."""
+    df = flights_df.iloc[::SAMPLE]
+    topic = f"flights_sample_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 2)
+    nyc.replay(world.bootstrap, topic, nyc.flight_records(df), 2)
+    world.run(f"""CREATE STREAM flights ({COLUMNS}) TBLPROPERTIES ("topic"="{topic}",
+      "kafka.broker.list"="{world.bootstrap}", "format"="json");""")
+    return topic, df
+
+
 @pytest.fixture
 def sink(request):
     """A fresh PostgreSQL schema holding the sink table with the fault trigger."""
@@ -79,6 +93,22 @@ def sink(request):
     admin.dispose()
 
 
+def _late_job(world, job: str, url: str, max_failures: int, timeout_ms: int = 60000):
+    """Table ``<job>_t`` on the sink's ``late`` and job ``job`` copying the late flights
+    into it, 10,000 records per micro-batch, every micro-batch a checkpoint; started."""
+    world.run(f"""
+CREATE TABLE {job}_t ({COLUMNS}) TBLPROPERTIES ("connector"="sql", "url"="{url}", "table"="late");
+CREATE STREAMJOB {job} AS ("insert into {job}_t
+  select year, month, day, carrier, flight, dep_delay, arr_delay from flights where arr_delay > 60")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="0",
+               "morphling.job.max.records.per.batch"="10000",
+               "morphling.task.max.failures"="{max_failures}",
+               "morphling.checkpoint.timeout"="{timeout_ms}",
+               "streamjob.failover.initial.backoff"="100");  -- restarts at once: a test
+""")
+    return world.manager.start(world.catalog.require_job("default", job))
+
+
 def _rows(admin, schema):
     with admin.connect() as conn:
         return conn.execute(text(
@@ -92,20 +122,24 @@ def _expected(flights_df):
                                           "dep_delay", "arr_delay"]].itertuples(index=False))
 
 
-def test_transient_faults_fail_over_and_every_row_lands_once(cli, sink, flights_df, tmp_path):
+def _listed(world, job: str) -> dict:
+    """The job's row of SHOW STREAMJOBS (``streamjob list --json``)."""
+    return next(j for j in world.run("SHOW STREAMJOBS;")[0].to_json()
+                if j["job"] == f"default.{job}")
+
+
+def test_transient_faults_fail_over_and_every_row_lands_once(world, sample, sink, caplog):
     url, schema, admin = sink
-    script = tmp_path / "late.sql"
-    script.write_text(SCRIPT)
     # two faults of two failures each, with checkpoints between them: max.failures=2 holds;
     # a 1 ms checkpoint timeout makes every checkpoint expire and complete late
-    res = cli.run("run", str(script), "--until-idle", SINK_URL=url, MAX_FAILURES=2, TIMEOUT=1)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "Traceback" not in res.stderr
+    caplog.set_level(logging.WARNING, logger="streamjob")
+    _late_job(world, "transient", url, max_failures=2, timeout_ms=1)
+    world.manager.wait_until_idle(timeout=300)
     got = sorted(tuple(r) for r in _rows(admin, schema))
-    want = _expected(flights_df)
+    want = _expected(sample[1])
     assert len(got) == len(want) and got == want, f"{len(got)} rows, expected {len(want)}"
 
-    desc = cli.json("describe", "late_job")
+    desc = world.describe("transient")
     runs = desc["runs (last 10)"]
     causes = [r["cause"] or "" for r in runs if r["status"] == "FAILED"]
     assert len(causes) == 4, runs
@@ -114,50 +148,49 @@ def test_transient_faults_fail_over_and_every_row_lands_once(cli, sink, flights_
     fields = {f["field"]: f["value"] for f in desc["streamjob"]}
     assert fields["failed runs"] == 4 and fields["runs"] >= 5
     # expiry: logged in Slipstream's words, counted, and the late ones recorded as LATE
-    assert "expired before completing" in res.stderr
-    assert "Checkpoint[" in res.stderr and "of job {default.late_job}" in res.stderr
+    logged = caplog.text
+    assert "expired before completing" in logged
+    assert "Checkpoint[" in logged and "of job {default.transient}" in logged
     assert fields["expired checkpoints"] >= 1
     assert "LATE" in {c["status"] for c in desc["retained checkpoints"]}
+    world.manager.stop(world.catalog.require_job("default", "transient").uid)
 
 
 @pytest.mark.parametrize("sink", ["true"], indirect=True)
-def test_a_persistent_fault_ends_failed_with_the_error_kept(cli, sink, tmp_path):
+def test_a_persistent_fault_ends_failed_with_the_error_kept(world, sample, sink):
     url, schema, admin = sink
-    script = tmp_path / "late.sql"
-    script.write_text(SCRIPT)
-    res = cli.run("run", str(script), "--until-idle", SINK_URL=url, MAX_FAILURES=1)
-    assert res.returncode == 1
-    assert "injected fault: December, every time" in res.stderr
-    assert "Traceback" not in res.stderr
-    [job] = cli.json("list")
+    runner = _late_job(world, "persistent", url, max_failures=1)
+    with pytest.raises(JobError, match="injected fault: December, every time"):
+        world.manager.wait_until_idle(timeout=300)  # `streamjob run` exits 1 with it
+    runner.join(60)
+    world.manager.stop(runner.job.uid)  # forget it: later waits are for running jobs
+    job = _listed(world, "persistent")
     assert job["status"] == "FAILED"
     assert "injected fault: December" in job["last error"]
     assert job["failures"] == 2  # the first failure and one restart
 
 
-def test_changed_stateful_logic_is_refused_at_start(cli, tmp_path):
+def test_changed_stateful_logic_is_refused_at_start(world, sample, tmp_path):
     """A catalog lost and rebuilt over the same checkpoint root: the job of the same name
     but another (stateful) query must not resume the old checkpoints."""
-    first = tmp_path / "first.sql"
-    first.write_text("""
-CREATE STREAM flights (carrier STRING, month INT, arr_delay DOUBLE)
-TBLPROPERTIES ("topic"="flights", "kafka.broker.list"="${FLIGHTS_BROKER}", "format"="json");
-CREATE TABLE late (carrier STRING, arr_delay DOUBLE) STORED AS PARQUET;
-CREATE STREAMJOB j AS ("insert into late select carrier, arr_delay from flights where arr_delay > 300")
-JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="200000");
-START STREAMJOB j;""")
-    res = cli.run("run", str(first), "--until-idle")
-    assert res.returncode == 0, res.stdout + res.stderr
+    world.run("""
+CREATE TABLE late_parquet (carrier STRING, arr_delay DOUBLE) STORED AS PARQUET;
+CREATE STREAMJOB j AS ("insert into late_parquet select carrier, arr_delay from flights where arr_delay > 300")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="50000");""")
+    world.run_job("j")
+    world.manager.stop(world.catalog.require_job("default", "j").uid)
+    topic = sample[0]
     second = tmp_path / "second.sql"
-    second.write_text("""
+    second.write_text(f"""
 CREATE STREAM flights (carrier STRING, month INT, arr_delay DOUBLE)
-TBLPROPERTIES ("topic"="flights", "kafka.broker.list"="${FLIGHTS_BROKER}", "format"="json");
+TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{world.bootstrap}", "format"="json");
 CREATE TABLE counts (carrier STRING, n BIGINT)
-TBLPROPERTIES ("connector"="sql", "url"="sqlite:///${STREAMJOB_HOME}/counts.db", "primary.key"="carrier");
+TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{tmp_path}/counts.db", "primary.key"="carrier");
 CREATE STREAMJOB j AS ("insert into counts select carrier, count(*) from flights group by carrier");
 START STREAMJOB j;""")
+    cli = Cli(tmp_path / "home", world.bootstrap)
     other = ["--catalog", f"sqlite:///{tmp_path}/other-catalog.db",
-             "--conf", f"spark.morphling.taskstate.checkpoint.directory={cli.home}/checkpoints"]
+             "--conf", f"spark.morphling.taskstate.checkpoint.directory={world.home.checkpoint_root}"]
     res = cli.run(*other, "submit", str(second))  # a new, empty catalog over the checkpoints
     assert res.returncode == 1 and "holds no streamjobs" in res.stderr  # issue 13 point 7
     other.append("--new-catalog")  # told to: the job's own checks still refuse to resume
@@ -168,34 +201,31 @@ START STREAMJOB j;""")
     assert f"{second}:7:1" in res.stderr  # the START statement
 
 
-def test_a_source_that_raises_at_a_chosen_batch_fails_over_then_fails(cli, broker, tmp_path):
+def test_a_source_that_raises_at_a_chosen_batch_fails_over_then_fails(world):
     """A malformed record at a chosen offset makes the Kafka source raise in the batch
     that reads it, on every attempt: failover with backoff, then FAILED with the error
     naming topic, partition and offset (malformed records are never dropped silently)."""
-    from streamjob.dev.broker import create_topic
-    from streamjob.dev.flights import replay
-
     topic = f"faulty_{uuid.uuid4().hex[:8]}"
-    create_topic(broker.bootstrap, topic, 1)
+    create_topic(world.bootstrap, topic, 1)
     records = [b'{"id": %d, "v": 1.5}' % i for i in range(3000)]
     records[2100] = b'{"id": 2100, "v": '  # cut short: the fault, read by the third batch
-    replay(broker.bootstrap, topic, records, 1)
-    script = tmp_path / "faulty.sql"
-    script.write_text(f"""
-CREATE STREAM s (id INT, v DOUBLE)
-TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="${{FLIGHTS_BROKER}}", "format"="json");
-CREATE TABLE t (id INT, v DOUBLE) STORED AS PARQUET;
-CREATE STREAMJOB j AS ("insert into t select id, v from s")
+    nyc.replay(world.bootstrap, topic, records, 1)
+    world.run(f"""
+CREATE STREAM faulty_s (id INT, v DOUBLE)
+TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{world.bootstrap}", "format"="json");
+CREATE TABLE faulty_t (id INT, v DOUBLE) STORED AS PARQUET;
+CREATE STREAMJOB faulty AS ("insert into faulty_t select id, v from faulty_s")
 JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="1000",
-               "morphling.task.max.failures"="2", "streamjob.failover.initial.backoff"="100");
-START STREAMJOB j;""")
-    res = cli.run("run", str(script), "--until-idle")
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "Traceback" not in res.stderr
-    [job] = cli.json("list")
+               "morphling.task.max.failures"="2", "streamjob.failover.initial.backoff"="100");""")
+    runner = world.manager.start(world.catalog.require_job("default", "faulty"))
+    with pytest.raises(JobError, match="offset 2100"):
+        world.manager.wait_until_idle(timeout=300)
+    runner.join(60)
+    world.manager.stop(runner.job.uid)
+    job = _listed(world, "faulty")
     assert job["status"] == "FAILED" and job["failures"] == 3
     assert topic in job["last error"] and "offset 2100" in job["last error"], job["last error"]
     assert job["last checkpoint"] == 1  # batches 0 and 1 were committed before the fault
-    desc = cli.json("describe", "j")
+    desc = world.describe("faulty")
     failed = [r for r in desc["runs (last 10)"] if r["status"] == "FAILED"]
     assert len(failed) == 3 and all("offset 2100" in r["cause"] for r in failed)
