@@ -32,7 +32,8 @@ class KafkaSourceSpec:
     (None: the job's default ``streamjob.<db>.<job>``), what lost offsets do, and the
     malformed-record policy (``fail``, ``skip``, ``dead-letter`` into table
     ``dead_letter``, a name as written, resolved by the planner), and what a declared
-    column no record carries does (``missing_columns``: ``count`` or ``fail``)."""
+    column no record carries does (``missing_columns``: ``count`` or ``fail``), and the
+    bound on each driver-side broker request (``request_timeout_ms``, ms)."""
 
     topic: str
     bootstrap: str
@@ -46,6 +47,7 @@ class KafkaSourceSpec:
     isolation: str = "read_uncommitted"
     missing_columns: str = "count"
     security: KafkaSecurity = KafkaSecurity()
+    request_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         malformed=malformed, dead_letter=dead_letter,
         isolation=typed.get("kafka.isolation.level", "read_uncommitted"),
         missing_columns=typed.get("missing.columns", "count"),
-        security=KafkaSecurity.from_properties(p, f"Kafka stream '{name}'"))
+        security=KafkaSecurity.from_properties(p, f"Kafka stream '{name}'"),
+        request_timeout_ms=typed.get("kafka.request.timeout.ms", 30_000))
 
 
 def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) -> KafkaTableSpec:

@@ -93,12 +93,12 @@ class LocalBroker:
         raise ConnectorError(f"the local broker did not listen on 127.0.0.1:{port} within {timeout_s} s")
 
     def stop(self) -> None:
+        """Kill the broker and reap it. Its log lives in memory (``memory://``), so there
+        is nothing to flush; a SIGTERM made it wait about 5 s for clients that still held
+        connections (measured at a test session's end)."""
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+            self.process.kill()
+        self.process.wait(10)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> bool:

@@ -26,7 +26,8 @@ def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
     targets: dict[str, dict[str, int]] = {}
     for src in plan.sources:
         if isinstance(src.spec, cspec.KafkaSourceSpec):
-            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic, src.spec.security))
+            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic, src.spec.security,
+                                       src.spec.request_timeout_ms))
         elif isinstance(src.spec, cspec.RateSourceSpec):
             raise JobError(
                 f"job {plan.qualified_name} reads the rate stream {src.stream.qualified_name}, "

@@ -153,6 +153,12 @@ CONNECTOR = Registry([
              "them): true fails the job naming topic, partition and offsets; false skips to "
              "the earliest offset still there with a logged warning (Spark's failOnDataLoss)",
              scopes=("kafka stream",)),
+    Property("kafka.request.timeout.ms", "duration", 30_000,
+             "bound on each request the job makes to the brokers for offsets and metadata; "
+             "connecting waits at most the smaller of it and 10 s, then the attempt fails "
+             "naming the broker's address and failover takes over (Kafka's consumer "
+             "request.timeout.ms, which Spark's Kafka source takes as kafka.request.timeout.ms)",
+             unit="ms", minimum=1_000, scopes=("kafka stream",)),
     Property("kafka.isolation.level", "choice", "read_uncommitted",
              "read_committed: records of aborted transactions are not read, and reading "
              "stops at the last stable offset (use it to read a Kafka table an exactly-once "

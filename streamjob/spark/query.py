@@ -35,6 +35,7 @@ def source_frame(session, src: Source, props: JobProperties):
                   .option("isolationLevel", sp.isolation)
                   .option("maxRecordsPerBatch", str(props.max_records_per_batch))
                   .option("missingColumns", sp.missing_columns)
+                  .option("requestTimeoutMs", str(sp.request_timeout_ms))
                   .options(**sp.security.resolved().options()))  # secrets: job start
         if src.group_id:
             reader = reader.option("groupId", src.group_id)

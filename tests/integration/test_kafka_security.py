@@ -137,7 +137,8 @@ def test_a_broker_certificate_that_is_not_trusted_fails_the_job_naming_the_broke
     src = _topic(bootstrap, ca, [{"id": 1, "amount": 1.0}, {"id": 2, "amount": 2.0}])
     world.run(f"""
     CREATE STREAM untrusted (id INT, amount DOUBLE)
-      TBLPROPERTIES({_props(bootstrap, src, ', "kafka.security.protocol"="SSL"')});
+      TBLPROPERTIES({_props(bootstrap, src, ', "kafka.security.protocol"="SSL", '
+                                             '"kafka.request.timeout.ms"="1000"')});
     CREATE TABLE untrusted_rows (id INT, amount DOUBLE)
       TBLPROPERTIES("connector"="sql", "url"="sqlite:///{world.root / 'u.db'}", "table"="u");
     CREATE STREAMJOB untrusted_job AS ("insert into untrusted_rows select id, amount from untrusted")
@@ -156,7 +157,8 @@ def test_sasl_is_attempted_and_its_password_stays_out_of_everything(world, monke
     secret = "s3cr3t-" + uuid.uuid4().hex[:8]
     monkeypatch.setenv("SJ_TEST_SASL_PASSWORD", secret)
     sasl = (', "kafka.security.protocol"="SASL_PLAINTEXT", "kafka.sasl.mechanism"="SCRAM-SHA-256", '
-            '"kafka.sasl.username"="etl", "kafka.sasl.password"="${env:SJ_TEST_SASL_PASSWORD}"')
+            '"kafka.sasl.username"="etl", "kafka.sasl.password"="${env:SJ_TEST_SASL_PASSWORD}", '
+            '"kafka.request.timeout.ms"="1000"')  # fails after 1 s of connecting, not 10
     world.run(f"""
     CREATE STREAM sasl_in (id INT, amount DOUBLE)
       TBLPROPERTIES({_props(world.bootstrap, "sasl_topic", sasl)});

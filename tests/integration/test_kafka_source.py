@@ -50,7 +50,7 @@ def test_end_offsets_and_read_range_yield_arrow_batches(broker, ctrl_a_topic):
 @pytest.mark.component
 def test_unreachable_broker_names_the_address():
     with pytest.raises(ConnectorError, match="cannot reach Kafka broker at 127.0.0.1:1"):
-        end_offsets("127.0.0.1:1", "t")
+        end_offsets("127.0.0.1:1", "t", request_timeout_ms=1000)
 
 
 @pytest.mark.spark

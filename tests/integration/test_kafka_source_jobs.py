@@ -206,7 +206,8 @@ def test_offsets_are_committed_to_the_consumer_group_after_each_checkpoint(world
 
 def test_unreachable_broker_goes_through_failover_and_names_the_address(world):
     world.run("""CREATE STREAM nowhere (id INT, amount DOUBLE)
-      TBLPROPERTIES("topic"="t", "kafka.broker.list"="127.0.0.1:1", "format"="json");""")
+      TBLPROPERTIES("topic"="t", "kafka.broker.list"="127.0.0.1:1", "format"="json",
+                    "kafka.request.timeout.ms"="1 s");""")  # each attempt connects for 1 s
     _sqlite_table(world, "nowhere_sink")
     world.run("""CREATE STREAMJOB nowhere_job AS ("insert into nowhere_sink select id, amount from nowhere")
       JOBPROPERTIES("morphling.task.max.failures"="1",

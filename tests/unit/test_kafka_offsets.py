@@ -130,3 +130,20 @@ def test_kafka_source_warnings_reach_stderr_in_a_pyspark_worker_process():
     assert ("streamjob WARNING streamjob.connectors.kafka.source: offsets 5..8 of topic "
             "'clicks' partition 2 are no longer on the broker") in res.stderr
     assert not logging.getLogger("streamjob").handlers
+
+
+def test_a_streams_request_timeout_reaches_the_reader_option():
+    """``kafka.request.timeout.ms`` (Kafka's consumer request.timeout.ms) is typed on the
+    stream, carried by its spec and bounds the reader's requests; below 1 s is refused."""
+    from streamjob.connectors import spec as cspec
+    from streamjob.exceptions import PropertyError
+
+    base = {"topic": "t", "kafka.broker.list": "127.0.0.1:9092"}
+    assert cspec.source_spec("s", base, None).request_timeout_ms == 30_000
+    sp = cspec.source_spec("s", {**base, "kafka.request.timeout.ms": "2 s"}, None)
+    assert sp.request_timeout_ms == 2_000
+    reader = KafkaStreamReader(RAW, {"topic": "t", "bootstrap": "127.0.0.1:9092",
+                                     "requestTimeoutMs": str(sp.request_timeout_ms)})
+    assert reader.request_timeout_ms == 2_000
+    with pytest.raises(PropertyError, match="kafka.request.timeout.ms"):
+        cspec.source_spec("s", {**base, "kafka.request.timeout.ms": "500"}, None)

@@ -43,7 +43,8 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
   offset and logs a warning (logger ``streamjob.connectors.kafka.source``) naming them.
   Checked on the driver (``latestOffset``, ``partitions``) and in ``read``.
 - ``requestTimeoutMs`` — bound on each driver-side broker request (default 30000, at
-  least 1000); connecting waits at most min(it, 10000) ms. An unreachable broker is a
+  least 1000; the stream's ``kafka.request.timeout.ms``); connecting waits at most
+  min(it, 10000) ms. An unreachable broker is a
   ConnectorError "cannot reach Kafka broker at <address>: ...".
 - ``checkCrcs`` — ``auto`` (default), ``true`` or ``false``: whether the executor's
   consumer verifies each record batch's CRC-32C. ``auto`` verifies when the native
@@ -357,14 +358,17 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(schema, dict(self.options))
 
 
-def end_offsets(bootstrap: str, topic: str, security: KafkaSecurity | None = None) -> Offsets:
+def end_offsets(bootstrap: str, topic: str, security: KafkaSecurity | None = None,
+                request_timeout_ms: int = 30_000) -> Offsets:
     """The broker's current end offsets of ``topic`` in the source's offset shape;
-    ``security`` as the stream's (None: PLAINTEXT).
+    ``security`` as the stream's (None: PLAINTEXT); ``request_timeout_ms`` bounds each
+    request (connecting: at most min(it, 10 s)), as the stream's ``kafka.request.timeout.ms``.
 
     Raises:
         ConnectorError: broker unreachable or topic missing.
     """
     reader = KafkaStreamReader(StructType(), {"topic": topic, "bootstrap": bootstrap,
+                                              "requestTimeoutMs": str(request_timeout_ms),
                                               **(security or KafkaSecurity()).options()})
     try:
         return reader.reportLatestOffset()
