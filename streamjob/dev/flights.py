@@ -7,8 +7,6 @@ deprecated ``pkg_resources``), replayed into a Kafka topic as one JSON object pe
 from __future__ import annotations
 
 import importlib.util
-import json
-import math
 import shutil
 from pathlib import Path
 
@@ -39,20 +37,16 @@ def copy_airlines(target_dir: Path) -> Path:
 
 
 def flight_records(df=None) -> list[bytes]:
-    """Each flight as compact JSON bytes; NaN becomes null."""
+    """Each flight as compact JSON bytes (``{"year":2013,...}``, the columns in order),
+    NaN as null: one line each of pandas' C JSON writer (``to_json``, ``lines``).
+
+    The bytes equal ``json.dumps(row, separators=(",", ":"))`` of each row (tested on
+    the flights: integers, floats that hold whole numbers, ASCII strings; 15 significant
+    digits would round other floats) at about half the time (3.7 s against 7.1 s for
+    the 336,776 flights, one run each, side by side)."""
     df = flights() if df is None else df
-    cols = list(df.columns)
-    out = []
-    for row in df.itertuples(index=False, name=None):
-        obj = {}
-        for c, v in zip(cols, row):
-            if isinstance(v, float) and math.isnan(v):
-                v = None
-            elif hasattr(v, "item"):
-                v = v.item()
-            obj[c] = v
-        out.append(json.dumps(obj, separators=(",", ":")).encode())
-    return out
+    text = df.to_json(orient="records", lines=True, double_precision=15)
+    return [line for line in text.encode().split(b"\n") if line]
 
 
 def replay(bootstrap: str, topic: str, records: list[bytes], partitions: int = 1) -> int:

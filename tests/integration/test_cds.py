@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import FLIGHTS_SQL
+from .conftest import FLIGHTS_SQL, Cli
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]  # two Spark starts, one writing 150 MB
 
 
-def test_the_first_start_writes_the_archive_and_the_next_maps_it(cli, tmp_path):
+def test_the_first_start_writes_the_archive_and_the_next_maps_it(broker, tmp_path):
+    cli = Cli(tmp_path / "home", broker.bootstrap)  # check reads no records: no replay
+    cli.prepare_home()
     cache = tmp_path / "cache"
     args = ("check", str(FLIGHTS_SQL))  # check asks Spark's streaming analysis
     first = cli.run(*args, XDG_CACHE_HOME=cache)
