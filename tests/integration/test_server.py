@@ -341,7 +341,7 @@ def test_server_follows_submit_stop_and_drop(env):
           f"({env.catalog.dialect})")
 
 
-@pytest.mark.slow  # fencing and leases stay in `make test` (holder cannot renew, stalled holder)
+@pytest.mark.slow  # `make test` keeps a lease test (holder cannot renew, on SQLite)
 def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     """(b)-(d) in one life of a catalog, three servers:
 
@@ -498,14 +498,14 @@ def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
           f"{env.catalog.dialect})")
 
 
+@pytest.mark.parametrize("env", [pytest.param("postgresql", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_a_stalled_holder_fences_itself_and_gives_its_jobs_up(env):
     """A holder frozen (SIGSTOP) past its lease: the standby takes the lease but leaves
     the job to its still registered owner (never two runners); thawed, the old holder
     fences itself, stops the job and releases it, and the new holder runs it while the
     old process lives on as a standby. PostgreSQL only (the catalog that spans hosts,
     and the module's time budget); the catalog calls are the same on SQLite."""
-    if env.catalog.dialect != "postgresql":
-        pytest.skip("run on the PostgreSQL catalog")
     ttl = 3000
     old = env.server("--lease-ttl", str(ttl))
     old.wait_line(r": active \(", 60)
