@@ -15,6 +15,7 @@ catalog's lease (``streamjob server``), or nowhere yet. Its results are
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
 from typing import Callable, Iterator
 
@@ -39,6 +40,16 @@ def lease_holder(catalog):
     except StreamJobError as exc:
         log.warning("cannot read the job manager lease: %s", exc)
         return None
+
+
+def local_principal() -> str:
+    """``local:<OS user>``: who works on the catalog directly (no HTTP API between)."""
+    import getpass
+
+    try:
+        return f"local:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return f"local:uid{os.getuid()}"
 
 
 def server_label(info) -> str:
@@ -66,12 +77,15 @@ class ClientSession:
             manager's, when there is one).
         debug: passed to a job manager created here (Spark's logs on stderr).
         dry_run: check instead of run (``streamjob check`` on a scratch catalog).
+        principal: who executes the statements, as the statement log records it
+            (``token:NAME`` through the HTTP API; default ``local:<OS user>``).
     """
 
     def __init__(self, catalog, home, *, manager=None, host_jobs: bool = False,
                  spark: Callable | None = None, debug: bool = False,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False, principal: str | None = None) -> None:
         self.catalog, self.home = catalog, home
+        self.principal = principal or local_principal()
         self.manager = manager
         self.host_jobs = host_jobs
         self.debug, self.dry_run = debug, dry_run
@@ -128,7 +142,12 @@ class ClientSession:
         if isinstance(stmt, st.StartStreamJob) and self.host_jobs and not self.dry_run:
             server = self.lease_holder()
             manager = None if server else self.host()
-        result = self.executor(manager).execute(stmt)
+        try:
+            result = self.executor(manager).execute(stmt)
+        except StreamJobError as exc:
+            self._log(stmt, None, exc)
+            raise
+        self._log(stmt, result, None)
         if isinstance(stmt, st.StartStreamJob) and not self.dry_run:
             if result.pending:
                 server = server or self.lease_holder()
@@ -138,6 +157,20 @@ class ClientSession:
             elif manager is not None:
                 result = replace(result, runs_in="here")
         return result
+
+    def _log(self, stmt: st.Statement, result, error: StreamJobError | None) -> None:
+        """Record the statement in the catalog's statement log (who, what, outcome); a
+        dry run records nothing, and a failed write only warns."""
+        if self.dry_run or not hasattr(self.catalog, "log_statement"):
+            return
+        name = getattr(stmt, "name", None)
+        target = (result.object if result is not None else None) or (
+            ".".join(name.resolve()) if hasattr(name, "resolve") else None)
+        try:
+            self.catalog.log_statement(self.principal, type(stmt).__name__, target,
+                                       error is None, None if error is None else error.message)
+        except StreamJobError as exc:
+            log.warning("statement not logged in the catalog: %s", exc)
 
     def execute_script(self, text: str, source: str | None = None) -> Iterator:
         """Parse ``text`` whole (a parse error executes nothing), then execute its

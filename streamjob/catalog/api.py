@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from streamjob.catalog.access import AccessMixin
 from streamjob.catalog.checkpoints import CheckpointsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Catalog"]
 
 
-class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin):
+class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -49,7 +50,8 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin):
     (:mod:`~streamjob.catalog.engine`), streams and tables
     (:mod:`~streamjob.catalog.objects`), jobs and runs (:mod:`~streamjob.catalog.jobs`),
     checkpoints (:mod:`~streamjob.catalog.checkpoints`), job managers and their lease
-    (:mod:`~streamjob.catalog.servers`). :meth:`watcher` waits for changes made by
+    (:mod:`~streamjob.catalog.servers`), the HTTP API's tokens, the statement log and
+    progress samples (:mod:`~streamjob.catalog.access`). :meth:`watcher` waits for changes made by
     other clients (:mod:`~streamjob.catalog.watch`).
     """
 

@@ -23,6 +23,7 @@ from streamjob.catalog.models import (
     Checkpoint,
     Job,
     JobDependency,
+    ProgressSample,
     Run,
     Stream,
     Table,
@@ -337,7 +338,7 @@ class JobsMixin(CatalogEngine):
                 raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
             info = self._job_info(session, job)
             job_id = job.id
-            for model in (Checkpoint, Run, JobDependency):
+            for model in (Checkpoint, Run, JobDependency, ProgressSample):
                 session.execute(delete(model).where(model.job_id == job_id))
             session.execute(delete(Job).where(Job.id == job_id))
             self._notify(session, "job")

@@ -4,7 +4,9 @@ Tables: ``streams`` and ``tables`` (one name space per database, enforced by the
 Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints``
 (the retained ones), ``catalog_meta`` holding ``schema_version``, and (revision 0005)
 the job managers: ``servers`` (one row per running ``streamjob server``) and ``leases``
-(the row ``manager`` names the one server that runs the jobs).
+(the row ``manager`` names the one server that runs the jobs); (revision 0007) the HTTP
+API's ``api_tokens`` (hashes only), the ``statement_log`` of who submitted what, and
+``progress_samples`` (a job's progress over time, for the console's charts).
 
 The database schema is made and changed only by the alembic migrations of
 :mod:`streamjob.catalog.migrations` (never ``create_all``): a change here needs a new
@@ -25,9 +27,11 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
+    Float,
     Integer,
     MetaData,
     String,
@@ -42,7 +46,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0006"
+SCHEMA_VERSION = "0007"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -272,3 +276,49 @@ class Lease(Base):
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class ApiToken(Base):
+    """A bearer token of the HTTP API (revision 0007): its SHA-256 hash, never the token;
+    ``role`` ``viewer`` or ``operator``; ``last_used_at`` the latest accepted request."""
+
+    __tablename__ = "api_tokens"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class StatementLog(Base):
+    """One executed statement (revision 0007): when, who (``token:NAME`` through the
+    HTTP API, ``local:USER`` on the catalog directly), its kind and object, and whether
+    it succeeded (the error's message if not). The statement text is not kept: it may
+    carry secrets."""
+
+    __tablename__ = "statement_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    principal: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    kind: Mapped[str] = mapped_column(String(64))
+    object: Mapped[str | None] = mapped_column(String(2 * NAME_LENGTH + 1), nullable=True)
+    ok: Mapped[bool] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ProgressSample(Base):
+    """A job's progress at one moment (revision 0007), sampled by its job manager for
+    the console's charts and pruned by age."""
+
+    __tablename__ = "progress_samples"
+    __table_args__ = (Index(None, "job_id", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    batch_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    input_rows_per_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    processed_rows_per_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lag_records: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

@@ -235,3 +235,46 @@ class CheckpointInfo:
     state_rows: int | None
     status: str
     fingerprint: str | None
+
+
+class Role(StrEnum):
+    """A bearer token's role in the HTTP API: a viewer reads (jobs, status, metrics,
+    read-only statements); an operator also changes (any statement, start/stop/drop)."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A bearer token of the HTTP API (never the token itself, which only its creator
+    saw): its ``name``, :class:`Role`, when it was created and last accepted."""
+
+    name: str
+    role: str
+    created_at: datetime
+    last_used_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StatementLogEntry:
+    """One executed statement: when, by whom (``token:NAME``, ``local:USER``), its kind
+    (``CreateStreamJob``), the object it named, and its outcome (``error`` if it failed)."""
+
+    at: datetime
+    principal: str
+    kind: str
+    object: str | None
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ProgressSampleInfo:
+    """A job's progress at ``at``: its batch, rates (rows/s) and Kafka lag (records)."""
+
+    at: datetime
+    batch_id: int | None
+    input_rows_per_s: float | None
+    processed_rows_per_s: float | None
+    lag_records: int | None

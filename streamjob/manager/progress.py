@@ -11,13 +11,16 @@ The reporter turns it into::
      "input_rows_per_s": 2150.3,     # rows/s arriving, as Spark measures it
      "processed_rows_per_s": 8890.1, # rows/s the batch processed
      "lag_records": 420,             # Kafka records beyond the batch's end offsets, or None
+     "lag_by_partition": {"flights:0": 400, "flights:1": 20},  # the same per partition
      "last_checkpoint_at": "2026-12-05T10:11:12.345+00:00",  # ISO-8601 UTC, or None
      "updated_at": "2026-12-05T10:11:13.001+00:00"}
 
 and the job's runner writes the newest one with :meth:`Catalog.update_progress` from its
 own thread (:meth:`ProgressReporter.flush`, called every quarter second; at most one
 write a second per job), so the listener thread is not held up by catalog writes and
-the catalog is never more than about a second behind. ``lag_records`` sums, over the partitions of every Kafka
+the catalog is never more than about a second behind. Every
+:data:`~streamjob.catalog.access.SAMPLE_EVERY_S` seconds a written report is also kept as
+a progress sample (``Catalog.add_progress_sample``: the console's charts). ``lag_records`` sums, over the partitions of every Kafka
 source, the source's latest offset (the broker's end offset, Spark's
 ``sources[i].latestOffset``) minus the batch's end offset (``sources[i].endOffset``);
 sources that report no latest offset (rate, files) add nothing, and when none reports
@@ -38,6 +41,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..catalog import Catalog
+from ..catalog.access import SAMPLE_EVERY_S
 from ..checkpoint.recorder import CheckpointTracker
 
 log = logging.getLogger(__name__)
@@ -80,23 +84,32 @@ def _kafka_offsets(value: Any) -> dict[str, dict[str, int]] | None:
     return out
 
 
-def lag_of(sources: list) -> int | None:
-    """Records the batch left behind in its Kafka sources: the sum over partitions of
-    ``latestOffset - endOffset`` (never negative); None if no source reports a latest
-    offset. ``sources`` are Spark ``SourceProgress`` objects (or anything with the
-    attributes ``latestOffset`` and ``endOffset``, JSON text or dicts)."""
-    lag = None
+def lag_by_partition(sources: list) -> dict[str, int] | None:
+    """Records the batch left behind in its Kafka sources, per ``"topic:partition"``:
+    ``latestOffset - endOffset`` (never negative; a partition read by two sources adds
+    up); None if no source reports a latest offset. ``sources`` are Spark
+    ``SourceProgress`` objects (or anything with the attributes ``latestOffset`` and
+    ``endOffset``, JSON text or dicts)."""
+    lags: dict[str, int] | None = None
     for src in sources or ():
         latest = _kafka_offsets(getattr(src, "latestOffset", None))
         end = _kafka_offsets(getattr(src, "endOffset", None)) or {}
         if latest is None:
             continue
-        total = 0
+        lags = {} if lags is None else lags
         for topic, parts in latest.items():
             done = end.get(topic, {})
-            total += sum(max(0, off - done.get(p, 0)) for p, off in parts.items())
-        lag = (lag or 0) + total
-    return lag
+            for p, off in parts.items():
+                key = f"{topic}:{p}"
+                lags[key] = lags.get(key, 0) + max(0, off - done.get(p, 0))
+    return lags
+
+
+def lag_of(sources: list) -> int | None:
+    """Records the batch left behind in its Kafka sources: the sum of
+    :func:`lag_by_partition`; None if no source reports a latest offset."""
+    lags = lag_by_partition(sources)
+    return None if lags is None else sum(lags.values())
 
 
 def progress_of(p) -> dict[str, Any]:
@@ -107,6 +120,7 @@ def progress_of(p) -> dict[str, Any]:
         "input_rows_per_s": _rate(p.inputRowsPerSecond),
         "processed_rows_per_s": _rate(p.processedRowsPerSecond),
         "lag_records": lag_of(list(p.sources or ())),
+        "lag_by_partition": lag_by_partition(list(p.sources or ())),
         "updated_at": _iso(datetime.now(timezone.utc)),
     }
 
@@ -136,6 +150,7 @@ class ProgressReporter:
         self._pending: dict[str, Any] | None = None
         self._last: dict[str, Any] | None = None
         self._last_write = 0.0
+        self._last_sample = float("-inf")
         self._warned = False
         self.enabled = True  # False once the job manager is fenced: no more writes
 
@@ -153,6 +168,8 @@ class ProgressReporter:
                 return
             self._pending = {**base, "input_rows_per_s": 0.0, "processed_rows_per_s": 0.0,
                              "lag_records": 0 if base.get("lag_records") is not None else None,
+                             "lag_by_partition": {k: 0 for k in base.get("lag_by_partition") or {}}
+                             or None,
                              "updated_at": _iso(datetime.now(timezone.utc))}
 
     def flush(self, force: bool = False) -> bool:
@@ -187,4 +204,10 @@ class ProgressReporter:
             self._warned = False
             self._last = progress
             self._last_write = time.monotonic()
+            if self._last_write - self._last_sample >= SAMPLE_EVERY_S:
+                self._last_sample = self._last_write
+                try:  # the console's charts; a lost sample is a gap, never an error
+                    self.catalog.add_progress_sample(self.job_uid, progress)
+                except Exception as exc:  # noqa: BLE001 - informational
+                    log.debug("job %s: progress sample not written: %s", self.job_name, exc)
             return True

@@ -23,7 +23,7 @@ from streamjob.exceptions import CatalogError
 
 pytestmark = pytest.mark.component
 
-HEAD = "0006"
+HEAD = "0007"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -107,6 +107,8 @@ def _described(diff) -> tuple[str, str, str]:
     """An alembic diff as (kind, table, column); column "" for a whole table."""
     if diff[0] == "add_table":
         return ("add_table", diff[1].name, "")
+    if diff[0] == "add_index":
+        return ("add_index", diff[1].table.name, "")
     kind, _schema, table, column = diff
     return (kind, table, column.name)
 
@@ -125,7 +127,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -156,15 +158,20 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
     added = sorted(_described(d) for d in _diff(engine))
-    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0006 add
+    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0007 add
                      ("add_column", "jobs", "malformed_counts"),
                      ("add_column", "jobs", "missing_columns"),
                      ("add_column", "jobs", "owner"),
                      ("add_column", "jobs", "progress"),
                      ("add_column", "jobs", "session_properties"),
                      ("add_column", "tables", "partitioned_by"),
+                     ("add_index", "progress_samples", ""),
+                     ("add_index", "statement_log", ""),
+                     ("add_table", "api_tokens", ""),
                      ("add_table", "leases", ""),
-                     ("add_table", "servers", "")]
+                     ("add_table", "progress_samples", ""),
+                     ("add_table", "servers", ""),
+                     ("add_table", "statement_log", "")]
     _fill_0001(engine)
     with Catalog(url) as cat:
         _assert_filled_rows_kept(cat)
@@ -184,6 +191,8 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN missing_columns"))
         conn.execute(sa.text("DROP TABLE servers"))
         conn.execute(sa.text("DROP TABLE leases"))
+        for table in ("api_tokens", "statement_log", "progress_samples"):
+            conn.execute(sa.text(f"DROP TABLE {table}"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None
     _fill_0001(engine)
@@ -218,12 +227,12 @@ def test_unknown_revision_raises_and_changes_nothing(url, engine):
     with Catalog(url) as cat:
         cat.create_stream("default", "s", COLS, {})
     with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0007'"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0099'"))
     before = _snapshot(engine)
     with pytest.raises(CatalogError) as err:
         Catalog(url)
     message = str(err.value)
-    assert "schema revision 0007, which this streamjob does not know" in message
+    assert "schema revision 0099, which this streamjob does not know" in message
     assert "upgrade streamjob" in message
     assert make_url(url).render_as_string(hide_password=True) in message
     assert _snapshot(engine) == before
@@ -273,7 +282,7 @@ def test_two_processes_open_a_fresh_catalog_at_once(url, engine):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert sorted(results.get(timeout=10) for _ in procs) == [0, 6]  # 0001..0006, once
+    assert sorted(results.get(timeout=10) for _ in procs) == [0, 7]  # 0001..0007, once
     assert _revision(engine) == HEAD and _diff(engine) == []
     assert _count(engine, "alembic_version") == 1 and _count(engine, "catalog_meta") == 1
 

@@ -1,0 +1,340 @@
+"""The HTTP API of ``streamjob server --http`` (issue 15, DESIGN §8): a FastAPI app over
+one catalog, the same :class:`~streamjob.session.ClientSession` the CLI and the shell
+use underneath (as Flink's SQL Gateway puts one session layer under its clients).
+
+Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
+"snippet", ...}}`` with a 4xx status):
+
+* ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}}``: executes the
+  statements in order (parsed whole first: a parse error executes nothing) and answers
+  ``{"results": [...], "properties": {...}}`` (the session's SET values after them, for
+  the client to send with its next request: the server keeps no session). A failing
+  statement answers 400 with its error, located in ``sql``, and the results of the
+  statements before it (which took effect).
+* ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
+* ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, SQL, properties with their origin,
+  runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
+  (samples: rates and lag over time); ``POST /v1/jobs/{name}/start`` (optional
+  ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
+* ``GET /v1/streams``, ``GET /v1/tables`` (properties masked as in SHOW).
+* ``GET /v1/events``: server-sent events, ``event: status`` with the status snapshot
+  whenever it changes (at most once a second), and a comment line every 15 s.
+* ``GET /metrics``: Prometheus text format (:mod:`streamjob.api.metrics`).
+* ``GET /openapi.json``: the OpenAPI schema. (No ``/docs``: Swagger UI loads its assets
+  from a CDN, and nothing here needs the network.)
+
+Authentication and roles: :mod:`streamjob.api.auth`. Request bodies over
+:data:`MAX_BODY_BYTES` get 413 before any is parsed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict
+from typing import Any, Callable
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from ..exceptions import ObjectNotFoundError, StreamJobError
+from .auth import READ_ONLY, Principal, Unauthorized, authenticate
+from .wire import error_to_wire, jsonable, result_to_wire
+
+log = logging.getLogger(__name__)
+
+#: Largest request body, bytes (4 MiB: a script of a few thousand statements).
+MAX_BODY_BYTES = 4 << 20
+#: Seconds between two status reads of an event stream, and between its keep-alives.
+EVENTS_POLL_S, EVENTS_KEEPALIVE_S = 1.0, 15.0
+
+
+class StatementsRequest(BaseModel):
+    """``POST /v1/statements``: StreamSQL text and the session's SET values."""
+
+    sql: str = Field(description="one or more ;-separated StreamSQL statements")
+    properties: dict[str, str] = Field(default_factory=dict,
+                                       description="SET values of the client's session")
+
+
+class StartRequest(BaseModel):
+    """``POST /v1/jobs/{name}/start``: resume from a retained checkpoint (optional)."""
+
+    from_checkpoint: int | None = Field(default=None, ge=0)
+
+
+class ApiError(Exception):
+    """An error answered with ``status`` and ``{"error": {...}}``."""
+
+    def __init__(self, status: int, error: dict[str, Any], extra: dict | None = None,
+                 headers: dict | None = None) -> None:
+        super().__init__(error.get("message"))
+        self.status, self.error, self.extra, self.headers = status, error, extra or {}, headers
+
+
+def _plain(status: int, kind: str, message: str, **extra) -> ApiError:
+    return ApiError(status, {"type": kind, "message": message}, **extra)
+
+
+class _BodyLimit:
+    """Pure ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self._too_large(send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._too_large(send)
+
+    async def _too_large(self, send) -> None:
+        body = json.dumps({"error": {"type": "RequestTooLarge", "message":
+                           f"request body over {self.limit} bytes"}}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(catalog, home, spark: Callable | None = None,
+               lease_held: Callable[[], bool] | None = None) -> FastAPI:
+    """The API over ``catalog`` (a :class:`~streamjob.catalog.Catalog`) and ``home``.
+
+    Args:
+        spark: ``() -> SparkSession`` for Spark's streaming analysis at CREATE/ALTER
+            STREAMJOB (the server's); None: the session starts one when needed.
+        lease_held: ``() -> bool``, whether this process holds the job manager lease
+            (the ``streamjob_server_lease_held`` metric); None: not a job manager.
+    """
+    from ..session import ClientSession
+    from ..status import status_snapshot
+    from .metrics import metrics_text
+
+    app = FastAPI(title="streamjob", version="1", docs_url=None, redoc_url=None,
+                  description="StreamSQL jobs as checkpointed Spark Structured Streaming "
+                              "queries: statements, jobs, checkpoints, status, events.")
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request, exc: ApiError):
+        return JSONResponse({"error": exc.error, **exc.extra}, status_code=exc.status,
+                            headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(_request, exc: RequestValidationError):
+        first = (exc.errors() or [{}])[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = f"bad request: {first.get('msg', 'invalid body')}" + (
+            f" at {where}" if where else "")
+        return JSONResponse({"error": {"type": "BadRequest", "message": message}},
+                            status_code=400)
+
+    def principal(request: Request) -> Principal:
+        try:
+            return authenticate(catalog, request.headers.get("authorization"))
+        except Unauthorized as exc:
+            raise ApiError(401, {"type": "Unauthorized", "message": str(exc)},
+                           headers={"WWW-Authenticate": 'Bearer realm="streamjob"'}) from None
+        except StreamJobError as exc:
+            raise ApiError(503, error_to_wire(exc)) from None
+
+    def operator(who: Principal = Depends(principal)) -> Principal:
+        if not who.may_change:
+            raise _plain(403, "Forbidden", f"{who.name} is a viewer: this needs an operator token")
+        return who
+
+    def execute(who: Principal, sql: str, properties: dict[str, str]) -> dict[str, Any]:
+        from ..grammar import parse_script
+
+        session = ClientSession(catalog, home, spark=spark, principal=who.name)
+        session.properties.update(properties)
+        results: list[dict] = []
+        try:
+            statements = parse_script(sql, source="<request>")
+            if not who.may_change:
+                for stmt in statements:
+                    if not isinstance(stmt, READ_ONLY):
+                        raise _plain(403, "Forbidden", f"{who.name} is a viewer: "
+                                     f"{type(stmt).__name__} needs an operator token",
+                                     extra={"results": []})
+            for stmt in statements:
+                try:
+                    result = session.execute(stmt)
+                except StreamJobError as exc:
+                    exc.locate(stmt.position.line, stmt.position.column, sql, "<request>")
+                    raise
+                results.append(result_to_wire(result))
+        except StreamJobError as exc:
+            status = 404 if isinstance(exc, ObjectNotFoundError) else 400
+            raise ApiError(status, error_to_wire(exc),
+                           extra={"results": results, "properties": session.properties}) from None
+        return {"results": results, "properties": session.properties}
+
+    def job_statement(who: Principal, sql: str, name: str) -> dict[str, Any]:
+        _job_name(name)
+        return execute(who, sql, {})
+
+    def find_job(name: str):
+        database, job_name = _job_name(name)
+        try:
+            return catalog.require_job(database, job_name)
+        except ObjectNotFoundError as exc:
+            raise ApiError(404, error_to_wire(exc)) from None
+
+    @app.post("/v1/statements", summary="Execute StreamSQL statements")
+    def post_statements(body: StatementsRequest, who: Principal = Depends(principal)):
+        return execute(who, body.sql, body.properties)
+
+    @app.get("/v1/status", summary="Every job's state now")
+    def get_status(_who: Principal = Depends(principal)):
+        return jsonable(status_snapshot(catalog))
+
+    @app.get("/v1/jobs", summary="Every job with its state")
+    def get_jobs(_who: Principal = Depends(principal)):
+        return {"jobs": jsonable(status_snapshot(catalog)["jobs"])}
+
+    @app.get("/v1/jobs/{name}", summary="One job: state, SQL, properties, runs, checkpoints")
+    def get_job(name: str, who: Principal = Depends(principal)):
+        job = find_job(name)
+        state = next((j for j in status_snapshot(catalog)["jobs"]
+                      if j["job"] == job.qualified_name), {})
+        described = execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]
+        sections = {s["title"]: s for s in described["sections"]}
+        props = sections.get("properties", {"columns": [], "rows": []})
+        return jsonable({
+            **state, "uid": job.uid, "query": job.query,
+            "properties": [dict(zip(props["columns"], r)) for r in props["rows"]],
+            "runs": [asdict(r) for r in catalog.list_runs(job.uid)],
+            "checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)],
+            "malformed_counts": job.malformed_counts,
+        })
+
+    @app.get("/v1/jobs/{name}/checkpoints", summary="A job's retained checkpoints")
+    def get_checkpoints(name: str, _who: Principal = Depends(principal)):
+        job = find_job(name)
+        return jsonable({"checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)]})
+
+    @app.get("/v1/jobs/{name}/runs", summary="A job's runs (start, end, cause)")
+    def get_runs(name: str, _who: Principal = Depends(principal)):
+        job = find_job(name)
+        return jsonable({"runs": [asdict(r) for r in catalog.list_runs(job.uid)]})
+
+    @app.get("/v1/jobs/{name}/progress", summary="A job's rates and lag over time")
+    def get_progress(name: str, limit: int = 720, _who: Principal = Depends(principal)):
+        job = find_job(name)
+        samples = catalog.progress_samples(job.uid, limit=max(1, min(limit, 20_000)))
+        return jsonable({"samples": [asdict(s) for s in samples]})
+
+    @app.post("/v1/jobs/{name}/start", summary="Set a job's desired state RUNNING")
+    def start_job(name: str, body: StartRequest | None = None,
+                  who: Principal = Depends(operator)):
+        tail = "" if body is None or body.from_checkpoint is None else \
+            f" FROM CHECKPOINT {body.from_checkpoint}"
+        return job_statement(who, f"START STREAMJOB {_quoted_name(name)}{tail}", name)
+
+    @app.post("/v1/jobs/{name}/stop", summary="Set a job's desired state STOPPED")
+    def stop_job(name: str, who: Principal = Depends(operator)):
+        return job_statement(who, f"STOP STREAMJOB {_quoted_name(name)}", name)
+
+    @app.delete("/v1/jobs/{name}", summary="Drop a job and purge its checkpoints")
+    def drop_job(name: str, who: Principal = Depends(operator)):
+        return job_statement(who, f"DROP STREAMJOB {_quoted_name(name)}", name)
+
+    @app.get("/v1/streams", summary="Declared streams")
+    def get_streams(who: Principal = Depends(principal)):
+        return _rows(execute(who, "SHOW STREAMS", {})["results"][0], "streams")
+
+    @app.get("/v1/tables", summary="Declared tables")
+    def get_tables(who: Principal = Depends(principal)):
+        return _rows(execute(who, "SHOW TABLES", {})["results"][0], "tables")
+
+    @app.get("/v1/events", summary="Server-sent events: the status snapshot on change")
+    async def get_events(request: Request, _who: Principal = Depends(principal)):
+        async def stream():
+            last, quiet = None, 0.0
+            yield "retry: 2000\n\n"
+            while not await request.is_disconnected():
+                snapshot = await asyncio.to_thread(status_snapshot, catalog)
+                key = json.dumps([{k: v for k, v in j.items() if k != "last_checkpoint_age_s"}
+                                  for j in snapshot["jobs"]], default=str, sort_keys=True)
+                if key != last:
+                    last, quiet = key, 0.0
+                    yield f"event: status\ndata: {json.dumps(snapshot, default=str)}\n\n"
+                elif quiet >= EVENTS_KEEPALIVE_S:
+                    quiet = 0.0
+                    yield ": keep-alive\n\n"
+                await asyncio.sleep(EVENTS_POLL_S)
+                quiet += EVENTS_POLL_S
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
+    def get_metrics(_who: Principal = Depends(principal)):
+        body, content_type = metrics_text(catalog, lease_held)
+        return PlainTextResponse(body, media_type=content_type)
+
+    from .console import mount_console
+
+    mount_console(app)
+    return _limited(app)
+
+
+def _limited(app: FastAPI) -> FastAPI:
+    """``app`` with the body limit as its outermost middleware (it stays a FastAPI, so
+    its ``openapi()`` is reachable)."""
+    app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
+    return app
+
+
+def _job_name(name: str) -> tuple[str, str]:
+    """``(database, name)`` of a path's ``[DB.]NAME``; 400 if it is no name."""
+    from ..grammar import parse_statement
+
+    try:
+        stmt = parse_statement(f"DESCRIBE STREAMJOB {_quoted_name(name)}")
+    except StreamJobError:
+        raise _plain(400, "BadRequest", f"invalid job name '{name}'") from None
+    return stmt.name.resolve()
+
+
+def _quoted_name(name: str) -> str:
+    """A path's ``[DB.]NAME`` as StreamSQL: each part backquoted unless plain."""
+    import re
+
+    parts = name.split(".", 1) if "`" not in name else [name]
+    if all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts) or "`" in name:
+        return name
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def _quoted(job) -> str:
+    return _quoted_name(f"{job.database}.{job.name}")
+
+
+def _rows(result: dict[str, Any], key: str) -> dict[str, Any]:
+    return {key: [dict(zip(result["columns"], r)) for r in result["rows"]]}
+
+
+__all__ = ["create_app", "MAX_BODY_BYTES"]

@@ -1,0 +1,278 @@
+// streamjob's web console: plain JavaScript over the HTTP API (/v1/...), no build step.
+// The jobs list follows GET /v1/events (server-sent events, read with fetch so that the
+// bearer token travels in the Authorization header, never in a URL).
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const tokenInput = $("#token");
+tokenInput.value = localStorage.getItem("streamjob.token") || "";
+tokenInput.addEventListener("change", () => {
+  localStorage.setItem("streamjob.token", tokenInput.value.trim());
+  followEvents();
+  route();
+});
+
+function headers(extra) {
+  const h = Object.assign({ "Accept": "application/json" }, extra || {});
+  const t = tokenInput.value.trim();
+  if (t) h["Authorization"] = "Bearer " + t;
+  return h;
+}
+
+async function api(path, options) {
+  const opts = Object.assign({}, options || {});
+  opts.headers = headers(opts.headers);
+  const resp = await fetch(path, opts);
+  const body = await resp.json().catch(() => ({}));
+  if (!resp.ok) {
+    const err = new Error((body.error && body.error.message) || resp.statusText);
+    err.status = resp.status; err.body = body;
+    throw err;
+  }
+  return body;
+}
+
+function cell(tr, value, cls) {
+  const td = document.createElement("td");
+  td.textContent = value === null || value === undefined ? "" : String(value);
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+function fmt(n, digits) {
+  return n === null || n === undefined ? "" : Number(n).toLocaleString(undefined,
+    { maximumFractionDigits: digits === undefined ? 1 : digits });
+}
+
+function age(seconds) {
+  if (seconds === null || seconds === undefined) return "";
+  const s = Math.max(0, Math.floor(seconds));
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+    if (s >= size) return Math.floor(s / size) + " " + unit + " ago";
+  }
+  return s + " s ago";
+}
+
+// ---------------------------------------------------------------- jobs list
+
+function showStatus(snapshot) {
+  const body = $("#jobs tbody");
+  body.replaceChildren();
+  for (const j of snapshot.jobs) {
+    const tr = document.createElement("tr");
+    tr.dataset.job = j.job;
+    const a = document.createElement("a");
+    a.href = "#/jobs/" + encodeURIComponent(j.job);
+    a.textContent = j.job;
+    const td = document.createElement("td");
+    td.appendChild(a);
+    tr.appendChild(td);
+    cell(tr, j.status + (j.live === false ? " (job manager gone)" : ""), "state state-" + j.status);
+    cell(tr, j.desired_state);
+    cell(tr, fmt(j.input_rows_per_s), "num input-rate");
+    cell(tr, fmt(j.processed_rows_per_s), "num processed-rate");
+    cell(tr, fmt(j.lag_records, 0), "num lag");
+    cell(tr, j.batch === null ? "" : "#" + j.batch + " " + age(j.last_checkpoint_age_s), "checkpoint");
+    cell(tr, j.error ? j.error.split("\n")[0] : "", "error");
+    body.appendChild(tr);
+  }
+  $("#jobs-updated").textContent = "updated " + snapshot.at +
+    (snapshot.server ? " · job manager " + snapshot.server.label : " · no job manager holds the lease");
+  $("#server").textContent = snapshot.server ? "job manager " + snapshot.server.label : "";
+}
+
+let events = null;
+async function followEvents() {
+  if (events) events.abort();
+  const ctrl = new AbortController();
+  events = ctrl;
+  while (!ctrl.signal.aborted) {
+    try {
+      const resp = await fetch("/v1/events", { headers: headers({ "Accept": "text/event-stream" }),
+                                               signal: ctrl.signal });
+      if (!resp.ok) { $("#jobs-updated").textContent = "events: HTTP " + resp.status; }
+      else {
+        const reader = resp.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const data = block.split("\n").filter((l) => l.startsWith("data: "))
+              .map((l) => l.slice(6)).join("\n");
+            if (data) { showStatus(JSON.parse(data)); }
+          }
+        }
+      }
+    } catch (e) {
+      if (ctrl.signal.aborted) return;
+    }
+    await new Promise((r) => setTimeout(r, 2000));  // the server went away: reconnect
+  }
+}
+
+// ---------------------------------------------------------------- one job
+
+function chart(svg, series, labels) {
+  // series: arrays of [t (ms), y]; drawn as polylines on a shared scale
+  svg.replaceChildren();
+  const all = series.flat();
+  const ns = "http://www.w3.org/2000/svg";
+  if (!all.length) {
+    const t = document.createElementNS(ns, "text");
+    t.setAttribute("x", 10); t.setAttribute("y", 20); t.textContent = "no data yet";
+    svg.appendChild(t);
+    return;
+  }
+  const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs), y1 = Math.max(1, ...ys);
+  series.forEach((points, i) => {
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("class", "s" + i);
+    line.setAttribute("points", points.map(([x, y]) =>
+      (10 + 580 * (x1 === x0 ? 1 : (x - x0) / (x1 - x0))).toFixed(1) + "," +
+      (150 - 135 * y / y1).toFixed(1)).join(" "));
+    svg.appendChild(line);
+  });
+  const max = document.createElementNS(ns, "text");
+  max.setAttribute("x", 12); max.setAttribute("y", 12);
+  max.textContent = "max " + fmt(y1) + (labels ? "  (" + labels.join(", ") + ")" : "");
+  svg.appendChild(max);
+}
+
+function rows(table, items, fields) {
+  const body = table.querySelector("tbody");
+  body.replaceChildren();
+  for (const item of items) {
+    const tr = document.createElement("tr");
+    for (const f of fields) cell(tr, typeof f === "function" ? f(item) : item[f]);
+    body.appendChild(tr);
+  }
+}
+
+async function showJob(name) {
+  const job = await api("/v1/jobs/" + encodeURIComponent(name));
+  const progress = await api("/v1/jobs/" + encodeURIComponent(name) + "/progress");
+  $("#job-title").textContent = "streamjob " + job.job;
+  const facts = $("#job-facts");
+  facts.replaceChildren();
+  for (const [k, v] of [["state", job.status], ["desired", job.desired_state],
+                        ["input rows/s", fmt(job.input_rows_per_s)], ["lag", fmt(job.lag_records, 0)],
+                        ["last checkpoint", job.batch === null ? "" : "#" + job.batch + " " + age(job.last_checkpoint_age_s)],
+                        ["failures since last checkpoint", job.attempts], ["last error", job.last_error || ""]]) {
+    const dt = document.createElement("dt"); dt.textContent = k;
+    const dd = document.createElement("dd"); dd.textContent = v === null || v === undefined ? "" : v;
+    facts.append(dt, dd);
+  }
+  $("#job-sql").textContent = job.query;
+  rows($("#properties"), job.properties, ["property", "value", "origin"]);
+  rows($("#runs"), job.runs.slice(-20).reverse(), ["attempt", "status", "started_at", "ended_at", "cause"]);
+  rows($("#checkpoints"), job.checkpoints.slice().reverse(),
+       ["checkpoint_id", "ended_at", "duration_ms", "input_rows", "state_rows", "status"]);
+  const t = (s) => Date.parse(s.at);
+  chart($("#chart-rate"), [progress.samples.map((s) => [t(s), s.input_rows_per_s || 0]),
+                           progress.samples.map((s) => [t(s), s.processed_rows_per_s || 0])],
+        ["input", "processed"]);
+  chart($("#chart-lag"), [progress.samples.filter((s) => s.lag_records !== null)
+                          .map((s) => [t(s), s.lag_records])]);
+  chart($("#chart-checkpoints"), [job.checkpoints.map((c) => [c.checkpoint_id, c.duration_ms || 0])]);
+  $("#job-start").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/start",
+                                      { method: "POST" }).then(() => showJob(name), alertError);
+  $("#job-stop").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/stop",
+                                     { method: "POST" }).then(() => showJob(name), alertError);
+}
+
+function alertError(e) { window.alert(e.message); }
+
+// ---------------------------------------------------------------- SQL editor
+
+const sqlBox = $("#sql");
+function gutter(badLine) {
+  const n = Math.max(1, sqlBox.value.split("\n").length);
+  const g = $("#gutter");
+  g.replaceChildren();
+  for (let i = 1; i <= n; i++) {
+    const span = document.createElement("div");
+    span.textContent = i;
+    if (i === badLine) span.className = "bad";
+    g.appendChild(span);
+  }
+}
+sqlBox.addEventListener("input", () => gutter(null));
+gutter(null);
+
+let sessionProperties = {};
+$("#run").addEventListener("click", async () => {
+  const error = $("#sql-error"), out = $("#sql-results");
+  error.hidden = true; out.replaceChildren(); gutter(null);
+  let body;
+  try {
+    body = await api("/v1/statements", { method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ sql: sqlBox.value, properties: sessionProperties }) });
+  } catch (e) {
+    body = e.body || {};
+    const err = body.error || { message: e.message };
+    error.hidden = false;
+    error.dataset.line = err.line || "";
+    error.dataset.column = err.column || "";
+    error.textContent = (err.line ? "line " + err.line + ", column " + err.column + ": " : "") +
+      err.message + (err.snippet ? "\n" + err.snippet : "");
+    gutter(err.line || null);
+    if (err.line) {  // put the cursor on the offending text
+      const lines = sqlBox.value.split("\n");
+      let offset = 0;
+      for (let i = 0; i < err.line - 1; i++) offset += lines[i].length + 1;
+      sqlBox.focus();
+      sqlBox.setSelectionRange(offset + (err.column || 1) - 1, offset + (err.column || 1) - 1);
+    }
+  }
+  if (body.properties) sessionProperties = body.properties;
+  for (const r of body.results || []) showResult(out, r);
+});
+
+function showResult(out, r) {
+  for (const part of (r.sections && r.sections.length ? r.sections : [r])) {
+    if (part.columns && part.columns.length) {
+      const table = document.createElement("table");
+      if (part.title) { const c = document.createElement("caption"); c.textContent = part.title; table.appendChild(c); }
+      const head = document.createElement("tr");
+      for (const c of part.columns) { const th = document.createElement("th"); th.textContent = c; head.appendChild(th); }
+      table.appendChild(head);
+      for (const row of part.rows) {
+        const tr = document.createElement("tr");
+        for (const v of row) cell(tr, typeof v === "object" && v !== null ? JSON.stringify(v) : v);
+        table.appendChild(tr);
+      }
+      out.appendChild(table);
+    }
+  }
+  if (r.message) { const p = document.createElement("p"); p.textContent = r.message; out.appendChild(p); }
+}
+
+// ---------------------------------------------------------------- routing
+
+let jobTimer = null;
+function route() {
+  const hash = location.hash || "#/";
+  clearInterval(jobTimer);
+  $("#jobs-view").hidden = hash !== "#/";
+  $("#sql-view").hidden = hash !== "#/sql";
+  const m = hash.match(/^#\/jobs\/(.+)$/);
+  $("#job-view").hidden = !m;
+  if (m) {
+    const name = decodeURIComponent(m[1]);
+    const refresh = () => showJob(name).catch((e) => { $("#job-title").textContent = e.message; });
+    refresh();
+    jobTimer = setInterval(refresh, 5000);
+  }
+}
+window.addEventListener("hashchange", route);
+followEvents();
+route();
