@@ -117,6 +117,12 @@ class ClientSession:
         info = lease_holder(self.catalog)
         return None if info is None else server_label(info)
 
+    def status(self) -> dict:
+        """Every job's state now (:func:`streamjob.status.status_snapshot`)."""
+        from .status import status_snapshot
+
+        return status_snapshot(self.catalog)
+
     # -- executing -----------------------------------------------------------------
 
     def executor(self, manager=None):

@@ -26,7 +26,7 @@ The modules, by concern:
 * :mod:`.server` and :mod:`.shell` — the job manager and the interactive shell;
 * :mod:`.jobs` — ``start``, ``stop``, ``drop``; :mod:`.read` — ``list``, ``describe``,
   ``checkpoints``; :mod:`.status` — ``status [--watch]``;
-* :mod:`.render` — results as rich tables or JSON.
+* :mod:`.tokens` — ``token create|list|revoke``, the HTTP API's bearer tokens.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ from .scripts import check, run, submit
 from .server import server
 from .shell import shell
 from .status import status
+from .tokens import token
 
 __all__ = ["main"]
 
 for _command in (run, server, submit, check, list_jobs, describe, checkpoints, start, stop,
-                 drop, status, shell):
+                 drop, status, shell, token):
     main.add_command(_command)
 del _command

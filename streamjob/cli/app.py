@@ -21,8 +21,9 @@ from .execute import _execute_text
 
 class _Context:
     def __init__(self, home: str | None, catalog_url: str | None, conf: tuple[str, ...],
-                 debug: bool) -> None:
+                 debug: bool, server: str | None = None, token: str | None = None) -> None:
         self.home_arg, self.catalog_url, self.debug = home, catalog_url, debug
+        self.server, self.token = server, token
         self.conf = _pairs(conf, "--conf")
         self.json = False  # the group's --json: output of -e, default of the verbs' --json
         self.new_catalog = os.environ.get("STREAMJOB_NEW_CATALOG", "") in ("1", "true", "yes")
@@ -43,6 +44,12 @@ class _Context:
         if self._catalog is None:
             from ..checkpoint.identity import refuse_orphaned
 
+            if self.server:
+                raise StreamJobError(f"this command works on the catalog directly; it does "
+                                     f"not go through --server {self.server} (use -e, "
+                                     "submit, start, stop, drop, list, describe, "
+                                     "checkpoints or status)")
+
             catalog = Catalog(self.home.catalog_url)
             if not self.new_catalog:
                 refuse_orphaned(self.home, catalog)
@@ -52,10 +59,15 @@ class _Context:
     @property
     def session(self):
         """The invocation's :class:`~streamjob.session.ClientSession` (catalog only: it
-        hosts no job; ``run`` makes its own)."""
-        from ..session import ClientSession
+        hosts no job; ``run`` makes its own), or with ``--server`` its
+        :class:`~streamjob.api.client.RemoteSession` over the HTTP API."""
+        if self._session is None and self.server:
+            from ..api.client import RemoteSession
 
+            self._session = RemoteSession(self.server, self.token)
         if self._session is None:
+            from ..session import ClientSession
+
             self._session = ClientSession(self.catalog, self.home, debug=self.debug)
         return self._session
 
@@ -117,21 +129,26 @@ def _print_error(exc: StreamJobError) -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="JSON output: of -e (one document per statement, one per line), and the "
                    "default of every read command's --json.")
+@click.option("--server", "server_url", envvar="STREAMJOB_SERVER", metavar="URL",
+              help="Go through the HTTP API of `streamjob server --http` at URL instead of "
+                   "the catalog (env STREAMJOB_SERVER): -e, submit and the job verbs.")
+@click.option("--token", envvar="STREAMJOB_TOKEN", metavar="TOKEN",
+              help="Bearer token for --server (env STREAMJOB_TOKEN; `streamjob token create`).")
 @click.option("--debug", is_flag=True, help="Show Spark logs and full traces.")
 @click.option("--new-catalog", is_flag=True,
               help="Use a catalog without streamjobs even though the home holds checkpoints "
                    "of jobs (after losing the catalog; env STREAMJOB_NEW_CATALOG=1).")
 @click.version_option(package_name="streamjob")
 @click.pass_context
-def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, debug,
-         new_catalog) -> None:
+def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, server_url, token,
+         debug, new_catalog) -> None:
     """streamjob: StreamSQL jobs as checkpointed Spark Structured Streaming queries.
 
     The catalog is the control plane: commands and statements change it, and the job
     manager (`streamjob server`) runs every job whose desired state is RUNNING.
     --home and --catalog may also follow the command (`streamjob list --catalog URL`).
     """
-    ctx.obj = _Context(home, catalog_url, conf, debug)
+    ctx.obj = _Context(home, catalog_url, conf, debug, server_url, token)
     ctx.obj.json = as_json
     ctx.obj.new_catalog = ctx.obj.new_catalog or new_catalog
     if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)

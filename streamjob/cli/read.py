@@ -28,9 +28,11 @@ def describe(obj: _Context, name: str, as_json: bool) -> None:
     from ..exceptions import ObjectNotFoundError
 
     db, obj_name = _qualified(name)
-    if obj.catalog.get_job(db, obj_name) is not None:
+    try:
         _statement(obj, f"DESCRIBE STREAMJOB {name}", as_json or obj.json)
         return
+    except ObjectNotFoundError:
+        pass  # a stream or table, then
     try:
         _statement(obj, f"DESCRIBE {name}", as_json or obj.json)
     except ObjectNotFoundError:

@@ -17,9 +17,17 @@ from .app import _Context, client_options
 @click.option("--poll", "poll_s", type=click.FloatRange(min=0.05), default=1.0,
               show_default=True, metavar="S",
               help="Seconds between catalog checks (PostgreSQL also wakes on NOTIFY).")
+@click.option("--http", "http", metavar="HOST:PORT",
+              help="Serve the HTTP API (/v1/...), the web console (/) and /metrics here "
+                   "(port 0: a free one; the URL is printed).")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), metavar="PEM",
+              help="Serve HTTPS with this certificate (chain) file; with --tls-key.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), metavar="PEM",
+              help="The certificate's private key file.")
 @client_options
 @click.pass_obj
-def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float) -> None:
+def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
+           http: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     """Run every job whose desired state is RUNNING (the job manager).
 
     Follows the catalog: jobs other clients start, stop or drop are started, stopped
@@ -29,8 +37,31 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float) ->
     crash (even SIGKILL), the next server resumes each job from its last checkpoint.
     Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;
     their desired state stays RUNNING), or with --until-idle until every job has caught up.
+
+    With --http the server is also the front door (DESIGN §8): clients given
+    `--server URL` submit and read through it without the catalog's credentials; once a
+    token exists (`streamjob token create`), every request needs one.
     """
     from ..manager.server import JobServer
 
-    JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
-              poll_s=poll_s, echo=click.echo).run(until_idle=until_idle)
+    if (tls_cert or tls_key) and not http:
+        raise click.UsageError("--tls-cert/--tls-key need --http")
+    job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
+                           poll_s=poll_s, echo=click.echo)
+    service = None
+    if http:
+        from ..api import create_app
+        from ..api.serve import HttpService
+
+        service = HttpService(create_app(obj.catalog.clone(), obj.home,
+                                         spark=job_server.manager.spark,
+                                         lease_held=lambda: job_server.holding),
+                              http, tls_cert, tls_key)
+        url = service.start()
+        click.echo(f"server {job_server.server_id}: HTTP API on {url}/v1 "
+                   f"(console {url}/, metrics {url}/metrics)")
+    try:
+        job_server.run(until_idle=until_idle)
+    finally:
+        if service is not None:
+            service.stop()

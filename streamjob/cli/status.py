@@ -1,7 +1,8 @@
 """``streamjob status [--watch] [--json]``: a table of jobs (state, desired state, rate,
 batch, checkpoint age, lag, error) and the job manager holding the lease.
 
-:func:`streamjob.status.status_snapshot` reads it from the catalog (JSON-ready),
+:func:`streamjob.status.status_snapshot` reads it (through the session: from the catalog,
+or ``GET /v1/status`` with ``--server``),
 :func:`_status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
 """
 
@@ -15,7 +16,6 @@ import click
 
 from .app import _Context, client_options
 from ..session import NO_SERVER
-from ..status import status_snapshot
 from ..render import _console, _table
 
 
@@ -36,14 +36,14 @@ def status(obj: _Context, watch: bool, interval: float, as_json: bool) -> None:
     """
     as_json = as_json or obj.json
     if not watch:
-        snapshot = status_snapshot(obj.catalog)
+        snapshot = obj.session.status()
         if as_json:
             click.echo(json.dumps(snapshot, indent=2, default=str))
         else:
             _console().print(_status_view(snapshot))
         return
     try:
-        _watch_status(obj.catalog, interval, as_json)
+        _watch_status(obj.session.status, interval, as_json)
     except KeyboardInterrupt:  # the way to end --watch: quietly, exit 0
         pass
 
@@ -84,7 +84,7 @@ def _status_view(snapshot: dict[str, Any], interval: float | None = None):
     return Group(table, Text(line, style="dim"))
 
 
-def _watch_status(catalog, interval: float, as_json: bool) -> None:
+def _watch_status(snapshot_now, interval: float, as_json: bool) -> None:
     """``status --watch``: redraw (a live table on a terminal; else print each refresh,
     or one JSON line per refresh) every ``interval`` seconds until KeyboardInterrupt."""
     import time
@@ -92,7 +92,7 @@ def _watch_status(catalog, interval: float, as_json: bool) -> None:
     console = _console()
     if as_json or not console.is_terminal:
         while True:
-            snapshot = status_snapshot(catalog)
+            snapshot = snapshot_now()
             if as_json:
                 click.echo(json.dumps(snapshot, default=str))
             else:
@@ -103,5 +103,5 @@ def _watch_status(catalog, interval: float, as_json: bool) -> None:
 
     with Live(console=console, auto_refresh=False) as live:
         while True:
-            live.update(_status_view(status_snapshot(catalog), interval), refresh=True)
+            live.update(_status_view(snapshot_now(), interval), refresh=True)
             time.sleep(interval)

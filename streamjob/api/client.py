@@ -1,0 +1,106 @@
+"""The client side of the HTTP API: what ``streamjob --server URL`` uses instead of the
+catalog (DESIGN §8: such clients need no database credentials).
+
+:class:`RemoteSession` has the interface of :class:`~streamjob.session.ClientSession`
+that the CLI uses (``execute``, ``execute_script``, ``properties``, ``status``,
+``close``): a script is parsed here whole (a parse error sends nothing and is shown
+exactly as without ``--server``), then each statement is sent on its own, with the
+session's SET values, and an error the server reports is located in the script.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..exceptions import StreamJobError
+from ..grammar import statements as st
+from .wire import error_from_wire, result_from_wire
+
+#: Seconds a request may take (a DROP waits for the job to stop).
+TIMEOUT_S = 300.0
+
+
+class RemoteSession:
+    """A client session over the HTTP API of ``streamjob server --http``.
+
+    Args:
+        url: the server's base URL (``http://host:8080``; a trailing ``/v1`` is fine).
+        token: the bearer token, if the server requires one.
+
+    HTTPS certificates are verified against the system's CAs, or ``SSL_CERT_FILE``.
+    Every method raises :class:`StreamJobError` naming the URL when the server cannot
+    be reached, refuses the token (401) or the role (403), or the statement fails.
+    """
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        import httpx
+
+        base = url.rstrip("/")
+        self.url = base[:-3] if base.endswith("/v1") else base
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S)
+        self.properties: dict[str, str] = {}
+        self.dry_run = False
+
+    def _request(self, method: str, path: str, **kwargs) -> Any:
+        import httpx
+
+        try:
+            resp = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise StreamJobError(f"cannot reach the streamjob server at {self.url}: "
+                                 f"{exc}") from None
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        if resp.status_code >= 400:
+            error = body.get("error") if isinstance(body, dict) else None
+            if resp.status_code in (401, 403) or not isinstance(error, dict):
+                reason = error.get("message") if isinstance(error, dict) else resp.reason_phrase
+                raise StreamJobError(f"the streamjob server at {self.url} refused the "
+                                     f"request ({resp.status_code}): {reason}")
+            if isinstance(body.get("properties"), dict):
+                self.properties = dict(body["properties"])
+            raise error_from_wire(error)
+        return body
+
+    def execute(self, stmt: st.Statement):
+        """Execute one statement on the server; its :class:`Result`.
+
+        Raises:
+            StreamJobError: the statement's error, located in the statement's text.
+        """
+        body = self._request("POST", "/v1/statements",
+                             json={"sql": stmt.text, "properties": self.properties})
+        self.properties = dict(body.get("properties") or {})
+        [result] = body["results"] or [{}]
+        return result_from_wire(result)
+
+    def execute_script(self, text: str, source: str | None = None) -> Iterator:
+        """Parse ``text`` whole here, then execute its statements one by one on the
+        server, yielding ``(statement, Result)``; stops at the first error, located in
+        ``text`` (``source`` names the file)."""
+        from ..grammar import parse_script
+
+        for stmt in parse_script(text, source=source):
+            try:
+                result = self.execute(stmt)
+            except StreamJobError as exc:
+                if exc.line is not None:  # a position in the statement: one in the script
+                    first = exc.line == 1
+                    exc.line = stmt.position.line + exc.line - 1
+                    exc.column = (exc.column or 1) + (stmt.position.column - 1 if first else 0)
+                    exc.snippet, exc.source = None, None
+                exc.locate(stmt.position.line, stmt.position.column, text, source)
+                raise
+            yield stmt, result
+
+    def status(self) -> dict[str, Any]:
+        """Every job's state now (``GET /v1/status``; the shape of
+        :func:`streamjob.status.status_snapshot`)."""
+        return self._request("GET", "/v1/status")
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
