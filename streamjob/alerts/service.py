@@ -27,6 +27,9 @@ class AlertService:
         ...
         alerts.stop()          # at shutdown: the thread ends, queued alerts get one try
 
+    A service starts once (its sender is closed by :meth:`stop`); make a new one to
+    start again. ``run_once(now)`` evaluates one cycle without the thread.
+
     Each cycle reads ``catalog.list_jobs()``, :func:`streamjob.status.status_snapshot`
     and ``list_jobs()`` again, and evaluates the jobs whose uid is the same in both reads
     (a job dropped or recreated meanwhile waits for the next cycle, so a snapshot row is
