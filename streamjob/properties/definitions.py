@@ -56,6 +56,22 @@ JOB = Registry([
     Property("morphling.job.max.records.per.batch", "int", 0,
              "cap on source records read per checkpoint (admission control); 0 = no cap",
              unit="records", minimum=0),
+    # Alert rules (streamjob/alerts): Prometheus Alertmanager-style webhook notifications.
+    Property("streamjob.alert.webhook", "url", None,
+             "alerts of this job are POSTed as JSON to this URL (firing, then resolved; "
+             "retried 3 times with backoff); empty = no alerts. A job in status FAILED "
+             "always fires; a user:password in the URL is sent as basic auth and masked "
+             "in logs", scopes=("job",)),
+    Property("streamjob.alert.checkpoint.age", "duration", 0,
+             "alert when the job is RUNNING and its last completed checkpoint is older "
+             "than this (it stopped checkpointing); 0 = off", unit="ms", minimum=0),
+    Property("streamjob.alert.lag.records", "int", 0,
+             "alert when the source lag (records in the Kafka sources beyond the last "
+             "batch) stays above this for streamjob.alert.lag.for; 0 = off",
+             unit="records", minimum=0),
+    Property("streamjob.alert.lag.for", "duration", 60_000,
+             "how long the lag must stay above streamjob.alert.lag.records before the "
+             "alert fires (Prometheus' for: clause)", unit="ms", minimum=0),
 ], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
 
 # ------------------------------------------------------------------------- engine

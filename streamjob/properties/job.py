@@ -32,6 +32,10 @@ NAMES = {
     "checkpoint_timeout_ms": "morphling.checkpoint.timeout",
     "checkpoints_retained": "morphling.checkpoint.retained",
     "max_records_per_batch": "morphling.job.max.records.per.batch",
+    "alert_webhook": "streamjob.alert.webhook",
+    "alert_checkpoint_age_ms": "streamjob.alert.checkpoint.age",
+    "alert_lag_records": "streamjob.alert.lag.records",
+    "alert_lag_for_ms": "streamjob.alert.lag.for",
 }
 #: The plan key of :attr:`JobProperties.start_position` (not a user property).
 START_POSITION = "streamjob.start.position"
@@ -56,6 +60,10 @@ class JobProperties(Mapping):
     checkpoint_timeout_ms: int
     checkpoints_retained: int
     max_records_per_batch: int
+    alert_webhook: str | None
+    alert_checkpoint_age_ms: int
+    alert_lag_records: int
+    alert_lag_for_ms: int
     spark: Mapping[str, str] = field(default_factory=dict)
     start_position: str | None = None
 

@@ -40,7 +40,8 @@ class Property:
     text); ``choice`` (one of ``choices``, lower-cased; or, with ``other`` =
     ``(regex, words)``, any value matching the regex, e.g. a timestamp in ms besides
     ``earliest``/``latest``); ``string`` (non-empty text);
-    ``list`` (comma-separated names, lower-cased). ``scopes`` says where the property may be given (``job``,
+    ``list`` (comma-separated names, lower-cased); ``url`` (an ``http://`` or
+    ``https://`` URL with a host; empty text means none, parsed as None). ``scopes`` says where the property may be given (``job``,
     ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
     """
 
@@ -95,6 +96,8 @@ class Property:
             if text:
                 return text
             raise self._bad(raw, "a non-empty value")
+        if self.kind == "url":
+            return self._url(text)
         raise AssertionError(self.kind)
 
     def describe_range(self) -> str:
@@ -116,7 +119,28 @@ class Property:
             return "a Spark interval ('10 seconds')"
         if self.kind == "list":
             return "comma-separated columns"
+        if self.kind == "url":
+            return "an http:// or https:// URL, empty = none"
         return "text"
+
+    def _url(self, text: str) -> str | None:
+        """``text`` if it is an http(s) URL with a host, None if empty; the error shows
+        the value with its password masked."""
+        from urllib.parse import urlsplit
+
+        from ..secrets import mask_url
+
+        if not text:
+            return None
+        try:
+            parts = urlsplit(text)
+            ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            ok = False
+        if ok:
+            return text
+        raise self._bad(mask_url(text), "an http:// or https:// URL")
 
     def _integer(self, text: str) -> int:
         m = _DURATION.match(text.lower())
