@@ -46,13 +46,16 @@ class AlertService:
         sender: delivers the alerts (default: a :class:`WebhookSender` with its
             defaults: 3 retries after 0.5 s, 1 s, 2 s).
         clock: returns the evaluation time, an aware UTC datetime (tests).
+        active: ``() -> bool``; a cycle runs only while it returns True (the job
+            manager's ``holding``: only the lease holder alerts). Default: always.
 
     Raises:
         ValueError: ``interval_s`` <= 0.
     """
 
     def __init__(self, catalog, interval_s: float = 5.0, sender: WebhookSender | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 active: Callable[[], bool] | None = None) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
         self.catalog = catalog
@@ -60,6 +63,7 @@ class AlertService:
         self.sender = sender if sender is not None else WebhookSender()
         self.evaluator = AlertEvaluator()
         self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._active = active or (lambda: True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._db = None
@@ -109,7 +113,8 @@ class AlertService:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self.run_once()
+                if self._active():
+                    self.run_once()
                 if self._failing:
                     self._failing = False
                     log.info("alerts are evaluated again")

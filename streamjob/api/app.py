@@ -91,20 +91,26 @@ class _BodyLimit:
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await self._too_large(send)
-        seen = 0
-
-        async def counted():
-            nonlocal seen
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        # read the body whole first (at most limit + one chunk): over the limit, 413
+        # before the app parses any of it; else hand the app the same messages
+        buffered, seen = [], 0
+        while True:
             message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge()
-            return message
+                return await self._too_large(send)
+            if not message.get("more_body"):
+                break
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._too_large(send)
+        async def replay():
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, send) -> None:
         body = json.dumps({"error": {"type": "RequestTooLarge", "message":
@@ -112,10 +118,6 @@ class _BodyLimit:
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(catalog, home, spark: Callable | None = None,

@@ -60,8 +60,12 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
         url = service.start()
         click.echo(f"server {job_server.server_id}: HTTP API on {url}/v1 "
                    f"(console {url}/, metrics {url}/metrics)")
+    from ..alerts import AlertService
+
+    alerts = AlertService(obj.catalog, active=lambda: job_server.holding).start()
     try:
         job_server.run(until_idle=until_idle)
     finally:
+        alerts.stop()
         if service is not None:
             service.stop()
