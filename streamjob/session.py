@@ -21,25 +21,12 @@ from typing import Callable, Iterator
 
 from .exceptions import StreamJobError
 from .grammar import statements as st
+from .status import lease_holder, server_label
 
 log = logging.getLogger(__name__)
 
 #: What a pending START says when no job manager holds the catalog's lease.
 NO_SERVER = "no job manager is running: start one with `streamjob server`"
-
-
-def lease_holder(catalog):
-    """The job manager holding ``catalog``'s lease (a ServerInfo, or its id as a str), or
-    None: none runs, or this catalog cannot tell (a warning is logged; the statement
-    that asked has already succeeded)."""
-    holder_of = getattr(catalog, "lease_holder", None)
-    if not callable(holder_of):
-        return None
-    try:
-        return holder_of()
-    except StreamJobError as exc:
-        log.warning("cannot read the job manager lease: %s", exc)
-        return None
 
 
 def local_principal() -> str:
@@ -50,17 +37,6 @@ def local_principal() -> str:
         return f"local:{getpass.getuser()}"
     except (KeyError, OSError):
         return f"local:uid{os.getuid()}"
-
-
-def server_label(info) -> str:
-    """``host:pid`` of a job manager's ServerInfo, as ``streamjob status`` names it (else
-    its id, or the value itself)."""
-    if isinstance(info, str):
-        return info
-    host, pid = getattr(info, "host", None), getattr(info, "pid", None)
-    if host is not None and pid is not None:
-        return f"{host}:{pid}"
-    return str(getattr(info, "server_id", None) or getattr(info, "id", None) or info)
 
 
 class ClientSession:

@@ -4,10 +4,39 @@ are the jobs doing" under ``streamjob status``, the HTTP API (``GET /v1/status``
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .catalog.records import ACTIVE_STATUSES, JobStatus
-from .session import lease_holder, server_label
+from .exceptions import StreamJobError
+
+log = logging.getLogger(__name__)
+
+
+def lease_holder(catalog):
+    """The job manager holding ``catalog``'s lease (a ServerInfo, or its id as a str), or
+    None: none runs, or this catalog cannot tell (a warning is logged; the statement
+    that asked has already succeeded)."""
+    holder_of = getattr(catalog, "lease_holder", None)
+    if not callable(holder_of):
+        return None
+    try:
+        return holder_of()
+    except StreamJobError as exc:
+        log.warning("cannot read the job manager lease: %s", exc)
+        return None
+
+
+def server_label(info) -> str:
+    """``host:pid`` of a job manager's ServerInfo, as ``streamjob status`` names it (else
+    its id, or the value itself)."""
+    if isinstance(info, str):
+        return info
+    host, pid = getattr(info, "host", None), getattr(info, "pid", None)
+    if host is not None and pid is not None:
+        return f"{host}:{pid}"
+    return str(getattr(info, "server_id", None) or getattr(info, "id", None) or info)
+
 
 #: Statuses in which some job manager should be running the job's query.
 ACTIVE = ACTIVE_STATUSES

@@ -1,0 +1,132 @@
+"""The command line through the HTTP API (issue 15): ``streamjob --server URL --token T``
+runs -e, submit and the job verbs against a real uvicorn server of this process, with
+no catalog of its own; ``streamjob token create|list|revoke`` manage the tokens. The
+CLI runs in-process (click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from streamjob.api import create_app
+from streamjob.api.serve import HttpService
+from streamjob.catalog import Catalog
+from streamjob.cli import main
+from streamjob.home import Home
+
+pytestmark = pytest.mark.unit  # SQLite and a local HTTP server
+
+STREAM = ('CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="t", '
+          '"kafka.broker.list"="127.0.0.1:9", "format"="json")')
+
+
+@pytest.fixture
+def served(tmp_path):
+    home = Home.open(str(tmp_path / "server-home"), {}, None)
+    catalog = Catalog(home.catalog_url)
+    service = HttpService(create_app(catalog, home), "127.0.0.1:0")
+    url = service.start()
+    yield {"url": url, "catalog": catalog, "home": str(tmp_path / "server-home"),
+           "client_home": str(tmp_path / "client-home"), "tmp": tmp_path}
+    service.stop()
+    catalog.close()
+
+
+def cli(home: str, *args, **env):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False,
+                              env={"STREAMJOB_HOME": home, "COLUMNS": "200", **env})
+
+
+def test_a_client_with_server_needs_no_catalog(served):
+    client = served["client_home"]
+    out = cli(client, "--server", served["url"], "-e", STREAM + "; SHOW STREAMS")
+    assert out.exit_code == 0, out.output
+    assert "stream default.s created" in out.stdout
+    assert [s.name for s in served["catalog"].list_streams()] == ["s"]
+
+    script = served["tmp"] / "job.sql"
+    script.write_text(
+        "SET streamjob.trigger.interval = '2s';\n"
+        f"CREATE TABLE out (id BIGINT) TBLPROPERTIES (\"connector\"=\"sql\", "
+        f"\"url\"=\"sqlite:///{served['tmp']}/out.db\");\n"
+        "CREATE STREAMJOB j AS (\"insert into out select id from s\");\n"
+        "START STREAMJOB j;\n")
+    out = cli(client, "--server", served["url"], "submit", str(script))
+    assert out.exit_code == 0, out.output
+    job = served["catalog"].require_job("default", "j")
+    assert job.desired_state == "RUNNING"
+    assert job.session_properties == {"streamjob.trigger.interval": "2s"}  # SET carried over
+
+    listed = cli(client, "--server", served["url"], "list", "--json")
+    assert [j["job"] for j in json.loads(listed.stdout)] == ["default.j"]
+    status = cli(client, "--server", served["url"], "status", "--json")
+    assert [j["job"] for j in json.loads(status.stdout)["jobs"]] == ["default.j"]
+    described = cli(client, "--server", served["url"], "describe", "s")
+    assert described.exit_code == 0 and "columns" in described.stdout
+    assert cli(client, "--server", served["url"], "stop", "j").exit_code == 0
+    assert served["catalog"].require_job("default", "j").desired_state == "STOPPED"
+    assert cli(client, "--server", served["url"], "drop", "j").exit_code == 0
+    assert served["catalog"].get_job("default", "j") is None
+
+    # nothing of it touched the client's home: it has no catalog at all
+    assert not (served["tmp"] / "client-home" / "catalog.db").exists()
+    [who] = {e.principal for e in served["catalog"].statement_log(100)}
+    assert who == "anonymous"
+
+
+def test_errors_through_the_server_are_located_in_the_file(served):
+    script = served["tmp"] / "bad.sql"
+    script.write_text(f"{STREAM};\n\nCREATE STREAM s2 (id BIGINT) TBLPROPERTIES "
+                      "(\"topic\"=\"t\", \"kafka.broker.lst\"=\"x\");\n")
+    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    assert out.exit_code == 1
+    first = out.stderr.splitlines()[0]
+    column = script.read_text().splitlines()[2].index('"kafka.broker.lst"') + 1
+    assert first.startswith(f"Error: {script}:3:{column}: ")
+    assert "kafka.broker.list" in first  # did you mean
+    assert "Traceback" not in out.output
+
+    down = cli(served["client_home"], "--server", "http://127.0.0.1:9", "list")
+    assert down.exit_code == 1
+    assert "cannot reach the streamjob server at http://127.0.0.1:9" in down.stderr
+    assert "Traceback" not in down.output
+    refused = cli(served["client_home"], "--server", served["url"], "token", "list")
+    assert refused.exit_code == 1 and "works on the catalog directly" in refused.stderr
+
+
+def test_token_verbs_and_a_client_with_a_token(served):
+    home = served["home"]
+    created = cli(home, "token", "create", "ops", "--role", "operator")
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip()
+    assert token.startswith("sjt_") and "shown only now" in created.stderr
+    viewer = cli(home, "token", "create", "ci", "--role", "viewer").stdout.strip()
+    assert cli(home, "token", "create", "ci", "--role", "viewer").exit_code == 1  # exists
+
+    listed = cli(home, "token", "list", "--json")
+    assert {t["name"]: t["role"] for t in json.loads(listed.stdout)} == \
+        {"ci": "viewer", "ops": "operator"}
+    assert token not in listed.stdout and viewer not in listed.stdout
+    with served["catalog"]._tx() as session:  # only hashes are stored
+        from sqlalchemy import text
+
+        stored = " ".join(str(v) for row in session.execute(text("SELECT * FROM api_tokens"))
+                          for v in row)
+    assert token not in stored and viewer not in stored
+
+    client = served["client_home"]
+    anonymous = cli(client, "--server", served["url"], "-e", STREAM)
+    assert anonymous.exit_code == 1 and "(401)" in anonymous.stderr
+    as_viewer = cli(client, "--server", served["url"], "--token", viewer, "-e", STREAM)
+    assert as_viewer.exit_code == 1 and "(403)" in as_viewer.stderr
+    assert cli(client, "--server", served["url"], "-e", STREAM,
+               STREAMJOB_TOKEN=token).exit_code == 0
+    [entry] = [e for e in served["catalog"].statement_log(100) if e.kind == "CreateStream"]
+    assert entry.principal == "token:ops"
+
+    assert cli(home, "token", "revoke", "ops").exit_code == 0
+    again = cli(client, "--server", served["url"], "--token", token, "list")
+    assert again.exit_code == 1 and "(401)" in again.stderr
+    assert cli(home, "token", "revoke", "ops").exit_code == 1
