@@ -295,7 +295,7 @@ def test_server_follows_submit_stop_and_drop(env):
 
     progress = wait_for(progressed, 30, "progress of job first")
     assert set(progress) == {"batch_id", "input_rows_per_s", "processed_rows_per_s",
-                             "lag_records", "last_checkpoint_at", "updated_at"}
+                             "lag_records", "lag_by_partition", "last_checkpoint_at", "updated_at"}
     assert 0 <= progress["lag_records"] < 1000 and progress["input_rows_per_s"] >= 0
 
     # STOP from a client returns once the server has stopped the job after its batch
