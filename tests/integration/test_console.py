@@ -1,0 +1,130 @@
+"""The web console in a real browser (issue 15): headless Chromium (Debian's package,
+driven by Playwright) against the API served by this process over a job that runs here
+on the session's Spark and broker. The job list follows the event stream without a
+reload, the job page's charts draw the job's progress samples, and an error in the SQL
+editor is marked at its line. Screenshots go to the test's folder, and to
+``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from streamjob.api import create_app
+from streamjob.api.auth import new_token
+from streamjob.api.serve import HttpService
+from streamjob.dev.broker import create_topic
+from streamjob.session import ClientSession
+
+from .test_kafka_source_jobs import World
+from .test_server import Feeder
+from .conftest import wait_for
+
+pytestmark = pytest.mark.spark
+
+CHROMIUM = os.environ.get("STREAMJOB_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: apt-get install chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def _shot(page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"console-{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("STREAMJOB_SCREENSHOTS"):
+        target = Path(os.environ["STREAMJOB_SCREENSHOTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target / path.name)
+
+
+def test_the_console_follows_a_running_job_and_marks_sql_errors(tmp_path, broker, browser):
+    world = World(tmp_path, broker.bootstrap)
+    topic = f"console_{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic, 2)
+    feeder = Feeder(broker.bootstrap, topic, every_s=0.02)
+    service = session = None
+    try:
+        world.run(f"""
+CREATE STREAM events (id INT, v STRING)
+TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
+CREATE TABLE seen (id INT, v STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{tmp_path}/seen.db");
+CREATE STREAMJOB clicks AS ("insert into seen select id, v from events")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
+""")
+        job = world.catalog.require_job("default", "clicks")
+        # hosted here as `streamjob run` or the shell would: registered, heartbeating,
+        # following STOP from other clients (the console's stop button)
+        session = ClientSession(world.catalog, world.home, host_jobs=True)
+        [(_, started)] = session.execute_script("START STREAMJOB clicks;")
+        assert started.runs_in == "here"
+        token = new_token()
+        world.catalog.create_token("console", "operator", token)
+        service = HttpService(create_app(world.catalog, world.home), "127.0.0.1:0")
+        url = service.start()
+        # two progress samples (one each 5 s) for the charts
+        wait_for(lambda: len(world.catalog.progress_samples(job.uid)) >= 2, 90,
+                 "two progress samples of the running job")
+
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(url + "/")
+        page.fill("#token", token)
+        page.dispatch_event("#token", "change")
+        state = page.locator('tr[data-job="default.clicks"] td.state')
+        state.filter(has_text="RUNNING").wait_for(timeout=30_000)
+        rate = page.locator('tr[data-job="default.clicks"] td.input-rate')
+        wait_for(lambda: rate.inner_text().strip(), 30, "the job's input rate in the list")
+        _shot(page, tmp_path, "jobs")
+        page.evaluate("window.__notReloaded = true")
+
+        # the job page: SQL, properties with origins, charts with the samples
+        page.click('a[href="#/jobs/default.clicks"]')
+        page.locator("#job-sql").filter(has_text="insert into seen").wait_for(timeout=30_000)
+        page.locator("#properties td", has_text="morphling.job.checkpoint.interval").first \
+            .wait_for(timeout=10_000)
+        points = page.locator("#chart-rate polyline").first.get_attribute("points")
+        assert len(points.split()) >= 2, points
+        lag_points = page.locator("#chart-lag polyline").first.get_attribute("points")
+        assert len(lag_points.split()) >= 2, lag_points
+        assert page.locator("#checkpoints tbody tr").count() >= 1
+        _shot(page, tmp_path, "job")
+
+        # stop from the job page; back on the list the row changes without a reload
+        page.click("#job-stop")
+        page.click('header a[href="#/"]')
+        state.filter(has_text="STOPPED").wait_for(timeout=60_000)
+        assert page.evaluate("window.__notReloaded") is True
+
+        # the SQL editor marks an error at its line
+        page.click('header a[href="#/sql"]')
+        page.fill("#sql", "SHOW STREAMS;\nSHOW STREAMJOBZ;\nSHOW TABLES;")
+        page.click("#run")
+        error = page.locator("#sql-error")
+        error.filter(has_text="line 2").wait_for(timeout=30_000)
+        assert error.get_attribute("data-line") == "2"
+        assert page.locator("#gutter .bad").inner_text() == "2"
+        assert "STREAMJOBS" in error.inner_text()  # did you mean
+        _shot(page, tmp_path, "sql-error")
+        page.fill("#sql", "SHOW STREAMJOBS;")
+        page.click("#run")
+        page.locator("#sql-results td", has_text="default.clicks").wait_for(timeout=30_000)
+        assert page.locator("#sql-error").is_hidden()
+    finally:
+        if service is not None:
+            service.stop()
+        if session is not None:
+            session.close()
+        feeder.stop()
+        world.close()
