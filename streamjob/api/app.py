@@ -12,8 +12,8 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   statement answers 400 with its error, located in ``sql``, and the results of the
   statements before it (which took effect).
 * ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
-* ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, SQL, properties with their origin,
-  runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
+* ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, guarantee, SQL, properties with
+  their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
   (samples: rates and lag over time); ``POST /v1/jobs/{name}/start`` (optional
   ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
 * ``GET /v1/streams``, ``GET /v1/tables`` (properties masked as in SHOW).
@@ -224,8 +224,11 @@ def create_app(catalog, home, spark: Callable | None = None,
         described = execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]
         sections = {s["title"]: s for s in described["sections"]}
         props = sections.get("properties", {"columns": [], "rows": []})
+        from .. import properties as jp
+
+        guarantee = jp.guarantee(jp.values(job.properties, job.session_properties))
         return jsonable({
-            **state, "uid": job.uid, "query": job.query,
+            **state, "uid": job.uid, "query": job.query, "guarantee": str(guarantee),
             "properties": [dict(zip(props["columns"], r)) for r in props["rows"]],
             "runs": [asdict(r) for r in catalog.list_runs(job.uid)],
             "checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)],

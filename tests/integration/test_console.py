@@ -99,6 +99,8 @@ JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
         lag_points = page.locator("#chart-lag polyline").first.get_attribute("points")
         assert len(lag_points.split()) >= 2, lag_points
         assert page.locator("#checkpoints tbody tr").count() >= 1
+        assert page.locator("#chart-checkpoint-rows polyline").count() == 2
+        page.locator("#job-facts dd", has_text="exactly-once").wait_for(timeout=10_000)
         _shot(page, tmp_path, "job")
 
         # stop from the job page; back on the list the row changes without a reload

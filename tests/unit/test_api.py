@@ -17,6 +17,7 @@ from streamjob.api import create_app
 from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob.catalog import Catalog
+from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 
 pytestmark = pytest.mark.component  # PostgreSQL for the catalog
@@ -113,6 +114,7 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
 
     detail = api.http.get("/v1/jobs/default.j").json()
     assert detail["query"] == "insert into out select id, name from s"
+    assert detail["guarantee"] == "exactly-once"
     origins = {p["property"]: p["origin"] for p in detail["properties"]}
     assert origins["morphling.task.max.failures"] == "default"
     assert [c["checkpoint_id"] for c in detail["checkpoints"]] == [0]
@@ -263,3 +265,40 @@ def test_openapi_and_console_are_served(api):
     assert page.status_code == 200 and "console.js" in page.text
     assert api.http.get("/console/console.js").status_code == 200
     assert api.http.get("/docs").status_code == 404  # Swagger UI would load from a CDN
+
+
+def test_https_with_a_certificate(tmp_path):
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert_pem, key_pem, ca_pem = (tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem")
+    cert.cert_chain_pems[0].write_to_path(str(cert_pem))
+    for extra in cert.cert_chain_pems[1:]:
+        extra.write_to_path(str(cert_pem), append=True)
+    cert.private_key_pem.write_to_path(str(key_pem))
+    ca.cert_pem.write_to_path(str(ca_pem))
+    home = Home.open(str(tmp_path / "home"), {}, None)
+    catalog = Catalog(home.catalog_url)
+    service = HttpService(create_app(catalog, home), "127.0.0.1:0", str(cert_pem), str(key_pem))
+    try:
+        url = service.start()
+        assert url.startswith("https://127.0.0.1:")
+        with httpx.Client(verify=str(ca_pem)) as https:
+            assert https.get(url + "/v1/jobs").json() == {"jobs": []}
+        with httpx.Client() as untrusting:  # the system's CAs do not know this one
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                untrusting.get(url + "/v1/jobs")
+    finally:
+        service.stop()
+        catalog.close()
+    with pytest.raises(StreamJobError, match="cannot load the TLS certificate"):
+        HttpService(create_app(catalog, home), "127.0.0.1:0", str(ca_pem), str(ca_pem)).start()
+    busy = HttpService(create_app(catalog, home), "127.0.0.1:0")
+    taken = busy.start()
+    try:
+        with pytest.raises(StreamJobError, match=f"cannot serve HTTP on {taken[7:]}"):
+            HttpService(create_app(catalog, home), taken[7:]).start()
+    finally:
+        busy.stop()
+        catalog.close()

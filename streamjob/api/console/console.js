@@ -163,6 +163,7 @@ async function showJob(name) {
   const facts = $("#job-facts");
   facts.replaceChildren();
   for (const [k, v] of [["state", job.status], ["desired", job.desired_state],
+                        ["guarantee", job.guarantee],
                         ["input rows/s", fmt(job.input_rows_per_s)], ["lag", fmt(job.lag_records, 0)],
                         ["last checkpoint", job.batch === null ? "" : "#" + job.batch + " " + age(job.last_checkpoint_age_s)],
                         ["failures since last checkpoint", job.attempts], ["last error", job.last_error || ""]]) {
@@ -182,6 +183,9 @@ async function showJob(name) {
   chart($("#chart-lag"), [progress.samples.filter((s) => s.lag_records !== null)
                           .map((s) => [t(s), s.lag_records])]);
   chart($("#chart-checkpoints"), [job.checkpoints.map((c) => [c.checkpoint_id, c.duration_ms || 0])]);
+  chart($("#chart-checkpoint-rows"), [job.checkpoints.map((c) => [c.checkpoint_id, c.input_rows || 0]),
+                                      job.checkpoints.map((c) => [c.checkpoint_id, c.state_rows || 0])],
+        ["rows in", "state rows"]);
   $("#job-start").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/start",
                                       { method: "POST" }).then(() => showJob(name), alertError);
   $("#job-stop").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/stop",
