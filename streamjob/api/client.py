@@ -41,6 +41,8 @@ class RemoteSession:
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S)
         self.properties: dict[str, str] = {}
         self.dry_run = False
+        self.manager = None  # a client of a server hosts no job
+        self.catalog = RemoteCatalog(self)
 
     def _request(self, method: str, path: str, **kwargs) -> Any:
         import httpx
@@ -101,6 +103,61 @@ class RemoteSession:
         :func:`streamjob.status.status_snapshot`)."""
         return self._request("GET", "/v1/status")
 
+    def lease_holder(self) -> str | None:
+        """``host:pid`` of the job manager holding the lease, or None."""
+        server = self.status().get("server")
+        return server.get("label") if isinstance(server, dict) else None
+
     def close(self) -> None:
         """Close the connections."""
         self._http.close()
+
+
+class RemoteCatalog:
+    """The few catalog reads a client makes for itself (the shell's completion and
+    ``\\d``), answered by the API: names of streams, tables and jobs. Records have
+    ``database`` and ``name``; ``url`` is the server's."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self._session = session
+        self.url = session.url
+
+    def _named(self, path: str, key: str, field: str) -> list:
+        from types import SimpleNamespace
+
+        rows = self._session._request("GET", path)[key]
+        out = []
+        for row in rows:
+            if field == "job":
+                database, _, name = row["job"].partition(".")
+            else:
+                database, name = row["database"], row[field]
+            out.append(SimpleNamespace(database=database, name=name))
+        return out
+
+    def list_streams(self) -> list:
+        """Every stream (``GET /v1/streams``)."""
+        return self._named("/v1/streams", "streams", "stream")
+
+    def list_tables(self) -> list:
+        """Every table (``GET /v1/tables``)."""
+        return self._named("/v1/tables", "tables", "table")
+
+    def list_jobs(self) -> list:
+        """Every job (``GET /v1/jobs``)."""
+        return self._named("/v1/jobs", "jobs", "job")
+
+    def _get(self, items: list, database: str, name: str):
+        return next((i for i in items if (i.database, i.name) == (database, name)), None)
+
+    def get_stream(self, database: str, name: str):
+        """The stream, or None."""
+        return self._get(self.list_streams(), database, name)
+
+    def get_table(self, database: str, name: str):
+        """The table, or None."""
+        return self._get(self.list_tables(), database, name)
+
+    def get_job(self, database: str, name: str):
+        """The job, or None."""
+        return self._get(self.list_jobs(), database, name)

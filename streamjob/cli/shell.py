@@ -20,10 +20,15 @@ def shell(obj: _Context, as_json: bool) -> None:
     SELECT ... FROM stream [LIMIT n] prints rows as they arrive. Without a job manager
     (`streamjob server`) the shell runs the jobs it starts until it exits. When stdin is
     not a terminal (`streamjob shell < file.sql`) the statements run without prompts or
-    questions, and errors make the exit status 1.
+    questions, and errors make the exit status 1. With --server the statements go
+    through the HTTP API (SELECT previews need the catalog and are refused).
     """
     from ..shell import run_shell
 
-    code = run_shell(obj.catalog, obj.home, debug=obj.debug, as_json=as_json or obj.json)
+    if obj.server:  # statements through the HTTP API; history and logs in the local home
+        code = run_shell(None, obj.home, debug=obj.debug, as_json=as_json or obj.json,
+                         session=obj.session)
+    else:
+        code = run_shell(obj.catalog, obj.home, debug=obj.debug, as_json=as_json or obj.json)
     if code:
         sys.exit(code)

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 
 def run_shell(catalog, home, debug: bool = False, as_json: bool = False,
-              interactive: bool | None = None) -> int:
-    """Run the shell over ``catalog`` until quit or end of input; returns the exit status.
+              interactive: bool | None = None, session=None) -> int:
+    """Run the shell over ``catalog`` (or, given a ``--server`` client ``session``, over
+    the HTTP API) until quit or end of input; returns the exit status.
 
     Interactive when stdin is a terminal (unless ``interactive`` says otherwise); else
     the statements on stdin run without prompts or questions."""
     from .app import Shell
 
-    return Shell(catalog, home, debug=debug, as_json=as_json, interactive=interactive).run()
+    return Shell(catalog, home, debug=debug, as_json=as_json, interactive=interactive,
+                 session=session).run()
 
 
 __all__ = ["run_shell"]

@@ -48,11 +48,15 @@ class Shell:
         debug: print full traces of errors.
         as_json: start with JSON output (``\\json`` toggles it).
         interactive: read from a prompt (default: stdin is a terminal).
+        session: a :class:`~streamjob.api.client.RemoteSession` (``--server``): the
+            statements go through the HTTP API, ``catalog`` is unused (None), and SELECT
+            previews, which run Spark here over the catalog, are refused.
     """
 
     def __init__(self, catalog, home, debug: bool = False, as_json: bool = False,
-                 interactive: bool | None = None) -> None:
-        self.catalog = catalog
+                 interactive: bool | None = None, session=None) -> None:
+        self.remote = session is not None
+        self.catalog = session.catalog if self.remote else catalog
         self.home = home
         self.debug = debug
         self.as_json = as_json
@@ -62,8 +66,8 @@ class Shell:
 
         # the client session: SET values, and the job manager of the jobs this shell
         # hosts (created on the first START while no server holds the lease)
-        self.session = ClientSession(catalog, home, host_jobs=True, spark=self.spark,
-                                     debug=debug)
+        self.session = session or ClientSession(catalog, home, host_jobs=True,
+                                                spark=self.spark, debug=debug)
         self.reset: str | None = None  # where SELECT reads Kafka streams from, if SET
         self.errors = 0
         self.names = Names()
@@ -213,6 +217,10 @@ class Shell:
         if is_select(text):
             from .preview import run_select
 
+            if self.remote:
+                raise ValidationError("SELECT previews run Spark in this shell over the "
+                                      "catalog; a shell with --server has neither: preview "
+                                      "in a shell on the catalog, without --server", 1, 1)
             run_select(self, text)
             return
         if first_word(text) == "insert":
@@ -411,7 +419,9 @@ class Shell:
             ver = version("streamjob")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
             ver = "dev"
-        self.echo(f"streamjob {ver} shell, catalog {jp.mask('url', self.home.catalog_url)}")
+        where = (f"server {self.catalog.url}" if self.remote
+                 else f"catalog {jp.mask('url', self.home.catalog_url)}")
+        self.echo(f"streamjob {ver} shell, {where}")
         server = self.server()
         self.echo(f"jobs started here run in server {server}" if server else
                   "no job manager is running: jobs started here run in this shell")
@@ -435,7 +445,7 @@ class Shell:
             names = ", ".join(r.job.qualified_name for r in running)
             self.echo(f"stopping {names} (checkpoints kept; a job manager resumes "
                       f"{'it' if len(running) == 1 else 'them'})")
-        if self.manager is not None:
+        if self.manager is not None or self.remote:
             self.session.close()  # its jobs are free for a server at once
         elif self._spark_started:
             from ..spark.session import stop_spark

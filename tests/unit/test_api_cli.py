@@ -130,3 +130,30 @@ def test_token_verbs_and_a_client_with_a_token(served):
     again = cli(client, "--server", served["url"], "--token", token, "list")
     assert again.exit_code == 1 and "(401)" in again.stderr
     assert cli(home, "token", "revoke", "ops").exit_code == 1
+
+
+def test_the_shell_through_the_server(served):
+    script = f"{STREAM};\nSHOW STREAMS;\nSELECT * FROM s LIMIT 1;\n\\d s\n{STREAM};\n"
+    out = CliRunner().invoke(main, ["--server", served["url"], "shell"], input=script,
+                             catch_exceptions=False,
+                             env={"STREAMJOB_HOME": served["client_home"], "COLUMNS": "200"})
+    assert out.exit_code == 1  # two errors: the preview and the duplicate
+    assert "stream default.s created" in out.stdout
+    assert "SELECT previews run Spark in this shell" in out.stderr
+    assert "Error: <stdin>:5:" in out.stderr and "already exists" in out.stderr
+    assert "Traceback" not in out.output
+    assert "columns" in out.stdout  # \d s through the API
+    assert [s.name for s in served["catalog"].list_streams()] == ["s"]
+    assert not (served["tmp"] / "client-home" / "catalog.db").exists()
+
+    from streamjob.api.client import RemoteSession
+    from streamjob.home import Home as ClientHome
+    from streamjob.shell.app import Shell
+
+    session = RemoteSession(served["url"])
+    shell = Shell(None, ClientHome.open(served["client_home"], {}, None), interactive=False,
+                  session=session)
+    try:
+        assert shell.names.streams == ["s"]  # completion's names come from the API
+    finally:
+        shell.close()
