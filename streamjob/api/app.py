@@ -16,7 +16,8 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
   (samples: rates and lag over time); ``POST /v1/jobs/{name}/start`` (optional
   ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
-* ``GET /v1/streams``, ``GET /v1/tables`` (properties masked as in SHOW).
+* ``GET /v1/streams``, ``GET /v1/tables``; ``GET /v1/streams/{name}``,
+  ``GET /v1/tables/{name}`` (DESCRIBE's parts: columns, properties masked, ...).
 * ``GET /v1/events``: server-sent events, ``event: status`` with the status snapshot
   whenever it changes (at most once a second), and a comment line every 15 s.
 * ``GET /metrics``: Prometheus text format (:mod:`streamjob.api.metrics`).
@@ -273,6 +274,24 @@ def create_app(catalog, home, spark: Callable | None = None,
     @app.get("/v1/tables", summary="Declared tables")
     def get_tables(who: Principal = Depends(principal)):
         return _rows(execute(who, "SHOW TABLES", {})["results"][0], "tables")
+
+    def describe(who: Principal, kind: str, name: str) -> dict[str, Any]:
+        database, object_name = _job_name(name)
+        found = (catalog.get_stream if kind == "stream" else catalog.get_table)(database, object_name)
+        if found is None:
+            raise _plain(404, "ObjectNotFoundError", f"{kind} {database}.{object_name} does not exist")
+        result = execute(who, f"DESCRIBE {_quoted_name(f'{database}.{object_name}')}", {})
+        return {"name": f"{database}.{object_name}", **{
+            s["title"]: [dict(zip(s["columns"], r)) for r in s["rows"]]
+            for s in result["results"][0]["sections"]}}
+
+    @app.get("/v1/streams/{name}", summary="One stream: columns and properties (masked)")
+    def get_stream(name: str, who: Principal = Depends(principal)):
+        return describe(who, "stream", name)
+
+    @app.get("/v1/tables/{name}", summary="One table: columns and properties (masked)")
+    def get_table(name: str, who: Principal = Depends(principal)):
+        return describe(who, "table", name)
 
     @app.get("/v1/events", summary="Server-sent events: the status snapshot on change")
     async def get_events(request: Request, _who: Principal = Depends(principal)):

@@ -136,6 +136,27 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
     assert api.http.get("/v1/jobs/no%20such").status_code in (400, 404)
 
 
+def test_status_streams_and_tables_read_as_describe_shows_them(api):
+    _create_job(api)
+    r = api.sql('CREATE STREAM sasl (id BIGINT) TBLPROPERTIES ("topic"="t", '
+                '"kafka.broker.list"="127.0.0.1:9", "kafka.security.protocol"="SASL_PLAINTEXT", '
+                '"kafka.sasl.mechanism"="PLAIN", "kafka.sasl.username"="u", '
+                '"kafka.sasl.password"="hunter2")')
+    assert r.status_code == 200, r.text
+    status = api.http.get("/v1/status").json()
+    assert status["server"] is None and [j["job"] for j in status["jobs"]] == ["default.j"]
+    assert [t["table"] for t in api.http.get("/v1/tables").json()["tables"]] == ["out"]
+    stream = api.http.get("/v1/streams/sasl")
+    assert stream.status_code == 200 and "hunter2" not in stream.text  # masked
+    assert [c["column"] for c in stream.json()["columns"]] == ["id"]
+    props = {p["property"]: p["value"] for p in stream.json()["properties"]}
+    assert props["topic"] == "t" and props["kafka.sasl.password"] != "hunter2"
+    table = api.http.get("/v1/tables/default.out").json()
+    assert [c["column"] for c in table["columns"]] == ["id", "name"]
+    assert api.http.get("/v1/tables/s").status_code == 404  # a stream, not a table
+    assert api.http.get("/v1/streams/nope").status_code == 404
+
+
 def test_tokens_and_roles(api):
     _create_job(api)  # no token yet: the API is open
     viewer, operator = new_token(), new_token()
