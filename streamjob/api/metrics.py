@@ -13,7 +13,8 @@ counters end in ``_total``), one series per job (label ``job``, ``database.name`
   ``{job,topic,partition}``; only while a live job manager runs the job;
 * ``streamjob_job_last_checkpoint_age_seconds``, ``streamjob_job_last_checkpoint_id``,
   ``streamjob_job_checkpoint_duration_seconds`` (the latest checkpoint's),
-  ``streamjob_job_state_rows`` (rows in state at the latest checkpoint);
+  ``streamjob_job_state_rows`` and ``streamjob_job_state_bytes`` (state at the latest
+  checkpoint: rows, and bytes as Spark's ``memoryUsedBytes``);
 * ``streamjob_job_failures_total`` (runs that ended FAILED), ``streamjob_job_restarts_total``
   (runs after the first), ``streamjob_job_malformed_records_total{job,stream}``,
   ``streamjob_job_expired_checkpoints_total``;
@@ -53,6 +54,7 @@ class _JobsCollector:
             ("job_last_checkpoint_id", "id (batch) of the latest checkpoint", ["job"]),
             ("job_checkpoint_duration_seconds", "duration of the latest checkpoint", ["job"]),
             ("job_state_rows", "rows in state at the latest checkpoint", ["job"]),
+            ("job_state_bytes", "bytes of state at the latest checkpoint", ["job"]),
         )}
         c = {name: CounterMetricFamily(f"streamjob_{name}", doc, labels=labels) for name, doc, labels in (
             ("job_failures", "runs of the job that ended FAILED", ["job"]),
@@ -85,6 +87,8 @@ class _JobsCollector:
                     g["job_checkpoint_duration_seconds"].add_metric([name], latest.duration_ms / 1000)
                 if latest.state_rows is not None:
                     g["job_state_rows"].add_metric([name], float(latest.state_rows))
+                if latest.state_bytes is not None:
+                    g["job_state_bytes"].add_metric([name], float(latest.state_bytes))
             runs = self.catalog.list_runs(job.uid)
             c["job_failures"].add_metric([name], float(sum(r.status == RunStatus.FAILED for r in runs)))
             c["job_restarts"].add_metric([name], float(max(0, len(runs) - 1)))

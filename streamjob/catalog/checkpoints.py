@@ -37,6 +37,7 @@ class CheckpointsMixin(CatalogEngine):
         source_offsets: Any,
         input_rows: int,
         state_rows: int | None = None,
+        state_bytes: int | None = None,
         status: str = CheckpointStatus.COMPLETED,
         fingerprint: str | None = None,
         retained: int,
@@ -58,6 +59,7 @@ class CheckpointsMixin(CatalogEngine):
             source_offsets=source_offsets,
             input_rows=input_rows,
             state_rows=state_rows,
+            state_bytes=state_bytes,
             status=status,
             fingerprint=fingerprint,
         )
@@ -140,6 +142,7 @@ class CheckpointsMixin(CatalogEngine):
             source_offsets=row.source_offsets,
             input_rows=row.input_rows,
             state_rows=row.state_rows,
+            state_bytes=row.state_bytes,
             status=row.status,
             fingerprint=row.fingerprint,
         )

@@ -248,6 +248,8 @@ class Checkpoint(Base):
     source_offsets: Mapped[Any] = mapped_column(_json(), nullable=True)
     input_rows: Mapped[int] = mapped_column(BigInteger, default=0)
     state_rows: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    #: bytes of state after it (revision 0007); NULL for stateless jobs and older rows.
+    state_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default=CheckpointStatus.COMPLETED)
     fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)
 

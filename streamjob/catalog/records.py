@@ -235,6 +235,9 @@ class CheckpointInfo:
     state_rows: int | None
     status: str
     fingerprint: str | None
+    #: bytes the state stores held after it (Spark's ``memoryUsedBytes``, summed over the
+    #: stateful operators; revision 0007), or None (stateless, or recorded before)
+    state_bytes: int | None = None
 
 
 class Role(StrEnum):

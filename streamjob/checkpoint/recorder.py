@@ -173,10 +173,12 @@ class CheckpointRecorder:
             self._rows += int(p.numInputRows or 0)
             state_rows = (sum(int(op.numRowsTotal) for op in p.stateOperators)
                           if p.stateOperators else None)
+            state_bytes = (sum(int(op.memoryUsedBytes or 0) for op in p.stateOperators)
+                           if p.stateOperators else None)
             info = CheckpointInfo(
                 job_uid=self.job_uid, checkpoint_id=batch_id, started_at=started,
                 ended_at=ended, duration_ms=duration, source_offsets=offsets,
-                input_rows=self._rows, state_rows=state_rows,
+                input_rows=self._rows, state_rows=state_rows, state_bytes=state_bytes,
                 status=(CheckpointStatus.LATE if batch_id in self.tracker.expired
                         else CheckpointStatus.COMPLETED),
                 fingerprint=self.tracker.fingerprint)

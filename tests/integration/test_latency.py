@@ -160,6 +160,8 @@ def test_state_is_kept_back_to_the_oldest_retained_checkpoint_and_no_further(wor
                  "Spark's state maintenance to purge versions behind the retained ones", 0)
         retained = [c.checkpoint_id for c in world.catalog.list_checkpoints(job.uid)]
         assert len(retained) == 2
+        for cp in world.catalog.list_checkpoints(job.uid):  # the state's size, recorded
+            assert cp.state_rows >= 2 and cp.state_bytes > 0, cp
         for part in (p for p in state.iterdir() if p.name.isdigit()):
             deltas, snapshots = _state_versions(part)
             assert snapshots, part  # the purge stands on a snapshot

@@ -258,7 +258,8 @@ def test_events_follow_status_changes(api):
 def test_metrics_parse_with_prometheus_client(api):
     _create_job(api)
     info = api.catalog.require_job("default", "j")
-    _checkpoint(api, info.uid, 3, duration_ms=250, input_rows=10, state_rows=4)
+    _checkpoint(api, info.uid, 3, duration_ms=250, input_rows=10, state_rows=4,
+                state_bytes=2048)
     api.catalog.add_malformed_counts(info.uid, {"default.s": 2})
     families = {f.name: f for f in text_string_to_metric_families(api.http.get("/metrics").text)}
     value = {(f.name, s.name, tuple(sorted(s.labels.items()))): s.value
@@ -271,6 +272,7 @@ def test_metrics_parse_with_prometheus_client(api):
     assert value[("streamjob_job_checkpoint_duration_seconds",
                   "streamjob_job_checkpoint_duration_seconds", job)] == 0.25
     assert value[("streamjob_job_state_rows", "streamjob_job_state_rows", job)] == 4
+    assert value[("streamjob_job_state_bytes", "streamjob_job_state_bytes", job)] == 2048
     assert value[("streamjob_job_last_checkpoint_id", "streamjob_job_last_checkpoint_id", job)] == 3
     assert value[("streamjob_job_malformed_records", "streamjob_job_malformed_records_total",
                   (("job", "default.j"), ("stream", "default.s")))] == 2

@@ -158,7 +158,8 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
     added = sorted(_described(d) for d in _diff(engine))
-    assert added == [("add_column", "jobs", "expired_checkpoints"),  # what 0002..0007 add
+    assert added == [("add_column", "checkpoints", "state_bytes"),  # what 0002..0007 add
+                     ("add_column", "jobs", "expired_checkpoints"),
                      ("add_column", "jobs", "malformed_counts"),
                      ("add_column", "jobs", "missing_columns"),
                      ("add_column", "jobs", "owner"),
@@ -191,6 +192,7 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN missing_columns"))
         conn.execute(sa.text("DROP TABLE servers"))
         conn.execute(sa.text("DROP TABLE leases"))
+        conn.execute(sa.text("ALTER TABLE checkpoints DROP COLUMN state_bytes"))
         for table in ("api_tokens", "statement_log", "progress_samples"):
             conn.execute(sa.text(f"DROP TABLE {table}"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))

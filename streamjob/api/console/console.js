@@ -175,7 +175,7 @@ async function showJob(name) {
   rows($("#properties"), job.properties, ["property", "value", "origin"]);
   rows($("#runs"), job.runs.slice(-20).reverse(), ["attempt", "status", "started_at", "ended_at", "cause"]);
   rows($("#checkpoints"), job.checkpoints.slice().reverse(),
-       ["checkpoint_id", "ended_at", "duration_ms", "input_rows", "state_rows", "status"]);
+       ["checkpoint_id", "ended_at", "duration_ms", "input_rows", "state_rows", "state_bytes", "status"]);
   const t = (s) => Date.parse(s.at);
   chart($("#chart-rate"), [progress.samples.map((s) => [t(s), s.input_rows_per_s || 0]),
                            progress.samples.map((s) => [t(s), s.processed_rows_per_s || 0])],
@@ -186,6 +186,8 @@ async function showJob(name) {
   chart($("#chart-checkpoint-rows"), [job.checkpoints.map((c) => [c.checkpoint_id, c.input_rows || 0]),
                                       job.checkpoints.map((c) => [c.checkpoint_id, c.state_rows || 0])],
         ["rows in", "state rows"]);
+  chart($("#chart-checkpoint-bytes"), [job.checkpoints.filter((c) => c.state_bytes !== null)
+                                       .map((c) => [c.checkpoint_id, c.state_bytes])]);
   $("#job-start").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/start",
                                       { method: "POST" }).then(() => showJob(name), alertError);
   $("#job-stop").onclick = () => api("/v1/jobs/" + encodeURIComponent(name) + "/stop",

@@ -11,6 +11,7 @@ duration_ms     batch duration in milliseconds, or None
 source_offsets  JSON value: ``{topic: {partition: next offset}}`` for Kafka
 input_rows      rows read by the batch
 state_rows      rows in the state stores after it, or None (stateless job)
+state_bytes     bytes the state stores held after it (Spark's memoryUsedBytes), or None
 status          COMPLETED, LATE or EXPIRED
 fingerprint     the job's query/schema fingerprint, or None
 ==============  ===========================================================

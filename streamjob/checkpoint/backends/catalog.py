@@ -31,6 +31,7 @@ class CatalogBackend(CheckpointBackend):
             source_offsets=checkpoint.source_offsets,
             input_rows=checkpoint.input_rows,
             state_rows=checkpoint.state_rows,
+            state_bytes=checkpoint.state_bytes,
             status=checkpoint.status,
             fingerprint=checkpoint.fingerprint,
             retained=retained,

@@ -9,6 +9,7 @@ hash, never the token; a role, viewer or operator). ``statement_log``: who execu
 which kind of statement on which object, and whether it succeeded (issue 15: every
 statement records who submitted it; the text is not kept, it may carry secrets).
 ``progress_samples``: a job's rates and lag over time, for the console's charts.
+``checkpoints.state_bytes``: the bytes of state after a checkpoint (NULL for older rows).
 ``catalog_meta.schema_version`` becomes ``'0007'``.
 
 Frozen history: does not import streamjob.catalog.models.
@@ -40,7 +41,7 @@ def _set_schema_version(value: str) -> None:
 
 
 def upgrade() -> None:
-    """Create the three tables; schema_version 0007."""
+    """Create the three tables, add ``checkpoints.state_bytes``; schema_version 0007."""
     op.create_table(
         "api_tokens",
         sa.Column("name", sa.String(255), nullable=False),
@@ -77,11 +78,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_progress_samples")),
     )
     op.create_index(op.f("ix_progress_samples_job_id_at"), "progress_samples", ["job_id", "at"])
+    op.add_column("checkpoints", sa.Column("state_bytes", sa.BigInteger(), nullable=True))
     _set_schema_version("0007")
 
 
 def downgrade() -> None:
-    """Drop the three tables (tokens, log and samples are lost); schema_version 0006."""
+    """Drop the three tables and ``checkpoints.state_bytes`` (tokens, log, samples and
+    state sizes are lost); schema_version 0006."""
+    op.drop_column("checkpoints", "state_bytes")
     op.drop_index("ix_progress_samples_job_id_at", table_name="progress_samples")
     op.drop_table("progress_samples")
     op.drop_index("ix_statement_log_at", table_name="statement_log")
