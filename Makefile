@@ -35,9 +35,11 @@ test: $(STAMP)
 	$(PY) -m pytest tests/integration -m "not slow" $(XDIST)
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
-## the grammar fuzz. CI runs `make test` and then these.
+## the grammar fuzz. CI runs `make test` and then these. Three workers on two cores:
+## the 3-minute outage test starts first and its worker mostly waits meanwhile.
+SLOW_WORKERS ?= 3
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow $(XDIST)
+	$(PY) -m pytest -m slow -n $(SLOW_WORKERS) --dist loadfile
 
 test-all: test test-slow
 

@@ -36,10 +36,13 @@ def costliest_modules_first(items: list) -> list:
     spark, component, unit; slow before the rest), each module's tests in their own
     order. pytest-xdist (``--dist loadfile``) hands modules to its workers in this order,
     so the long process scenarios start first and the run does not end on one of them
-    while the other worker idles."""
+    while the other worker idles. A module that declares ``EXPECTED_S`` (its seconds on
+    a fast host) goes before every module that declares less or nothing: the 3-minute
+    outage, which mostly waits, starts first."""
     rank: dict[str, tuple] = {}
     for item in items:
-        key = (-COSTS.index(cost(item)), item.get_closest_marker("slow") is None)
+        expected = getattr(getattr(item, "module", None), "EXPECTED_S", 0)
+        key = (-expected, -COSTS.index(cost(item)), item.get_closest_marker("slow") is None)
         module = item.nodeid.split("::")[0]
         rank[module] = min(rank.get(module, key), key)
     order = {m: i for i, m in enumerate(sorted(rank, key=lambda m: rank[m]))}
