@@ -4,6 +4,8 @@ whether one holds the catalog's lease (:meth:`streamjob.session.ClientSession.ex
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .app import _Context, client_options
@@ -37,9 +39,24 @@ def stop(obj: _Context, job: str) -> None:
 @click.command()
 @click.argument("job")
 @click.option("--if-exists", is_flag=True, help="No error if JOB does not exist.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask on a terminal.")
 @client_options
 @click.pass_obj
-def drop(obj: _Context, job: str, if_exists: bool) -> None:
-    """Drop JOB: stop it, purge its checkpoints and its catalog rows."""
-    _qualified(job)
+def drop(obj: _Context, job: str, if_exists: bool, yes: bool) -> None:
+    """Drop JOB: stop it, purge its checkpoints and its catalog rows.
+
+    On a terminal it says what goes (checkpoint directory, backend records, sink
+    markers) and asks first, as pgcli does for destructive statements; --yes skips it.
+    """
+    db, name = _qualified(job)
+    if not yes and sys.stdin.isatty() and not obj.server:
+        from ..executor.jobs import what_drop_deletes
+
+        info = obj.catalog.get_job(db, name)
+        if info is not None:
+            click.echo(f"Dropping streamjob {db}.{name} deletes "
+                       + "; ".join(what_drop_deletes(obj.home, info)) + ".")
+            if not click.confirm("Drop it?", default=False):
+                click.echo(f"streamjob {db}.{name} not dropped")
+                return
     _statement(obj, f"DROP STREAMJOB {'IF EXISTS ' if if_exists else ''}{job}", obj.json)

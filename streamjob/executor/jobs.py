@@ -290,3 +290,19 @@ def check_sql_tables(plan) -> None:
             sink.check()
         except ConnectorError as exc:
             log.warning("streamjob %s: %s (the job starts and retries)", plan.qualified_name, exc)
+
+
+def what_drop_deletes(home, job) -> list[str]:
+    """What DROP STREAMJOB deletes for ``job`` (a JobInfo), as phrases for a
+    confirmation: its checkpoint directory, its records in its checkpoint backend, its
+    exactly-once markers in the tables it writes. What it wrote to its sinks stays."""
+    from .. import properties as jp
+
+    props = jp.values(job.properties, job.session_properties)
+    db, name = job.database, job.name
+    out = [f"its checkpoint directory {home.checkpoint_dir(db, name)}",
+           f"its checkpoint records in the {props.checkpoint_backend} backend"]
+    sinks = [f"{d}.{n}" for _kind, d, n, role in job.dependencies if role == "sink"]
+    if sinks:
+        out.append(f"its commit markers in {', '.join(sinks)} (the rows it wrote stay)")
+    return out

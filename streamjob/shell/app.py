@@ -276,8 +276,14 @@ class Shell:
         kind, get = {st.DropStreamJob: ("streamjob", self.catalog.get_job),
                      st.DropStream: ("stream", self.catalog.get_stream),
                      st.DropTable: ("table", self.catalog.get_table)}[type(stmt)]
-        if get(*stmt.name.resolve()) is None:
+        found = get(*stmt.name.resolve())
+        if found is None:
             return True
+        if kind == "streamjob" and not self.remote:
+            from ..executor.jobs import what_drop_deletes
+
+            self.echo(f"Dropping streamjob {stmt.name} deletes "
+                      + "; ".join(what_drop_deletes(self.home, found)) + ".")
         if self.confirm(f"Drop {kind} {stmt.name}? [y/N] "):
             return True
         self.echo(f"{kind} {stmt.name} not dropped")

@@ -425,3 +425,36 @@ def test_a_dead_jvm_leaves_no_py4j_traceback_without_debug(debug):
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "x"  # py4j's protocol error answer: the call did fail
     assert ("Traceback" in res.stderr) == debug, res.stderr
+
+
+def test_drop_on_a_terminal_says_what_goes_and_asks(job):
+    """issue 16: `streamjob drop` on a terminal names the checkpoint directory, the
+    backend's records and the sink's markers, and asks; `n` keeps the job, `--yes`
+    does not ask; without a terminal (CliRunner) nothing is asked."""
+    pexpect = pytest.importorskip("pexpect")
+    env = {**os.environ, "STREAMJOB_HOME": job["home"]}
+    child = pexpect.spawn(STREAMJOB, ["drop", "j"], env=env, dimensions=(30, 200),
+                          encoding="utf-8", timeout=30)
+    try:
+        child.expect(r"Dropping streamjob default\.j deletes its checkpoint directory (\S+); "
+                     r"its checkpoint records in the catalog backend; its commit markers in "
+                     r"default\.out \(the rows it wrote stay\)\.")
+        assert child.match.group(1) == f"{job['home']}/checkpoints/default/j"
+        child.expect(r"Drop it\? \[y/N\]")
+        child.sendline("n")
+        child.expect("streamjob default.j not dropped")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert catalog_of(job).get_job("default", "j") is not None
+
+    child = pexpect.spawn(STREAMJOB, ["drop", "--yes", "j"], env=env, encoding="utf-8",
+                          timeout=30)
+    try:
+        child.expect("streamjob default.j dropped")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "Drop it?" not in child.before and child.exitstatus == 0
+    assert catalog_of(job).get_job("default", "j") is None
