@@ -24,10 +24,10 @@ def render(result, as_json: bool, compact: bool = False) -> None:
         return
     console = _console()
     for part in result.sections or [result]:
-        if part.columns and (part.rows or not result.sections):
+        if part.columns and part.rows:
             console.print(_table(part))
-        elif part.columns:
-            click.echo(f"{part.title}: none")
+        elif part.columns:  # no empty bordered table: say so in one line
+            click.echo(f"{part.title or 'result'}: none")
     if result.message:
         click.echo(result.message)
 

@@ -458,3 +458,10 @@ def test_drop_on_a_terminal_says_what_goes_and_asks(job):
         child.close()
     assert "Drop it?" not in child.before and child.exitstatus == 0
     assert catalog_of(job).get_job("default", "j") is None
+
+
+def test_an_empty_result_is_one_line_not_an_empty_table(env):
+    """issue 16: no empty bordered tables."""
+    out = ok(cli(env, "-e", "SHOW STREAMS; SHOW STREAMJOBS"))
+    assert out.splitlines() == ["streams: none", "streamjobs: none"]
+    assert json.loads(ok(cli(env, "--json", "-e", "SHOW STREAMS"))) == []  # JSON unchanged
