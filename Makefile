@@ -9,8 +9,8 @@ export STREAMJOB_HOME ?= $(CURDIR)/.streamjob
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
 	$(PY) -m streamjob.spark  # Spark's classes archived once: every later start is faster
 	touch $(STAMP)
 
