@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -42,3 +43,40 @@ def _table(result):
         table.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
                         for v in row])
     return table
+
+
+def _age(seconds: float | None) -> str:
+    """``"3 s ago"``, ``"5 min ago"``, ``"2 h ago"``, ``"4 d ago"``; ``""`` for None."""
+    if seconds is None:
+        return ""
+    s = int(max(0.0, seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{s // size} {unit} ago"
+    return f"{s} s ago"
+
+
+def status_view(snapshot: dict[str, Any], interval: float | None = None):
+    """The rich renderable of a status snapshot: the jobs table and a job manager line."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from .executor.result import Result
+    from .session import NO_SERVER
+
+    rows = []
+    for j in snapshot["jobs"]:
+        rate = j["processed_rows_per_s"]
+        error = (j["error"] or "").strip().splitlines()[0] if j["error"] else None
+        state = j["status"] + (" (job manager gone)" if j.get("live") is False else "")
+        rows.append((j["job"], state, j["desired_state"],
+                     f"{rate:,.1f}" if rate is not None else None,
+                     j["batch"], _age(j["last_checkpoint_age_s"]), j["lag_records"], error))
+    table = _table(Result(columns=("job", "state", "desired", "rows/s", "batch",
+                                   "last checkpoint", "lag", "error"),
+                          rows=rows, title="streamjobs"))
+    server = snapshot["server"]
+    line = (f"job manager: server {server['label']}" if server else NO_SERVER)
+    if interval is not None:
+        line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
+    return Group(table, Text(line, style="dim"))

@@ -11,9 +11,12 @@ from .app import _Context, client_options
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Start with JSON output (\\json toggles).")
+@click.option("-f", "--file", "file", type=click.Path(dir_okay=False, exists=True),
+              help="Run the statements and meta commands of FILE, then exit (as psql -f): "
+                   "exit status 1 if any failed.")
 @client_options
 @click.pass_obj
-def shell(obj: _Context, as_json: bool) -> None:
+def shell(obj: _Context, as_json: bool, file: str | None) -> None:
     """Interactive StreamSQL shell: history, multi-line statements ended by ';',
     completion, highlighting, \\help.
 
@@ -27,8 +30,9 @@ def shell(obj: _Context, as_json: bool) -> None:
 
     if obj.server:  # statements through the HTTP API; history and logs in the local home
         code = run_shell(None, obj.home, debug=obj.debug, as_json=as_json or obj.json,
-                         session=obj.session)
+                         session=obj.session, file=file)
     else:
-        code = run_shell(obj.catalog, obj.home, debug=obj.debug, as_json=as_json or obj.json)
+        code = run_shell(obj.catalog, obj.home, debug=obj.debug, as_json=as_json or obj.json,
+                         file=file)
     if code:
         sys.exit(code)

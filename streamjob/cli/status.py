@@ -3,20 +3,18 @@ batch, checkpoint age, lag, error) and the job manager holding the lease.
 
 :func:`streamjob.status.status_snapshot` reads it (through the session: from the catalog,
 or ``GET /v1/status`` with ``--server``),
-:func:`_status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
+:func:`streamjob.render.status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import click
 
 from .app import _Context, client_options
-from ..session import NO_SERVER
-from ..render import _console, _table
+from ..render import _console, status_view
 
 
 @click.command()
@@ -40,48 +38,12 @@ def status(obj: _Context, watch: bool, interval: float, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(snapshot, indent=2, default=str))
         else:
-            _console().print(_status_view(snapshot))
+            _console().print(status_view(snapshot))
         return
     try:
         _watch_status(obj.session.status, interval, as_json)
     except KeyboardInterrupt:  # the way to end --watch: quietly, exit 0
         pass
-
-
-def _age(seconds: float | None) -> str:
-    """``"3 s ago"``, ``"5 min ago"``, ``"2 h ago"``, ``"4 d ago"``; ``""`` for None."""
-    if seconds is None:
-        return ""
-    s = int(max(0.0, seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if s >= size:
-            return f"{s // size} {unit} ago"
-    return f"{s} s ago"
-
-
-def _status_view(snapshot: dict[str, Any], interval: float | None = None):
-    """The rich renderable of a status snapshot: the jobs table and a job manager line."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..executor.result import Result
-
-    rows = []
-    for j in snapshot["jobs"]:
-        rate = j["processed_rows_per_s"]
-        error = (j["error"] or "").strip().splitlines()[0] if j["error"] else None
-        state = j["status"] + (" (job manager gone)" if j.get("live") is False else "")
-        rows.append((j["job"], state, j["desired_state"],
-                     f"{rate:,.1f}" if rate is not None else None,
-                     j["batch"], _age(j["last_checkpoint_age_s"]), j["lag_records"], error))
-    table = _table(Result(columns=("job", "state", "desired", "rows/s", "batch",
-                                   "last checkpoint", "lag", "error"),
-                          rows=rows, title="streamjobs"))
-    server = snapshot["server"]
-    line = (f"job manager: server {server['label']}" if server else NO_SERVER)
-    if interval is not None:
-        line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
-    return Group(table, Text(line, style="dim"))
 
 
 def _watch_status(snapshot_now, interval: float, as_json: bool) -> None:
@@ -96,12 +58,12 @@ def _watch_status(snapshot_now, interval: float, as_json: bool) -> None:
             if as_json:
                 click.echo(json.dumps(snapshot, default=str))
             else:
-                console.print(_status_view(snapshot, interval))
+                console.print(status_view(snapshot, interval))
             sys.stdout.flush()
             time.sleep(interval)
     from rich.live import Live
 
     with Live(console=console, auto_refresh=False) as live:
         while True:
-            live.update(_status_view(snapshot_now(), interval), refresh=True)
+            live.update(status_view(snapshot_now(), interval), refresh=True)
             time.sleep(interval)

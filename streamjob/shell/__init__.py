@@ -16,14 +16,22 @@ from __future__ import annotations
 
 
 def run_shell(catalog, home, debug: bool = False, as_json: bool = False,
-              interactive: bool | None = None, session=None) -> int:
+              interactive: bool | None = None, session=None, file: str | None = None) -> int:
     """Run the shell over ``catalog`` (or, given a ``--server`` client ``session``, over
     the HTTP API) until quit or end of input; returns the exit status.
 
     Interactive when stdin is a terminal (unless ``interactive`` says otherwise); else
-    the statements on stdin run without prompts or questions."""
+    the statements on stdin run without prompts or questions; so do those of ``file``
+    (``shell -f FILE``, as ``psql -f``), whose errors name it."""
     from .app import Shell
 
+    if file is not None:
+        from ..script import read_script
+        import io
+
+        shell = Shell(catalog, home, debug=debug, as_json=as_json, interactive=False,
+                      session=session)
+        return shell.run(io.StringIO(read_script(file)), source=file)
     return Shell(catalog, home, debug=debug, as_json=as_json, interactive=interactive,
                  session=session).run()
 

@@ -98,6 +98,9 @@ class Shell:
                 line, col = position_in(text, piece.offset, 1, 1)
                 where = f"{source}:{line}:{col}: "
             line_text = f"Error: {where}{message}"
+            caret = _caret(text, piece, exc, source)
+            if caret:
+                line_text += "\n" + caret
         else:
             line_text = f"Error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
             if not self.debug:
@@ -344,14 +347,14 @@ class Shell:
 
     # -- the two modes -------------------------------------------------------------
 
-    def run(self, stdin: IO[str] | None = None) -> int:
+    def run(self, stdin: IO[str] | None = None, source: str = "<stdin>") -> int:
         """Run the shell until quit or end of input; returns the exit status (1 when a
-        script had errors)."""
+        script had errors). ``source`` names ``stdin`` in errors (``shell -f FILE``)."""
         try:
             if self.interactive:
                 self.loop()
                 return 0
-            self.script(stdin or sys.stdin)
+            self.script(stdin or sys.stdin, source)
             return 1 if self.errors else 0
         finally:
             self.close()
@@ -457,3 +460,17 @@ class Shell:
             from ..spark.session import stop_spark
 
             stop_spark()
+
+
+def _caret(text: str, piece: Piece | None, exc: StreamJobError, source: str | None) -> str:
+    """The offending line of the input and a caret under the error's column (as the
+    CLI prints parse errors), or "" when the error has no position in ``text``."""
+    if exc.line is None or exc.column is None or not text:
+        return exc.snippet or ""
+    line, col = exc.line, exc.column
+    if piece is not None:
+        line, col = position_in(text, piece.offset, line, col)
+    lines = text.splitlines()
+    if not 0 < line <= len(lines):
+        return exc.snippet or ""
+    return f"{lines[line - 1]}\n{' ' * (col - 1)}^"

@@ -44,6 +44,7 @@ META_COMMANDS = {
     "\\help": "this help",
     "\\q": "quit (also quit, exit, Ctrl-D)",
     "\\l": "list streamjobs (LIST STREAMJOBS)",
+    "\\status": "jobs: state, rate, batch, last checkpoint, lag, error (streamjob status)",
     "\\d": "\\d: list streams, tables and streamjobs; \\d NAME: describe one",
     "\\i": "\\i FILE: run the statements of FILE",
     "\\timing": "toggle printing how long each statement took",

@@ -1,4 +1,4 @@
-"""The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``,
+"""The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``, ``\\i``,
 ``\\timing``, ``\\json``), modelled on psql/pgcli. A meta command is one line and needs
 no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
 
@@ -47,6 +47,8 @@ def run_meta(shell: "Shell", line: str) -> bool:
         shell.run_statement("LIST STREAMJOBS")
     elif command == "\\d":
         describe(shell, arg)
+    elif command == "\\status":
+        show_status(shell)
     elif command == "\\i":
         if not arg:
             raise StreamJobError("\\i needs a file: \\i FILE")
@@ -63,6 +65,19 @@ def run_meta(shell: "Shell", line: str) -> bool:
     else:
         raise StreamJobError(f"unknown command {command}; \\? lists the commands")
     return True
+
+
+def show_status(shell: "Shell") -> None:
+    """``\\status``: the table of ``streamjob status`` (JSON under ``\\json``)."""
+    import json
+
+    snapshot = shell.session.status()
+    if shell.as_json:
+        shell.echo(json.dumps(snapshot, default=str))
+        return
+    from ..render import _console, status_view
+
+    _console().print(status_view(snapshot))
 
 
 def describe(shell: "Shell", name: str) -> None:

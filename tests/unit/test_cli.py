@@ -465,3 +465,18 @@ def test_an_empty_result_is_one_line_not_an_empty_table(env):
     out = ok(cli(env, "-e", "SHOW STREAMS; SHOW STREAMJOBS"))
     assert out.splitlines() == ["streams: none", "streamjobs: none"]
     assert json.loads(ok(cli(env, "--json", "-e", "SHOW STREAMS"))) == []  # JSON unchanged
+
+
+def test_shell_f_runs_a_file_with_carets_and_status(job, tmp_path):
+    """issue 16: `streamjob shell -f FILE` (as psql -f), `\\status` in the shell, and
+    errors in the shell with the offending line and a caret."""
+    script = tmp_path / "s.sql"
+    script.write_text("SHOW STREAMS;\n\\status\nSHOW STREAMJOBZ;\nSHOW TABLES;\n")
+    out = cli(job, "shell", "-f", str(script))
+    assert out.exit_code == 1, out.output  # one statement failed
+    assert "default.j" in out.stdout and "CREATED" in out.stdout  # \status's table
+    assert "no job manager is running" in out.stdout
+    err = out.stderr.splitlines()
+    assert err[0].startswith(f"Error: {script}:3:6: unexpected 'STREAMJOBZ'")
+    assert err[1:3] == ["SHOW STREAMJOBZ;", "     ^"]
+    assert "tables" in out.stdout  # the file went on after the error

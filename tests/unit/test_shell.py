@@ -269,8 +269,9 @@ def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
         "SHOW TABLES"))  # the last statement may lack its ';'
     out, err = capsys.readouterr()
     assert "clicks" in out and "streamjobs" in out
-    lines = err.strip().splitlines()
+    lines = [line for line in err.strip().splitlines() if line.startswith("Error: ")]
     assert lines[0].startswith("Error: <stdin>:4:17: ") and "topik" in lines[0]
+    assert '  TBLPROPERTIES("topik"="x");\n                ^' in err  # the line, a caret
     assert lines[1].startswith("Error: <stdin>:5:8: unknown column 'nope'")
     assert lines[2].startswith("Error: <stdin>:6:1: an INSERT runs as a streamjob")
     # no question without a terminal; the table is in use by job j
@@ -338,7 +339,9 @@ def test_shell_reads_stdin_when_it_is_not_a_terminal(tmp_path):
     assert res.returncode == 1  # the last statement failed
     assert "streamjob>" not in res.stdout and "[y/N]" not in res.stdout
     assert "stream default.clicks dropped" in res.stdout
-    assert res.stderr.strip() == "Error: <stdin>:5:15: unknown stream or table 'default.clicks'"
+    assert res.stderr.strip().splitlines() == [
+        "Error: <stdin>:5:15: unknown stream or table 'default.clicks'",
+        "select x from clicks;", "              ^"]
 
 
 def test_row_printer_lines_rows_up_under_a_header_and_stops_at_the_limit():
