@@ -1,5 +1,5 @@
 """StreamSQL grammar: :func:`parse_script` / :func:`parse_statement` and the statement
-dataclasses they produce (DESIGN.md §2)."""
+dataclasses they produce (docs/design.md §2)."""
 
 from streamjob.grammar.parser import parse_script, parse_statement
 from streamjob.grammar.statements import (

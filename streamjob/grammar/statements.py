@@ -1,4 +1,4 @@
-"""Frozen dataclasses for parsed StreamSQL statements (DESIGN.md §2).
+"""Frozen dataclasses for parsed StreamSQL statements (docs/design.md §2).
 
 The parser (:mod:`streamjob.grammar.parser`) produces these; the executor consumes them.
 Names are kept as written except that unquoted identifiers are lower-cased, as Hive and
