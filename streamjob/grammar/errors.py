@@ -25,7 +25,7 @@ from lark.exceptions import (
 from streamjob.exceptions import ParseError
 from streamjob.grammar.lexical import PIECE_RE, STATEMENT_KEYWORDS, Lines, word_at
 
-__all__ = ["from_lark"]
+__all__ = ["from_lark", "suggest", "unexpected", "unexpected_end"]
 
 _DESCRIPTIVE = {
     "IDENT": "a name",
@@ -101,12 +101,39 @@ def _describe_expected(names: list[str], limit: int = 6) -> str:
     return ", expected one of: " + ", ".join(shown) + more
 
 
-def _suggestion(word: str, names: list[str]) -> str:
-    keywords = [n for n in names if n.isalpha() and n.isupper()]
-    if not word or not keywords or not re.fullmatch(r"[A-Za-z_]+", word):
-        return ""
+def suggest(word: str, keywords) -> str | None:
+    """The keyword (of ``keywords``, upper case) ``word`` is most likely a misspelling of,
+    or None: ``word`` must be a bare word (letters, ``_``) and not a keyword itself, and
+    the keyword within :func:`difflib.get_close_matches`' 0.6 of it (``FORM`` -> FROM,
+    ``SELEC`` -> SELECT, ``whre`` -> WHERE)."""
+    keywords = [k for k in keywords if k.isalpha() and k.isupper()]
+    if not word or not keywords or not re.fullmatch(r"[A-Za-z_]+", word) or word.upper() in keywords:
+        return None
     close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    return close[0] if close else None
+
+
+def _suggestion(word: str, keywords) -> str:
+    close = suggest(word, keywords)
+    return f" (did you mean {close}?)" if close else ""
+
+
+def unexpected(word: str, expected=(), keywords=None, where: str = "") -> str:
+    """The one wording of a syntax error at a token, for statements (:func:`from_lark`)
+    and queries (:mod:`streamjob.planner.text`) alike:
+    ``unexpected 'WORD'{where}, expected one of: ... (did you mean KEYWORD?)``.
+
+    ``expected`` names what would be accepted there (keywords upper case, punctuation
+    quoted, descriptions); the did-you-mean is over ``keywords`` (default: the keywords
+    among ``expected``). ``where`` follows the word (`` in the job's query``)."""
+    expected = list(expected)
+    return (f"unexpected {_quote(word)}{where}{_describe_expected(expected)}"
+            f"{_suggestion(word, expected if keywords is None else keywords)}")
+
+
+def unexpected_end(of: str = "script", expected=()) -> str:
+    """``unexpected end of {of}, expected ...`` (the text ran out where more was needed)."""
+    return f"unexpected end of {of}{_describe_expected(list(expected))}"
 
 
 def from_lark(exc: UnexpectedInput, parser: Lark, text: str, lines: Lines, source: str | None) -> ParseError:
@@ -132,7 +159,7 @@ def from_lark(exc: UnexpectedInput, parser: Lark, text: str, lines: Lines, sourc
         line, column = lines.position(offset)
         word = word_at(text, offset)
         return ParseError(
-            f"unexpected {_quote(word)}{_describe_expected(names)}",
+            unexpected(word, names, keywords=()),
             line,
             column,
             word,
@@ -145,7 +172,7 @@ def from_lark(exc: UnexpectedInput, parser: Lark, text: str, lines: Lines, sourc
         if token.type == "$END":
             end_line, end_column = lines.position(token.end_pos or 0)
             return ParseError(
-                f"unexpected end of script{_describe_expected(names)}",
+                unexpected_end("script", names),
                 end_line,
                 end_column,
                 "",
@@ -175,13 +202,13 @@ def from_lark(exc: UnexpectedInput, parser: Lark, text: str, lines: Lines, sourc
                 snippet,
                 source,
             )
-        message = f"unexpected {_quote(word)}{_describe_expected(names)}{_suggestion(word, names)}"
+        message = unexpected(word, names)
         return ParseError(message, line, column, word, snippet, source)
 
     if isinstance(exc, UnexpectedEOF):
         line, column = lines.position(len(text))
         return ParseError(
-            f"unexpected end of script{_describe_expected(names)}", line, column, "", lines.snippet(line, column), source
+            unexpected_end("script", names), line, column, "", lines.snippet(line, column), source
         )
 
     line = getattr(exc, "line", None) or 1

@@ -14,18 +14,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ..exceptions import ValidationError
+from ..grammar.errors import suggest, unexpected, unexpected_end
 from ..grammar.statements import Position
 
 #: Spark's ``window(...)`` function is read by sqlglot as the WINDOW keyword; calls are
 #: renamed to this placeholder of the same length before parsing, and back after.
 WINDOW_PLACEHOLDER = "_sjwin"
+
+#: The SQL keywords a misspelt word in a query is matched against for "did you mean"
+#: (the clauses and operators of Hive/Spark SQL queries, and StreamSQL's STREAMWINDOW).
+QUERY_KEYWORDS = (
+    "ALL", "AND", "ANTI", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CLUSTER", "CROSS",
+    "DESC", "DISTINCT", "DISTRIBUTE", "ELSE", "END", "EXISTS", "FALSE", "FROM", "FULL",
+    "GROUP", "HAVING", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS", "JOIN", "LATERAL",
+    "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "OUTER", "OVER",
+    "OVERWRITE", "PARTITION", "RIGHT", "RLIKE", "SELECT", "SEMI", "SORT", "STREAMWINDOW",
+    "TABLE", "THEN", "TRUE", "UNION", "USING", "VALUES", "VIEW", "WHEN", "WHERE", "WITH",
+)
+
+#: Tokens that can end an operand (a column, a literal, a call, ``*``): a bare name right
+#: after one is read by sqlglot as the operand's alias.
+_OPERAND_END = {
+    TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING,
+    TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.STAR, TokenType.NULL,
+    TokenType.TRUE, TokenType.FALSE,
+}
 
 
 @dataclass(frozen=True)
@@ -134,22 +154,17 @@ def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
 
     check_calls(qt, tokenize(text), what)
     text = _rename_window_calls(text)
+    dialect = Dialect.get_or_raise("hive")  # as sqlglot.parse(text, read="hive")
+    tokens: list[Token] = []
+    parser = None
     try:
-        statements = sqlglot.parse(text, read="hive")
+        tokens = dialect.tokenize(text)
+        parser = dialect.parser()
+        statements = parser.parse(tokens, text)
     except SqlglotParseError as exc:
-        err = exc.errors[0] if exc.errors else {}
-        highlight = err.get("highlight")
-        col = err.get("col")
-        if col is not None and highlight and "\n" not in highlight and col >= len(highlight):
-            col = col - len(highlight) + 1  # sqlglot gives the token's last column; show its first
-        line, col = script_pos(qt.position, err.get("line"), col)
-        if highlight:
-            highlight = highlight.replace(WINDOW_PLACEHOLDER, "window")
-        raise ValidationError(
-            f"syntax error in the {what}: {err.get('description', str(exc)).strip()}"
-            + (f" near '{highlight}'" if highlight else ""),
-            line=line, column=col, text=highlight,
-        ) from None
+        # the token sqlglot stood on (falsy past the end of a statement)
+        current = getattr(parser, "_curr", None) if parser is not None else None
+        raise syntax_error(qt, text, tokens, exc, current, what) from None
     except TokenError as exc:
         line, col = script_pos(qt.position, 1, 1)
         raise ValidationError(f"syntax error in the {what}: {exc}", line=line, column=col) from None
@@ -161,6 +176,113 @@ def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
             if node.name.lower() == WINDOW_PLACEHOLDER:
                 node.set("this", exp.to_identifier("window", quoted=True))
     return statements
+
+
+def syntax_error(qt: QueryText, text: str, tokens: list[Token], exc: SqlglotParseError,
+                 current: Token | None, what: str) -> ValidationError:
+    """The ValidationError for sqlglot's syntax error ``exc`` in ``text`` (``tokens``):
+    worded as the statements' errors (:func:`streamjob.grammar.errors.unexpected`),
+    ``unexpected 'FORM' in the job's query (did you mean FROM?)``, at the offending
+    token's line and column in the script, its text as written, and a did-you-mean over
+    :data:`QUERY_KEYWORDS`.
+
+    Which token offends: sqlglot reports the token it stood on (``current``; matched
+    here by its line and column) or the one before, which is often not the culprit, so:
+
+    * a bare name close to a keyword (not a keyword itself) right before the reported
+      token, where sqlglot took it as an alias (it follows an operand: a name, literal,
+      ``)`` or ``*``), is the offender: in ``select id FORM s`` sqlglot reads ``id FORM``
+      as ``id AS FORM`` and stops at ``s``; in ``from s whre id`` it stops at ``id``;
+      ``FORM`` and ``whre`` are reported;
+    * else the token sqlglot stood on, when it is a bare name close to a keyword and not
+      the reported one (``then 2 edn from s``: reported at ``2``, ``edn`` offends);
+    * else a statement that starts with a bare name close to a keyword has that name
+      reported (``SELEC id FROM s`` is read as ``SELEC AS id`` and stops at ``FROM``);
+    * else the reported token, with a did-you-mean when it is itself close to a keyword
+      (``insert into t SELEC id``, ``... oder by id``);
+    * when sqlglot ran past the end of the statement (``current`` is falsy, as in
+      ``where (id > 1``) the error is ``unexpected end of the job's query, expected ')'``,
+      just after the statement's last token.
+
+    sqlglot's ``Expecting X`` / ``Expected X`` descriptions become ``expected X``; its
+    other descriptions (but the generic ``Invalid expression / Unexpected token`` and
+    ``Required keyword ...``) are kept in parentheses.
+    """
+    err = exc.errors[0] if exc.errors else {}
+    description = (err.get("description") or str(exc)).strip()
+    expected, detail = _expected(description)
+    where = f" in the {what}"
+    index = next((i for i, t in enumerate(tokens)
+                  if t.line == err.get("line") and t.col == err.get("col")), None)
+    if index is None:  # not one of our tokens: sqlglot's own line and column
+        highlight = (err.get("highlight") or "").replace(WINDOW_PLACEHOLDER, "window")
+        col = err.get("col")
+        if col is not None and highlight and "\n" not in highlight and col >= len(highlight):
+            col = col - len(highlight) + 1  # sqlglot gives the token's last column
+        line, col = script_pos(qt.position, err.get("line"), col)
+        message = (unexpected(highlight, expected, QUERY_KEYWORDS, where) if highlight
+                   else unexpected_end(f"the {what}", expected))
+        return ValidationError(message + detail, line=line, column=col, text=highlight or None)
+    if not current and index == _statement_end(tokens, index):
+        line, col = qt.pos(tokens[index].end + 1)
+        return ValidationError(unexpected_end(f"the {what}", expected) + detail,
+                               line=line, column=col, text="")
+    offender = _offender(tokens, index, current)
+    if offender != index:
+        expected, detail = [], ""  # sqlglot's expectations were about the next token
+    token = tokens[offender]
+    word = _written(qt, text, token)
+    span = qt.span(token.start, token.end)
+    return ValidationError(unexpected(word, expected, QUERY_KEYWORDS, where) + detail,
+                           line=span.line, column=span.column, text=word)
+
+
+def _expected(description: str) -> tuple[list[str], str]:
+    """sqlglot's error description -> (what was expected, a detail to append)."""
+    if description.startswith(("Expecting ", "Expected ")):
+        what = description.split(" ", 1)[1].strip()
+        if what and not any(c.isalnum() for c in what):
+            what = f"'{what}'"
+        return [what], ""
+    if description == "Invalid expression / Unexpected token" \
+            or description.startswith("Required keyword"):
+        return [], ""
+    return [], f" ({description})"
+
+
+def _statement_end(tokens: list[Token], index: int) -> int:
+    """The index of the last token of the statement holding ``tokens[index]``."""
+    end = index
+    while end + 1 < len(tokens) and tokens[end + 1].token_type != TokenType.SEMICOLON:
+        end += 1
+    return end
+
+
+def _offender(tokens: list[Token], index: int, current: Token | None) -> int:
+    """The index of the token to report for sqlglot's error at ``tokens[index]``, sqlglot
+    standing on ``current`` (the rules are :func:`syntax_error`'s)."""
+    def misspelt(i: int) -> bool:
+        t = tokens[i]
+        return t.token_type == TokenType.VAR and suggest(t.text, QUERY_KEYWORDS) is not None
+
+    if index >= 2 and misspelt(index - 1) and tokens[index - 2].token_type in _OPERAND_END:
+        return index - 1
+    if current:
+        at = next((i for i, t in enumerate(tokens) if t.start == current.start), None)
+        if at is not None and at != index and misspelt(at):
+            return at
+    first = index
+    while first > 0 and tokens[first - 1].token_type != TokenType.SEMICOLON:
+        first -= 1
+    if first < index and misspelt(first):
+        return first
+    return index
+
+
+def _written(qt: QueryText, text: str, token: Token) -> str:
+    """A token's text as the user wrote it (``text`` may hold same-length rewrites)."""
+    source = qt.text if len(qt.text) == len(text) else text
+    return source[token.start:token.end + 1].replace(WINDOW_PLACEHOLDER, "window")
 
 
 def too_deep(qt: QueryText, what: str) -> ValidationError:

@@ -1,4 +1,4 @@
--- expect: 5:32: syntax error in the job's query
+-- expect: 5:32: unexpected 'group by' in the job's query, expected ')'
 CREATE STREAM s (a INT) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="h:9092");
 CREATE TABLE t (a INT);
 CREATE STREAMJOB j AS ("insert into t
