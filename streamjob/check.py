@@ -14,40 +14,9 @@ from dataclasses import dataclass
 
 from .catalog import Catalog
 from .home import Home
+from .scratch import SCRATCH_URL, scratch_catalog
 
-SCRATCH_URL = "sqlite://"
-
-
-def scratch_catalog(catalog: Catalog | None) -> Catalog:
-    """A new in-memory catalog holding a copy of ``catalog``'s objects, jobs and retained
-    checkpoints (jobs get new uids there). ``None``: an empty one.
-
-    Raises:
-        CatalogError: the source catalog cannot be read.
-    """
-    scratch = Catalog(SCRATCH_URL)
-    if catalog is None:
-        return scratch
-    for s in catalog.list_streams():
-        scratch.create_stream(s.database, s.name, s.columns, s.properties, s.row_format,
-                              query=s.query)
-    for t in catalog.list_tables():
-        scratch.create_table(t.database, t.name, t.columns, t.properties, t.row_format,
-                             stored_as=t.stored_as, location=t.location,
-                             partitioned_by=t.partitioned_by)
-    for j in catalog.list_jobs():
-        scratch.create_job(j.database, j.name, j.query, j.properties, j.dependencies,
-                           check_dependencies=False, session_properties=j.session_properties)
-        copy = scratch.update_job(j.database, j.name, status=j.status,
-                                  desired_state=j.desired_state, attempts=j.attempts,
-                                  last_error=j.last_error)
-        for c in catalog.list_checkpoints(j.uid):
-            scratch.record_checkpoint(
-                copy.uid, c.checkpoint_id, started_at=c.started_at, ended_at=c.ended_at,
-                duration_ms=c.duration_ms, source_offsets=c.source_offsets,
-                input_rows=c.input_rows, state_rows=c.state_rows, status=c.status,
-                fingerprint=c.fingerprint, retained=10_000)
-    return scratch
+__all__ = ["SCRATCH_URL", "CheckReport", "check_script", "scratch_catalog"]
 
 
 @dataclass(frozen=True)

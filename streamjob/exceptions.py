@@ -21,6 +21,8 @@ class StreamJobError(Exception):
         text: the offending token or text, as written.
         snippet: the source line with a caret under the column, for display.
         source: name of the script (file path, ``<stdin>``), when known.
+        note: one more line for the reader, printed after the snippet (for a script
+            that failed while being applied: which of its statements took effect).
 
     ``str(error)`` is ``FILE:LINE:COL: message`` (or ``line L, column C: message``) once
     a position is known, else the message alone.
@@ -41,6 +43,7 @@ class StreamJobError(Exception):
         self.text = text
         self.snippet = snippet
         self.source = source
+        self.note: str | None = None
         super().__init__(message)
 
     def locate(self, line: int, column: int, source_text: str | None = None,

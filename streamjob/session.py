@@ -154,23 +154,58 @@ class ClientSession:
         except StreamJobError as exc:
             log.warning("statement not logged in the catalog: %s", exc)
 
-    def execute_script(self, text: str, source: str | None = None) -> Iterator:
-        """Parse ``text`` whole (a parse error executes nothing), then execute its
-        statements one by one, yielding ``(statement, Result)`` for each.
+    def execute_script(self, text: str, source: str | None = None,
+                       statements: list[st.Statement] | None = None) -> Iterator:
+        """Apply a script: parse ``text`` whole (a parse error executes nothing), try it
+        whole on a scratch copy of the catalog (:meth:`validate`: an error there executes
+        nothing), then execute its statements one by one, yielding
+        ``(statement, Result)`` for each. ``statements``: ``text`` already parsed.
 
         Raises:
-            StreamJobError: a parse error, or the first statement's error, located in
-                ``text`` (``source`` names the file); later statements do not run.
+            StreamJobError: a parse or validation error (what ``streamjob check
+                --offline`` reports), or the first statement's error while applying,
+                located in ``text`` (``source`` names the file); later statements do not
+                run, and the error's ``note`` says which statements took effect.
         """
-        from .grammar import parse_script
+        if statements is None:
+            from .grammar import parse_script
 
-        for stmt in parse_script(text, source=source):
+            statements = parse_script(text, source=source)
+        applying = not self.dry_run and len(statements) > 1
+        if applying:
+            self.validate(statements, text, source)
+        done: list[tuple[st.Statement, object]] = []
+        for stmt in statements:
             try:
                 result = self.execute(stmt)
             except StreamJobError as exc:
                 exc.locate(stmt.position.line, stmt.position.column, text, source)
+                if applying:
+                    exc.note = took_effect(done, statements, stmt)
                 raise
+            done.append((stmt, result))
             yield stmt, result
+
+    def validate(self, statements: list[st.Statement], text: str,
+                 source: str | None = None) -> None:
+        """Execute ``statements`` (parsed from ``text``) in order as a dry run on a
+        scratch copy of the catalog, with this session's SET values, as ``streamjob
+        check --offline`` does (no Spark; the real execution still asks Spark when it
+        has one). Nothing in the catalog or the home changes.
+
+        Raises:
+            StreamJobError: the first statement's error, located in ``text``.
+        """
+        from .scratch import scratch_catalog
+
+        scratch = scratch_catalog(self.catalog)
+        try:
+            dry = ClientSession(scratch, self.home, dry_run=True, principal=self.principal)
+            dry.properties.update(self.properties)
+            for _ in dry.execute_script(text, source, statements):
+                pass
+        finally:
+            scratch.close()
 
     def close(self) -> None:
         """Stop the jobs this session hosts (after their current micro-batch; checkpoints
@@ -182,3 +217,23 @@ class ClientSession:
             if self._host is not None:
                 self._host.close()
                 self._host = None
+
+
+#: How many statements :func:`took_effect` names before it only counts the rest.
+NAMED_AT_MOST = 10
+
+
+def took_effect(done: list, statements: list, failed: st.Statement) -> str:
+    """The note of a script that failed while being applied: ``2 of 4 statements took
+    effect: stream default.s created, table default.t created; nothing after line 7
+    ran`` (``done``: the ``(statement, Result)`` pairs executed before ``failed``)."""
+    said = [(result.message or " ".join(stmt.text.split()[:2]).upper())
+            .split("; ")[0].split(" (")[0] for stmt, result in done[:NAMED_AT_MOST]]
+    if len(done) > NAMED_AT_MOST:
+        said.append(f"and {len(done) - NAMED_AT_MOST} more")
+    note = f"{len(done)} of {len(statements)} statements took effect"
+    if said:
+        note += ": " + ", ".join(said)
+    if failed is not statements[-1]:
+        note += f"; nothing after line {failed.position.line} ran"
+    return note

@@ -8,9 +8,12 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 * ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}}``: executes the
   statements in order (parsed whole first: a parse error executes nothing) and answers
   ``{"results": [...], "properties": {...}}`` (the session's SET values after them, for
-  the client to send with its next request: the server keeps no session). A failing
-  statement answers 400 with its error, located in ``sql``, and the results of the
-  statements before it (which took effect).
+  the client to send with its next request: the server keeps no session). The script is
+  tried whole on a scratch copy of the catalog first
+  (:meth:`~streamjob.session.ClientSession.execute_script`): an error there answers 400
+  with the error, located in ``sql``, and nothing executed (``"results": []``). A
+  statement failing after that answers 400 with its error, its ``note`` saying which
+  statements took effect, and their results.
 * ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
 * ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, guarantee, SQL, properties with
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
@@ -181,12 +184,7 @@ def create_app(catalog, home, spark: Callable | None = None,
                         raise _plain(403, "Forbidden", f"{who.name} is a viewer: "
                                      f"{type(stmt).__name__} needs an operator token",
                                      extra={"results": []})
-            for stmt in statements:
-                try:
-                    result = session.execute(stmt)
-                except StreamJobError as exc:
-                    exc.locate(stmt.position.line, stmt.position.column, sql, "<request>")
-                    raise
+            for _stmt, result in session.execute_script(sql, "<request>", statements):
                 results.append(result_to_wire(result))
         except StreamJobError as exc:
             status = 404 if isinstance(exc, ObjectNotFoundError) else 400

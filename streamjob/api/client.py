@@ -4,8 +4,9 @@ catalog (DESIGN §8: such clients need no database credentials).
 :class:`RemoteSession` has the interface of :class:`~streamjob.session.ClientSession`
 that the CLI uses (``execute``, ``execute_script``, ``properties``, ``status``,
 ``close``): a script is parsed here whole (a parse error sends nothing and is shown
-exactly as without ``--server``), then each statement is sent on its own, with the
-session's SET values, and an error the server reports is located in the script.
+exactly as without ``--server``), then sent whole in one request with the session's
+SET values (the server checks it whole before applying it, as without ``--server``),
+and an error the server reports is located in the script.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from .wire import error_from_wire, result_from_wire
 
 #: Seconds a request may take (a DROP waits for the job to stop).
 TIMEOUT_S = 300.0
+#: The source the server names in an error located in a request's statements.
+REQUEST = "<request>"
 
 
 class RemoteSession:
@@ -64,7 +67,9 @@ class RemoteSession:
                                      f"request ({resp.status_code}): {reason}")
             if isinstance(body.get("properties"), dict):
                 self.properties = dict(body["properties"])
-            raise error_from_wire(error)
+            exc = error_from_wire(error)
+            exc.results = body.get("results") or []  # of the statements that took effect
+            raise exc
         return body
 
     def execute(self, stmt: st.Statement):
@@ -80,23 +85,24 @@ class RemoteSession:
         return result_from_wire(result)
 
     def execute_script(self, text: str, source: str | None = None) -> Iterator:
-        """Parse ``text`` whole here, then execute its statements one by one on the
-        server, yielding ``(statement, Result)``; stops at the first error, located in
-        ``text`` (``source`` names the file)."""
+        """Parse ``text`` whole here (a parse error sends nothing), then send it whole in
+        one request: the server tries it on a scratch copy of its catalog before it
+        applies it (:meth:`streamjob.session.ClientSession.execute_script`). Yields
+        ``(statement, Result)``; an error is located in ``text`` (``source`` names the
+        file), after the results of the statements that took effect before it."""
         from ..grammar import parse_script
 
-        for stmt in parse_script(text, source=source):
-            try:
-                result = self.execute(stmt)
-            except StreamJobError as exc:
-                if exc.line is not None:  # a position in the statement: one in the script
-                    first = exc.line == 1
-                    exc.line = stmt.position.line + exc.line - 1
-                    exc.column = (exc.column or 1) + (stmt.position.column - 1 if first else 0)
-                    exc.snippet, exc.source = None, None
-                exc.locate(stmt.position.line, stmt.position.column, text, source)
-                raise
-            yield stmt, result
+        statements = parse_script(text, source=source)
+        try:
+            body = self._request("POST", "/v1/statements",
+                                 json={"sql": text, "properties": self.properties})
+        except StreamJobError as exc:
+            yield from zip(statements, map(result_from_wire, getattr(exc, "results", [])))
+            if exc.source == REQUEST:
+                exc.source = source
+            raise
+        self.properties = dict(body.get("properties") or {})
+        yield from zip(statements, map(result_from_wire, body["results"]))
 
     def status(self) -> dict[str, Any]:
         """Every job's state now (``GET /v1/status``; the shape of

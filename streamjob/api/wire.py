@@ -46,7 +46,7 @@ def error_to_wire(exc: StreamJobError) -> dict[str, Any]:
     """A :class:`StreamJobError` as a JSON-ready dict, with its position and snippet."""
     return {"type": type(exc).__name__, "message": exc.message or str(exc),
             "line": exc.line, "column": exc.column, "text": exc.text,
-            "snippet": exc.snippet, "source": exc.source}
+            "snippet": exc.snippet, "source": exc.source, "note": exc.note}
 
 
 def error_from_wire(data: dict[str, Any]) -> StreamJobError:
@@ -61,4 +61,5 @@ def error_from_wire(data: dict[str, Any]) -> StreamJobError:
     StreamJobError.__init__(exc, str(data.get("message") or "the server refused the request"),
                             data.get("line"), data.get("column"), data.get("text"),
                             data.get("snippet"), data.get("source"))
+    exc.note = data.get("note")
     return exc

@@ -115,6 +115,8 @@ def _print_error(exc: StreamJobError) -> None:
     click.secho(f"Error: {exc}", fg="red", err=True)
     if exc.snippet:
         click.echo(exc.snippet, err=True)
+    if exc.note:
+        click.echo(exc.note, err=True)
 
 
 @click.group(cls=_Group, invoke_without_command=True,

@@ -1,8 +1,8 @@
 """Executing statements for the command line, through the invocation's client session
 (:mod:`streamjob.session`, which also says where a started job runs).
 
-:func:`_execute_text` runs ``-e`` text and StreamSQL files (parsed whole, executed one
-by one, each result printed); :func:`_statement` runs the one statement a verb builds
+:func:`_execute_text` runs ``-e`` text and StreamSQL files (parsed and checked whole,
+then executed one by one, each result printed); :func:`_statement` runs the one statement a verb builds
 from its arguments (:func:`_qualified` checks a ``[DB.]NAME`` argument first).
 """
 
@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 
 
 def _execute_text(text: str, source: str | None, session, as_json: bool = False) -> None:
-    """Parse ``text`` whole (a parse error executes nothing), then execute and print its
-    statements one by one through ``session`` (a :class:`~streamjob.session.ClientSession`),
-    stopping at the first error (located in ``text``). With ``as_json`` each result is
-    one JSON document on one line."""
+    """Apply ``text`` through ``session`` (a :class:`~streamjob.session.ClientSession`:
+    parsed and checked whole first, so an error there executes nothing), printing each
+    statement's result as it is executed; a statement failing while applying stops it
+    (located in ``text``, with a note of what took effect). With ``as_json`` each result
+    is one JSON document on one line."""
     for _stmt, result in session.execute_script(text, source):
         render(result, as_json, compact=True)
 

@@ -85,11 +85,14 @@ def test_statements_execute_in_order_and_errors_name_line_column_and_snippet(api
     r = api.sql(SCRIPT.format(tmp=api.tmp) + bad)
     assert r.status_code == 400
     body = r.json()
-    assert len(body["results"]) == 3  # the statements before the failing one took effect
+    assert body["results"] == []  # tried whole on a scratch catalog first: nothing ran
     error = body["error"]
     assert error["type"] == "PropertyError" and "format" in error["message"]  # did you mean
     assert (error["line"], error["column"]) == (6, bad.index('"formt"') + 1)
     assert error["snippet"].splitlines()[1].index("^") == bad.index('"formt"')
+    assert error["note"] is None and api.catalog.get_stream("default", "s") is None
+    r = api.sql(SCRIPT.format(tmp=api.tmp))  # the fixed script applies: nothing was left
+    assert r.status_code == 200 and len(r.json()["results"]) == 3, r.text
 
     r = api.sql("SHOW STREAMS;\nCREAT TABLE x")
     assert r.status_code == 400 and r.json()["results"] == []  # parsed whole: nothing ran

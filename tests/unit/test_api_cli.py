@@ -157,3 +157,33 @@ def test_the_shell_through_the_server(served):
         assert shell.names.streams == ["s"]  # completion's names come from the API
     finally:
         shell.close()
+
+
+def test_a_script_through_the_server_is_checked_whole_then_applied(served, monkeypatch):
+    from streamjob.grammar import parse_statement
+    from streamjob.session import ClientSession
+
+    script = served["tmp"] / "three.sql"
+    table = "CREATE TABLE t{n} (id BIGINT) STORED AS JSON;"
+    script.write_text(f"{STREAM};\n{table.format(n=1)}\nCREATE TABLE t2 (id BIGINT) "
+                      "STORED AS JSON TBLPROPERTIES (\"nope\"=\"1\");\n")
+    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    assert out.exit_code == 1 and out.stderr.startswith(f"Error: {script}:3:"), out.output
+    assert out.stdout == "" and served["catalog"].list_streams() == []  # nothing applied
+
+    # another client creates t2 after the server's check: s and t1 took effect
+    script.write_text(f"{STREAM};\n{table.format(n=1)}\n{table.format(n=2)}\n")
+    validate = ClientSession.validate
+
+    def then_t2_appears(self, *args, **kwargs):
+        validate(self, *args, **kwargs)
+        self.execute(parse_statement(table.format(n=2)))
+
+    monkeypatch.setattr(ClientSession, "validate", then_t2_appears)
+    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    assert out.exit_code == 1, out.output
+    assert "stream default.s created" in out.stdout and "table default.t1 created" in out.stdout
+    lines = out.stderr.splitlines()
+    assert lines[0] == f"Error: {script}:3:14: table default.t2 already exists"
+    assert lines[-1] == ("2 of 3 statements took effect: stream default.s created, "
+                         "table default.t1 created")

@@ -105,11 +105,12 @@ def test_e_parse_error_names_line_and_column_and_executes_nothing(job):
     assert catalog_of(job).get_job("default", "j").status == "CREATED"  # STOP did not run
 
 
-def test_e_stops_at_the_first_failing_statement(job):
+def test_e_is_checked_whole_before_any_statement_runs(job):
     result = cli(job, "-e", "START STREAMJOB j; START STREAMJOB nope; SHOW STREAMS")
     assert one_error(result) == ("Error: line 1, column 36: streamjob default.nope "
                                  "does not exist")
-    assert "desired state RUNNING" in result.stdout and "kafka" not in result.stdout
+    assert result.stdout == ""  # the first START did not run either
+    assert catalog_of(job).get_job("default", "j").desired_state == "STOPPED"
 
 
 def test_e_with_a_command_is_a_usage_error_and_no_arguments_print_help(env):
