@@ -170,7 +170,10 @@ class JobManager:
         "Available now" is read when this is called: the Kafka sources' end offsets and
         the files in file streams' directories. A job is idle once its committed batches
         reach those offsets and hold those files. Every job is waited for, even after
-        another failed; then all failures are reported together.
+        another failed; then all failures are reported together. A job whose end offsets
+        cannot be read (broker unreachable, topic missing) is ended FAILED with that
+        error (:meth:`JobRunner.fail`: its run's cause and last error), not left to the
+        STOPPED of the process's exit (issue 16).
 
         Raises:
             JobError: one or more jobs FAILED (each named with its error), a job did not
@@ -178,18 +181,25 @@ class JobManager:
                 never be idle.
         """
         from ..checkpoint.store import committed_source_files
-        from ..exceptions import JobError
+        from ..exceptions import ConnectorError, JobError
         from .idle import file_targets, files_reached, reached, targets_for
 
         deadline = None if timeout is None else time.monotonic() + timeout
         failed: list[str] = []
+        given_up: list = []  # runners failed here (their end offsets could not be read)
         for runner in list(self.runners.values()):
             while not runner.started.wait(poll_s) and runner.is_alive():
                 pass
             if runner.plan is None or self._failed(runner):
                 failed.append(self._failure(runner))
                 continue
-            targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
+            try:
+                targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
+            except ConnectorError as exc:
+                runner.fail(str(exc))
+                given_up.append(runner)
+                failed.append(f"job {runner.job.qualified_name} {JobStatus.FAILED}: {exc}")
+                continue
             files = file_targets(runner.plan)
             ckdir = self.home.checkpoint_dir(runner.job.database, runner.job.name)
 
@@ -204,6 +214,8 @@ class JobManager:
                     raise JobError(f"job {runner.job.qualified_name} did not catch up in {timeout} s")
             if self._failed(runner) or not runner.is_alive():
                 failed.append(self._failure(runner))
+        for runner in given_up:  # their FAILED is in the catalog when this raises
+            runner.join(poll_s * 60)
         if failed:
             raise JobError(f"{len(failed)} of {len(self.runners)} job(s) did not catch up: "
                            + "; ".join(failed))

@@ -11,7 +11,10 @@ One :class:`JobRunner` thread per running job. Each attempt:
    ``morphling.task.max.failures``, waits a growing backoff (by default 2 s, 4 s, 8 s ...
    30 s, each plus up to 25 % random jitter: ``streamjob.failover.initial.backoff`` and
    ``streamjob.failover.max.backoff``) and
-   goes to 1; otherwise the job is FAILED with the error kept in the catalog.
+   goes to 1; otherwise the job is FAILED with the error kept in the catalog. An error
+   no restart can fix (data loss, changed logic, a sink table that does not fit, an
+   invalid setting: :func:`~streamjob.manager.failures.permanent_failure`) fails the
+   job at once, with a note saying so.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
 STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
@@ -51,6 +54,7 @@ from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..planner.plan import JobPlan, plan_job
 from .attempt import AttemptMixin, group_committers
+from .failures import permanent_failure
 from .progress import ProgressReporter
 from streamjob.catalog.records import JobStatus, RunStatus
 
@@ -112,6 +116,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         self._graceful = True
         self.fenced = False
         self.ended_by_request = False
+        self._fail_cause: str | None = None  # set by fail(): the stop ends the job FAILED
         self._write_lock = threading.Lock()  # status writes vs. reassert()
         self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
         self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
@@ -136,6 +141,15 @@ class JobRunner(AttemptMixin, threading.Thread):
         if not graceful:
             self._graceful = False
         self._stop_requested.set()
+
+    def fail(self, cause: str) -> None:
+        """Stop the job at once and end it FAILED with ``cause`` (the run's cause and the
+        job's last error) rather than STOPPED: the process gives up on a job that cannot
+        go on, e.g. ``run --until-idle`` cannot read its sources' end offsets (issue 16).
+        Returns at once."""
+        if self._fail_cause is None:
+            self._fail_cause = cause
+        self.request_stop(graceful=False)
 
     def fence(self) -> threading.Thread | None:
         """Stop at once and write nothing more to the catalog (the job manager lost its
@@ -190,6 +204,17 @@ class JobRunner(AttemptMixin, threading.Thread):
         except CatalogError as exc:
             log.warning("job %s: status %s not written: %s", self.job.qualified_name, status, exc)
 
+    def _end_stopped(self, run_id: int | None) -> None:
+        """End after a stop request: STOPPED, cause "stopped"; FAILED with the cause
+        given to :meth:`fail` if the stop came from there."""
+        cause = self._fail_cause
+        if cause is None:
+            self.ended_by_request = True
+            self._end(run_id, JobStatus.STOPPED, "stopped")
+            return
+        self.error = cause
+        self._end(run_id, JobStatus.FAILED, cause, last_error=cause)
+
     def run(self) -> None:  # noqa: C901 - the supervision loop reads best as one piece
         failures = 0
         failed_at: list[float] = []  # monotonic times of failures within the window
@@ -201,6 +226,7 @@ class JobRunner(AttemptMixin, threading.Thread):
             attempt += 1
             run_id = None
             admission = None  # this attempt's start-up slot (admission.py)
+            permanent = None  # the note of an error no restart can fix (failures.py)
             try:
                 job = self.catalog.get_job_by_uid(self.job.uid)
                 if job is None:
@@ -229,8 +255,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 if self._stop_requested.is_set():
                     self._stop_query()
                     self.progress.flush(force=True)
-                    self.ended_by_request = True
-                    self._end(run_id, JobStatus.STOPPED, "stopped")
+                    self._end_stopped(run_id)
                     return
                 exc = self.query.exception()
                 if exc is None:
@@ -244,8 +269,10 @@ class JobRunner(AttemptMixin, threading.Thread):
                     self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error)
                     self.started.set()
                     return
+                permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
                 self.error = error_summary(exc)
+                permanent = permanent_failure(exc, self.job.name)
             finally:
                 if admission is not None:
                     admission.release()
@@ -255,8 +282,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 self._close_backend()
                 self._close_sink()
             if self._stop_requested.is_set():
-                self.ended_by_request = True
-                self._end(run_id, JobStatus.STOPPED, "stopped")
+                self._end_stopped(run_id)
                 return
             died = self.manager.spark_died()  # a dead JVM fails every job at once
             if died and self.manager.on_jvm_death == "exit":
@@ -279,7 +305,9 @@ class JobRunner(AttemptMixin, threading.Thread):
             failures = len(failed_at)
             consecutive += 1
             allowed = props.max_failures
-            if not props.auto_failover or allowed < 0 \
+            if permanent and not died:
+                self.error = f"{self.error}; {permanent}"
+            if (permanent and not died) or not props.auto_failover or allowed < 0 \
                     or failures > allowed:
                 self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error, attempts=failures)
                 self.started.set()
@@ -296,8 +324,7 @@ class JobRunner(AttemptMixin, threading.Thread):
             backoff = props.backoff_s(consecutive) * (1 + random.random() / 4)
             self._stop_requested.wait(backoff)
         # stopped while between attempts (backoff, planning, waiting for a start slot)
-        self.ended_by_request = True
-        self._end(run_id, JobStatus.STOPPED, "stopped")
+        self._end_stopped(run_id)
         self.started.set()
 
     def _stop_query(self) -> None:

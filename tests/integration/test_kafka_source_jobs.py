@@ -236,8 +236,9 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 def test_lost_offsets_of_a_recreated_topic_fail_or_are_skipped(world, fail):
     """The job read 30 records; the topic is deleted and recreated holding 5, so the
     offsets after its checkpoint no longer exist. Default: the job fails naming topic,
-    partition and offsets. "fail.on.data.loss"="false": it reads the new log from its
-    beginning. (Tansu cannot delete records by retention; recreating the topic is the
+    partition and offsets, at once: no restart can bring the records back, so failover
+    (5 restarts allowed here) does not retry it (issue 16). "fail.on.data.loss"="false":
+    it reads the new log from its beginning. (Tansu cannot delete records by retention; recreating the topic is the
     data loss it can show, TESTING.md.)"""
     topic = f"lost_{uuid.uuid4().hex[:6]}"
     create_topic(world.bootstrap, topic, 1)
@@ -246,8 +247,9 @@ def test_lost_offsets_of_a_recreated_topic_fail_or_are_skipped(world, fail):
     name = f"lost_{'fail' if fail else 'skip'}"
     _stream(world, f"{name}_s", topic, "" if fail else ', "fail.on.data.loss"="false"')
     url = _sqlite_table(world, f"{name}_sink")
+    failures = "5" if fail else "0"
     world.run(f"""CREATE STREAMJOB {name} AS ("insert into {name}_sink select id, amount from {name}_s")
-      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.task.max.failures"="0");""")
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.task.max.failures"="{failures}");""")
     runner = world.run_job(name)
     world.manager.stop(runner.job.uid)
     admin = KafkaAdminClient(bootstrap_servers=world.bootstrap)
@@ -258,11 +260,16 @@ def test_lost_offsets_of_a_recreated_topic_fail_or_are_skipped(world, fail):
                                       for i in range(5)])
     job = world.catalog.require_job("default", name)
     if fail:
+        runs_before = len(world.catalog.list_runs(job.uid))
         runner = world.manager.start(job)
         runner.join(180)
         world.manager.stop(job.uid)
         job = world.catalog.require_job("default", name)
         assert job.status == "FAILED"
+        runs = world.catalog.list_runs(job.uid)[runs_before:]
+        assert [(r.status, r.cause) for r in runs] == [("FAILED", job.last_error)]  # no restart
+        assert "a restart cannot fix this" in job.last_error
+        assert f"START STREAMJOB {name} FROM EARLIEST" in job.last_error
         assert f"topic '{topic}' partition 0 ends at offset 5" in job.last_error
         assert "read up to offset 30" in job.last_error and "fail.on.data.loss" in job.last_error
         return
