@@ -12,6 +12,8 @@ import json
 import uuid
 
 import pytest
+
+from streamjob.exceptions import JobError
 import sqlalchemy as sa
 from kafka import KafkaAdminClient, KafkaProducer
 
@@ -220,6 +222,32 @@ def test_unreachable_broker_goes_through_failover_and_names_the_address(world):
     assert job.status == "FAILED"
     assert "127.0.0.1:1" in job.last_error
     assert [r.status for r in runs] == ["FAILED", "FAILED"]  # one failover, then given up
+
+
+@pytest.mark.parametrize("case", ["unreachable broker", "missing topic"])
+def test_waiting_for_a_job_whose_end_offsets_cannot_be_read_fails_it_with_the_error(world, case):
+    """issue 16 (a): `run --until-idle` waits with JobManager.wait_until_idle; when a
+    job's end offsets cannot be read, the job ends FAILED with that error as its last
+    error and its run's cause (it ended STOPPED, cause "stopped", before). Real faults:
+    nothing listens on 127.0.0.1:1; the session's broker has no such topic."""
+    name = "gone" if case == "missing topic" else "nobroker"
+    broker = world.bootstrap if case == "missing topic" else "127.0.0.1:1"
+    world.run(f"""CREATE STREAM {name} (id INT, amount DOUBLE)
+      TBLPROPERTIES("topic"="no_such_topic_{name}", "kafka.broker.list"="{broker}",
+                    "format"="json", "kafka.request.timeout.ms"="1 s");""")
+    _sqlite_table(world, f"{name}_sink")
+    world.run(f"""CREATE STREAMJOB {name}_job AS ("insert into {name}_sink select id, amount from {name}")
+      JOBPROPERTIES("streamjob.failover.initial.backoff"="60 s");""")  # no restart meanwhile
+    runner = world.manager.start(world.catalog.require_job("default", f"{name}_job"))
+    with pytest.raises(JobError) as failed:
+        world.manager.wait_until_idle(timeout=120)
+    world.manager.stop(runner.job.uid)
+    expected = "127.0.0.1:1" if case == "unreachable broker" else f"no_such_topic_{name}"
+    assert expected in str(failed.value)
+    job = world.catalog.require_job("default", f"{name}_job")
+    assert job.status == "FAILED" and expected in job.last_error
+    runs = world.catalog.list_runs(job.uid)
+    assert runs[-1].status == "FAILED" and expected in runs[-1].cause
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
