@@ -104,7 +104,8 @@ START STREAMJOB j;
                 samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                            for f in text_string_to_metric_families(text) for s in f.samples}
                 rate = samples.get(("streamjob_job_input_rows_per_second", (("job", "default.j"),)))
-                return samples if rate is not None else None
+                last = samples.get(("streamjob_job_last_checkpoint_id", (("job", "default.j"),)))
+                return samples if rate is not None and (last or 0) >= 1 else None
 
             samples = wait_for(scraped, 60, "metrics with the job's rates")
             assert samples[("streamjob_server_lease_held", ())] == 1

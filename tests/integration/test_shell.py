@@ -204,7 +204,8 @@ def test_editing_completion_confirmation_and_errors(term_factory):
     t.prompt()
     assert "clicks" in t.run("SHOW STREAMS;")
 
-    # an error: one red line with line:col inside the statement, then the prompt again
+    # an error: one red line with line:col inside the statement, the offending line with
+    # a caret under the column, then the prompt again
     t.send("CREATE STREAM bad (id int)\r")
     t.expect_screen(r"->$")
     t.send('TBLPROPERTIES("topik"="x");\r')
@@ -213,7 +214,9 @@ def test_editing_completion_confirmation_and_errors(term_factory):
     assert "topik" in m.group(3) and "did you mean 'topic'" in m.group(3)
     t.prompt()
     after = t.output()[m.end():]
-    assert "Traceback" not in t.transcript and after.strip() == PROMPT.strip(), after
+    assert "Traceback" not in t.transcript, t.transcript
+    assert after.strip().splitlines() == ['TBLPROPERTIES("topik"="x");', " " * 14 + "^",
+                                          PROMPT.strip()], after
     assert "bad" not in t.run("SHOW STREAMS;")
 
     # meta commands
