@@ -172,7 +172,8 @@ CONNECTOR = Registry([
     Property("kafka.request.timeout.ms", "duration", 30_000,
              "bound on each request the job makes to the brokers for offsets and metadata; "
              "connecting waits at most the smaller of it and 10 s, then the attempt fails "
-             "naming the broker's address and failover takes over (Kafka's consumer "
+             "naming the broker's address and failover takes over; a topic the broker "
+             "does not list is waited for this long (a topic just created) (Kafka's consumer "
              "request.timeout.ms, which Spark's Kafka source takes as kafka.request.timeout.ms)",
              unit="ms", minimum=1_000, scopes=("kafka stream",)),
     Property("kafka.isolation.level", "choice", "read_uncommitted",

@@ -124,7 +124,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         from kafka import TopicPartition
 
         meta = self._metadata()
-        deadline = time.monotonic() + 30
+        # a topic just created may take a moment to appear in the metadata: wait for it
+        # as long as one request may take (kafka.request.timeout.ms, 30 s by default)
+        deadline = time.monotonic() + self.request_timeout_ms / 1000
         while True:
             with broker_errors(self.bootstrap, f"listing the partitions of '{self.topic}'"):
                 parts = meta.partitions_for_topic(self.topic)
