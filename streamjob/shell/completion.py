@@ -53,6 +53,7 @@ META_COMMANDS = {
     "\\i": "\\i FILE: run the statements of FILE",
     "\\timing": "toggle printing how long each statement took",
     "\\json": "toggle JSON output",
+    "\\pager": "\\pager on|off: results longer than the terminal through $PAGER (less -SRXF)",
 }
 
 #: The shell's own SET key: where a SELECT starts reading Kafka streams.

@@ -5,6 +5,7 @@ Spark: every statement here is catalog-only or fails before Spark would start)."
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -404,3 +405,22 @@ def test_row_printer_lines_rows_up_under_a_header_and_stops_at_the_limit():
     j = RowPrinter(["id", "tags"], 5, True, out.append)
     j.print_rows([(1, ["a"])])
     assert out == ['{"id": 1, "tags": ["a"]}'] and j.footer(True) == "1 row (stopped by Ctrl-C)"
+
+
+def test_pager_pages_what_does_not_fit_the_terminal():
+    from streamjob.shell.pager import too_big
+
+    size = os.terminal_size((20, 5))
+    assert not too_big("a\nb\nc\nd\n", size)  # 4 lines and the prompt fit 5 rows
+    assert too_big("a\nb\nc\nd\ne\n", size)
+    assert too_big("x" * 21, size) and not too_big("\x1b[1m" + "x" * 20 + "\x1b[0m", size)
+
+
+def test_pager_meta_command(world):
+    assert world.pager
+    world.run_text("\\pager off")
+    assert not world.pager
+    world.run_text("\\pager on")
+    assert world.pager and world.errors == 0
+    world.run_text("\\pager maybe")
+    assert world.errors == 1 and world.pager
