@@ -127,7 +127,8 @@ def _print_error(exc: StreamJobError) -> None:
 @click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Engine property (repeatable).")
 @click.option("-e", "--execute", "statements", multiple=True, metavar="STATEMENTS",
               help="Execute these ;-separated statements against the catalog, print each "
-                   "result and exit (repeatable; not with a command).")
+                   "result and exit (repeatable, one session: SET carries over; not with a "
+                   "command). A SELECT ... FROM stream [LIMIT n] prints a preview's rows.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON output: of -e (one document per statement, one per line), and the "
                    "default of every read command's --json.")

@@ -1,7 +1,9 @@
 """The shell's loop: read statements, run them, print their results.
 
 On a terminal, input comes from a prompt_toolkit prompt (history in
-``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion);
+``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion;
+a pasted statement is kept as pasted, indentation included: prompt_toolkit's bracketed
+paste inserts it whole, while a typed Enter keeps the previous line's indentation);
 DROP asks for confirmation. Otherwise (``streamjob shell < file.sql``) statements are
 read from stdin and run as they complete, with no prompt and no question; errors name
 ``<stdin>:LINE:COL`` and make the exit status 1.

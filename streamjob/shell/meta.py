@@ -1,5 +1,5 @@
 """The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``, ``\\i``,
-``\\timing``, ``\\json``), modelled on psql/pgcli. A meta command is one line and needs
+``\\timing``, ``\\json``, ``\\pager``), modelled on psql/pgcli. A meta command is one line and needs
 no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
 
 from __future__ import annotations

@@ -362,6 +362,12 @@ def test_pasted_text_keeps_its_indentation_and_long_results_are_paged(term_facto
     history = (home / "shell_history").read_text().splitlines()
     assert [line[1:] for line in history if line.startswith("+")][-4:] == pasted
 
+    # the pasted stream's columns are completed in a query over it (Ctrl-C clears the line)
+    t.complete("SELECT * FROM pasted WHERE na", "name")
+    t.expect_screen(r"^streamjob> SELECT \* FROM pasted WHERE name$")
+    t.send("\x03")
+    t.prompt()
+
     # SET lists 18 job properties: taller than 16 rows, so less shows the first 15
     t.send("SET;\r")
     t.wait(lambda: t.lines()[-1] == ":", "less's prompt on the last row")
