@@ -1,7 +1,9 @@
 """The shell's loop: read statements, run them, print their results.
 
 On a terminal, input comes from a prompt_toolkit prompt (history in
-``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion);
+``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion;
+a pasted statement is kept as pasted, indentation included: prompt_toolkit's bracketed
+paste inserts it whole, while a typed Enter keeps the previous line's indentation);
 DROP asks for confirmation. Otherwise (``streamjob shell < file.sql``) statements are
 read from stdin and run as they complete, with no prompt and no question; errors name
 ``<stdin>:LINE:COL`` and make the exit status 1.
@@ -61,6 +63,7 @@ class Shell:
         self.debug = debug
         self.as_json = as_json
         self.timing = False
+        self.pager = True  # long results through $PAGER on a terminal (\pager off)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         from ..session import ClientSession
 
@@ -111,10 +114,17 @@ class Shell:
 
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
-        tables, or JSON under ``\\json``)."""
+        tables, or JSON under ``\\json``); through the pager when it does not fit the
+        terminal (:mod:`.pager`; not when stdin or stdout is no terminal, or ``\\pager
+        off``)."""
         from ..render import render
 
-        render(result, self.as_json)
+        if not (self.pager and self.interactive and sys.stdout.isatty()):
+            render(result, self.as_json)
+            return
+        from .pager import captured, page
+
+        page(captured(lambda: render(result, self.as_json)))
 
     # -- state ---------------------------------------------------------------------
 

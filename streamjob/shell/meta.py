@@ -1,5 +1,5 @@
 """The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``, ``\\i``,
-``\\timing``, ``\\json``), modelled on psql/pgcli. A meta command is one line and needs
+``\\timing``, ``\\json``, ``\\pager``), modelled on psql/pgcli. A meta command is one line and needs
 no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
 
 from __future__ import annotations
@@ -59,12 +59,34 @@ def run_meta(shell: "Shell", line: str) -> bool:
     elif command == "\\timing":
         shell.timing = not shell.timing
         shell.echo(f"Timing is {'on' if shell.timing else 'off'}.")
+    elif command == "\\pager":
+        set_pager(shell, arg)
     elif command == "\\json":
         shell.as_json = not shell.as_json
         shell.echo(f"Output format is {'JSON' if shell.as_json else 'tables'}.")
     else:
         raise StreamJobError(f"unknown command {command}; \\? lists the commands")
     return True
+
+
+def set_pager(shell: "Shell", arg: str) -> None:
+    """``\\pager on|off``: page results longer than the terminal (:mod:`.pager`), or
+    not; ``\\pager`` alone says which.
+
+    Raises:
+        StreamJobError: an argument other than on/off.
+    """
+    if arg.lower() not in ("", "on", "off"):
+        raise StreamJobError(f"\\pager takes on or off, got '{arg}'")
+    if arg:
+        shell.pager = arg.lower() == "on"
+    import os
+
+    from .pager import LESS
+
+    how = os.environ.get("PAGER") or f"less (LESS={os.environ.get('LESS', LESS)})"
+    shell.echo(f"Pager is {'on' if shell.pager else 'off'}" + (
+        f": results longer than the terminal go through {how}" if shell.pager else "") + ".")
 
 
 def show_status(shell: "Shell") -> None:

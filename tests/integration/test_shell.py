@@ -31,14 +31,15 @@ UP = "\x1b[A"
 class Terminal:
     """``streamjob --home HOME shell`` in a pseudo-terminal, its screen emulated."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, rows: int = ROWS) -> None:
         env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(COLS),
-                   LINES=str(ROWS))
-        env.pop("STREAMJOB_HOME", None)
+                   LINES=str(rows))
+        for name in ("STREAMJOB_HOME", "PAGER", "LESS"):  # the shell's own defaults
+            env.pop(name, None)
         self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
-                                   dimensions=(ROWS, COLS), encoding="utf-8",
+                                   dimensions=(rows, COLS), encoding="utf-8",
                                    codec_errors="replace")
-        self.screen = pyte.Screen(COLS, ROWS)
+        self.screen = pyte.Screen(COLS, rows)
         self.stream = pyte.Stream(self.screen)
         self.raw = ""  # everything the shell wrote
         self.mark = 0  # transcript offset after which `output` looks
@@ -146,8 +147,8 @@ class Terminal:
 def term_factory(tmp_path):
     terminals: list[Terminal] = []
 
-    def spawn(home: Path | None = None) -> Terminal:
-        t = Terminal(home or tmp_path / "home")
+    def spawn(home: Path | None = None, rows: int = ROWS) -> Terminal:
+        t = Terminal(home or tmp_path / "home", rows)
         terminals.append(t)
         return t
 
@@ -334,3 +335,68 @@ def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, 
     t.send("y\r")
     t.expect(r"stopping default\.j")
     t.wait(lambda: not t.child.isalive(), "the shell to exit", 60)
+
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+def test_pasted_text_keeps_its_indentation_and_long_results_are_paged(term_factory, tmp_path):
+    """A multi-line statement pasted (the terminal's bracketed paste) is kept as pasted,
+    not re-indented line by line, on the screen and in the history; a result taller
+    than the terminal goes through less (LESS=-SRXF, as pgcli), ``\\pager off`` prints
+    it whole."""
+    home = tmp_path / "paste"
+    t = term_factory(home, rows=16)
+    t.prompt()
+    pasted = ["CREATE STREAM pasted (", "    id int,", "        name string",
+              ') TBLPROPERTIES("topic"="p", "kafka.broker.list"="127.0.0.1:9");']
+    t.send(PASTE_START + "\r".join(pasted) + PASTE_END)
+    t.wait(lambda: any(line.endswith("->         name string") for line in t.lines()),
+           "the pasted lines on the screen")
+    screen = [line.strip() for line in t.lines()]
+    assert ["-> " + line for line in pasted[1:]] == [
+        line for line in screen if line.startswith("->")], screen
+    t.send("\r")
+    t.expect(r"stream default\.pasted created")
+    t.prompt()
+    history = (home / "shell_history").read_text().splitlines()
+    assert [line[1:] for line in history if line.startswith("+")][-4:] == pasted
+
+    # the pasted stream's columns are completed in a query over it (Ctrl-C clears the line)
+    t.complete("SELECT * FROM pasted WHERE na", "name")
+    t.expect_screen(r"^streamjob> SELECT \* FROM pasted WHERE name$")
+    t.send("\x03")
+    t.prompt()
+
+    # SET lists 18 job properties: taller than 16 rows, so less shows the first 15
+    t.send("SET;\r")
+    t.wait(lambda: t.lines()[-1] == ":", "less's prompt on the last row")
+    assert "session properties" in t.transcript and "streamjob.alert.lag.for" not in t.lines()
+    t.send("q")
+    t.prompt()
+    assert "Pager is off" in t.run("\\pager off")
+    out = t.run("SET;")
+    assert "session properties" in out and "streamjob.alert.lag.for" in out  # printed whole
+    t.exit()
+    assert t.child.exitstatus == 0
+
+
+def test_e_runs_a_select_preview_and_the_statements_around_it(tmp_path):
+    """``streamjob -e "...; SELECT ... LIMIT 3; ..."`` prints the preview's rows as the
+    shell does (a rate stream: no broker), then runs the statements after it."""
+    import subprocess
+
+    env = dict(os.environ, STREAMJOB_HOME=str(tmp_path / "home"))
+    res = subprocess.run(
+        [STREAMJOB, "-e", "CREATE STREAM r (`timestamp` TIMESTAMP, value BIGINT) "
+         "TBLPROPERTIES('source'='rate', 'rows.per.second'='20');\n"
+         "SELECT value, value * 10 AS ten FROM r WHERE value < 100 LIMIT 3; SHOW STREAMS"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"(?s)value +\| ten\n-+\+-+\n(.*?)\n3 rows\n", res.stdout)
+    assert m, res.stdout
+    rows = [tuple(int(c) for c in r.split("|")) for r in m.group(1).splitlines()]
+    assert len(rows) == 3 and all(ten == value * 10 for value, ten in rows), rows
+    assert res.stdout.index("stream default.r created") < m.start()
+    assert res.stdout.index("streams") >= m.end()  # SHOW STREAMS ran after the preview
+    assert "Traceback" not in res.stderr
