@@ -24,7 +24,7 @@ class SessionStatements:
         checked = jp.validate({s.key: value})
         self.session_props.update(checked)
         (name, raw), = checked.items()
-        return Result(f"{name}={jp.mask(name, raw)}")
+        return Result("\n".join([f"{name}={jp.mask(name, raw)}", *jp.notices(checked)]))
 
     def _do_ResetProperty(self, s: st.ResetProperty) -> Result:
         if s.key is None:

@@ -36,6 +36,8 @@ NAMES = {
     "alert_checkpoint_age_ms": "streamjob.alert.checkpoint.age",
     "alert_lag_records": "streamjob.alert.lag.records",
     "alert_lag_for_ms": "streamjob.alert.lag.for",
+    "max_disorder_ms": "morphling.maxlag.on.disorder",
+    "flush_interval_ms": "morphling.hdfs.flush.interval.ms",
 }
 #: The plan key of :attr:`JobProperties.start_position` (not a user property).
 START_POSITION = "streamjob.start.position"
@@ -64,6 +66,8 @@ class JobProperties(Mapping):
     alert_checkpoint_age_ms: int
     alert_lag_records: int
     alert_lag_for_ms: int
+    max_disorder_ms: int | None
+    flush_interval_ms: int | None
     spark: Mapping[str, str] = field(default_factory=dict)
     start_position: str | None = None
 
@@ -90,6 +94,14 @@ class JobProperties(Mapping):
         not the checkpoint interval: a checkpoint is the micro-batch that completes after
         each ``morphling.job.checkpoint.interval`` (DESIGN §4)."""
         return 0 if self.event_mode else self.trigger_interval_ms
+
+    def watermark_delay(self, declared: str) -> str:
+        """The watermark delay of an event-time stream whose ``"watermark.delay"`` is
+        ``declared`` (a Spark interval): ``morphling.maxlag.on.disorder`` when given
+        (-1, events in order, is no delay), else ``declared``."""
+        if self.max_disorder_ms is None:
+            return declared
+        return f"{max(0, self.max_disorder_ms)} milliseconds"
 
     def backoff_s(self, failures: int) -> float:
         """Seconds to wait before restart number ``failures`` (1, 2, ...; failures since
@@ -119,5 +131,7 @@ def job_properties(values: Mapping[str, Any]) -> JobProperties:
 
 
 def attributes() -> set[str]:
-    """The attributes holding registry properties (a test checks them against the registry)."""
+    """The attributes holding registry properties (a test checks them against the
+    registry: every job property is one, except Slipstream's that only set another
+    property (``maps_to``) or have no effect (``ignored``))."""
     return {f.name for f in fields(JobProperties)} - {"spark", "start_position"}
