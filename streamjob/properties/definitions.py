@@ -242,7 +242,10 @@ CONNECTOR = Registry([
     Property("kafka.broker.list", "string", None, "Kafka bootstrap servers (host:port,...)",
              scopes=("kafka stream", "kafka table")),
     Property("kafka.zookeeper", "string", None,
-             "accepted for old Slipstream scripts and ignored (Kafka clients need only brokers)",
+             "ZooKeeper of the Kafka cluster (host:port,...[/chroot], Kafka's zookeeper.connect), "
+             "from old Slipstream scripts: without \"kafka.broker.list\" the brokers are those "
+             "Kafka registers there (/brokers/ids), looked up at each CREATE and job start; "
+             "ignored when \"kafka.broker.list\" is given",
              scopes=("kafka stream", "kafka table")),
     Property("format", "choice", None,
              "record format: json (one object per record, fields by column name), delimited "
