@@ -61,8 +61,8 @@ def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) 
     """Every job property's effective value, layering default < SET < JOBPROPERTIES;
     ``spark.sql.*`` settings given in either are included with their origin.
 
-    Slipstream's properties that only set another one (``maps_to``) or have no effect
-    (``ignored``) appear only when given. One given with ``maps_to`` sets its target
+    Slipstream's properties without a default of their own (those that set another
+    one, are read by the planner, or have no effect) appear only when given. One given with ``maps_to`` sets its target
     when the target is not given itself (first in registry order wins: e.g.
     ``mapred.reduce.tasks`` -> ``spark.sql.shuffle.partitions``, origin
     ``JOBPROPERTIES (mapred.reduce.tasks)``); -1 means "leave the target alone"."""
@@ -76,7 +76,7 @@ def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) 
             out[name] = Effective(prop.parse(job[name]), "JOBPROPERTIES")
         elif session and name in session:
             out[name] = Effective(prop.parse(session[name]), "SET")
-        elif name in typed:
+        elif name in typed and not (prop.slipstream and prop.default is None):
             out[name] = Effective(prop.default, "default")
     for source, origin in ((session or {}, "SET"), (job, "JOBPROPERTIES")):
         for name, raw in source.items():

@@ -120,13 +120,15 @@ def job_properties(values: Mapping[str, Any]) -> JobProperties:
     """The typed object of ``{registry name: typed value}`` (:func:`streamjob.properties.values`:
     every job property present, ``spark.sql.*`` settings passed through).
 
-    Raises:
-        KeyError: a job property of the registry is missing from ``values``.
+    A property missing from ``values`` takes its registry default (Slipstream's
+    ``morphling.maxlag.on.disorder`` and ``morphling.hdfs.flush.interval.ms`` are only
+    there when given).
     """
     from .definitions import JOB
 
     spark = {k: str(v) for k, v in values.items() if JOB.get(k) is None and JOB.passthrough(k)}
-    typed = {attr: values[name] for attr, name in NAMES.items()}
+    typed = {attr: values[name] if name in values else JOB.lookup(name).default
+             for attr, name in NAMES.items()}
     return JobProperties(**typed, spark=spark, start_position=values.get(START_POSITION))
 
 

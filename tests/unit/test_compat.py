@@ -82,3 +82,16 @@ def test_check_shows_a_notice_for_a_slipstream_property_without_effect(tmp_path)
         f"{script}:2: note: stream.number.receivers has no effect in streamjob: Spark's Kafka "
         "source reads each partition in its own task; there are no receivers",
         "OK (3 statements)"]
+
+
+def test_submit_shows_the_notice_and_goes_on(tmp_path):
+    script = tmp_path / "set.sql"
+    script.write_text("SET morphling.job.enable.wal.sink=true;\nSET mapred.reduce.tasks=3;\n")
+    res = invoke(tmp_path, "submit", str(script))
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == [
+        "morphling.job.enable.wal.sink=true",
+        "note: morphling.job.enable.wal.sink has no effect in streamjob: sinks are exactly-once "
+        "through their commit markers whenever morphling.result.auto.flush is false (the "
+        "default); no write-ahead log is needed",
+        "mapred.reduce.tasks=3"]
