@@ -1,20 +1,22 @@
 -- 点击流统计：一个 Slipstream 5.2 风格的旧脚本，原样交给 streamjob。
 -- A click-stream count as an old Slipstream 5.2 script is written, given to streamjob
 -- unchanged: `streamjob check --compat examples/slipstream/clicks.sql` lists what each
--- clause and property becomes. Variables: ${ZK_QUORUM} (Kafka's ZooKeeper) and
--- ${STREAMJOB_HOME}.
+-- clause and property becomes. Variables: ${ZK_QUORUM} (Kafka's ZooKeeper),
+-- ${KAFKA_BROKERS} and ${STREAMJOB_HOME}.
 
 -- 会话级参数：Slipstream 的任务参数（见 slipstream_confdesc.properties）
 SET streamsql.use.eventtime=true;          -- 使用事件时间切分窗口
 SET morphling.metrics.enabled=true;        -- 开启 metrics 收集
 SET mapred.reduce.tasks=4;                 -- reduce 任务数量
 
--- 输入流：只给了 ZooKeeper 地址，没有 broker 列表（老脚本常见写法）
+-- 输入流：Kafka 的 ZooKeeper 地址和 broker 列表（老脚本两个都写；
+-- 只写 kafka.zookeeper 时，streamjob 从 ZooKeeper 的 /brokers/ids 找 broker）
 CREATE STREAM IF NOT EXISTS clicks (user_id STRING, url STRING, ts TIMESTAMP)
 ROW FORMAT DELIMITED FIELDS TERMINATED BY ','
 TBLPROPERTIES(
   "topic"="clicks",
   "kafka.zookeeper"="${ZK_QUORUM:-127.0.0.1:2181}",
+  "kafka.broker.list"="${KAFKA_BROKERS:-127.0.0.1:9092}",
   "transwarp.consumer.reset.offset.strategy"="earliest",
   "watermark.column"="ts",
   "watermark.delay"="1 minute"

@@ -28,21 +28,22 @@ def test_compat_lists_every_clause_and_property_of_the_slipstream_example(tmp_pa
     expected = [
         f"{f}:9: SET morphling.metrics.enabled=true: ignored: metrics are always collected",
         f"{f}:10: SET mapred.reduce.tasks=4: mapped: spark.sql.shuffle.partitions=4",
-        f"{f}:13: CREATE STREAM clicks: runs",
-        f"{f}:13:   ROW FORMAT DELIMITED: runs: format delimited, fields split at ','",
-        f'{f}:17:   "kafka.zookeeper"="zk1:2181/kafka": mapped: the brokers Kafka registers',
-        f"{f}:24: CREATE TABLE clicks_per_minute: runs",
-        f"{f}:24:   STORED AS parquet: runs",
-        f"{f}:29: CREATE STREAMJOB clicks_per_minute_job: runs",
-        f"{f}:38:   morphling.maxlag.on.disorder=5000: mapped: the watermark delay",
-        f"{f}:39:   morphling.hdfs.flush.interval.ms=60000: mapped: the trigger interval",
-        f"{f}:40:   morphling.hdfs.flush.size=100000: ignored: ",
-        f"{f}:41:   morphling.job.enable.wal.sink=true: ignored: sinks are exactly-once",
-        f"{f}:45: START STREAMJOB clicks_per_minute_job: runs",
+        f"{f}:14: CREATE STREAM clicks: runs",
+        f"{f}:14:   ROW FORMAT DELIMITED: runs: format delimited, fields split at ','",
+        f'{f}:18:   "kafka.zookeeper"="zk1:2181/kafka": ignored: "kafka.broker.list" is given',
+        f'{f}:19:   "kafka.broker.list"="127.0.0.1:9092": runs',
+        f"{f}:26: CREATE TABLE clicks_per_minute: runs",
+        f"{f}:26:   STORED AS parquet: runs",
+        f"{f}:31: CREATE STREAMJOB clicks_per_minute_job: runs",
+        f"{f}:40:   morphling.maxlag.on.disorder=5000: mapped: the watermark delay",
+        f"{f}:41:   morphling.hdfs.flush.interval.ms=60000: mapped: the trigger interval",
+        f"{f}:42:   morphling.hdfs.flush.size=100000: ignored: ",
+        f"{f}:43:   morphling.job.enable.wal.sink=true: ignored: sinks are exactly-once",
+        f"{f}:47: START STREAMJOB clicks_per_minute_job: runs",
     ]
     for want in expected:
         assert any(line.startswith(want) for line in lines), (want, res.output)
-    assert lines[-1] == "7 statements: 13 runs, 4 mapped, 5 ignored, 0 refused"
+    assert lines[-1] == "7 statements: 14 runs, 3 mapped, 6 ignored, 0 refused"
 
 
 def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):
@@ -52,7 +53,8 @@ def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):
         "SET morphling.job.checkpoint.intervall=1000;\n"
         "CREATE APPLICATION clicks_app;\n"
         "CREATE STREAM s (a STRING) TBLPROPERTIES(\"topic\"=\"t\",\n"
-        "  \"kafka.broker.list\"=\"b:9092\", \"kafka.zookeeper\"=\"z:2181\", \"toppic\"=\"x\");\n")
+        "  \"kafka.broker.list\"=\"b:9092\", \"kafka.zookeeper\"=\"z:2181\", \"toppic\"=\"x\");\n"
+        "CREATE STREAM s2 (a STRING) TBLPROPERTIES(\"topic\"=\"t\", \"kafka.zookeeper\"=\"z:2181/kafka\");\n")
     res = invoke(tmp_path, "check", "--compat", str(script))
     assert res.exit_code == 1
     out = res.output
@@ -66,7 +68,9 @@ def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):
             in out)
     assert f"{script}:5:   \"toppic\"=\"x\": refused: unknown property of a kafka stream; " \
            f"did you mean 'topic'?" in out
-    assert out.splitlines()[-1] == "3 statements: 3 runs, 0 mapped, 1 ignored, 3 refused"
+    assert (f'{script}:6:   "kafka.zookeeper"="z:2181/kafka": mapped: the brokers Kafka registers '
+            f'in this ZooKeeper (/brokers/ids)') in out
+    assert out.splitlines()[-1] == "4 statements: 5 runs, 1 mapped, 1 ignored, 3 refused"
 
 
 def test_check_shows_a_notice_for_a_slipstream_property_without_effect(tmp_path):
