@@ -167,13 +167,9 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
             err.key, err.bad_value = "path", True
             raise err
         return FileSourceSpec(p["path"], fmt)
-    missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
-    if missing:
-        raise ValidationError(
-            f"Kafka stream '{name}' needs TBLPROPERTIES({', '.join(repr(m).replace(chr(39), chr(34)) + '=...' for m in missing)})"
-        )
-    if "kafka.zookeeper" in p:
-        log.info("stream %s: 'kafka.zookeeper' is accepted for old scripts and ignored", name)
+    security = KafkaSecurity.from_properties(p, f"Kafka stream '{name}'")
+    bootstrap = _bootstrap(p, f"Kafka stream '{name}'", security.protocol,
+                           typed.get("kafka.request.timeout.ms", 30_000) / 1000)
     delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
     default_fmt = "delimited" if row_format else "json"
     fmt = p.get("format", default_fmt).lower()
@@ -187,14 +183,14 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
             f"\"malformed.dead.letter.table\" go together (the policy and the SQL table "
             f"receiving the malformed records)")
     return KafkaSourceSpec(
-        p["topic"], p["kafka.broker.list"], fmt, delimiter,
+        p["topic"], bootstrap, fmt, delimiter,
         typed.get("transwarp.consumer.reset.offset.strategy", "earliest"),
         group_id=typed.get("transwarp.consumer.group.id"),
         fail_on_data_loss=typed.get("fail.on.data.loss", True),
         malformed=malformed, dead_letter=dead_letter,
         isolation=typed.get("kafka.isolation.level", "read_uncommitted"),
         missing_columns=typed.get("missing.columns", "count"),
-        security=KafkaSecurity.from_properties(p, f"Kafka stream '{name}'"),
+        security=security,
         request_timeout_ms=typed.get("kafka.request.timeout.ms", 30_000))
 
 
@@ -203,21 +199,41 @@ def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) 
     FORMAT DELIMITED makes ``delimited`` the default format and gives the delimiter, as
     for Kafka streams."""
     registry.validate_connector("kafka table", p, f"{_LABELS['kafka table']} '{name}'")
-    missing = [k for k in ("topic", "kafka.broker.list") if not p.get(k)]
-    if missing:
-        raise ValidationError(
-            f"Kafka table '{name}' needs TBLPROPERTIES("
-            + ", ".join(f'"{m}"=...' for m in missing) + ")")
-    if "kafka.zookeeper" in p:
-        log.info("table %s: 'kafka.zookeeper' is accepted for old scripts and ignored", name)
+    security = KafkaSecurity.from_properties(p, f"Kafka table '{name}'")
+    bootstrap = _bootstrap(p, f"Kafka table '{name}'", security.protocol)
     fmt = p.get("format", "delimited" if row_format else "json").strip().lower()
     if fmt not in KAFKA_TABLE_FORMATS:
         raise ValidationError(f"Kafka table '{name}': format must be one of "
                               f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
     delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
     key = p.get("key", "").strip() or None
-    return KafkaTableSpec(p["topic"], p["kafka.broker.list"], fmt, delimiter, key,
-                          KafkaSecurity.from_properties(p, f"Kafka table '{name}'"))
+    return KafkaTableSpec(p["topic"], bootstrap, fmt, delimiter, key, security)
+
+
+def _bootstrap(p: dict[str, str], what: str, protocol: str, timeout_s: float = 10.0) -> str:
+    """The bootstrap servers of a Kafka stream or table (lower-cased TBLPROPERTIES
+    ``p``): ``"kafka.broker.list"``; without it, the brokers registered in the ZooKeeper
+    of ``"kafka.zookeeper"`` (old Slipstream scripts; looked up each time the spec is
+    built, so a job start finds the brokers live then), waiting at most the smaller of
+    ``timeout_s`` and 10 s for ZooKeeper.
+
+    Raises:
+        ValidationError: no ``"topic"``; neither property; or ZooKeeper unreachable or
+            listing no broker (names its address).
+    """
+    from .kafka.zookeeper import CONNECT_TIMEOUT_S, brokers_from_zookeeper
+
+    if not p.get("topic"):
+        need = ['"topic"=...'] + ([] if p.get("kafka.broker.list") else ['"kafka.broker.list"=...'])
+        raise ValidationError(f"{what} needs TBLPROPERTIES({', '.join(need)})")
+    if p.get("kafka.broker.list"):
+        return p["kafka.broker.list"]
+    if not p.get("kafka.zookeeper", "").strip():
+        raise ValidationError(f"{what} needs TBLPROPERTIES(\"kafka.broker.list\"=...): the "
+                              "Kafka brokers as host:port,... (or \"kafka.zookeeper\" where "
+                              "Kafka registers its brokers)")
+    return brokers_from_zookeeper(p["kafka.zookeeper"].strip(), protocol, what,
+                                  min(timeout_s, CONNECT_TIMEOUT_S))
 
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,

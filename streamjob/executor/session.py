@@ -33,7 +33,8 @@ class SessionStatements:
         checked = jp.validate({s.key: value})
         self.session_props.update(checked)
         (name, raw), = checked.items()
-        return Result(f"{name}={jp.mask(name, raw)}{set_scope(name)}")
+        return Result("\n".join([f"{name}={jp.mask(name, raw)}{set_scope(name)}",
+                                  *jp.notices(checked)]))
 
     def _do_ResetProperty(self, s: st.ResetProperty) -> Result:
         if s.key is None:

@@ -18,7 +18,8 @@ from .observe import observe_source
 
 
 def source_frame(session, src: Source, props: JobProperties):
-    """The streaming DataFrame of one stream (watermark applied if declared)."""
+    """The streaming DataFrame of one stream, watermarked if it declares event time
+    (its ``"watermark.delay"``, or the job's ``morphling.maxlag.on.disorder``)."""
     from .. import types as sjtypes
 
     from ..connectors.kafka.formats import MALFORMED_COLUMN
@@ -48,8 +49,8 @@ def source_frame(session, src: Source, props: JobProperties):
         reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
     df = observe_source(reader.load(), src)  # malformed rows and missing columns counted
     p = {k.lower(): v for k, v in st.properties.items()}
-    if p.get("watermark.column") and p.get("watermark.delay"):
-        df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
+    if p.get("watermark.column") and p.get("watermark.delay"):  # the job's maxlag wins
+        df = df.withWatermark(p["watermark.column"], props.watermark_delay(p["watermark.delay"]))
     return with_proctime(df) if src.proctime else df
 
 
