@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamjob.cli import main
+from streamjob.cli.execute import SET_ENDS
 
 pytestmark = pytest.mark.component
 
@@ -94,8 +95,11 @@ def test_submit_shows_the_notice_and_goes_on(tmp_path):
     res = invoke(tmp_path, "submit", str(script))
     assert res.exit_code == 0, res.output
     assert res.output.splitlines() == [
-        "morphling.job.enable.wal.sink=true",
+        f"morphling.job.enable.wal.sink=true {LATER}",
         "note: morphling.job.enable.wal.sink has no effect in streamjob: sinks are exactly-once "
         "through their commit markers whenever morphling.result.auto.flush is false (the "
         "default); no write-ahead log is needed",
-        "mapred.reduce.tasks=3"]
+        f"mapred.reduce.tasks=3 {LATER}; {SET_ENDS}"]
+
+
+LATER = "(for streamjobs created later in this session; existing streamjobs keep theirs)"
