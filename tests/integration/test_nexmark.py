@@ -1,0 +1,215 @@
+"""Nexmark queries of examples/nexmark through real local Spark: the generator's events
+as JSON-lines file streams (streams_files.sql), each query file's CREATE TABLE run by the
+executor and its job planned and started as streamjob starts it (plan_job +
+start_query), then its sink compared with the same query computed in pandas over the
+same events: equal multisets of rows.
+
+5,000 events at 10 events/s of event time span 500 s, i.e. 50 tumbling 10-second
+windows. Windowed queries need the watermark past their last window: two sentinel bids,
+an hour and two hours later (auction -1), each in its own micro-batch, push it out
+(tests/integration/test_windows_and_derived.py); the sentinels' own rows are left out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from streamjob.connectors.files.table import read_table
+from streamjob.dev.nexmark import NexmarkConfig, format_times, generate, to_files
+from streamjob.grammar import parse_script
+from streamjob.grammar.statements import CreateStreamJob
+from streamjob.script import read_script, substitute
+
+from .world import SparkWorld
+
+pytestmark = pytest.mark.spark
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "nexmark"
+CFG = NexmarkConfig(seed=19, rate=10)
+EVENTS = 5_000
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    w = SparkWorld(tmp_path_factory.mktemp("nexmark"))
+    w.data = w.root / "data"
+    to_files(CFG, EVENTS, w.data, chunk=2_000)
+    w.vars = {"NEXMARK_DIR": str(w.data), "STREAMJOB_HOME": str(w.home.root)}
+    w.run(substitute(read_script(EXAMPLES / "streams_files.sql"), w.vars))
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def events():
+    e = generate(CFG, 0, EVENTS)
+    return e.person, e.auction, e.bid
+
+
+def run_query(world, name: str, sentinels: bool = False) -> str:
+    """Run examples/nexmark/queries/<name>.sql until its input is processed; returns
+    the sink's location."""
+    location = None
+    for stmt in parse_script(substitute(read_script(EXAMPLES / "queries" / f"{name}.sql"), world.vars)):
+        if not isinstance(stmt, CreateStreamJob):
+            world.ex.execute(stmt)
+            continue
+        plan, query = world.start(stmt.name.name, stmt.query)
+        location = plan.sink_spec.location
+        try:
+            query.processAllAvailable()
+            if sentinels:
+                for hours in (1, 2):
+                    ms = CFG.base_time_ms + hours * 3_600_000
+                    world.write(world.data / "bid", [{
+                        "auction": -1, "bidder": -1, "price": 1, "channel": "x", "url": "x",
+                        "dateTime": format_times([ms])[0], "extra": ""}])
+                    query.processAllAvailable()
+            assert query.exception() is None
+        finally:
+            query.stop()
+    return location
+
+
+def ms(value) -> int:
+    """A timestamp read back from Parquet (UTC) as ms since the epoch."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return round(value.timestamp() * 1000)
+
+
+def sink(location: str, cols: list[str], times=(), drop=lambda r: False) -> Counter:
+    rows = read_table(location).to_pylist()
+    return Counter(tuple(ms(r[c]) if c in times else r[c] for c in cols) for r in rows if not drop(r))
+
+
+def rows(df: pd.DataFrame, cols: list[str]) -> Counter:
+    return Counter(map(tuple, df[cols].itertuples(index=False, name=None)))
+
+
+def q0(world, person, auction, bid):
+    cols = ["auction", "bidder", "price", "dateTime", "extra"]
+    return sink(run_query(world, "q0"), cols, {"dateTime"}), rows(bid, cols)
+
+
+def q1(world, person, auction, bid):
+    cols = ["auction", "bidder", "price", "dateTime", "extra"]
+    want = bid.assign(price=[Decimal(p) * Decimal("0.908") for p in bid.price])
+    return sink(run_query(world, "q1"), cols, {"dateTime"}), rows(want, cols)
+
+
+def q2(world, person, auction, bid):
+    want = bid[bid.auction % 123 == 0]
+    assert len(want), "the events hold bids of every 123rd auction"
+    return sink(run_query(world, "q2"), ["auction", "price"]), rows(want, ["auction", "price"])
+
+
+def q3(world, person, auction, bid):
+    a = auction[auction.category == 10]
+    p = person[person.state.isin(["OR", "ID", "CA"])]
+    want = a.merge(p, left_on="seller", right_on="id", suffixes=("_a", ""))
+    want = want.assign(id=want.id_a)
+    assert len(want), "some category-10 auctions have sellers in OR, ID or CA"
+    cols = ["name", "city", "state", "id"]
+    return sink(run_query(world, "q3"), cols), rows(want, cols)
+
+
+def q7(world, person, auction, bid):
+    cols = ["price", "auction", "bidder", "dateTime", "extra"]
+    best = Counter()
+    for _, w in bid.groupby(bid.dateTime // 10_000):
+        best[max(map(tuple, w[cols].itertuples(index=False, name=None)))] += 1
+    got = sink(run_query(world, "q7", sentinels=True), cols, {"dateTime"},
+               drop=lambda r: r["auction"] == -1)
+    assert len(best) >= 40
+    return got, best
+
+
+def q5(world, person, auction, bid):
+    counts = Counter()
+    for a, t in zip(bid.auction, bid.dateTime):
+        first = t // 2000 * 2000
+        for start in range(first - 8000, first + 1, 2000):  # the 5 sliding windows holding t
+            counts[(start, a)] += 1
+    best = {}
+    for (start, a), n in counts.items():
+        best[start] = max(best.get(start, (0, 0)), (n, a))
+    want = Counter((a, n, s) for s, (n, a) in best.items())
+    got = sink(run_query(world, "q5", sentinels=True), ["auction", "num", "starttime"],
+               {"starttime"}, drop=lambda r: r["auction"] == -1)
+    return got, want
+
+
+def q8(world, person, auction, bid):
+    sellers = set(zip(auction.seller, auction.dateTime // 10_000))
+    keep = [(i, t // 10_000) in sellers for i, t in zip(person.id, person.dateTime)]
+    want = person[keep].assign(stime=person.dateTime[keep] // 10_000 * 10_000)
+    got = sink(run_query(world, "q8"), ["id", "name", "stime"], {"stime"})
+    return got, rows(want, ["id", "name", "stime"])
+
+
+def q20(world, person, auction, bid):
+    want = bid.merge(auction[auction.category == 10], left_on="auction", right_on="id",
+                     suffixes=("", "_a"))
+    cols = ["auction", "bidder", "price", "channel", "url", "dateTime", "extra", "itemName",
+            "description", "initialBid", "reserve", "dateTime_a", "expires", "seller",
+            "category", "extra_a"]
+    got = sink(run_query(world, "q20"), ["auction", "bidder", "price", "channel", "url",
+                                         "bid_dateTime", "bid_extra", "itemName", "description",
+                                         "initialBid", "reserve", "auction_dateTime", "expires",
+                                         "seller", "category", "auction_extra"],
+               {"bid_dateTime", "auction_dateTime", "expires"})
+    return got, rows(want, cols)
+
+
+def q22(world, person, auction, bid):
+    parts = bid.url.str.split("/")
+    want = bid.assign(dir1=parts.str[3], dir2=parts.str[4], dir3=parts.str[5])
+    cols = ["auction", "bidder", "price", "channel", "dir1", "dir2", "dir3"]
+    return sink(run_query(world, "q22"), cols), rows(want, cols)
+
+
+CORE = [q0, q1, q2, q3, q7]
+MORE = [q5, q8, q20, q22]
+
+
+@pytest.mark.parametrize("query", CORE, ids=lambda q: q.__name__)
+def test_nexmark_query_matches_batch(world, events, query):
+    got, want = query(world, *events)
+    assert sum(want.values()) > 0
+    assert got == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", MORE, ids=lambda q: q.__name__)
+def test_more_nexmark_queries_match_batch(world, events, query):
+    got, want = query(world, *events)
+    assert sum(want.values()) > 0
+    assert got == want
+
+
+def test_every_query_file_is_accepted(world):
+    """Every query of examples/nexmark plans (names, functions, output mode) against the
+    streams of streams_files.sql; Spark's own analysis runs when a query starts."""
+    names = sorted(p.stem for p in (EXAMPLES / "queries").glob("q*.sql"))
+    assert len(names) >= 17
+    for name in names:
+        for stmt in parse_script(substitute(read_script(EXAMPLES / "queries" / f"{name}.sql"), world.vars)):
+            if isinstance(stmt, CreateStreamJob):
+                world.plan(stmt.name.name, stmt.query)
+            else:
+                world.ex.execute(stmt)
+
+
+def test_generated_times_read_as_timestamps(world):
+    """The generator's ``2015-07-15 00:00:00.001`` text (Flink's JSON TIMESTAMP) is a
+    TIMESTAMP to Spark's JSON reader, to the ms."""
+    df = world.session.read.schema("dateTime timestamp").json(str(world.data / "person"))
+    first = min(r.dateTime for r in df.collect())
+    assert ms(first) == int(generate(CFG, 0, EVENTS).person.dateTime.min())
+    assert isinstance(first, datetime)
