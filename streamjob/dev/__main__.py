@@ -79,8 +79,10 @@ def broker(port: int, data: str | None, more: int) -> None:
 @click.option("--topic-prefix", default="nexmark", show_default=True, help="Topic name prefix.")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Partitions of topics created here.")
+@click.option("--lower-keys", is_flag=True,
+              help="With --dir: lower-case JSON keys, as streamjob's file streams need.")
 def nexmark(events: int, seed: int, rate: int, bootstrap: str | None, directory: str | None,
-            topic_prefix: str, partitions: int) -> None:
+            topic_prefix: str, partitions: int, lower_keys: bool) -> None:
     """Generate Nexmark events into a broker or files (examples/nexmark/README.md)."""
     from .nexmark import NexmarkConfig, to_files, to_kafka
 
@@ -88,7 +90,7 @@ def nexmark(events: int, seed: int, rate: int, bootstrap: str | None, directory:
         raise click.UsageError("give one of --broker HOST:PORT or --dir DIR")
     cfg = NexmarkConfig(seed=seed, rate=rate)
     if directory:
-        stats = to_files(cfg, events, Path(directory))
+        stats = to_files(cfg, events, Path(directory), lower_keys=lower_keys)
         where = directory
     else:
         from ..exceptions import StreamJobError

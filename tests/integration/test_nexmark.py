@@ -38,7 +38,7 @@ EVENTS = 5_000
 def world(tmp_path_factory):
     w = SparkWorld(tmp_path_factory.mktemp("nexmark"))
     w.data = w.root / "data"
-    to_files(CFG, EVENTS, w.data, chunk=2_000)
+    to_files(CFG, EVENTS, w.data, chunk=2_000, lower_keys=True)
     w.vars = {"NEXMARK_DIR": str(w.data), "STREAMJOB_HOME": str(w.home.root)}
     w.run(substitute(read_script(EXAMPLES / "streams_files.sql"), w.vars))
     yield w
@@ -68,7 +68,7 @@ def run_query(world, name: str, sentinels: bool = False) -> str:
                     ms = CFG.base_time_ms + hours * 3_600_000
                     world.write(world.data / "bid", [{
                         "auction": -1, "bidder": -1, "price": 1, "channel": "x", "url": "x",
-                        "dateTime": format_times([ms])[0], "extra": ""}])
+                        "datetime": format_times([ms])[0], "extra": ""}])
                     query.processAllAvailable()
             assert query.exception() is None
         finally:
@@ -84,8 +84,11 @@ def ms(value) -> int:
 
 
 def sink(location: str, cols: list[str], times=(), drop=lambda r: False) -> Counter:
-    rows = read_table(location).to_pylist()
-    return Counter(tuple(ms(r[c]) if c in times else r[c] for c in cols) for r in rows if not drop(r))
+    """The sink's rows as a multiset of ``cols`` (the catalog keeps names lower-cased),
+    ``times`` as ms, without the rows ``drop`` picks."""
+    rows = [{k.lower(): v for k, v in r.items()} for r in read_table(location).to_pylist()]
+    return Counter(tuple(ms(r[c.lower()]) if c in times else r[c.lower()] for c in cols)
+                   for r in rows if not drop(r))
 
 
 def rows(df: pd.DataFrame, cols: list[str]) -> Counter:
@@ -209,7 +212,7 @@ def test_every_query_file_is_accepted(world):
 def test_generated_times_read_as_timestamps(world):
     """The generator's ``2015-07-15 00:00:00.001`` text (Flink's JSON TIMESTAMP) is a
     TIMESTAMP to Spark's JSON reader, to the ms."""
-    df = world.session.read.schema("dateTime timestamp").json(str(world.data / "person"))
-    first = min(r.dateTime for r in df.collect())
+    df = world.session.read.schema("datetime timestamp").json(str(world.data / "person"))
+    first = min(r.datetime for r in df.collect())
     assert ms(first) == int(generate(CFG, 0, EVENTS).person.dateTime.min())
     assert isinstance(first, datetime)

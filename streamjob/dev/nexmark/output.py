@@ -19,16 +19,19 @@ TIME_COLUMNS = {"person": ("dateTime",), "auction": ("dateTime", "expires"), "bi
 SIDE_INPUT_ROWS = 10_000  # q13's side input: "i,i" for i < 10,000 (SideInputGenerator)
 
 
-def json_lines(events: Events) -> dict[str, list[bytes]]:
+def json_lines(events: Events, lower_keys: bool = False) -> dict[str, list[bytes]]:
     """``{"person"|"auction"|"bid"|"events": [JSON bytes, ...]}``: each type's records in
-    event order (keys as Nexmark's Flink SQL DDL, times as ``format_times``), and the
-    combined stream of all three, merged by event count. Written by pandas' C JSON writer."""
+    event order (keys as Nexmark's Flink SQL DDL, or lower-cased with ``lower_keys``;
+    times as ``format_times``), and the combined stream of all three, merged by event
+    count. Written by pandas' C JSON writer."""
     out, order = {}, {}
     for t in TYPES:
         df = getattr(events, t)
         frame = df[COLUMNS[t]].copy()
         for c in TIME_COLUMNS[t]:
             frame[c] = format_times(frame[c].to_numpy())
+        if lower_keys:
+            frame.columns = [c.lower() for c in frame.columns]
         out[t] = _records(frame)
         order[t] = df["event"].tolist()
     wrap = {0: (b'{"event_type":0,"person":', b',"auction":null,"bid":null}'),
@@ -71,11 +74,11 @@ class Stats:
         return self.events / self.generate_s if self.generate_s else 0.0
 
 
-def chunks(cfg: NexmarkConfig, events: int, chunk: int, stats: Stats):
+def chunks(cfg: NexmarkConfig, events: int, chunk: int, stats: Stats, lower_keys: bool = False):
     """Yield ``json_lines`` of consecutive chunks of ``chunk`` events, timing them."""
     for start in range(0, events, chunk):
         t0 = time.perf_counter()
-        lines = json_lines(generate(cfg, start, min(chunk, events - start)))
+        lines = json_lines(generate(cfg, start, min(chunk, events - start)), lower_keys)
         stats.generate_s += time.perf_counter() - t0
         stats.events += min(chunk, events - start)
         for t, recs in lines.items():
@@ -93,17 +96,24 @@ def write_side_input(directory: Path) -> Path:
     return path
 
 
-def to_files(cfg: NexmarkConfig, events: int, directory: Path, chunk: int = 100_000) -> Stats:
+def to_files(cfg: NexmarkConfig, events: int, directory: Path, chunk: int = 100_000,
+             lower_keys: bool = False) -> Stats:
     """Write ``events`` events under ``directory``: ``person/``, ``auction/``, ``bid/``,
     ``events/`` (combined), one JSON-lines file per stream per chunk of ``chunk`` events
     (``part-<first event>.json``, written beside and renamed in, so a file stream never
-    reads half a file), and ``side_input/side_input.csv``."""
+    reads half a file), and ``side_input/side_input.csv``.
+
+    ``lower_keys`` writes the JSON keys lower-cased (``datetime``, ``emailaddress``):
+    Spark's JSON file reader matches keys to columns case-sensitively, and streamjob's
+    catalog keeps declared column names lower-cased, so a file stream reads Nexmark's
+    ``dateTime`` as NULL (Kafka streams match keys case-insensitively and need no
+    flag)."""
     directory = Path(directory)
     stats = Stats()
     for t in (*TYPES, COMBINED):
         (directory / t).mkdir(parents=True, exist_ok=True)
     write_side_input(directory)
-    for start, lines in chunks(cfg, events, chunk, stats):
+    for start, lines in chunks(cfg, events, chunk, stats, lower_keys):
         t0 = time.perf_counter()
         for t, recs in lines.items():
             if not recs:
