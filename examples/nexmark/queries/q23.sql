@@ -12,8 +12,10 @@ CREATE TABLE IF NOT EXISTS nexmark_q23 (
 
 CREATE STREAMJOB IF NOT EXISTS nexmark_q23_job AS ("
   insert into nexmark_q23
-  select B.bidder, B.price, B.channel, B.url, B.extra, P.id, P.name, P.emailAddress,
-         P.creditCard, P.city, P.state, P.extra, A.itemName, A.description, A.initialBid,
-         A.reserve, A.dateTime, A.expires, A.seller, A.category, A.extra
+  select B.bidder, B.price, B.channel, B.url, B.extra as bid_extra, P.id as person_id,
+         P.name, P.emailAddress, P.creditCard, P.city, P.state, P.extra as person_extra,
+         A.itemName, A.description, A.initialBid, A.reserve,
+         A.dateTime as auction_dateTime, A.expires, A.seller, A.category,
+         A.extra as auction_extra
   from bid B join person P on P.id = B.bidder
              join auction A on A.seller = B.bidder");

@@ -13,6 +13,8 @@ CREATE STREAMJOB IF NOT EXISTS nexmark_q5_job AS ("
   insert into nexmark_q5
   select m.auction, m.num, s - interval 8 seconds
   from (select max(struct(num, auction)) as m, window.start as s
-        from (select auction, count(*) as num, window_time(window) as wt
-              from bid group by auction, window(dateTime, '10 seconds', '2 seconds')) c
+        from (select auction, num, window_time(window) as wt
+              from (select auction, count(*) as num, window
+                    from bid group by auction, window(dateTime, '10 seconds', '2 seconds')) c
+             ) w
         group by window(wt, '2 seconds')) t");
