@@ -11,6 +11,8 @@ an hour and two hours later (auction -1), each in its own micro-batch, push it o
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections import Counter
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -20,7 +22,7 @@ import pandas as pd
 import pytest
 
 from streamjob.connectors.files.table import read_table
-from streamjob.dev.nexmark import NexmarkConfig, format_times, generate, to_files
+from streamjob.dev.nexmark import NexmarkConfig, format_times, generate, to_files, to_kafka
 from streamjob.grammar import parse_script
 from streamjob.grammar.statements import CreateStreamJob
 from streamjob.script import read_script, substitute
@@ -66,14 +68,32 @@ def run_query(world, name: str, sentinels: bool = False) -> str:
             if sentinels:
                 for hours in (1, 2):
                     ms = CFG.base_time_ms + hours * 3_600_000
-                    world.write(world.data / "bid", [{
-                        "auction": -1, "bidder": -1, "price": 1, "channel": "x", "url": "x",
-                        "datetime": format_times([ms])[0], "extra": ""}])
+                    sentinel = {"auction": -1, "bidder": -1, "price": 1, "channel": "x",
+                                "url": "x", "datetime": format_times([ms])[0], "extra": ""}
+                    if world.data is not None:
+                        world.write(world.data / "bid", [sentinel])
+                    else:  # one per partition: the watermark is the minimum over them
+                        topic = world.vars["NEXMARK_TOPIC"] + "_bid"
+                        for p in (0, 1):
+                            replay_one(world.vars["NEXMARK_BROKER"], topic, sentinel, p)
                     query.processAllAvailable()
             assert query.exception() is None
         finally:
             query.stop()
     return location
+
+
+def replay_one(bootstrap: str, topic: str, record: dict, partition: int) -> None:
+    """Produce one JSON record to ``partition`` of ``topic``, flushed (sent alone, so
+    the broker's end offset shows it: flights.replay)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        producer.send(topic, json.dumps(record).encode(), partition=partition)
+        producer.flush()
+    finally:
+        producer.close()
 
 
 def ms(value) -> int:
@@ -193,6 +213,31 @@ def test_nexmark_query_matches_batch(world, events, query):
 def test_more_nexmark_queries_match_batch(world, events, query):
     got, want = query(world, *events)
     assert sum(want.values()) > 0
+    assert got == want
+
+
+@pytest.fixture(scope="module")
+def kafka_world(tmp_path_factory, broker):
+    """The same events in the session's broker (four new topics), read by the streams
+    of streams_kafka.sql: Nexmark's JSON keys as written (``dateTime``)."""
+    w = SparkWorld(tmp_path_factory.mktemp("nexmark_kafka"))
+    prefix = f"nexmark_{uuid.uuid4().hex[:8]}"
+    stats = to_kafka(CFG, EVENTS, broker.bootstrap, prefix, partitions=2)
+    assert stats.records["bid"] == 4_600
+    w.vars = {"NEXMARK_BROKER": broker.bootstrap, "NEXMARK_TOPIC": prefix,
+              "NEXMARK_DIR": str(w.root / "data"), "STREAMJOB_HOME": str(w.home.root)}
+    w.run(substitute(read_script(EXAMPLES / "streams_kafka.sql"), w.vars))
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("query", [q0, pytest.param(q7, marks=pytest.mark.slow)],
+                         ids=lambda q: q.__name__)
+def test_nexmark_query_over_kafka_matches_batch(kafka_world, events, query):
+    """The Kafka path: ``to_kafka`` into the session's broker, the streams of
+    streams_kafka.sql (keys matched case-insensitively, SQL timestamp text decoded)."""
+    kafka_world.data = None  # sentinels go to the topic instead
+    got, want = query(kafka_world, *events)
     assert got == want
 
 
