@@ -137,3 +137,17 @@ def test_json_records_carry_nexmarks_names_and_sql_times(tmp_path):
     bids = sorted((tmp_path / "bid").glob("part-*.json"))
     assert len(bids) == 3 and "datetime" in json.loads(bids[0].read_text().splitlines()[0])
     assert (tmp_path / "side_input" / "side_input.csv").read_text().splitlines()[9999] == "9999,9999"
+
+
+def test_cli_writes_files_and_wants_one_target(tmp_path):
+    from click.testing import CliRunner
+
+    from streamjob.dev.__main__ import main
+
+    r = CliRunner().invoke(main, ["nexmark", "--events", "100", "--seed", "3", "--dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "100 events to" in r.output and "bid 92" in r.output and "events/s" in r.output
+    first = json.loads((tmp_path / "person" / "part-000000000000.json").read_text().splitlines()[0])
+    assert "dateTime" in first  # Nexmark's names unless --lower-keys
+    r = CliRunner().invoke(main, ["nexmark", "--events", "10"])
+    assert r.exit_code == 2 and "give one of --broker HOST:PORT or --dir DIR" in r.output
