@@ -331,6 +331,16 @@ def test_nexmark_query_over_kafka_matches_batch(kafka_world, events, query):
     assert got == want
 
 
+def test_a_second_replay_into_filled_topics_is_refused(kafka_world, broker):
+    """Producing the events again with the same prefix would double every result:
+    refused, naming the topic, before anything is sent."""
+    from streamjob.exceptions import ConnectorError
+
+    prefix = kafka_world.vars["NEXMARK_TOPIC"]
+    with pytest.raises(ConnectorError, match=f"topic {prefix} at .* already holds 5,000 records"):
+        to_kafka(CFG, 10, broker.bootstrap, prefix)
+
+
 def test_every_query_file_is_accepted(world):
     """Every query of examples/nexmark plans (names, functions, output mode) against the
     streams of streams_files.sql; Spark's own analysis runs when a query starts."""

@@ -88,6 +88,7 @@ class NexmarkConfig:
 
     @property
     def total(self) -> int:
+        """Events per epoch: person + auction + bid proportions (50 by default)."""
         return self.person_proportion + self.auction_proportion + self.bid_proportion
 
     def timestamp(self, event_number):

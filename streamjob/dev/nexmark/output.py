@@ -125,6 +125,25 @@ def to_files(cfg: NexmarkConfig, events: int, directory: Path, chunk: int = 100_
     return stats
 
 
+def _refuse_filled(bootstrap: str, topic: str) -> None:
+    """Raise ConnectorError if ``topic`` holds records (end offsets above beginnings)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from ...exceptions import ConnectorError
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        ends, begins = consumer.end_offsets(parts), consumer.beginning_offsets(parts)
+    finally:
+        consumer.close()
+    held = sum(ends[tp] - begins[tp] for tp in parts)
+    if held:
+        raise ConnectorError(
+            f"topic {topic} at {bootstrap} already holds {held:,} records: the events would "
+            f"be appended a second time; choose another --topic-prefix or delete the topics")
+
+
 def topic_names(prefix: str = "nexmark") -> dict[str, str]:
     """Topic per stream: ``<prefix>`` for the combined stream (Nexmark's topic is
     ``nexmark``), ``<prefix>_person``, ``<prefix>_auction``, ``<prefix>_bid``."""
@@ -136,14 +155,21 @@ def to_kafka(cfg: NexmarkConfig, events: int, bootstrap: str, prefix: str = "nex
     """Produce ``events`` events to the four topics of ``topic_names(prefix)`` (created
     with ``partitions`` partitions when missing), records round-robin over partitions.
     Each partition's last record is sent alone and flushed, so the broker of TESTING.md
-    (Tansu) shows every record in its end offset (``flights.replay``)."""
+    (Tansu) shows every record in its end offset (``flights.replay``).
+
+    Raises:
+        ConnectorError: one of the topics exists and holds records (a second run would
+            append a second copy of the events, doubling every result); nothing is
+            produced then.
+    """
     from kafka import KafkaProducer
 
     from ..broker import create_topic
 
     topics = topic_names(prefix)
     for topic in topics.values():
-        create_topic(bootstrap, topic, partitions)
+        if not create_topic(bootstrap, topic, partitions):
+            _refuse_filled(bootstrap, topic)
     stats = Stats()
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20,
                              acks=1, max_request_size=16 << 20)
