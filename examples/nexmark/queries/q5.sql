@@ -6,6 +6,7 @@
 -- window_time, grouped in 2-second windows, one per sliding window) the auction with the
 -- largest count, max(struct(num, auction)). Ties: Flink lists every auction at the
 -- maximum, this query the one with the largest id among them.
+-- The sink also has each window's start (starttime), which Flink's q5 leaves out.
 CREATE TABLE IF NOT EXISTS nexmark_q5 (auction BIGINT, num BIGINT, starttime TIMESTAMP)
 STORED AS PARQUET LOCATION '${STREAMJOB_HOME}/nexmark/q5';
 
