@@ -6,6 +6,9 @@ replays the 336,776 flights of 2013 into topic ``flights`` (2 partitions, JSON),
 ``airlines.csv`` under ``--data`` (default ``$STREAMJOB_HOME/data/airlines``), prints
 the bootstrap address and runs until Ctrl-C or SIGTERM. ``--more N`` replays N more
 flights every few seconds while it runs, so jobs have live input to follow.
+
+``python -m streamjob.dev nexmark --events N --broker HOST:PORT`` (or ``--dir DIR``):
+Nexmark's people, auctions and bids (examples/nexmark/README.md).
 """
 
 from __future__ import annotations
