@@ -14,6 +14,7 @@ from ..exceptions import ValidationError
 from ..planner.plan import JobPlan, Source, Static
 from ..planner.window import PROCTIME_COLUMN
 from ..properties import JobProperties
+from .json_keys import json_columns
 from .observe import observe_source
 
 
@@ -42,12 +43,18 @@ def source_frame(session, src: Source, props: JobProperties):
             reader = reader.option("groupId", src.group_id)
         if src.dead_letter is not None:
             reader = reader.option("deadLetter", src.dead_letter.to_option())
+    elif isinstance(sp, cspec.FileSourceSpec) and sp.format == "json":
+        # keys matched as a Kafka stream matches them (exact, else ignoring case), per record
+        reader = session.readStream.format("text").option("path", sp.path)
     elif isinstance(sp, cspec.FileSourceSpec):
         reader = (session.readStream.format(sp.format).schema(sjtypes.ddl(st.columns))
                   .option("path", sp.path))
     else:
         reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
-    df = observe_source(reader.load(), src)  # malformed rows and missing columns counted
+    df = reader.load()
+    if isinstance(sp, cspec.FileSourceSpec) and sp.format == "json":
+        df = json_columns(df, st.columns)
+    df = observe_source(df, src)  # malformed rows and missing columns counted
     p = {k.lower(): v for k, v in st.properties.items()}
     if p.get("watermark.column") and p.get("watermark.delay"):  # the job's maxlag wins
         df = df.withWatermark(p["watermark.column"], props.watermark_delay(p["watermark.delay"]))
@@ -98,15 +105,37 @@ def static_frame(session, st: Static):
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
                 .load())
     if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
-        reader = session.read.format(sp.format).schema(ddl)
-        if sp.format == "csv":
-            reader = reader.option("header", str(sp.header).lower())
-        df = reader.load(sp.location)
-        # Spark puts partition columns after the data columns: restore the declared order
-        return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
+        return spark_file_frame(session, sp, st.table.columns)
     static.check_sql_table(sp.url, sp.table, names)
     return (session.read.format(static.SQL_SOURCE_NAME).schema(ddl)
             .option("url", sp.url).option("table", sp.table).load())
+
+
+def spark_file_frame(session, sp, columns):
+    """A file table (:class:`~streamjob.connectors.spec.FileTableSpec`) read by Spark's
+    own reader (a location that :mod:`streamjob.connectors.files.static` cannot list),
+    with ``columns`` (the declared ``[{"name", "type"}]``) in declared order. JSON keys
+    match the columns as a Kafka stream's do (:mod:`.json_keys`); partition columns come
+    from the ``col=value`` directories, cast to their declared types."""
+    from pyspark.sql import functions as F
+
+    from .. import types as sjtypes
+
+    names = [c["name"] for c in columns]
+    if sp.format == "json":
+        parts = {p.lower() for p in sp.partitioned_by}
+        text = session.read.format("text").load(sp.location)
+        data = [c for c in columns if c["name"].lower() not in parts]
+        keep = [F.col(f"`{c['name']}`").cast(sjtypes.spark_type(c["type"])).alias(c["name"])
+                for c in columns if c["name"].lower() in parts]
+        df = json_columns(text, data, keep=keep)
+        return df.select(*[f"`{n}`" for n in names])
+    reader = session.read.format(sp.format).schema(sjtypes.ddl(columns))
+    if sp.format == "csv":
+        reader = reader.option("header", str(sp.header).lower())
+    df = reader.load(sp.location)
+    # Spark puts partition columns after the data columns: restore the declared order
+    return df.select(*[f"`{n}`" for n in names]) if sp.partitioned_by else df
 
 
 def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
@@ -143,8 +172,13 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     from ..types import spark_type
 
     spelled = {c["name"].lower(): c["name"] for c in plan.sink.columns}  # as declared
-    return df.select(*[F.col(f"`{c}`").cast(spark_type(declared[t.lower()])).alias(spelled.get(t.lower(), t))
-                       for c, t in zip(df.columns, targets)])
+    # INSERT maps the select's columns to the table's by position (Hive, Slipstream, Flink):
+    # renamed by position first, so two select columns of one name (`select x, x`) are
+    # two columns, not an ambiguous reference
+    slots = [f"_{i}" for i in range(len(targets))]
+    return df.toDF(*slots).select(*[
+        F.col(f"`{c}`").cast(spark_type(declared[t.lower()])).alias(spelled.get(t.lower(), t))
+        for c, t in zip(slots, targets)])
 
 
 def start_query(session, plan: JobPlan, checkpoint_dir: str, sink=None):

@@ -151,3 +151,28 @@ def test_job_over_derived_stream_writes_exactly_the_filtered_rows(world):
                       if p["currency"] == "EUR" and p["amount"] * 100 >= 1000)
     got = sorted((r["id"], r["account"], r["cents"]) for r in read_table(str(out)).to_pylist())
     assert got == expected and len(got) > 50
+
+
+def test_insert_maps_select_columns_by_position_even_with_one_name_twice(world):
+    """``select id, id`` and ``select a.name, b.name``: two output columns of one name go
+    to the table's columns by position (INSERT's rule in Hive, Slipstream and Flink). On
+    the main of 2026-11-25 the job failed at start with Spark's AMBIGUOUS_REFERENCE."""
+    directory = world.root / "dup"
+    directory.mkdir()
+    out = world.root / "out_dup"
+    world.run(f"""
+    CREATE STREAM dup_s (id BIGINT, name STRING)
+      TBLPROPERTIES("source"="files", "path"="{directory}", "format"="json");
+    CREATE TABLE dup_t (first BIGINT, again DOUBLE, name STRING, same STRING)
+      STORED AS PARQUET LOCATION '{out}';
+    """)
+    _, query = world.start("dup", "insert into dup_t select id, id, name, upper(name) as name "
+                                  "from dup_s")
+    try:
+        world.write(directory, [{"id": i, "name": f"n{i}"} for i in range(4)])
+        query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        query.stop()
+    got = sorted(tuple(r.values()) for r in read_table(str(out)).to_pylist())
+    assert got == [(i, float(i), f"n{i}", f"N{i}") for i in range(4)]

@@ -1,0 +1,58 @@
+"""JSON records read from files matched to the declared columns the way Kafka streams
+match them: a key spelt exactly as the column first, else the first key equal to it
+ignoring case (:func:`streamjob.connectors.kafka.formats` per record; the
+``"missing.columns"`` property's rule). Spark's own JSON reader matches a schema's field
+names case-sensitively, so a key ``dateTime`` read into a column declared ``dateTime``
+without backticks (stored lower-case, ``datetime``) would be NULL.
+
+The files are read as text lines (Spark's ``text`` source: the same listing, file
+tracking and compression handling as its ``json`` source) and each line is parsed with
+``from_json`` and the declared schema, which gives the values, types and NULLs of Spark's
+JSON reader. A line whose keys name a declared column only in another case is first
+rewritten: its keys are parsed as a ``map<string, variant>``, the matching key's value is
+taken for each column, and the record is encoded again as JSON with the declared
+spellings. Lines with exact keys only (the usual case) are parsed once more, not three
+times. Blank lines are skipped, as Spark's JSON reader skips them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+TEXT_COLUMN = "value"  # Spark's text source's one column
+
+
+def json_columns(text_df, columns: Sequence[dict], keep: Sequence = ()):
+    """The declared ``columns`` (``[{"name", "type"}]``, declared order and spelling) of
+    the JSON lines in ``text_df`` (a DataFrame, batch or streaming, whose ``value`` column
+    holds one JSON record per row), one row per non-blank line, followed by ``keep``
+    (Columns of ``text_df``, e.g. the partition columns of a partitioned table).
+
+    A malformed line, or one that is not a JSON object, gives a row of NULLs, as Spark's
+    JSON reader does in its default PERMISSIVE mode; the observed metrics of
+    :mod:`streamjob.spark.observe` count the columns no record carried."""
+    from pyspark.sql import functions as F
+
+    from .. import types as sjtypes
+
+    names = [c["name"] for c in columns]
+    value = F.col(f"`{TEXT_COLUMN}`")
+    lowered = sorted({n.lower() for n in names})
+    exact_keys = F.array(*[F.lit(n) for n in names])
+    lower_keys = F.array(*[F.lit(n) for n in lowered])
+    # every key is either spelt as a declared column or names none of them
+    exact_only = F.coalesce(F.forall(
+        F.json_object_keys(value),
+        lambda k: F.array_contains(exact_keys, k) | ~F.array_contains(lower_keys, F.lower(k))),
+        F.lit(True))
+    m = F.from_json(value, "map<string, variant>")
+
+    def pick(name: str):
+        other_case = F.filter(F.map_entries(m), lambda e: F.lower(e["key"]) == F.lit(name.lower()))
+        return F.when(F.map_contains_key(m, F.lit(name)), m[name]).otherwise(
+            F.get(other_case, 0)["value"]).alias(name)
+
+    respelt = F.to_json(F.struct(*[pick(n) for n in names]))
+    record = F.from_json(F.when(exact_only, value).otherwise(respelt), sjtypes.ddl(columns))
+    return (text_df.where(F.trim(value) != F.lit(""))
+            .select(*[record[n].alias(n) for n in names], *keep))
