@@ -14,6 +14,7 @@ import json
 import os
 import uuid
 from contextlib import contextmanager
+from datetime import timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -471,3 +472,51 @@ def test_console_sink_prints_the_rows(world):
         assert f"|{i:<3}|{r:<6}|" in text
     hidden = [i for i, _, a, _ in ORDERS if a <= 3]
     assert not any(f"|{i:<3}|" in text for i in hidden)
+
+
+def test_json_file_stream_matches_keys_as_a_kafka_stream_does(world):
+    """camelCase keys (Nexmark's ``dateTime``) into columns declared without backticks
+    (stored lower-case): Spark's JSON reader matches field names case-sensitively, so a
+    file stream read NULL where a Kafka stream of the same records read the values (on
+    the main of 2026-11-25). Now both match exact spelling first, else ignoring case,
+    record by record: a file arriving later with yet another spelling is matched too, and
+    a declared column that no record carries is still counted."""
+    from pyspark.sql.types import StructType
+
+    from streamjob.connectors.kafka.decode import _decoder
+    from streamjob.connectors.kafka.formats import RecordSlice
+    from streamjob.spark.observe import missing_columns
+    from streamjob.types import ddl
+
+    records = [{"auction": i, "dateTime": f"2024-01-01T00:00:0{i}Z", "itemName": f"x{i}",
+                **({"ItemName": "other case", "itemname": f"exact{i}"} if i == 3 else {})}
+               for i in range(5)]
+    later = [{k.upper() if k == "itemName" else k: v for k, v in r.items()} for r in records[3:]]
+    directory = world.stream_dir("camel")
+    out = world.root / "out" / "camel"
+    world.run(f"""
+    CREATE STREAM camel (auction BIGINT, dateTime TIMESTAMP, itemName STRING, seller BIGINT)
+      TBLPROPERTIES("source"="files", "path"="{directory}", "format"="json");
+    CREATE TABLE camel_t (auction BIGINT, at TIMESTAMP, item STRING, seller BIGINT)
+      STORED AS PARQUET LOCATION '{out}';""")
+    _, query = world.start("camel", "insert into camel_t select auction, dateTime, itemName, "
+                                    "seller from camel")
+    try:
+        for part in (records[:3], later):
+            SparkWorld.write(world, directory, part)  # JSON lines of the dicts
+            query.processAllAvailable()
+            assert query.exception() is None
+            assert missing_columns(query.lastProgress) == {"default.camel": ["seller"]}
+    finally:
+        query.stop()
+    def utc(rows):  # (auction, ISO UTC time, item, seller); Parquet's times are naive UTC
+        return sorted((a, (t if t.tzinfo is None else t.astimezone(timezone.utc).replace(
+            tzinfo=None)).isoformat(), i, s) for a, t, i, s in (tuple(r.values()) for r in rows))
+
+    got = utc(read_table(str(out)).to_pylist())
+    columns = world.catalog.get_stream("default", "camel").columns
+    decode = _decoder(StructType.fromDDL(ddl(columns)), "json", ",", None)  # a Kafka stream's
+    values = [json.dumps(r).encode() for r in records[:3] + later]
+    assert got == utc(decode(RecordSlice("t", 0, range(5), values, [None] * 5, [0] * 5)).to_pylist())
+    assert got == [(i, f"2024-01-01T00:00:0{i}", "exact3" if i == 3 else f"x{i}", None)
+                   for i in range(5)]
