@@ -520,3 +520,29 @@ def test_json_file_stream_matches_keys_as_a_kafka_stream_does(world):
     assert got == utc(decode(RecordSlice("t", 0, range(5), values, [None] * 5, [0] * 5)).to_pylist())
     assert got == [(i, f"2024-01-01T00:00:0{i}", "exact3" if i == 3 else f"x{i}", None)
                    for i in range(5)]
+
+
+def test_json_table_read_by_spark_matches_keys_as_a_kafka_stream_does(world):
+    """A JSON file table on a location streamjob cannot list itself (hdfs:, s3a: ...) is
+    read by Spark's reader (``spark_file_frame``, here over a local directory): its keys
+    match the declared columns exact spelling first, else ignoring case, as the local
+    reader and Kafka streams do, and partition columns keep their declared type and
+    place. Spark's JSON reader read NULL for ``dateTime`` into ``datetime``."""
+    from streamjob.connectors.spec import FileTableSpec
+    from streamjob.spark.query import spark_file_frame
+
+    location = world.root / "static" / "camel_json"
+    for region, rows in (("eu", [{"dateTime": "2024-01-01T00:00:01Z", "Manager": "Eva"}]),
+                         ("us", [{"DATETIME": "2024-01-01T00:00:02Z", "manager": "Sam",
+                                  "MANAGER": "other case"}])):
+        (location / f"floor={len(region)}" / f"region={region}").mkdir(parents=True)
+        (location / f"floor={len(region)}" / f"region={region}" / "part-0.json").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows))
+    columns = [{"name": "floor", "type": "int"}, {"name": "datetime", "type": "timestamp"},
+               {"name": "manager", "type": "string"}, {"name": "region", "type": "string"}]
+    spec = FileTableSpec("json", str(location), False, ("floor", "region"))
+    df = spark_file_frame(world.session, spec, columns)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("floor", "int"), ("datetime", "timestamp"), ("manager", "string"), ("region", "string")]
+    got = sorted((r.floor, r.datetime.second, r.manager, r.region) for r in df.collect())
+    assert got == [(2, 1, "Eva", "eu"), (2, 2, "Sam", "us")]
