@@ -1,7 +1,6 @@
 -- Nexmark's three event streams as file streams: the JSON-lines files that
--- `python -m streamjob.dev nexmark --events N --dir ${NEXMARK_DIR} --lower-keys` writes
--- (lower-cased JSON keys: Spark's JSON file reader matches keys case-sensitively and the
--- catalog keeps column names lower-cased; see README.md).
+-- `python -m streamjob.dev nexmark --events N --dir ${NEXMARK_DIR}` writes (keys such as
+-- `dateTime` match the columns ignoring case, as a Kafka stream's; see README.md).
 -- Columns and names as Nexmark's Flink SQL DDL (ddl_gen.sql, ddl_views.sql); event time
 -- is `dateTime` with Nexmark's watermark of 4 seconds (`dateTime` - INTERVAL '4' SECOND).
 

@@ -83,7 +83,7 @@ def broker(port: int, data: str | None, more: int) -> None:
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Partitions of topics created here.")
 @click.option("--lower-keys", is_flag=True,
-              help="With --dir: lower-case JSON keys, as streamjob's file streams need.")
+              help="With --dir: lower-case JSON keys (not needed: keys match columns ignoring case).")
 def nexmark(events: int, seed: int, rate: int, bootstrap: str | None, directory: str | None,
             topic_prefix: str, partitions: int, lower_keys: bool) -> None:
     """Generate Nexmark events into a broker or files (examples/nexmark/README.md)."""

@@ -103,11 +103,9 @@ def to_files(cfg: NexmarkConfig, events: int, directory: Path, chunk: int = 100_
     (``part-<first event>.json``, written beside and renamed in, so a file stream never
     reads half a file), and ``side_input/side_input.csv``.
 
-    ``lower_keys`` writes the JSON keys lower-cased (``datetime``, ``emailaddress``):
-    Spark's JSON file reader matches keys to columns case-sensitively, and streamjob's
-    catalog keeps declared column names lower-cased, so a file stream reads Nexmark's
-    ``dateTime`` as NULL (Kafka streams match keys case-insensitively and need no
-    flag)."""
+    ``lower_keys`` writes the JSON keys lower-cased (``datetime``, ``emailaddress``);
+    streamjob's file and Kafka streams match keys to columns ignoring case (exact
+    spelling first), so neither needs it (:mod:`streamjob.spark.json_keys`)."""
     directory = Path(directory)
     stats = Stats()
     for t in (*TYPES, COMBINED):
