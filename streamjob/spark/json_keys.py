@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Sequence
 
 TEXT_COLUMN = "value"  # Spark's text source's one column
+_EXACT, _KEYS, _RECORD = "__sj_exact", "__sj_keys", "__sj_record"  # working columns
 
 
-def json_columns(text_df, columns: Sequence[dict], keep: Sequence = ()):
+def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
     """The declared ``columns`` (``[{"name", "type"}]``, declared order and spelling) of
     the JSON lines in ``text_df`` (a DataFrame, batch or streaming, whose ``value`` column
-    holds one JSON record per row), one row per non-blank line, followed by ``keep``
-    (Columns of ``text_df``, e.g. the partition columns of a partitioned table).
+    holds one JSON record per row), one row per non-blank line, followed by the columns
+    of ``text_df`` named in ``keep`` (e.g. the partition columns of a table), as they are.
 
     A malformed line, or one that is not a JSON object, gives a row of NULLs, as Spark's
     JSON reader does in its default PERMISSIVE mode; the observed metrics of
@@ -45,7 +46,13 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence = ()):
         F.json_object_keys(value),
         lambda k: F.array_contains(exact_keys, k) | ~F.array_contains(lower_keys, F.lower(k))),
         F.lit(True))
-    m = F.from_json(value, "map<string, variant>")
+    # each step its own projection, each expensive expression computed once per line
+    # (Spark does not collapse a projection into one that references it twice)
+    kept = [F.col(f"`{k}`") for k in keep]
+    df = text_df.where(F.trim(value) != F.lit("")).select(value, exact_only.alias(_EXACT), *kept)
+    df = df.select(value, F.col(_EXACT), *kept, F.when(~F.col(_EXACT), F.from_json(
+        value, "map<string, variant>")).alias(_KEYS))
+    m = F.col(_KEYS)
 
     def pick(name: str):
         other_case = F.filter(F.map_entries(m), lambda e: F.lower(e["key"]) == F.lit(name.lower()))
@@ -53,6 +60,6 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence = ()):
             F.get(other_case, 0)["value"]).alias(name)
 
     respelt = F.to_json(F.struct(*[pick(n) for n in names]))
-    record = F.from_json(F.when(exact_only, value).otherwise(respelt), sjtypes.ddl(columns))
-    return (text_df.where(F.trim(value) != F.lit(""))
-            .select(*[record[n].alias(n) for n in names], *keep))
+    df = df.select(F.from_json(F.when(F.col(_EXACT), value).otherwise(respelt),
+                               sjtypes.ddl(columns)).alias(_RECORD), *kept)
+    return df.select(*[F.col(_RECORD)[n].alias(n) for n in names], *kept)

@@ -14,7 +14,7 @@ from ..exceptions import ValidationError
 from ..planner.plan import JobPlan, Source, Static
 from ..planner.window import PROCTIME_COLUMN
 from ..properties import JobProperties
-from .json_keys import json_columns
+from .json_keys import TEXT_COLUMN, json_columns
 from .observe import observe_source
 
 
@@ -124,12 +124,14 @@ def spark_file_frame(session, sp, columns):
     names = [c["name"] for c in columns]
     if sp.format == "json":
         parts = {p.lower() for p in sp.partitioned_by}
-        text = session.read.format("text").load(sp.location)
+        part_cols = [c for c in columns if c["name"].lower() in parts]
+        # partition columns in the schema: typed as declared, not inferred from the values
+        text = (session.read.format("text")
+                .schema(", ".join([f"`{TEXT_COLUMN}` STRING", *filter(None, [sjtypes.ddl(part_cols)])]))
+                .load(sp.location))
         data = [c for c in columns if c["name"].lower() not in parts]
-        keep = [F.col(f"`{c['name']}`").cast(sjtypes.spark_type(c["type"])).alias(c["name"])
-                for c in columns if c["name"].lower() in parts]
-        df = json_columns(text, data, keep=keep)
-        return df.select(*[f"`{n}`" for n in names])
+        df = json_columns(text, data, keep=[c["name"] for c in part_cols])
+        return df.select(*[F.col(f"`{n}`") for n in names])
     reader = session.read.format(sp.format).schema(sjtypes.ddl(columns))
     if sp.format == "csv":
         reader = reader.option("header", str(sp.header).lower())
