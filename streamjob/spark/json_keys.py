@@ -11,8 +11,10 @@ tracking and compression handling as its ``json`` source) and each line is parse
 JSON reader. A line whose keys name a declared column only in another case is first
 rewritten: its keys are parsed as a ``map<string, variant>``, the matching key's value is
 taken for each column, and the record is encoded again as JSON with the declared
-spellings. Lines with exact keys only (the usual case) are parsed once more, not three
-times. Blank lines are skipped, as Spark's JSON reader skips them.
+spellings. Lines with exact keys only (the usual case) are parsed twice (keys, then
+values); respelt ones four times (400,000 Nexmark bids on 2 busy cores: 1.8 s with exact
+keys, 3.2 s respelt, 0.4 to 1.0 s with Spark's JSON reader). As in Spark's JSON reader, blank lines
+are skipped and a line holding an array of objects gives one record per object.
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
     # each step its own projection, each expensive expression computed once per line
     # (Spark does not collapse a projection into one that references it twice)
     kept = [F.col(f"`{k}`") for k in keep]
-    df = text_df.where(F.trim(value) != F.lit("")).select(value, exact_only.alias(_EXACT), *kept)
+    # a line holding an array of objects is one record per object, as in Spark's reader
+    elements = F.from_json(value, "array<string>")
+    objects = F.when(F.ltrim(value).startswith("[") & F.forall(
+        elements, lambda e: F.ltrim(e).startswith("{")), elements).otherwise(F.array(value))
+    df = (text_df.where(F.trim(value) != F.lit(""))
+          .select(F.explode(objects).alias(TEXT_COLUMN), *kept)
+          .select(value, exact_only.alias(_EXACT), *kept))
     df = df.select(value, F.col(_EXACT), *kept, F.when(~F.col(_EXACT), F.from_json(
         value, "map<string, variant>")).alias(_KEYS))
     m = F.col(_KEYS)
