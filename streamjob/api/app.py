@@ -17,10 +17,12 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 * ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
 * ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, guarantee, SQL, properties with
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
-  (samples: rates and lag over time); ``POST /v1/jobs/{name}/start`` (optional
+  (samples: rates and lag over time): jobs, checkpoints and runs in the shapes of
+  :mod:`streamjob.shapes` (docs/json.md), as the CLI's ``--json`` prints them; ``POST /v1/jobs/{name}/start`` (optional
   ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
 * ``GET /v1/streams``, ``GET /v1/tables``; ``GET /v1/streams/{name}``,
-  ``GET /v1/tables/{name}`` (DESCRIBE's parts: columns, properties masked, ...).
+  ``GET /v1/tables/{name}`` (the stream and table shapes of docs/json.md: columns,
+  properties masked, ...).
 * ``GET /v1/events``: server-sent events, ``event: status`` with the status snapshot
   whenever it changes (at most once a second), and a comment line every 15 s.
 * ``GET /metrics``: Prometheus text format (:mod:`streamjob.api.metrics`).
@@ -135,6 +137,7 @@ def create_app(catalog, home, spark: Callable | None = None,
             (the ``streamjob_server_lease_held`` metric); None: not a job manager.
     """
     from ..session import ClientSession
+    from ..shapes import runs_json
     from ..status import status_snapshot
     from .metrics import metrics_text
 
@@ -217,32 +220,19 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     @app.get("/v1/jobs/{name}", summary="One job: state, SQL, properties, runs, checkpoints")
     def get_job(name: str, who: Principal = Depends(principal)):
-        job = find_job(name)
-        state = next((j for j in status_snapshot(catalog)["jobs"]
-                      if j["job"] == job.qualified_name), {})
-        described = execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]
-        sections = {s["title"]: s for s in described["sections"]}
-        props = sections.get("properties", {"columns": [], "rows": []})
-        from .. import properties as jp
-
-        guarantee = jp.guarantee(jp.values(job.properties, job.session_properties))
-        return jsonable({
-            **state, "uid": job.uid, "query": job.query, "guarantee": str(guarantee),
-            "properties": [dict(zip(props["columns"], r)) for r in props["rows"]],
-            "runs": [asdict(r) for r in catalog.list_runs(job.uid)],
-            "checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)],
-            "malformed_counts": job.malformed_counts,
-        })
+        job = find_job(name)  # the shape of `streamjob describe JOB --json` (docs/json.md)
+        return execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]["data"]
 
     @app.get("/v1/jobs/{name}/checkpoints", summary="A job's retained checkpoints")
-    def get_checkpoints(name: str, _who: Principal = Depends(principal)):
+    def get_checkpoints(name: str, who: Principal = Depends(principal)):
         job = find_job(name)
-        return jsonable({"checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)]})
+        shown = execute(who, f"SHOW CHECKPOINTS FOR STREAMJOB {_quoted(job)}", {})
+        return {"checkpoints": shown["results"][0]["data"]}
 
     @app.get("/v1/jobs/{name}/runs", summary="A job's runs (start, end, cause)")
     def get_runs(name: str, _who: Principal = Depends(principal)):
         job = find_job(name)
-        return jsonable({"runs": [asdict(r) for r in catalog.list_runs(job.uid)]})
+        return jsonable({"runs": runs_json(catalog.list_runs(job.uid))})
 
     @app.get("/v1/jobs/{name}/progress", summary="A job's rates and lag over time")
     def get_progress(name: str, limit: int = 720, _who: Principal = Depends(principal)):
@@ -279,9 +269,7 @@ def create_app(catalog, home, spark: Callable | None = None,
         if found is None:
             raise _plain(404, "ObjectNotFoundError", f"{kind} {database}.{object_name} does not exist")
         result = execute(who, f"DESCRIBE {_quoted_name(f'{database}.{object_name}')}", {})
-        return {"name": f"{database}.{object_name}", **{
-            s["title"]: [dict(zip(s["columns"], r)) for r in s["rows"]]
-            for s in result["results"][0]["sections"]}}
+        return result["results"][0]["data"]  # as `streamjob describe NAME --json`
 
     @app.get("/v1/streams/{name}", summary="One stream: columns and properties (masked)")
     def get_stream(name: str, who: Principal = Depends(principal)):

@@ -17,7 +17,11 @@ class Result:
     (a server, or a later ``run``, starts it); ``detail`` the message's tail after the
     outcome (e.g. " from checkpoint 12"); ``runs_in`` where a started job runs, set by
     the client session (:mod:`streamjob.session`): ``"here"`` (this process), the
-    ``host:pid`` of the job manager holding the catalog's lease, or None."""
+    ``host:pid`` of the job manager holding the catalog's lease, or None.
+
+    ``data``: the result as its object's documented JSON shape (:mod:`streamjob.shapes`,
+    docs/json.md), for ``--json`` and the HTTP API; None where the generic form of
+    :meth:`to_json` serves."""
 
     message: str | None = None
     columns: Sequence[str] = ()
@@ -28,17 +32,30 @@ class Result:
     pending: bool = False
     detail: str = ""
     runs_in: str | None = None
+    data: Any = None
 
     def to_json(self) -> Any:
-        """A JSON-ready value: a table is a list of row objects; sections a dict by title;
-        a bare message ``{"message": ...}``."""
+        """A JSON-ready value: :attr:`data` when set (the object's shape, docs/json.md);
+        else a table is a list of row objects, sections a dict by title, a bare message
+        ``{"message": ...}``, every key snake_case (``"rows in"`` -> ``"rows_in"``)."""
+        if self.data is not None:
+            return self.data
         if self.sections:
             out: dict[str, Any] = {}
             for sec in self.sections:
-                out[sec.title or "result"] = sec.to_json()
+                out[snake(sec.title or "result")] = sec.to_json()
             if self.message:
                 out["message"] = self.message
             return out
         if self.columns:
-            return [dict(zip(self.columns, row)) for row in self.rows]
+            keys = [snake(c) for c in self.columns]
+            return [dict(zip(keys, row)) for row in self.rows]
         return {"message": self.message}
+
+
+def snake(label: str) -> str:
+    """A column or section label as a JSON key: ``"rows in"`` -> ``"rows_in"``,
+    ``"runs (last 10)"`` -> ``"runs_last_10"``."""
+    import re
+
+    return re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_") or "result"
