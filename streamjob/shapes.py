@@ -91,7 +91,6 @@ def job_state(job, now: datetime, live_ids: set[str], latest=None,
     """
     from . import properties as jp
     from .catalog.records import ACTIVE_STATUSES, JobStatus
-    from .status import parse_time
 
     active = job.status in ACTIVE_STATUSES
     live = (getattr(job, "owner", None) in live_ids) if active else None
@@ -126,10 +125,15 @@ def job_state(job, now: datetime, live_ids: set[str], latest=None,
     }
 
 
-def live_now(catalog) -> tuple[datetime, set[str]]:
-    """``(now, live job manager ids)`` for :func:`job_state` (the catalog's view)."""
-    from datetime import timezone
+def parse_time(value):
+    """An aware UTC datetime from a datetime or an ISO-8601 string (naive = UTC), or None."""
+    from datetime import datetime, timezone
 
-    from .status import live_job_managers
-
-    return datetime.now(timezone.utc), live_job_managers(catalog)
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -9,6 +9,7 @@ from typing import Any
 
 from .catalog.records import ACTIVE_STATUSES
 from .exceptions import StreamJobError
+from .shapes import parse_time  # noqa: F401  (alerts and others import it from here)
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +52,12 @@ def live_job_managers(catalog) -> set[str]:
     return {s.server_id for s in catalog.list_servers() if live_owner(catalog, s.server_id)}
 
 
-def parse_time(value):
-    """An aware UTC datetime from a datetime or an ISO-8601 string (naive = UTC), or None."""
+def live_now(catalog) -> tuple:
+    """``(now, ids of the live job managers)``: an aware UTC datetime and a set of str,
+    what :func:`streamjob.shapes.job_state` needs (the catalog's view)."""
     from datetime import datetime, timezone
 
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.now(timezone.utc), live_job_managers(catalog)
 
 
 def status_snapshot(catalog) -> dict[str, Any]:
@@ -89,7 +84,7 @@ def status_snapshot(catalog) -> dict[str, Any]:
     """
     from dataclasses import asdict, is_dataclass
 
-    from .shapes import job_state, live_now
+    from .shapes import job_state
 
     now, live_ids = live_now(catalog)
     server = lease_holder(catalog)

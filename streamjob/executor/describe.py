@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import properties as jp
 from .. import shapes
+from ..status import live_now
 from ..exceptions import ObjectNotFoundError, StreamJobError
 from ..grammar import statements as st
 from .objects import sink_kind, source_kind
@@ -31,7 +32,7 @@ class DescribeStatements:
 
     def _do_ShowStreamJobs(self, s: st.ShowStreamJobs) -> Result:
         rows, data = [], []
-        now, live_ids = shapes.live_now(self.catalog)
+        now, live_ids = live_now(self.catalog)
         for job in self.catalog.list_jobs():
             props = jp.values(job.properties, job.session_properties)
             last = self._latest(job)
@@ -116,7 +117,7 @@ class DescribeStatements:
         first = len(runs) - min(len(runs), RUNS_SHOWN) + 1
         run_rows = [(first + i, r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at),
                      r.cause) for i, r in enumerate(runs[-RUNS_SHOWN:])]
-        now, live_ids = shapes.live_now(self.catalog)
+        now, live_ids = live_now(self.catalog)
         latest = checkpoints.data[-1] if checkpoints.data else None
         data = {
             **shapes.job_state(job, now, live_ids, latest,
@@ -126,17 +127,16 @@ class DescribeStatements:
             "created_at": _ts(job.created_at), "updated_at": _ts(job.updated_at),
             "run_count": len(runs), "failed_runs": failures,
             "expired_checkpoints": job.expired_checkpoints,
-            **{_CADENCE_KEYS[label]: value for label, value in cadence},
+            **{key: dict(cadence).get(label) for label, key in _CADENCE_KEYS.items()},
             "cannot_run_now": problem,
             "properties": [dict(zip(("property", "value", "origin"), p)) for p in props],
             "dependencies": [dict(zip(("kind", "name", "role"), d)) for d in deps],
             "runs": shapes.runs_json(runs), "checkpoints": checkpoints.data,
-            "malformed_records": [dict(zip(("stream", "policy", "malformed_records"), r))
+            "malformed_records": [dict(zip(("stream", "policy", "records"), r))
                                   for r in malformed.rows],
             "missing_columns": [dict(zip(("stream", "column", "batches"), r))
                                 for m in missing for r in m.rows],
         }
-        data.setdefault("rows_visible", None)
         return Result(title=f"streamjob {db}.{name}", data=data, sections=[
             Result(columns=("field", "value"), rows=overview, title="streamjob"),
             Result(columns=("property", "value", "origin"), rows=props, title="properties"),
