@@ -59,7 +59,7 @@ def _age(seconds: float | None) -> str:
     return f"{s} s ago"
 
 
-#: The status table's columns in display order: (header, priority, JSON key). The
+#: The status table's columns in display order: (header, priority). The
 #: priority decides which fit a narrow terminal: 1 (job, state) always shows; the others
 #: go from the highest number down until the table fits on one line per job: desired
 #: state first, then batch, error, last checkpoint, lag, rows/s. What still does not
