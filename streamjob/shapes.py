@@ -24,7 +24,8 @@ JOB_KEYS = ("job", "status", "desired_state", "guarantee", "owner", "live", "bat
 JOB_DETAIL_KEYS = ("uid", "query", "output_mode", "checkpoint_directory", "created_at",
                    "updated_at", "run_count", "failed_runs", "expired_checkpoints",
                    "output", "checkpointing", "rows_visible", "cannot_run_now",
-                   "properties", "dependencies", "runs", "checkpoints", "malformed_records",
+                   "properties", "dependencies", "runs", "checkpoints",
+                   "checkpoints_unavailable", "malformed_records",
                    "missing_columns")
 #: Keys of a checkpoint (``checkpoints JOB --json`` ``[]``, a job's ``checkpoints``).
 CHECKPOINT_KEYS = ("checkpoint_id", "status", "started_at", "ended_at", "duration_ms",

@@ -88,11 +88,13 @@ class DescribeStatements:
         except StreamJobError as exc:
             plan, mode, problem = None, None, exc.message
         runs = self.catalog.list_runs(job.uid)
+        unavailable = None
         try:
             checkpoints = self._checkpoints(job, "retained checkpoints")
         except StreamJobError as exc:  # an unreachable backend must not hide the rest
+            unavailable = exc.message
             checkpoints = Result(columns=("checkpoint", "unavailable"), title="retained checkpoints",
-                                 rows=[(None, exc.message)], data=[])
+                                 rows=[(None, unavailable)], data=[])
         failures = sum(1 for r in runs if r.status == RunStatus.FAILED)
         overview: list[tuple[str, Any]] = [
             ("name", job.qualified_name), ("status", job.status),
@@ -132,6 +134,7 @@ class DescribeStatements:
             "properties": [dict(zip(("property", "value", "origin"), p)) for p in props],
             "dependencies": [dict(zip(("kind", "name", "role"), d)) for d in deps],
             "runs": shapes.runs_json(runs), "checkpoints": checkpoints.data,
+            "checkpoints_unavailable": unavailable,
             "malformed_records": [dict(zip(("stream", "policy", "records"), r))
                                   for r in malformed.rows],
             "missing_columns": [dict(zip(("stream", "column", "batches"), r))
