@@ -79,8 +79,6 @@ class PrintRecords:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         import time
 
-        from kafka.errors import KafkaError
-
         from ..connectors.kafka.group import broker_errors
 
         last = time.monotonic()
@@ -88,10 +86,7 @@ class PrintRecords:
             while self.limit is None or self.count < self.limit:
                 with broker_errors(",".join(self.consumer.config["bootstrap_servers"]),
                                    f"reading topic {self.topic}"):
-                    try:
-                        batches = self.consumer.poll(timeout_ms=POLL_MS)
-                    except KafkaError:
-                        raise
+                    batches = self.consumer.poll(timeout_ms=POLL_MS)
                 records = sorted((r for rs in batches.values() for r in rs),
                                  key=lambda r: (r.timestamp, r.partition, r.offset))
                 if records:

@@ -109,6 +109,12 @@ class Shell:
             traceback.print_exception(exc, file=sys.stderr)
         click.secho(line_text, fg="red", err=True)
 
+    def prompt_text(self) -> str:
+        """``streamjob> ``, or ``streamjob:db> `` after ``USE db`` of another database
+        than ``default``."""
+        db = getattr(self.session, "database", "default")
+        return PROMPT if db == "default" else f"streamjob:{db}> "
+
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
         tables, or JSON under ``\\json``)."""
@@ -383,7 +389,7 @@ class Shell:
             self.report_jobs()
             try:
                 with patch_stdout(raw=True):
-                    text = session.prompt(PROMPT)
+                    text = session.prompt(self.prompt_text())
             except KeyboardInterrupt:
                 continue
             except EOFError:

@@ -55,13 +55,14 @@ META_COMMANDS = {
 PREVIEW_RESET_KEY = "transwarp.consumer.reset.offset.strategy"
 
 _FOLLOW = {
-    "CREATE": ("STREAM", "STREAMJOB", "TABLE"),
+    "CREATE": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "START": ("STREAMJOB",),
     "STOP": ("STREAMJOB",),
     "ALTER": ("STREAMJOB",),
-    "DROP": ("STREAM", "STREAMJOB", "TABLE"),
+    "DROP": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "LIST": ("STREAMJOBS",),
-    "SHOW": ("CHECKPOINTS", "STREAMJOBS", "STREAMS", "TABLES"),
+    "SHOW": ("CHECKPOINTS", "CREATE", "DATABASES", "STREAMJOBS", "STREAMS", "TABLES", "TOPICS"),
+    "TOPICS": ("FROM",),
     "CHECKPOINTS": ("FOR",),
     "FOR": ("STREAMJOB",),
     "ROW": ("FORMAT",),
@@ -74,6 +75,7 @@ _FOLLOW = {
     "PARTITIONED": ("BY",),
     "GROUP": ("BY",),
     "ORDER": ("BY",),
+    "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
 }
 
 
@@ -96,6 +98,7 @@ class Names:
     streams: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
+    databases: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, catalog) -> "Names":
@@ -103,9 +106,11 @@ class Names:
         def name(obj) -> str:
             return obj.name if obj.database == "default" else f"{obj.database}.{obj.name}"
 
+        list_databases = getattr(catalog, "list_databases", None)  # not over the HTTP API
         return cls(sorted(name(s) for s in catalog.list_streams()),
                    sorted(name(t) for t in catalog.list_tables()),
-                   sorted(name(j) for j in catalog.list_jobs()))
+                   sorted(name(j) for j in catalog.list_jobs()),
+                   [row[0] for row in list_databases()] if list_databases else [])
 
 
 def _registries():
@@ -177,6 +182,10 @@ def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestio
     case = _case(prefix, sig)
     if not words:
         options: Iterable[str] = STATEMENT_KEYWORDS
+    elif words[-2:] == ["SHOW", "CREATE"]:
+        options = ("STREAM", "STREAMJOB", "TABLE")
+    elif words[0] == "PRINT" and len(words) >= 2 and words[-1] != "FROM":
+        options = ("FROM", "LIMIT")
     elif words[-1] in _FOLLOW:
         options = _FOLLOW[words[-1]]
     elif words[-1] in ("DESCRIBE", "DESC"):
@@ -214,6 +223,16 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
     if w[-1] == "STREAMJOB" and head in ("START", "STOP", "DROP", "ALTER", "DESCRIBE", "DESC",
                                          "SHOW"):
         return _names(prefix, [jobs])
+    if head == "SHOW" and w[1:3] == ["CREATE", "STREAM"] and len(w) == 3:
+        return _names(prefix, [streams])
+    if head == "SHOW" and w[1:3] == ["CREATE", "TABLE"] and len(w) == 3:
+        return _names(prefix, [tables])
+    if (head == "USE" and len(w) == 1) or (w[-1] == "DATABASE" and head == "DROP"):
+        return _names(prefix, [("database", names.databases)])
+    if head == "PRINT" and len(w) == 1:
+        return _names(prefix, [streams, tables])
+    if head == "PRINT" and w[-1] == "FROM":
+        return _keywords(["PRINT_FROM"], prefix, sig)
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "STREAM":
         return _names(prefix, [streams])
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "TABLE":
