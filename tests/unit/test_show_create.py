@@ -166,3 +166,15 @@ def test_a_script_checks_use_on_its_scratch_copy_first(home):
     with pytest.raises(StreamJobError, match="database nope does not exist"):
         _run(session, "CREATE DATABASE d; USE nope")
     assert not session.catalog.database_exists("d")  # nothing applied
+
+
+def test_a_script_may_use_a_database_created_by_an_earlier_one(home, tmp_path):
+    """The scratch copy a script is tried on first holds the declared databases too."""
+    from streamjob.catalog import Catalog
+
+    catalog = Catalog(f"sqlite:///{tmp_path}/catalog.db")
+    _run(ClientSession(catalog, home), "CREATE DATABASE empty")
+    session = ClientSession(catalog, home)
+    _run(session, "USE empty; SHOW DATABASES")
+    assert session.database == "empty"
+    catalog.close()
