@@ -194,7 +194,7 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("DROP TABLE servers"))
         conn.execute(sa.text("DROP TABLE leases"))
         conn.execute(sa.text("ALTER TABLE checkpoints DROP COLUMN state_bytes"))
-        for table in ("api_tokens", "statement_log", "progress_samples"):
+        for table in ("api_tokens", "statement_log", "progress_samples", "databases"):
             conn.execute(sa.text(f"DROP TABLE {table}"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None
