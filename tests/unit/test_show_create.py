@@ -178,3 +178,48 @@ def test_a_script_may_use_a_database_created_by_an_earlier_one(home, tmp_path):
     _run(session, "USE empty; SHOW DATABASES")
     assert session.database == "empty"
     catalog.close()
+
+
+def test_show_create_quotes_odd_names_and_values_and_keeps_a_jobs_set_values(home):
+    session = _session(home)
+    _run(session, r"""
+        CREATE DATABASE `limit`;
+        CREATE STREAM `limit`.`from` (`Mixed Case` string, `back``tick` int, `value` bigint,
+            s struct<`A b`:int, c:array<string>>)
+          ROW FORMAT DELIMITED FIELDS TERMINATED BY '\t' LINES TERMINATED BY '\001'
+          TBLPROPERTIES ('topic'='it''s back\\slash \% and "quotes"', 'kafka.broker.list'='h:1',
+                         "format"='delimited');
+        CREATE TABLE `limit`.t (`value` bigint) TBLPROPERTIES ('connector'='console');
+        SET morphling.job.checkpoint.interval = '3000';
+        CREATE STREAMJOB `limit`.j AS ("insert into t select `value`
+          from `from` where `Mixed Case` like 'a\\%'");
+        RESET;
+    """)
+    fresh = _session(home)
+    for kind, name in (("STREAM", "`limit`.`from`"), ("TABLE", "`limit`.t"),
+                       ("STREAMJOB", "`limit`.j")):
+        text = _show_create(session, kind, name)
+        _run(fresh, text)
+        db, _, obj = name.replace("`", "").partition(".")
+        getter = {"STREAM": "get_stream", "TABLE": "get_table", "STREAMJOB": "get_job"}[kind]
+        original = getattr(session.catalog, getter)(db, obj)
+        assert _record(getattr(fresh.catalog, getter)(db, obj)) == _record(original), text
+    job_text = _show_create(session, "STREAMJOB", "`limit`.j")
+    assert job_text.startswith("SET morphling.job.checkpoint.interval = '3000';\n")
+    assert job_text.endswith("\nRESET morphling.job.checkpoint.interval;")
+    assert fresh.catalog.get_job("limit", "j").session_properties == {
+        "morphling.job.checkpoint.interval": "3000"}
+
+
+def test_print_names_what_it_cannot_read_before_contacting_a_broker(home):
+    session = _session(home)
+    _run(session, "CREATE STREAM r (value bigint) TBLPROPERTIES ('source'='rate')")
+    with pytest.raises(StreamJobError, match="stream default.r is not a Kafka stream"):
+        _run(session, "PRINT r LIMIT 1")
+    with pytest.raises(StreamJobError, match="no Kafka stream or table is declared: say which "
+                                             "broker, PRINT 'clicks' FROM 'host:port'"):
+        _run(session, "PRINT clicks")
+    with pytest.raises(StreamJobError, match="stream or table x.clicks does not exist"):
+        _run(session, "PRINT x.clicks")
+    [result] = _run(session, "SHOW TOPICS")
+    assert result.message.startswith("no Kafka stream or table is declared")
