@@ -3,7 +3,8 @@
 (as Flink's SQL Gateway puts one session layer under its CLI, REST API and UI).
 
 A session holds what a client keeps between statements: the catalog and home it works
-on, its ``SET`` values (job property defaults, DESIGN §3), and, when the client hosts
+on, its current database (``USE db``; ``default`` at first), its ``SET`` values (job
+property defaults, DESIGN §3), and, when the client hosts
 jobs itself (``streamjob run``, the shell without a server), the in-process
 :class:`~streamjob.manager.JobManager` registered as a host of the catalog. It answers,
 in one place, where a started job runs: in this process, in the job manager holding the
@@ -66,6 +67,7 @@ class ClientSession:
         self.host_jobs = host_jobs
         self.debug, self.dry_run = debug, dry_run
         self.properties: dict[str, str] = {}  # SET values of this session
+        self.database = st.DEFAULT_DATABASE  # of unqualified names; USE changes it
         self._spark = spark
         self._host = None  # the HostRegistration of a job manager created here
 
@@ -107,7 +109,7 @@ class ClientSession:
         from .executor import Executor
 
         return Executor(self.catalog, self.home, manager, self.properties,
-                        dry_run=self.dry_run, spark=self._spark)
+                        dry_run=self.dry_run, spark=self._spark, database=self.database)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.
@@ -130,6 +132,8 @@ class ClientSession:
             self._log(stmt, None, exc)
             raise
         self._log(stmt, result, None)
+        if result.database is not None:  # USE: the session's current database from now on
+            self.database = result.database
         if isinstance(stmt, st.StartStreamJob) and not self.dry_run:
             if result.pending:
                 server = server or self.lease_holder()
@@ -202,6 +206,7 @@ class ClientSession:
         try:
             dry = ClientSession(scratch, self.home, dry_run=True, principal=self.principal)
             dry.properties.update(self.properties)
+            dry.database = self.database
             for _ in dry.execute_script(text, source, statements):
                 pass
         finally:

@@ -16,7 +16,7 @@ class ObjectStatements:
     """Stream and table statements of :class:`~streamjob.executor.Executor`."""
 
     def _names(self, name: st.QualifiedName, what: str) -> tuple[str, str]:
-        db, obj = name.resolve()
+        db, obj = name.resolve(self.database)
         return validate_name(db, "database name"), validate_name(obj, f"{what} name")
 
     def _do_CreateStream(self, s: st.CreateStream) -> Result:

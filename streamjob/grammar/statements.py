@@ -235,3 +235,68 @@ class ResetProperty(Statement):
     """``RESET`` (key None: all) or ``RESET k``."""
 
     key: str | None = None
+
+
+# ---- SHOW CREATE, databases, topics (issue 16) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    """``SHOW CREATE STREAM|TABLE|STREAMJOB name``: ``kind`` is ``"stream"``,
+    ``"table"`` or ``"streamjob"``."""
+
+    name: QualifiedName
+    kind: str
+
+
+@dataclass(frozen=True)
+class CreateDatabase(Statement):
+    """``CREATE DATABASE [IF NOT EXISTS] db``."""
+
+    database: str
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class UseDatabase(Statement):
+    """``USE db``: the current database for the rest of the session or script."""
+
+    database: str
+
+
+@dataclass(frozen=True)
+class ShowDatabases(Statement):
+    """``SHOW DATABASES``."""
+
+
+@dataclass(frozen=True)
+class DropDatabase(Statement):
+    """``DROP DATABASE [IF EXISTS] db [CASCADE]`` (``cascade``: drop its streams and
+    tables too; never its stream jobs)."""
+
+    database: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class ShowTopics(Statement):
+    """``SHOW TOPICS [FROM 'host:port' | FROM name]``: ``broker`` the address given,
+    ``source`` the stream or table whose broker to ask (both None: every broker of the
+    declared Kafka streams and tables)."""
+
+    broker: str | None = None
+    source: QualifiedName | None = None
+
+
+@dataclass(frozen=True)
+class PrintTopic(Statement):
+    """``PRINT name | 'topic' [FROM 'host:port'] [FROM BEGINNING] [LIMIT n]`` (ksqlDB):
+    ``name`` a Kafka stream or table (or, when no such object exists, a topic name),
+    ``topic`` a topic given as a string; ``limit`` None means until interrupted."""
+
+    name: QualifiedName | None = None
+    topic: str | None = None
+    broker: str | None = None
+    from_beginning: bool = False
+    limit: int | None = None

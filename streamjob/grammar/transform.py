@@ -48,10 +48,12 @@ from streamjob.grammar.statements import (
     StopStreamJob,
 )
 
+from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
+
 __all__ = ["Builder"]
 
 
-class Builder:
+class Builder(CatalogStatementsBuilder):
     """Turns the lark tree of one script into statement dataclasses."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:

@@ -112,6 +112,16 @@ class Shell:
             traceback.print_exception(exc, file=sys.stderr)
         click.secho(line_text, fg="red", err=True)
 
+    @property
+    def database(self) -> str:
+        """The session's current database (``USE``), of unqualified names."""
+        return getattr(self.session, "database", "default")
+
+    def prompt_text(self) -> str:
+        """``streamjob> ``, or ``streamjob:db> `` after ``USE db`` of another database
+        than ``default``."""
+        return PROMPT if self.database == "default" else f"streamjob:{self.database}> "
+
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
         tables, or JSON under ``\\json``); through the pager when it does not fit the
@@ -289,7 +299,7 @@ class Shell:
         kind, get = {st.DropStreamJob: ("streamjob", self.catalog.get_job),
                      st.DropStream: ("stream", self.catalog.get_stream),
                      st.DropTable: ("table", self.catalog.get_table)}[type(stmt)]
-        found = get(*stmt.name.resolve())
+        found = get(*stmt.name.resolve(self.database))
         if found is None:
             return True
         if kind == "streamjob" and not self.remote:
@@ -327,7 +337,7 @@ class Shell:
 
         from ..exceptions import JobError
 
-        db, name = stmt.name.resolve()
+        db, name = stmt.name.resolve(self.database)
         qualified = f"{db}.{name}"
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
@@ -393,7 +403,7 @@ class Shell:
             self.report_jobs()
             try:
                 with patch_stdout(raw=True):
-                    text = session.prompt(PROMPT)
+                    text = session.prompt(self.prompt_text())
             except KeyboardInterrupt:
                 continue
             except EOFError:

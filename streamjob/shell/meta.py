@@ -110,7 +110,7 @@ def describe(shell: "Shell", name: str) -> None:
             shell.run_statement(sql)
         return
     db, _, obj = name.rpartition(".")
-    if shell.catalog.get_job((db or "default").strip("`"), obj.strip("`")) is not None:
+    if shell.catalog.get_job((db or shell.database).strip("`"), obj.strip("`")) is not None:
         shell.run_statement(f"DESCRIBE STREAMJOB {name}")
     else:
         shell.run_statement(f"DESCRIBE {name}")

@@ -112,7 +112,8 @@ def run_select(shell: "Shell", text: str) -> None:
     from .. import properties as jp
     from ..planner.preview import plan_preview
 
-    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset)
+    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset,
+                        default_database=shell.database)
     if plan.limit == 0:
         shell.echo("0 rows")
         return

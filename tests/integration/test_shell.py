@@ -220,6 +220,24 @@ def test_editing_completion_confirmation_and_errors(term_factory):
                                           PROMPT.strip()], after
     assert "bad" not in t.run("SHOW STREAMS;")
 
+    # USE: completion of a database name, the prompt names the current database, and
+    # unqualified names resolve in it; SHOW CREATE completes the new keywords and names
+    assert "database sales created" in t.run("CREATE DATABASE sales;")
+    t.complete("USE sa", "sales")
+    t.expect_screen(r"^streamjob> USE sales$")
+    t.send(";\r")
+    t.expect(r"using database sales")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("CREATE TABLE here (id int) TBLPROPERTIES('connector'='console');\r")
+    t.expect(r"table sales\.here created")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.complete("SHOW CREATE TA", "TABLE")
+    t.send(" default.sink;\r")
+    t.expect(r"CREATE TABLE default\.sink \(")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("USE default;\r")
+    t.prompt()
+
     # meta commands
     assert "Meta commands" in t.run("\\help")
     assert "streamjobs" in t.run("\\l")

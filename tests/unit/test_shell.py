@@ -122,7 +122,10 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("create ", [("database", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("show create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("print s1 from ", [("beginning", 0)]),
+    ("SHOW TO", [("TOPICS", -2)]),
     ("LIST ", [("STREAMJOBS", 0)]),
     ("SHOW STREAMS; sh", [("show", -2)]),
 ])
@@ -132,7 +135,8 @@ def test_keyword_completion(text, expected):
 
 def test_statement_keywords_at_the_start():
     offered = [t for t, _ in _offers("")]
-    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT"} <= set(offered)
+    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT",
+            "USE", "PRINT"} <= set(offered)
 
 
 @pytest.mark.parametrize("text, expected", [
