@@ -126,6 +126,11 @@ class Previews:
     def session_props(self) -> dict[str, str]:
         return self._obj.session.properties
 
+    @property
+    def database(self) -> str:
+        """The invocation's current database (``USE db`` earlier in the same ``-e``)."""
+        return self._obj.session.database
+
     def spark(self):
         from ..spark.session import spark_session
         from ..shell.terminal import restore_sigint

@@ -73,7 +73,8 @@ def _get(catalog, kind: str, obj):
 
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
 def test_show_create_recreates_every_object_of_the_corpus(path, home):
-    text = substitute(path.read_text(), {"STREAMJOB_HOME": str(home.root)}, source=str(path))
+    variables = {"STREAMJOB_HOME": str(home.root), "NEXMARK_DIR": str(home.root / "nexmark")}
+    text = substitute(path.read_text(), variables, source=str(path))
     original = _session(home)
     for stmt in parse_script(text):  # every object the script makes, also those it drops
         if type(stmt).__name__ not in ("DropStream", "DropTable", "DropStreamJob"):
