@@ -22,6 +22,7 @@ from ..exceptions import StreamJobError, ValidationError
 from ..grammar import statements as st
 from ..home import Home
 from .describe import DescribeStatements
+from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
 from .result import Result
@@ -30,7 +31,8 @@ from .session import SessionStatements
 __all__ = ["Executor", "Result"]
 
 
-class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements):
+class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
+               InsertStatements):
     """Runs statements for one client session.
 
     Args:
@@ -93,6 +95,8 @@ HANDLERS = {
     st.ShowCheckpoints: Executor._do_ShowCheckpoints,
     st.SetProperty: Executor._do_SetProperty,
     st.ResetProperty: Executor._do_ResetProperty,
+    # Slipstream forms (issue 18)
+    st.InsertInto: Executor._do_InsertInto,
 }
 
 

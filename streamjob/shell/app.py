@@ -226,9 +226,6 @@ class Shell:
                                       "in a shell on the catalog, without --server", 1, 1)
             run_select(self, text)
             return
-        if first_word(text) == "insert":
-            raise ValidationError('an INSERT runs as a streamjob: CREATE STREAMJOB j AS ("insert '
-                                  'into t select ..."); then START STREAMJOB j', 1, 1)
         stmt = parse_statement(text)
         if self._shell_setting(stmt):
             return
@@ -317,8 +314,7 @@ class Shell:
 
         from ..exceptions import JobError
 
-        db, name = stmt.name.resolve()
-        qualified = f"{db}.{name}"
+        qualified = result.object or ".".join(stmt.name.resolve())  # a bare INSERT: its job
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
         if runner is not None:
