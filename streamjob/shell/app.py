@@ -29,7 +29,7 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, first_word, is_complete, position_in, split_input
+from .splitter import Piece, bare_word, is_complete, position_in, split_input
 from .terminal import follow_stderr, restore_sigint, stderr_to
 
 log = logging.getLogger(__name__)
