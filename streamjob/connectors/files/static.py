@@ -145,7 +145,7 @@ def _read_file(path: Path, fmt: str, data: pa.Schema, header: bool, batch_rows: 
 
         opts = text_options(fmt, delimiter)
         null = opts.get("nullValue", "")
-        if len(opts["sep"]) == 1:
+        if fmt == "csv" and len(opts["sep"]) == 1:
             yield from _read_csv(path, data, header, batch_rows, what, opts["sep"], null)
         else:
             yield from _read_multi(path, data, header, batch_rows, what, opts["sep"], null)
@@ -218,8 +218,9 @@ def _split_quoted(line: str, sep: str) -> list[tuple[str, bool]]:
 
 def _read_multi(path: Path, data: pa.Schema, header: bool, batch_rows: int, what: str,
                 sep: str, null: str):
-    """CSV/TEXTFILE lines with a multi-character separator (pyarrow's reader takes one
-    character): fields by position, an unquoted ``null`` text is NULL."""
+    """TEXTFILE lines, and CSV lines with a multi-character separator (pyarrow's reader
+    takes one character, and would read the ``\\`` of an unquoted ``\\N`` as an
+    escape): fields by position, an unquoted ``null`` text is NULL."""
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = [ln for ln in text.splitlines()[1 if header else 0:] if ln != ""]
     for start in range(0, len(lines), batch_rows):
