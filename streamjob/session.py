@@ -114,7 +114,7 @@ class ClientSession:
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.
 
-        START: when this session hosts jobs and no job manager holds the lease, the job
+        START (and a bare INSERT, which starts its implicit job): when this session hosts jobs and no job manager holds the lease, the job
         starts here (``runs_in="here"``); otherwise only its desired state changes, and
         the message says which job manager starts it or that none runs
         (``runs_in`` its ``host:pid``, or None). Other statements run as they are.
@@ -123,7 +123,8 @@ class ClientSession:
             StreamJobError: the statement's error, located in the statement.
         """
         manager, server = self.manager, None
-        if isinstance(stmt, st.StartStreamJob) and self.host_jobs and not self.dry_run:
+        starts = isinstance(stmt, (st.StartStreamJob, st.InsertInto))  # a bare INSERT starts a job
+        if starts and self.host_jobs and not self.dry_run:
             server = self.lease_holder()
             manager = None if server else self.host()
         try:
@@ -134,7 +135,9 @@ class ClientSession:
         self._log(stmt, result, None)
         if result.database is not None:  # USE: the session's current database from now on
             self.database = result.database
-        if isinstance(stmt, st.StartStreamJob) and not self.dry_run:
+        if isinstance(stmt, st.InsertInto) and result.detail == "exists":
+            return result  # the INSERT's job exists: nothing started
+        if starts and not self.dry_run:
             if result.pending:
                 server = server or self.lease_holder()
                 then = f"server {server} starts it" if server else NO_SERVER

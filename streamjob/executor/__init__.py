@@ -23,6 +23,7 @@ from ..grammar import statements as st
 from .databases import DatabaseStatements
 from ..home import Home
 from .describe import DescribeStatements
+from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
 from .result import Result
@@ -33,7 +34,8 @@ __all__ = ["Executor", "Result"]
 
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
-               DatabaseStatements, TopicStatements):
+               DatabaseStatements, TopicStatements,
+               InsertStatements):
     """Runs statements for one client session.
 
     Args:
@@ -104,6 +106,8 @@ HANDLERS = {
     st.DropDatabase: Executor._do_DropDatabase,
     st.ShowTopics: Executor._do_ShowTopics,
     st.PrintTopic: Executor._do_PrintTopic,
+    # Slipstream forms (issue 18)
+    st.InsertInto: Executor._do_InsertInto,
 }
 
 

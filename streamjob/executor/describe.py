@@ -36,10 +36,10 @@ class DescribeStatements:
             rows.append((
                 job.qualified_name, job.status, job.desired_state, jp.guarantee(props),
                 last.checkpoint_id if last else None, _ts(last.ended_at) if last else None,
-                last.input_rows if last else None, job.attempts, job.last_error,
+                last.input_rows if last else None, job.attempts, job.last_error, job.query,
             ))
         return Result(columns=("job", "status", "desired", "guarantee", "last checkpoint",
-                               "checkpoint time", "rows in", "failures", "last error"),
+                               "checkpoint time", "rows in", "failures", "last error", "sql"),
                       rows=rows, title="streamjobs")
 
     def _latest(self, job):

@@ -146,10 +146,11 @@ STATEMENT_START_RE = re.compile(
     r"|(?:describe|desc)\s+(?:stream|streamjob|table)\b"
     r"|set\s+[a-z_][a-z0-9_.]*\s*="
     r"|reset\b"
+    r"|insert\s+into\b"
     r")"
 )
 STATEMENT_KEYWORDS = frozenset(
-    "create start stop drop alter list show describe desc set reset use print".split()
+    "create start stop drop alter list show describe desc set reset use print insert".split()
 )
 
 

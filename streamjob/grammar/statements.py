@@ -76,10 +76,16 @@ def props(pairs: Properties) -> dict[str, str]:
 @dataclass(frozen=True)
 class RowFormat:
     """``ROW FORMAT DELIMITED [FIELDS TERMINATED BY x] [LINES TERMINATED BY y]``;
-    escapes such as ``'\\001'`` and ``'\\t'`` already decoded to the character."""
+    escapes such as ``'\\001'`` and ``'\\t'`` already decoded to the character.
+
+    ``ROW FORMAT SERDE 'class' [WITH SERDEPROPERTIES (...)]`` (Hive, Slipstream) sets
+    ``serde`` (the class as written) and ``serde_properties`` (keys lower-cased); the
+    executor maps the class to a format (:func:`streamjob.connectors.spec.serde_format`)."""
 
     fields_terminated_by: str | None = None
     lines_terminated_by: str | None = None
+    serde: str | None = None
+    serde_properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,8 @@ class CreateStream(Statement):
 class CreateTable(Statement):
     """``CREATE TABLE [IF NOT EXISTS] t (cols) [PARTITIONED BY (...)] [ROW FORMAT ...]
     [STORED AS fmt] [LOCATION 'uri'] [TBLPROPERTIES(...)]``; ``stored_as`` lower-cased.
+    ``stored_by`` is the handler class of Hive's ``STORED BY 'class'`` (HBase, Hyperdrive),
+    which the executor refuses naming the replacement.
 
     ``columns`` are the table's columns in order: those of the column list, then those
     that ``PARTITIONED BY`` declares with a type (Hive: ``PARTITIONED BY (dt STRING)``;
@@ -118,6 +126,7 @@ class CreateTable(Statement):
     location: str | None = None
     properties: Properties = ()
     partitioned_by: tuple[str, ...] = ()
+    stored_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -300,3 +309,13 @@ class PrintTopic(Statement):
     broker: str | None = None
     from_beginning: bool = False
     limit: int | None = None
+@dataclass(frozen=True)
+class InsertInto(Statement):
+    """A bare ``INSERT INTO [TABLE] t [(cols)] SELECT ...`` outside CREATE STREAMJOB
+    (older Slipstream): it creates and starts an implicit job. ``query`` is the whole
+    statement's text (what CREATE STREAMJOB would hold in its string), ``target`` the
+    table written; the executor derives the job's id from both
+    (:func:`streamjob.executor.insert.implicit_job_name`)."""
+
+    target: QualifiedName
+    query: str

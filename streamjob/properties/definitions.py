@@ -250,8 +250,9 @@ CONNECTOR = Registry([
     Property("format", "choice", None,
              "record format: json (one object per record, fields by column name), delimited "
              "(default with ROW FORMAT DELIMITED) or raw (key, value, topic, partition, "
-             "offset, timestamp); for file streams/tables csv, json or parquet",
-             choices=("json", "delimited", "raw", "csv", "parquet"),
+             "offset, timestamp); for file streams csv, json or parquet; for file tables also orc "
+             "and textfile (STORED AS wins)",
+             choices=("json", "delimited", "raw", "csv", "parquet", "orc", "textfile"),
              scopes=("kafka stream", "file stream", "kafka table", "file table")),
     Property("delimiter", "string", ",",
              "field delimiter of delimited records (ROW FORMAT ... FIELDS TERMINATED BY wins)",

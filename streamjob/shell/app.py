@@ -31,7 +31,7 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, first_word, is_complete, position_in, split_input
+from .splitter import Piece, bare_word, is_complete, position_in, split_input
 from .terminal import follow_stderr, restore_sigint, stderr_to
 
 log = logging.getLogger(__name__)
@@ -246,9 +246,6 @@ class Shell:
                                       "in a shell on the catalog, without --server", 1, 1)
             run_select(self, text)
             return
-        if first_word(text) == "insert":
-            raise ValidationError('an INSERT runs as a streamjob: CREATE STREAMJOB j AS ("insert '
-                                  'into t select ..."); then START STREAMJOB j', 1, 1)
         stmt = parse_statement(text)
         if self._shell_setting(stmt):
             return
@@ -337,8 +334,11 @@ class Shell:
 
         from ..exceptions import JobError
 
-        db, name = stmt.name.resolve(self.database)
-        qualified = f"{db}.{name}"
+        if result.object:  # a bare INSERT: its implicit job
+            qualified = result.object
+        else:
+            db, name = stmt.name.resolve(self.database)
+            qualified = f"{db}.{name}"
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
         if runner is not None:

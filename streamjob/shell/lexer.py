@@ -17,8 +17,8 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
                             Text, Whitespace)
 
 #: Keywords that begin a statement (completion offers them at a statement's start).
-STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "LIST", "PRINT", "RESET",
-                      "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
+STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LIST", "PRINT",
+                      "RESET", "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
 
 #: StreamSQL's own keywords (DESIGN §2).
 STREAMSQL_KEYWORDS = (

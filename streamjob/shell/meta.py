@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
 HELP = f"""\
 Statements end with ';' (Enter on an unfinished statement continues it on the next line):
   CREATE STREAM s (col type, ...) TBLPROPERTIES("topic"="t", "kafka.broker.list"="host:port")
-  CREATE TABLE t (col type, ...) [STORED AS PARQUET|JSON|CSV] [TBLPROPERTIES(...)]
+  CREATE TABLE t (col type, ...) [STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE] [TBLPROPERTIES(...)]
   CREATE STREAMJOB j AS ("insert into t select ... from s") [JOBPROPERTIES(...)]
+  INSERT INTO t SELECT ... FROM s   starts an implicit job insert_<hex> (once per INSERT)
   START STREAMJOB j [FROM CHECKPOINT n] | STOP STREAMJOB j | DROP STREAMJOB j
   ALTER STREAMJOB j SET JOBPROPERTIES(...)   LIST STREAMJOBS   SHOW STREAMS | TABLES
   DESCRIBE [STREAMJOB] name   SHOW CHECKPOINTS FOR STREAMJOB j   SET k=v | SET | RESET [k]

@@ -93,13 +93,17 @@ def static_frame(session, st: Static):
         return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
                 .option("location", static.absolute(sp.location))
                 .option("format", sp.format)
+                .option("delimiter", sp.delimiter or "")
                 .option("header", str(sp.header).lower())
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
                 .load())
     if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
-        reader = session.read.format(sp.format).schema(ddl)
-        if sp.format == "csv":
+        from ..connectors import hive_forms
+
+        reader = (session.read.format(hive_forms.spark_format(sp.format)).schema(ddl)
+                  .options(**hive_forms.text_options(sp.format, sp.delimiter)))
+        if sp.format in ("csv", "textfile"):
             reader = reader.option("header", str(sp.header).lower())
         df = reader.load(sp.location)
         # Spark puts partition columns after the data columns: restore the declared order
