@@ -108,6 +108,12 @@ def _columns(columns: Iterable[Mapping[str, Any]]) -> str:
 def _row_format(rf: Mapping[str, Any] | None) -> str:
     if not rf:
         return ""
+    if rf.get("serde"):  # ROW FORMAT SERDE (issue 18): the class and its delimiter
+        text = f"\nROW FORMAT SERDE {sql_string(rf['serde'])}"
+        if rf.get("fields_terminated_by") is not None:
+            text += (" WITH SERDEPROPERTIES ('input.delimited' = "
+                     f"{sql_string(rf['fields_terminated_by'])})")
+        return text
     text = "\nROW FORMAT DELIMITED"
     if rf.get("fields_terminated_by") is not None:
         text += f" FIELDS TERMINATED BY {sql_string(rf['fields_terminated_by'])}"
