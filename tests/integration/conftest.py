@@ -163,6 +163,39 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
     pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
+def children(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``: {pid: command name} (from /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                found[int(entry.name)] = stat[stat.index("(") + 1:stat.rindex(")")]
+    return found
+
+
+def signal_tree(pid: int, sig: int) -> None:
+    """Send ``sig`` to the process group of ``pid`` and to the groups of its children,
+    as a crash of the whole machine or ``systemctl kill`` would: a streamjob process
+    starts its Spark JVM in a session (and group) of its own (streamjob/spark/session.py),
+    so ``killpg`` of the streamjob process alone leaves the JVM to exit on its own."""
+    groups = [os.getpgid(pid)]
+    for child in children(pid):
+        try:
+            groups.append(os.getpgid(child))
+        except ProcessLookupError:
+            pass
+    for group in dict.fromkeys(groups):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+
+
 def kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
-    os.killpg(proc.pid, sig)
+    """:func:`signal_tree` of ``proc`` and wait for it to end."""
+    signal_tree(proc.pid, sig)
     proc.wait(60)
