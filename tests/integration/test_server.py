@@ -341,6 +341,14 @@ def test_server_follows_submit_stop_and_drop(env):
     assert "default.first started" not in after_stop  # never restarted
     server.terminate()
     assert server.wait_exit(60) == 0, server.output
+    # issue 16: each line about the server and its jobs starts with the local time and is
+    # in <home>/logs/server.log too; none without its time
+    own = re.compile(r"(server \S+|standby|streamjob \S+) ")
+    stamped = [line for line in server.lines if re.match(STAMP + own.pattern, line)]
+    assert not [line for line in server.lines if own.match(line)], server.output
+    assert any(": SIGTERM: stopping" in line for line in stamped), server.output
+    logged = (env.home / "logs" / "server.log").read_text().splitlines()
+    assert stamped and all(line in logged for line in stamped), (stamped, logged)
     print(f"\nsecond job picked up {picked_up:.2f} s after `submit` returned "
           f"({env.catalog.dialect})")
 
