@@ -163,6 +163,18 @@ def _open_log(path: Path):
     return f
 
 
+def _first_line(path: Path, offset: int) -> str:
+    """The first non-blank line written to ``path`` after byte ``offset`` ("" if none):
+    where a JVM that could not start says why (a missing ``java``, a bad option)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            lines = f.read(65536).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in lines if line.strip()), "")
+
+
 def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
     """Start Spark's driver JVM (the py4j gateway) for ``conf`` and make it the gateway
     pyspark's SparkContext uses.
@@ -209,15 +221,18 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
     if mirror:  # launch_gateway passes os.environ to the JVM; restored right after
         os.environ["SPARK_HOME"] = mirror
     out = _open_log(log) if log is not None else None
+    start = out.tell() if out is not None else 0
     popen: dict = {"start_new_session": True}
     if out is not None:
         popen.update(stdout=out, stderr=out)
     try:
         gateway = launch_gateway(spark_conf, popen_kwargs=popen)
     except Exception as exc:  # pyspark's JAVA_GATEWAY_EXITED, or a missing java
-        where = f"; see {log}" if log is not None else ""
-        raise StreamJobError(f"Spark's JVM did not start ({' '.join(str(exc).split())})"
-                             f"{where}") from exc
+        why = " ".join(str(exc).split())
+        if log is not None:
+            first = _first_line(log, start)
+            why = f"{first} (all it said: {log})" if first else f"{why}; see {log}"
+        raise StreamJobError(f"Spark's JVM did not start: {why}") from exc
     finally:
         if out is not None:
             out.close()  # the JVM holds its own descriptors
