@@ -181,13 +181,11 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
 
     With ``log`` (always unless --debug), the JVM's stdout and stderr go to that file
     (appended), so nothing of Spark, the JVM or pyspark's Python workers reaches the
-    user's terminal; with --debug they stay on the terminal. Either way the JVM runs in a
-    session (process group) of its own: Ctrl-C at a terminal signals the terminal's
-    foreground group, and that must reach streamjob alone (the shell cancels a preview
-    itself), not the JVM's Python workers in the middle of a task. The JVM still dies with
-    this process: pyspark's gateway exits when its stdin, a pipe from this process,
-    reaches end of file, which happens when this process ends in any way, ``kill -9``
-    included (tests/integration/test_jvm_death.py).
+    user's terminal; with --debug they stay on the terminal. The JVM dies with this
+    process: pyspark's gateway exits when its stdin, a pipe from this process, reaches
+    end of file, which happens when this process ends in any way, ``kill -9`` included
+    (tests/integration/test_jvm_death.py). It ignores SIGINT (pyspark's launcher), so
+    Ctrl-C at a terminal is this process's to handle.
 
     The JVM gets :func:`~streamjob.spark.home.worker_spark_home` as ``SPARK_HOME`` when
     there is one (its Python workers then import the installed, byte-compiled pyspark),
@@ -222,11 +220,9 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
         os.environ["SPARK_HOME"] = mirror
     out = _open_log(log) if log is not None else None
     start = out.tell() if out is not None else 0
-    popen: dict = {"start_new_session": True}
-    if out is not None:
-        popen.update(stdout=out, stderr=out)
     try:
-        gateway = launch_gateway(spark_conf, popen_kwargs=popen)
+        gateway = launch_gateway(spark_conf, popen_kwargs=None if out is None
+                                 else {"stdout": out, "stderr": out})
     except Exception as exc:  # pyspark's JAVA_GATEWAY_EXITED, or a missing java
         why = " ".join(str(exc).split())
         if log is not None:

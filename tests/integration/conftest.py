@@ -177,25 +177,6 @@ def children(pid: int) -> dict[int, str]:
     return found
 
 
-def signal_tree(pid: int, sig: int) -> None:
-    """Send ``sig`` to the process group of ``pid`` and to the groups of its children,
-    as a crash of the whole machine or ``systemctl kill`` would: a streamjob process
-    starts its Spark JVM in a session (and group) of its own (streamjob/spark/session.py),
-    so ``killpg`` of the streamjob process alone leaves the JVM to exit on its own."""
-    groups = [os.getpgid(pid)]
-    for child in children(pid):
-        try:
-            groups.append(os.getpgid(child))
-        except ProcessLookupError:
-            pass
-    for group in dict.fromkeys(groups):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            pass
-
-
 def kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
-    """:func:`signal_tree` of ``proc`` and wait for it to end."""
-    signal_tree(proc.pid, sig)
+    os.killpg(proc.pid, sig)
     proc.wait(60)

@@ -4,6 +4,7 @@ process is killed (manager/liveness.py): two processes never run one job."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import uuid
@@ -12,7 +13,7 @@ import pytest
 
 from streamjob.dev.broker import create_topic
 
-from .conftest import STREAMJOB, signal_tree
+from .conftest import STREAMJOB
 from .test_server import JOB_SQL, Env
 
 pytestmark = pytest.mark.system
@@ -45,7 +46,7 @@ def test_server_leaves_a_job_to_its_live_host_and_takes_it_over_when_it_dies(env
         first = max(env.checkpoint_ids("hosted"), default=-1)
         env.wait_checkpoint_beyond("hosted", first, 60)
         assert env.job("hosted").owner == host  # the server did not start it as well
-        signal_tree(run.pid, signal.SIGKILL)
+        os.killpg(run.pid, signal.SIGKILL)
         run.wait(30)
         env.wait_job("hosted", 120, "taken over by the server", status="RUNNING",
                      owner=server.id)
@@ -53,7 +54,7 @@ def test_server_leaves_a_job_to_its_live_host_and_takes_it_over_when_it_dies(env
         assert env.wait_checkpoint_beyond("hosted", last, 60)  # resumed, ids continue
     finally:
         if run.poll() is None:
-            signal_tree(run.pid, signal.SIGKILL)
+            os.killpg(run.pid, signal.SIGKILL)
             run.wait(30)
 
 
@@ -88,5 +89,5 @@ def test_stop_and_drop_from_another_client_reach_the_job_streamjob_run_hosts(env
         assert env.job("hosted") is None
     finally:
         if run.poll() is None:
-            signal_tree(run.pid, signal.SIGKILL)
+            os.killpg(run.pid, signal.SIGKILL)
             run.wait(30)

@@ -76,9 +76,9 @@ def test_a_server_restarts_spark_when_its_jvm_dies_and_the_job_resumes_exactly(e
     assert output_ids(location) == list(range(sent))  # nothing lost, nothing doubled
     assert env.job("j").status == "RUNNING"
 
-    # issue 16: `kill -9` of the server process alone (its JVM, in a session of its own,
-    # gets no signal): the JVM sees end of file on its stdin, a pipe from the server, and
-    # exits at once, not left behind running the job
+    # issue 16: `kill -9` of the server process alone, not its group (the JVM gets no
+    # signal): the JVM sees end of file on its stdin, a pipe from the server, and exits at
+    # once, not left behind running the job
     jvm = jvm_of(server.proc.pid)
     os.kill(server.proc.pid, signal.SIGKILL)
     server.proc.wait(30)

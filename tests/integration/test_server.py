@@ -33,7 +33,7 @@ from streamjob.catalog.models import MANAGER_LEASE, Lease
 from streamjob.checkpoint.store import log_ids
 from streamjob.dev.broker import create_topic
 
-from .conftest import STREAMJOB, signal_tree
+from .conftest import STREAMJOB
 from .conftest import wait_for as _wait_for
 
 pytestmark = pytest.mark.system
@@ -120,8 +120,8 @@ class Server:
                 self._cond.wait(min(left, 0.5))
 
     def signal(self, sig: int) -> None:
-        """Send ``sig`` to the whole group and its Spark JVM's (conftest.signal_tree)."""
-        signal_tree(self.proc.pid, sig)
+        """Send ``sig`` to the whole group (the Python process and its Spark JVM)."""
+        os.killpg(self.proc.pid, sig)
 
     def terminate(self) -> None:
         """SIGTERM to the server process alone, as ``kill PID`` or systemd with
