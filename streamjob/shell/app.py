@@ -32,7 +32,7 @@ import click
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
 from .splitter import Piece, bare_word, is_complete, position_in, split_input
-from .terminal import follow_stderr, restore_sigint, stderr_to
+from .terminal import follow_stderr, restore_sigint
 
 log = logging.getLogger(__name__)
 
@@ -168,17 +168,14 @@ class Shell:
     def spark(self):
         """The process's SparkSession, started on first use (it takes a few seconds).
 
-        On a terminal (without ``--debug``) the JVM's own stderr (its start-up banner,
-        errors of Spark itself) goes to ``<home>/shell_spark.log``, not over the prompt."""
-        from ..spark.session import spark_session
+        Unless ``--debug``, everything Spark's JVM and its Python workers print goes to
+        ``<home>/logs/spark.log``, never over the prompt (:func:`~streamjob.spark.session.spark_session`);
+        on a terminal the shell names that file when Spark starts."""
+        from ..spark.session import spark_log, spark_session
 
-        if self._spark_started or self.debug or not self.interactive:
-            spark = spark_session(self.home, self.debug)
-        else:
-            log_file = self.home.root / "shell_spark.log"
-            click.secho(f"starting Spark (its log: {log_file}) ...", dim=True)
-            with stderr_to(log_file):
-                spark = spark_session(self.home, self.debug)
+        if not (self._spark_started or self.debug or not self.interactive):
+            click.secho(f"starting Spark (its log: {spark_log(self.home)}) ...", dim=True)
+        spark = spark_session(self.home, self.debug)
         self._spark_started = True
         restore_sigint()
         return spark

@@ -27,7 +27,9 @@ Statements end with ';' (Enter on an unfinished statement continues it on the ne
                                 otherwise, or SET {PREVIEW_RESET_KEY}=latest)
 Meta commands (one line, no ';'):
 """ + "\n".join(f"  {name:<9} {text}" for name, text in META_COMMANDS.items()) + """
-Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input, Ctrl-D quits.
+Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input (and stops a
+SELECT), Ctrl-D quits. Spark's own messages go to logs/spark.log in the streamjob home
+(to the terminal with streamjob --debug shell).
 """
 
 
