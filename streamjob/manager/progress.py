@@ -26,8 +26,8 @@ Everything describes the current run only (issue 16). The runner clears the job'
 progress when a run starts (``JobRunner.run``), and a new reporter knows nothing of the
 previous run: until the run's first micro-batch ends, ``batch_id`` and both rates are
 None (unknown; ``streamjob status`` falls back to the latest checkpoint for the batch);
-a rate Spark cannot measure (the input rate of a run's first batch, which has no
-previous trigger to divide by) is None too, not 0. ``lag_records`` is the records the
+a rate Spark cannot measure is None too, not 0: the input rate of a run's first batch
+(Spark's query has no earlier trigger to divide by and reports 0 or NaN) and NaN rates. ``lag_records`` is the records the
 Kafka sources hold beyond the job's position (:mod:`streamjob.manager.lag`): known as
 soon as the probe has read the broker and the run knows where it resumes from, and
 None (unknown) otherwise. When Spark reports the query idle (no new input), both rates
@@ -176,7 +176,10 @@ class ProgressReporter:
         report = progress_of(progress)
         sources = list(progress.sources or ())
         with self._lock:  # written by the runner's flush(), off the listener thread
+            first = self._report["batch_id"] is None
             self._report = {k: report[k] for k in UNKNOWN}
+            if first:  # Spark's query has no earlier trigger: it writes 0 (or NaN), unmeasured
+                self._report["input_rows_per_s"] = None
             self._position = merge(self._position, _source_offsets(sources, "endOffset", min),
                                    lambda _old, new: new)
             self._spark_ends = _source_offsets(sources, "latestOffset", max)

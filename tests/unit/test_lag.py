@@ -88,8 +88,10 @@ def test_a_restarted_run_reports_unknown_then_its_own_lag_and_rates(reporter_of)
     reporter.on_end_offsets({"t": {"0": 1100, "1": 600}})
     assert reporter.flush() is False  # the same lag again: no write
 
-    # the run's first batch (capped) ends: Spark could not measure its input rate
-    reporter.on_progress(_batch(7, '{"t": {"0": 600, "1": 350}}', '{"t": {"0": 1100, "1": 600}}'))
+    # the run's first batch (capped) ends: Spark could not measure its input rate (no
+    # earlier trigger) and says 0 for it
+    reporter.on_progress(_batch(7, '{"t": {"0": 600, "1": 350}}', '{"t": {"0": 1100, "1": 600}}',
+                                input_rate=0.0))
     reporter.flush()
     written = cat.get_job_by_uid(uid).progress
     assert (written["batch_id"], written["input_rows_per_s"], written["processed_rows_per_s"],
