@@ -160,8 +160,8 @@ JOB = Registry([
              "alert when the job is RUNNING and its last completed checkpoint is older "
              "than this (it stopped checkpointing); 0 = off", unit="ms", minimum=0),
     Property("streamjob.alert.lag.records", "int", 0,
-             "alert when the source lag (records in the Kafka sources beyond the last "
-             "batch) stays above this for streamjob.alert.lag.for; 0 = off",
+             "alert when the source lag (records the Kafka sources hold that the job has "
+             "not yet committed) stays above this for streamjob.alert.lag.for; 0 = off",
              unit="records", minimum=0),
     Property("streamjob.alert.lag.for", "duration", 60_000,
              "how long the lag must stay above streamjob.alert.lag.records before the "
