@@ -7,18 +7,20 @@ export STREAMJOB_HOME ?= $(CURDIR)/.streamjob
 
 .PHONY: demo test test-slow test-all test-unit bench setup clean
 
+## Quiet on purpose (issue 16): one line per step, pip's own output only on failure.
 $(STAMP): setup.cfg pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
-	$(PY) -m streamjob.spark  # Spark's classes archived once: every later start is faster
-	touch $(STAMP)
+	@echo "setting up $(VENV): installing streamjob and its packages (pip, a minute or two)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
+	@$(PY) -m streamjob.spark  # Spark's classes archived once: every later start is faster
+	@touch $(STAMP)
 
 setup: $(STAMP)
 
 ## The main job: local broker, the NYC flights of 2013 into Kafka, flights.sql, results.
 demo: $(STAMP)
-	$(PY) examples/flights/demo.py
+	@$(PY) examples/flights/demo.py
 
 ## pytest-xdist workers (2 = the cores of the project's hosts). Each integration worker
 ## has its own broker, ZooKeeper and Spark; modules go to workers whole (--dist loadfile),

@@ -21,10 +21,12 @@ __all__ = ["SCRATCH_URL", "CheckReport", "check_script", "scratch_catalog"]
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The outcome of a successful check: how many statements, and one line each."""
+    """The outcome of a successful check: how many statements, one line each, and the
+    ``note: ...`` lines of properties accepted without effect (always printed)."""
 
     statements: int
     lines: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def check_script(text: str, source: str, catalog: Catalog, home: Home,
@@ -43,9 +45,11 @@ def check_script(text: str, source: str, catalog: Catalog, home: Home,
     from .session import ClientSession
 
     session = ClientSession(catalog, home, dry_run=True, spark=spark)
-    lines = []
+    lines, notes = [], []
     for stmt, result in session.execute_script(text, source):
         first = stmt.text.split(None, 2)
         lines.append(f"{source}:{stmt.position.line}: {' '.join(first[:2]).upper()}: "
                      f"{result.message or 'ok'}")
-    return CheckReport(len(lines), tuple(lines))
+        notes += [f"{source}:{stmt.position.line}: {n}" for n in (result.message or "").splitlines()
+                  if n.startswith("note: ")]
+    return CheckReport(len(lines), tuple(lines), tuple(notes))

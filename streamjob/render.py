@@ -23,8 +23,14 @@ def _console():
 def render(result, as_json: bool, compact: bool = False) -> None:
     """Print a statement's :class:`~streamjob.executor.Result`: its tables (rich) and
     message, or with ``as_json`` its JSON (indented, or on one line when ``compact``)."""
+    if result.records is not None:
+        _records(result, as_json)
+        return
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=None if compact else 2, default=str))
+        return
+    if result.text is not None:  # SHOW CREATE: the statement as it is, ready to copy
+        click.echo(result.text)
         return
     console = _console()
     for part in result.sections or [result]:
@@ -34,6 +40,29 @@ def render(result, as_json: bool, compact: bool = False) -> None:
             click.echo(f"{part.title or 'result'}: none")
     if result.message:
         click.echo(result.message)
+
+
+def _records(result, as_json: bool) -> None:
+    """PRINT: each record on its own line as it arrives (ksqlDB's form, with the offset;
+    with ``as_json`` one compact JSON object per line), until the records end (LIMIT) or
+    Ctrl-C; then how many were shown, on stderr."""
+    if result.message and not as_json:
+        click.echo(result.message, err=True)
+    count = 0
+    try:
+        for record in result.records:
+            count += 1
+            if as_json:
+                click.echo(json.dumps(record, default=str))
+            else:
+                click.echo(", ".join(f"{k}: {'null' if v is None else v}" for k, v in record.items()))
+    except KeyboardInterrupt:
+        close = getattr(result.records, "close", None)
+        if close is not None:
+            close()
+        click.echo(f"stopped: {count} record{'s' if count != 1 else ''} shown", err=True)
+        return
+    click.echo(f"{count} record{'s' if count != 1 else ''} shown", err=True)
 
 
 def _table(result):

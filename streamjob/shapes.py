@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import Any
 
 #: Keys of a job's state (``status --json`` ``.jobs[]``, ``list --json`` ``[]``).
-JOB_KEYS = ("job", "status", "desired_state", "guarantee", "owner", "live", "batch",
+JOB_KEYS = ("job", "status", "desired_state", "guarantee", "query", "owner", "live", "batch",
             "last_checkpoint", "last_checkpoint_at", "last_checkpoint_age_s",
             "input_rows_per_s", "processed_rows_per_s", "lag_records", "attempts",
             "error", "last_error", "progress_updated_at")
 #: Keys ``describe JOB --json`` adds to :data:`JOB_KEYS`.
-JOB_DETAIL_KEYS = ("uid", "query", "output_mode", "checkpoint_directory", "created_at",
+JOB_DETAIL_KEYS = ("uid", "output_mode", "checkpoint_directory", "created_at",
                    "updated_at", "run_count", "failed_runs", "expired_checkpoints",
                    "output", "checkpointing", "rows_visible", "cannot_run_now",
                    "properties", "dependencies", "runs", "checkpoints",
@@ -111,6 +111,7 @@ def job_state(job, now: datetime, live_ids: set[str], latest=None,
     return {
         "job": job.qualified_name, "status": str(job.status),
         "desired_state": str(job.desired_state), "guarantee": str(guarantee),
+        "query": job.query,
         "owner": getattr(job, "owner", None), "live": live, "batch": batch,
         "last_checkpoint": latest_id,
         "last_checkpoint_at": at.isoformat(timespec="seconds") if at else None,

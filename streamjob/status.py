@@ -73,7 +73,12 @@ def status_snapshot(catalog) -> dict[str, Any]:
       job manager died and nothing runs it until a server takes it over; null otherwise.
     * rates and ``lag_records`` come from the job manager's progress report
       (``JobInfo.progress``) and are null unless a live job manager runs the job (a
-      stopped, failed or orphaned job's last report is not its lag now).
+      stopped, failed or orphaned job's last report is not its lag now), and null while
+      unknown: the report is the current run's only (issue 16; cleared when a run
+      starts), so a restarted job has no rates until its run's first batch ends, and no
+      lag until its run has read the broker's end offsets. ``lag_records`` is the records
+      the Kafka sources hold that the job has not committed (end offsets on the broker
+      minus the run's committed offsets, :mod:`streamjob.manager.lag`).
     * ``batch`` and the checkpoint time fall back to the latest recorded checkpoint;
       ``last_checkpoint`` is its id (the catalog's record).
     * ``error`` is the job's error while it is FAILED or RECOVERING; ``last_error`` the

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -54,7 +55,8 @@ def main() -> int:
         streamjob = Path(sys.executable).with_name("streamjob")
         cmd = [str(streamjob), "--home", str(home), "run", str(HERE / "flights.sql"),
                "--until-idle", "--var", f"FLIGHTS_BROKER={broker.bootstrap}"]
-        console.print("$ " + " ".join(cmd[:1] + ["--home", "...", *cmd[3:]]))
+        console.print("$ streamjob run examples/flights/flights.sql --until-idle "
+                      f"--var FLIGHTS_BROKER={broker.bootstrap}", soft_wrap=True)
         t0 = time.monotonic()
         rc = subprocess.call(cmd)
         if rc != 0:
@@ -94,15 +96,20 @@ def show_results(console: Console, home: Path) -> None:
         rows = conn.execute(sa.text(
             "select carrier, airline, month, flights, avg_dep_delay, max_arr_delay "
             "from carrier_delays order by avg_dep_delay desc")).fetchall()
-    t = Table(title=f"carrier_delays: {len(rows)} (carrier, month) rows, worst 15 by average departure delay")
+    t = Table(title=f"carrier_delays: {len(rows)} (carrier, month) rows, worst 15 by average "
+              "departure delay", box=box.SIMPLE_HEAD)
     for c in ("carrier", "airline", "month", "flights", "avg dep delay", "max arr delay"):
-        t.add_column(c, justify="right" if c not in ("carrier", "airline") else "left")
+        if c == "airline":  # one line per row on an 80-column terminal
+            t.add_column(c, no_wrap=True, overflow="ellipsis", max_width=22)
+        else:
+            t.add_column(c, justify="left" if c == "carrier" else "right")
     for r in rows[:15]:
         t.add_row(r[0], r[1], str(r[2]), f"{r[3]:,}", f"{r[4]:.1f}", f"{r[5]:.0f}")
     console.print(t)
 
     late = read_table(str(home / "warehouse" / "default" / "late_flights")).to_pandas()
-    t = Table(title=f"late_flights: {len(late):,} flights more than 60 minutes late; the 10 latest")
+    t = Table(title=f"late_flights: {len(late):,} flights more than 60 minutes late; the 10 "
+              "latest", box=box.SIMPLE_HEAD)
     for c in ("date", "carrier", "flight", "route", "dep delay", "arr delay"):
         t.add_column(c)
     for r in late.sort_values("arr_delay", ascending=False).head(10).itertuples():

@@ -5,10 +5,12 @@ use underneath (as Flink's SQL Gateway puts one session layer under its clients)
 Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 "snippet", ...}}`` with a 4xx status):
 
-* ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}}``: executes the
-  statements in order (parsed whole first: a parse error executes nothing) and answers
-  ``{"results": [...], "properties": {...}}`` (the session's SET values after them, for
-  the client to send with its next request: the server keeps no session). The script is
+* ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}, "database":
+  "default"}``: executes the statements in order (parsed whole first: a parse error
+  executes nothing) and answers ``{"results": [...], "properties": {...}, "database":
+  "..."}`` (the session's SET values and current database after them, USE included, for
+  the client to send with its next request: the server keeps no session). PRINT needs
+  LIMIT here and answers once it has LIMIT records or none came for 5 s. The script is
   tried whole on a scratch copy of the catalog first
   (:meth:`~streamjob.session.ClientSession.execute_script`): an error there answers 400
   with the error, located in ``sql``, and nothing executed (``"results": []``). A
@@ -56,6 +58,9 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 << 20
 #: Seconds between two status reads of an event stream, and between its keep-alives.
 EVENTS_POLL_S, EVENTS_KEEPALIVE_S = 1.0, 15.0
+#: Seconds PRINT through the API waits without a new record before it answers with
+#: the records it has (a request cannot follow a topic until Ctrl-C).
+PRINT_IDLE_S = 5.0
 
 
 class StatementsRequest(BaseModel):
@@ -64,6 +69,8 @@ class StatementsRequest(BaseModel):
     sql: str = Field(description="one or more ;-separated StreamSQL statements")
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="SET values of the client's session")
+    database: str = Field(default="default",
+                          description="the client session's current database (USE)")
 
 
 class StartRequest(BaseModel):
@@ -173,11 +180,14 @@ def create_app(catalog, home, spark: Callable | None = None,
             raise _plain(403, "Forbidden", f"{who.name} is a viewer: this needs an operator token")
         return who
 
-    def execute(who: Principal, sql: str, properties: dict[str, str]) -> dict[str, Any]:
+    def execute(who: Principal, sql: str, properties: dict[str, str],
+                database: str = "default") -> dict[str, Any]:
         from ..grammar import parse_script
+        from ..grammar import statements as st
 
         session = ClientSession(catalog, home, spark=spark, principal=who.name)
         session.properties.update(properties)
+        session.database = database
         results: list[dict] = []
         try:
             statements = parse_script(sql, source="<request>")
@@ -187,13 +197,21 @@ def create_app(catalog, home, spark: Callable | None = None,
                         raise _plain(403, "Forbidden", f"{who.name} is a viewer: "
                                      f"{type(stmt).__name__} needs an operator token",
                                      extra={"results": []})
+            for stmt in statements:
+                if isinstance(stmt, st.PrintTopic) and stmt.limit is None:
+                    raise _plain(400, "ValidationError", "PRINT through the HTTP API needs "
+                                 "LIMIT n (a request cannot follow a topic until Ctrl-C)",
+                                 extra={"results": []})
             for _stmt, result in session.execute_script(sql, "<request>", statements):
+                if result.records is not None:  # no request waits forever for records
+                    result.records.idle_timeout_s = PRINT_IDLE_S
                 results.append(result_to_wire(result))
         except StreamJobError as exc:
             status = 404 if isinstance(exc, ObjectNotFoundError) else 400
             raise ApiError(status, error_to_wire(exc),
-                           extra={"results": results, "properties": session.properties}) from None
-        return {"results": results, "properties": session.properties}
+                           extra={"results": results, "properties": session.properties,
+                                  "database": session.database}) from None
+        return {"results": results, "properties": session.properties, "database": session.database}
 
     def job_statement(who: Principal, sql: str, name: str) -> dict[str, Any]:
         _job_name(name)
@@ -208,7 +226,7 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     @app.post("/v1/statements", summary="Execute StreamSQL statements")
     def post_statements(body: StatementsRequest, who: Principal = Depends(principal)):
-        return execute(who, body.sql, body.properties)
+        return execute(who, body.sql, body.properties, body.database)
 
     @app.get("/v1/status", summary="Every job's state now")
     def get_status(_who: Principal = Depends(principal)):

@@ -22,8 +22,11 @@ def jsonable(value: Any) -> Any:
 
 
 def result_to_wire(result: Result) -> dict[str, Any]:
-    """A :class:`Result` as a JSON-ready dict (see the module docstring)."""
+    """A :class:`Result` as a JSON-ready dict (see the module docstring); PRINT's
+    records are read here (its LIMIT, or the API's idle bound, ends them)."""
     return {
+        "text": result.text, "database": result.database,
+        "records": jsonable([dict(r) for r in result.records]) if result.records is not None else None,
         "message": result.message, "title": result.title,
         "columns": list(result.columns), "rows": jsonable([list(r) for r in result.rows]),
         "sections": [result_to_wire(s) for s in result.sections],
@@ -40,6 +43,8 @@ def result_from_wire(data: dict[str, Any]) -> Result:
                   sections=[result_from_wire(s) for s in data.get("sections") or []],
                   object=data.get("object"), pending=bool(data.get("pending")),
                   detail=data.get("detail") or "", runs_in=data.get("runs_in"),
+                  text=data.get("text"), database=data.get("database"),
+                  records=iter(data["records"]) if data.get("records") is not None else None,
                   data=data.get("data"))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..exceptions import StreamJobError
-from .execute import _execute_text
+from .execute import Previews, _execute_text
 
 class _Context:
     def __init__(self, home: str | None, catalog_url: str | None, conf: tuple[str, ...],
@@ -127,7 +127,8 @@ def _print_error(exc: StreamJobError) -> None:
 @click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Engine property (repeatable).")
 @click.option("-e", "--execute", "statements", multiple=True, metavar="STATEMENTS",
               help="Execute these ;-separated statements against the catalog, print each "
-                   "result and exit (repeatable; not with a command).")
+                   "result and exit (repeatable, one session: SET carries over; not with a "
+                   "command). A SELECT ... FROM stream [LIMIT n] prints a preview's rows.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON output: of -e (one document per statement, one per line), and the "
                    "default of every read command's --json.")
@@ -160,8 +161,13 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, serve
         if ctx.invoked_subcommand is not None:
             raise click.UsageError(f"-e cannot be combined with the command "
                                    f"'{ctx.invoked_subcommand}'")
-        for text in statements:  # one session: SET carries over
-            _execute_text(text, None, ctx.obj.session, as_json=as_json)
+        previews = Previews(ctx.obj, as_json)
+        try:
+            for i, text in enumerate(statements):  # one session: SET carries over
+                _execute_text(text, None, ctx.obj.session, as_json=as_json, previews=previews,
+                              ends_session=i == len(statements) - 1)
+        finally:
+            previews.close()
     elif ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 

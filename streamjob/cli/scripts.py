@@ -105,9 +105,14 @@ def submit(obj: _Context, file: str, variables) -> None:
 @click.option("--offline", is_flag=True,
               help="Skip Spark's streaming analysis of the jobs' queries (no JVM is started; "
                    "streamjob's own rules still run).")
+@click.option("--compat", is_flag=True,
+              help="For an old Slipstream script: list every statement, clause and property "
+                   "with what streamjob does with it (runs, mapped, ignored, refused); "
+                   "exits 1 if any is refused. Nothing is executed.")
 @client_options
 @click.pass_obj
-def check(obj: _Context, file: str, variables, verbose: bool, offline: bool) -> None:
+def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
+          compat: bool) -> None:
     """Dry run: parse and validate FILE against a scratch copy of the catalog.
 
     Prints OK, or the first error as FILE:LINE:COL: error: ... with the line and a
@@ -117,6 +122,9 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool) -> 
     """
     from ..check import check_script, scratch_catalog
 
+    if compat:
+        _compat(obj, file, _pairs(variables, "--var"))
+        return
     spark = None if offline else _local_spark(obj)
     try:
         text = _read_script(file, _pairs(variables, "--var"), obj.home)
@@ -129,10 +137,27 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool) -> 
         if exc.snippet:
             click.echo(exc.snippet, err=True)
         sys.exit(1)
-    if verbose:
-        for line in report.lines:
-            click.echo(line)
+    for line in report.lines if verbose else report.notes:
+        click.echo(line)
     click.echo(f"OK ({report.statements} statement{'s' if report.statements != 1 else ''})")
+
+
+def _compat(obj: _Context, file: str, variables: dict[str, str]) -> None:
+    """``check --compat``: the report of :mod:`streamjob.compat`, one line per item."""
+    from ..compat import compat_report, summary
+
+    try:
+        items = compat_report(_read_script(file, variables, obj.home), file)
+    except StreamJobError as exc:  # unreadable file, undefined ${VAR}
+        if obj.debug:
+            raise
+        click.secho(f"{file}: error: {exc.message}", fg="red", err=True)
+        sys.exit(1)
+    for item in items:
+        click.echo(item.render(file))
+    click.echo(summary(items))
+    if any(i.verdict == "refused" for i in items):
+        sys.exit(1)
 
 
 def _local_spark(obj: _Context):

@@ -6,6 +6,9 @@ replays the 336,776 flights of 2013 into topic ``flights`` (2 partitions, JSON),
 ``airlines.csv`` under ``--data`` (default ``$STREAMJOB_HOME/data/airlines``), prints
 the bootstrap address and runs until Ctrl-C or SIGTERM. ``--more N`` replays N more
 flights every few seconds while it runs, so jobs have live input to follow.
+
+``python -m streamjob.dev nexmark --events N --broker HOST:PORT`` (or ``--dir DIR``):
+Nexmark's people, auctions and bids (examples/nexmark/README.md).
 """
 
 from __future__ import annotations
@@ -64,6 +67,48 @@ def broker(port: int, data: str | None, more: int) -> None:
         pass
     finally:
         b.stop()
+
+
+@main.command()
+@click.option("--events", type=click.IntRange(min=0), required=True, metavar="N",
+              help="How many events (persons, auctions and bids, 1:3:46).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed: equal seeds, equal events.")
+@click.option("--rate", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Events per second of event time (Nexmark's first-event.rate).")
+@click.option("--broker", "bootstrap", metavar="HOST:PORT", default=None,
+              help="Produce to Kafka topics <prefix>, <prefix>_person, _auction, _bid.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="Write JSON-lines files under DIR/person, auction, bid, events.")
+@click.option("--topic-prefix", default="nexmark", show_default=True, help="Topic name prefix.")
+@click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Partitions of topics created here.")
+@click.option("--lower-keys", is_flag=True,
+              help="With --dir: lower-case JSON keys, as streamjob's file streams need.")
+def nexmark(events: int, seed: int, rate: int, bootstrap: str | None, directory: str | None,
+            topic_prefix: str, partitions: int, lower_keys: bool) -> None:
+    """Generate Nexmark events into a broker or files (examples/nexmark/README.md)."""
+    from .nexmark import NexmarkConfig, to_files, to_kafka
+
+    if (bootstrap is None) == (directory is None):
+        raise click.UsageError("give one of --broker HOST:PORT or --dir DIR")
+    cfg = NexmarkConfig(seed=seed, rate=rate)
+    if directory:
+        stats = to_files(cfg, events, Path(directory), lower_keys=lower_keys)
+        where = directory
+    else:
+        from ..exceptions import StreamJobError
+
+        try:
+            stats = to_kafka(cfg, events, bootstrap, topic_prefix, partitions)
+        except StreamJobError as exc:
+            raise click.ClickException(str(exc)) from None
+        except Exception as exc:  # kafka-python's errors: no stack trace without --debug
+            raise click.ClickException(f"cannot produce to {bootstrap}: {exc}") from None
+        where = bootstrap
+    counts = ", ".join(f"{t} {n:,}" for t, n in stats.records.items())
+    click.echo(f"{stats.events:,} events to {where} ({counts}); generated in "
+               f"{stats.generate_s:.2f} s ({stats.events_per_s:,.0f} events/s), "
+               f"written in {stats.write_s:.2f} s")
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ class DescribeStatements:
             rows.append((
                 job.qualified_name, job.status, job.desired_state, jp.guarantee(props),
                 last.checkpoint_id if last else None, _ts(last.ended_at) if last else None,
-                last.input_rows if last else None, job.attempts, job.last_error,
+                last.input_rows if last else None, job.attempts, job.last_error, job.query,
             ))
         return Result(columns=("job", "status", "desired", "guarantee", "last checkpoint",
-                               "checkpoint time", "rows in", "failures", "last error"),
+                               "checkpoint time", "rows in", "failures", "last error", "sql"),
                       rows=rows, title="streamjobs", data=data)
 
     def _latest(self, job):
@@ -124,7 +124,7 @@ class DescribeStatements:
         data = {
             **shapes.job_state(job, now, live_ids, latest,
                                jp.guarantee(values)),
-            "uid": job.uid, "query": job.query, "output_mode": mode,
+            "uid": job.uid, "output_mode": mode,
             "checkpoint_directory": str(dict(overview)["checkpoint directory"]),
             "created_at": _ts(job.created_at), "updated_at": _ts(job.updated_at),
             "run_count": len(runs), "failed_runs": failures,

@@ -49,8 +49,9 @@ class JobStatements:
         created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
                                           if_not_exists=s.if_not_exists,
                                           session_properties=session)
-        return Result(f"streamjob {db}.{name} {'created' if created else 'exists'} "
-                      f"({plan.guarantee}, output mode {plan.output_mode})")
+        return Result("\n".join([f"streamjob {db}.{name} {'created' if created else 'exists'} "
+                                 f"({plan.guarantee}, output mode {plan.output_mode})",
+                                 *jp.notices(props)]))
 
     def _do_AlterStreamJob(self, s: st.AlterStreamJob) -> Result:
         db, name = self._names(s.name, "job")
@@ -62,7 +63,8 @@ class JobStatements:
         when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""
         return Result(f"streamjob {db}.{name} altered: "
                       + ", ".join(f"{k}={jp.mask(k, v)}" for k, v in changes.items())
-                      + f"; guarantee {plan.guarantee}{when}")
+                      + f"; guarantee {plan.guarantee}{when}"
+                      + "".join("\n" + n for n in jp.notices(changes)))
 
     def _do_StartStreamJob(self, s: st.StartStreamJob) -> Result:
         db, name = self._names(s.name, "job")

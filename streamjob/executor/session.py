@@ -1,4 +1,13 @@
-"""SET / RESET: the session's defaults for job properties (DESIGN §3)."""
+"""SET / RESET: the session's defaults for job properties (DESIGN §3).
+
+A session is what one client keeps between statements: a shell session, the rest of a
+script (``submit``, ``run``, ``-e``), every ``-e`` of one invocation, the ``properties``
+a client of the HTTP API sends back. SET says what its value is for: streamjobs created
+later in the session capture it (as Flink SQL's ``SET`` applies to jobs submitted after
+it); existing streamjobs keep theirs (``ALTER STREAMJOB`` changes them). A front end that
+knows nothing follows in the session (the last statement of ``-e``) says so
+(:func:`streamjob.cli.execute._execute_text`).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +33,8 @@ class SessionStatements:
         checked = jp.validate({s.key: value})
         self.session_props.update(checked)
         (name, raw), = checked.items()
-        return Result(f"{name}={jp.mask(name, raw)}")
+        return Result("\n".join([f"{name}={jp.mask(name, raw)}{set_scope(name)}",
+                                  *jp.notices(checked)]))
 
     def _do_ResetProperty(self, s: st.ResetProperty) -> Result:
         if s.key is None:
@@ -34,4 +44,14 @@ class SessionStatements:
         if key not in self.session_props:
             key = jp.lookup(key).name
         self.session_props.pop(key, None)
-        return Result(f"{key} reset")
+        return Result(f"{key} reset: streamjobs created later in this session take its "
+                      "default")
+
+
+def set_scope(name: str) -> str:
+    """What a ``SET name=...`` is for, as its message's tail: streamjobs created later in
+    the session; for a ``spark.sql.*`` setting, the session's SELECT previews too (they
+    run with the session's Spark settings, :mod:`streamjob.planner.preview`)."""
+    also = " and its SELECT previews" if name.startswith("spark.sql.") else ""
+    return (f" (for streamjobs created later in this session{also}; existing streamjobs "
+            "keep theirs)")

@@ -138,8 +138,21 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     if isinstance(sink_spec, cspec.KafkaTableSpec):
         cspec.check_kafka_key(sink_spec, sink.columns, sink.qualified_name)
     mode = _output_mode(aq, sources, sink, sink_spec)
+    props = _flush_interval(props, sink_spec, {**(session_props or {}), **job_props})
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
                    props, jp.guarantee(props), derived)
+
+
+def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> JobProperties:
+    """``props`` with Slipstream's ``morphling.hdfs.flush.interval.ms`` as the trigger
+    interval of a job writing a file table (Slipstream's HDFS sinks flush at most that
+    often), unless ``streamjob.trigger.interval`` is given; other sinks are unchanged."""
+    from dataclasses import replace
+
+    explicit = any(k.strip().lower() == "streamjob.trigger.interval" for k in given)
+    if props.flush_interval_ms is None or explicit or not isinstance(sink_spec, cspec.FileTableSpec):
+        return props
+    return replace(props, trigger_interval_ms=props.flush_interval_ms)
 
 
 def static_tables(lookup: Lookup, home: Home, references) -> list[Static]:

@@ -23,7 +23,7 @@ from .job import JobProperties, job_properties
 
 __all__ = [
     "CONNECTOR", "ENGINE", "JOB", "Effective", "JobProperties", "Property", "Registry",
-    "display", "effective",
+    "display", "effective", "notices",
     "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
     "validate_engine", "values",
 ]
@@ -59,7 +59,16 @@ class Effective:
 
 def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> dict[str, Effective]:
     """Every job property's effective value, layering default < SET < JOBPROPERTIES;
-    ``spark.sql.*`` settings given in either are included with their origin."""
+    ``spark.sql.*`` settings given in either are included with their origin.
+
+    Slipstream's properties without a default of their own (those that set another
+    one, are read by the planner, or have no effect) appear only when given. One given with ``maps_to`` sets its target
+    when the target is not given itself (first in registry order wins: e.g.
+    ``mapred.reduce.tasks`` -> ``spark.sql.shuffle.partitions``, origin
+    ``JOBPROPERTIES (mapred.reduce.tasks)``); -1 means "leave the target alone"."""
+    from .job import NAMES
+
+    typed = set(NAMES.values())
     out = {}
     for prop in JOB:
         name = prop.name
@@ -67,13 +76,27 @@ def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) 
             out[name] = Effective(prop.parse(job[name]), "JOBPROPERTIES")
         elif session and name in session:
             out[name] = Effective(prop.parse(session[name]), "SET")
-        else:
+        elif name in typed and not (prop.slipstream and prop.default is None):
             out[name] = Effective(prop.default, "default")
     for source, origin in ((session or {}, "SET"), (job, "JOBPROPERTIES")):
         for name, raw in source.items():
             if JOB.get(name) is None and JOB.passthrough(name):
                 out[name] = Effective(str(raw), origin)
+    for prop in JOB:
+        given = out.get(prop.name)
+        if not prop.maps_to or given is None or given.value == -1:
+            continue
+        target = out.get(prop.maps_to)
+        if target is None or target.origin == "default":
+            value = given.value if JOB.get(prop.maps_to) else str(given.value)
+            out[prop.maps_to] = Effective(value, f"{given.origin} ({prop.name})")
     return out
+
+
+def notices(pairs: Mapping[str, str]) -> list[str]:
+    """One ``note: ...`` line for each property in ``pairs`` (JOBPROPERTIES or SET) that
+    streamjob accepts from Slipstream but that has no effect here, saying why."""
+    return [p.notice for p in (JOB.get(name) for name in pairs) if p is not None and p.ignored]
 
 
 def values(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> JobProperties:

@@ -35,6 +35,22 @@ def _table(reg: Registry, with_scope: bool = False) -> list[str]:
     return rows
 
 
+def _slipstream_table() -> list[str]:
+    rows = ["| property | in streamjob | where it comes from (description, default there) |",
+            "|---|---|---|"]
+    for p in JOB:
+        if not p.slipstream:
+            continue
+        if p.ignored:
+            what = f"accepted, no effect: {p.ignored}"
+        elif p.maps_to:
+            what = f"mapped to `{p.maps_to}`: {p.description}"
+        else:
+            what = p.description
+        rows.append(f"| `{p.name}` | {what.replace('|', chr(92) + '|')} | {p.slipstream} |")
+    return rows
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     out = [
@@ -55,6 +71,17 @@ def render() -> str:
         "SET JOBPROPERTIES(...)` changes them for the next start.",
         "",
         *_table(JOB),
+        "",
+        "## Slipstream's job properties",
+        "",
+        "Every job property of Slipstream 5.2.2's own catalogue "
+        "(`slipstream_confdesc.properties`, in github.com/transwarpio/application-metainfo) "
+        "and of its documentation is known: it runs as in Slipstream, is mapped to its Spark "
+        "meaning, or is accepted with a one-line notice (`note: ...`, shown by `check`, "
+        "`submit` and the shell) saying why it has no effect here. None stops a script; "
+        "`streamjob check --compat FILE` lists what a script's properties and clauses do.",
+        "",
+        *_slipstream_table(),
         "",
         "## Engine properties (streamjob.conf, --conf)",
         "",

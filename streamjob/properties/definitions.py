@@ -11,27 +11,120 @@ from __future__ import annotations
 
 from .registry import Property, Registry
 
+
+_CD = "Slipstream 5.2.2 confdesc: "
+_NO_DEFAULT = "; default not stated there"
+_SLIPSTREAM = (
+    Property("morphling.maxlag.on.disorder", "duration", None,
+             "the watermark delay of every event-time stream the job reads (one with "
+             "\"watermark.column\"), in place of its \"watermark.delay\": how late an event "
+             "may arrive; -1 = events arrive in order (delay 0)", unit="ms", minimum=0,
+             special={-1: "in order: delay 0"},
+             slipstream=_CD + "设置事件时间乱序情况下可容忍的最大延迟，-1表示数据有序，无乱序 "
+             "(the largest lateness tolerated when event times are out of order; -1 = in "
+             "order)" + _NO_DEFAULT),
+    Property("mapred.reduce.tasks", "int", None,
+             "the job's shuffle partitions (spark.sql.shuffle.partitions of its session, as "
+             "Spark's own SET mapred.reduce.tasks does); -1 = the engine's. Spark keeps the "
+             "number a stateful job's checkpoint was started with", minimum=1,
+             special={-1: "the engine's spark.sql.shuffle.partitions"},
+             maps_to="spark.sql.shuffle.partitions",
+             slipstream=_CD + "reduce任务数量 (number of reduce tasks)" + _NO_DEFAULT),
+    Property("morphling.infinitewindow.reduce.tasks", "int", None,
+             "the job's shuffle partitions, as mapred.reduce.tasks (which wins when both "
+             "are given): streamjob's aggregations without a window are Spark's stateful "
+             "aggregations over spark.sql.shuffle.partitions", minimum=1,
+             maps_to="spark.sql.shuffle.partitions",
+             slipstream=_CD + "无限滑动窗口默认的Reduce Task数量 (default number of reduce "
+             "tasks of an infinite sliding window)" + _NO_DEFAULT),
+    Property("morphling.hdfs.flush.interval.ms", "duration", None,
+             "for a job writing a file table (Slipstream's HDFS sinks): its trigger "
+             "interval (streamjob.trigger.interval, which wins when given), so files are "
+             "written at most this often; no effect on other sinks", unit="ms", minimum=0,
+             slipstream=_CD + "数据刷新到目标表的频率，默认每60秒刷新一次 (how often rows are "
+             "flushed to the target table); default 60000 (60 s)"),
+    Property("morphling.hdfs.flush.size", "int", None,
+             "accepted, no effect (see the notice)", unit="rows", minimum=1,
+             ignored="each micro-batch's rows are written when it commits, at most a trigger "
+             "interval apart (morphling.hdfs.flush.interval.ms for file tables); Spark has "
+             "no row-count trigger",
+             slipstream=_CD + "数据批量刷新到目标表时的batch大小，默认每产生10万条数据刷新一次 "
+             "(batch size of a flush to the target table); default 100000"),
+    Property("morphling.job.enable.wal.sink", "bool", None,
+             "accepted, no effect (see the notice)",
+             ignored="sinks are exactly-once through their commit markers whenever "
+             "morphling.result.auto.flush is false (the default); no write-ahead log is needed",
+             slipstream=_CD + "是否开启WALSink功能，开启后将保证Exactly-Once语义 (WAL sink: "
+             "exactly-once)" + _NO_DEFAULT),
+    Property("morphling.wal.sink.committer.type", "string", None,
+             "accepted, no effect (see the notice)",
+             ignored="there is no WAL sink: commit markers live in the sink itself",
+             slipstream=_CD + "WAL Sink依赖的外部数据库类型 (database the WAL sink commits "
+             "to)" + _NO_DEFAULT),
+    Property("morphling.wal.sink.voltdb.jdbc.url", "string", None,
+             "accepted, no effect (see the notice)",
+             ignored="there is no WAL sink: commit markers live in the sink itself",
+             slipstream=_CD + "WAL Sink配置的数据库的JDBC URL (JDBC URL of the WAL sink's "
+             "database)" + _NO_DEFAULT),
+    Property("morphling.metrics.enabled", "bool", None,
+             "accepted, no effect (see the notice)",
+             ignored="metrics are always collected (DESCRIBE STREAMJOB, the server's /metrics)",
+             slipstream=_CD + "任务是否开启metrics收集 (collect the job's metrics)" + _NO_DEFAULT),
+    Property("streamsql.use.eventtime", "bool", None,
+             "accepted, no effect (see the notice)",
+             ignored="event time is declared per stream: one with \"watermark.column\" and "
+             "\"watermark.delay\" is windowed on event time, others on processing time",
+             slipstream=_CD + "是否使用事件时间切分窗口 (window on event time)" + _NO_DEFAULT),
+    Property("stream.id", "string", None,
+             "accepted, no effect (see the notice)",
+             ignored="a job's name is the one CREATE STREAMJOB gives it",
+             slipstream=_CD + "流任务名，即jobId (the stream job's name, its job id)" + _NO_DEFAULT),
+    Property("streamsql.max.running.sql", "int", None,
+             "accepted, no effect (see the notice)", minimum=-1,
+             ignored="a Slipstream server's admission limit; streamjob runs every started "
+             "job, bounded by Spark's resources",
+             slipstream=_CD + "Slipstream最多可以运行多少条SQL (most SQL statements a "
+             "Slipstream server runs)" + _NO_DEFAULT),
+    Property("streamsql.max.running.task", "int", None,
+             "accepted, no effect (see the notice)", minimum=-1,
+             ignored="a Slipstream server's admission limit; streamjob runs every started "
+             "job, bounded by Spark's resources",
+             slipstream=_CD + "Slipstream最多可以运行多少个任务 (most jobs a Slipstream "
+             "server runs)" + _NO_DEFAULT),
+    Property("stream.number.receivers", "int", None,
+             "accepted, no effect (see the notice)", minimum=1,
+             ignored="Spark's Kafka source reads each partition in its own task; there are "
+             "no receivers",
+             slipstream="Slipstream documentation and scripts (Kafka receivers per stream); "
+             "not in the 5.2.2 confdesc"),
+)
+
 # ---------------------------------------------------------------------------- job
 
 JOB = Registry([
     Property("morphling.job.enable.checkpoint", "bool", True,
-             "durable checkpoints; false = a temporary one, restarts begin at the reset strategy"),
+             "durable checkpoints; false = a temporary one, restarts begin at the reset strategy",
+             slipstream="Slipstream 5.2.2 confdesc: 决定该任务是否启用HA (whether the job is highly available); default not stated there"),
     Property("morphling.job.checkpoint.interval", "duration", 60_000,
              "one recorded, retained, restorable checkpoint per interval: the micro-batch "
              "that completes after it; output does not wait for it; 0 = every micro-batch",
-             unit="ms", minimum=0),
+             unit="ms", minimum=0,
+             slipstream="Slipstream 5.2.2 confdesc: Checkpoint的频率。单位：毫秒 (checkpoint frequency, ms); default not stated there"),
     Property("streamjob.trigger.interval", "duration", 500,
              "micro-batches start at most this often, as soon as data is there (Spark's "
              "processing-time trigger): the bound on output latency and on an idle job's "
              "polling; 0 = back to back", unit="ms", minimum=0),
     Property("streamsql.use.eventmode", "bool", False,
              "Slipstream's event-driven engine: the lowest latency streamjob offers, "
-             "micro-batches back to back (trigger 0; Spark polls idle sources every 10 ms)"),
+             "micro-batches back to back (trigger 0; Spark polls idle sources every 10 ms)",
+             slipstream="Slipstream documentation (event-driven mode); not in the 5.2.2 confdesc"),
     Property("morphling.job.enable.auto.failover", "bool", True,
-             "restart a failed job from its last checkpoint"),
+             "restart a failed job from its last checkpoint",
+             slipstream="Slipstream 5.2.2 confdesc: 是否允许失败任务自动恢复 (restart failed jobs automatically); default not stated there"),
     Property("morphling.task.max.failures", "int", 5,
              "failures allowed within morphling.task.failure.window before the job is "
-             "FAILED; -1 = never restart", minimum=0, special={-1: "never restart"}),
+             "FAILED; -1 = never restart", minimum=0, special={-1: "never restart"},
+             slipstream="Slipstream 5.2.2 confdesc: 任务失败重试次数，-1表示不进行重试恢复 (retries of a failed job; -1 = none); default not stated there"),
     Property("morphling.task.failure.window", "duration", 60_000,
              "failures are counted within this window (Flink's failure-rate strategy); a "
              "checkpoint completed since the last failure also resets the count",
@@ -46,7 +139,8 @@ JOB = Registry([
     Property("morphling.result.auto.flush", "bool", False,
              "true: rows reach the sink as each micro-batch produces them (at-least-once); "
              "false: exactly-once, rows visible when their micro-batch commits with its "
-             "marker"),
+             "marker",
+             slipstream="Slipstream 5.2.2 confdesc: 是否自动Sink。开启该开关后，只要有数据产生就立刻flush到目标表 (flush rows to the target table as soon as they are produced); default not stated there"),
     Property("morphling.checkpoint.backend", "choice", "catalog",
              "where checkpoint metadata is recorded", choices=("catalog", "zookeeper", "kafka")),
     Property("morphling.checkpoint.timeout", "duration", 60_000,
@@ -66,12 +160,17 @@ JOB = Registry([
              "alert when the job is RUNNING and its last completed checkpoint is older "
              "than this (it stopped checkpointing); 0 = off", unit="ms", minimum=0),
     Property("streamjob.alert.lag.records", "int", 0,
-             "alert when the source lag (records in the Kafka sources beyond the last "
-             "batch) stays above this for streamjob.alert.lag.for; 0 = off",
+             "alert when the source lag (records the Kafka sources hold that the job has "
+             "not yet committed) stays above this for streamjob.alert.lag.for; 0 = off",
              unit="records", minimum=0),
     Property("streamjob.alert.lag.for", "duration", 60_000,
              "how long the lag must stay above streamjob.alert.lag.records before the "
              "alert fires (Prometheus' for: clause)", unit="ms", minimum=0),
+    # Slipstream's other job properties (issue 18): Slipstream 5.2.2's own catalogue
+    # (slipstream_confdesc.properties in transwarpio/application-metainfo) and its docs.
+    # Each is mapped to its Spark meaning (maps_to, or read by the planner) or accepted
+    # with a notice saying why it has no effect (ignored); never an error.
+    *_SLIPSTREAM,
 ], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
 
 # ------------------------------------------------------------------------- engine
@@ -143,13 +242,17 @@ CONNECTOR = Registry([
     Property("kafka.broker.list", "string", None, "Kafka bootstrap servers (host:port,...)",
              scopes=("kafka stream", "kafka table")),
     Property("kafka.zookeeper", "string", None,
-             "accepted for old Slipstream scripts and ignored (Kafka clients need only brokers)",
+             "ZooKeeper of the Kafka cluster (host:port,...[/chroot], Kafka's zookeeper.connect), "
+             "from old Slipstream scripts: without \"kafka.broker.list\" the brokers are those "
+             "Kafka registers there (/brokers/ids), looked up at each CREATE and job start; "
+             "ignored when \"kafka.broker.list\" is given",
              scopes=("kafka stream", "kafka table")),
     Property("format", "choice", None,
              "record format: json (one object per record, fields by column name), delimited "
              "(default with ROW FORMAT DELIMITED) or raw (key, value, topic, partition, "
-             "offset, timestamp); for file streams/tables csv, json or parquet",
-             choices=("json", "delimited", "raw", "csv", "parquet"),
+             "offset, timestamp); for file streams csv, json or parquet; for file tables also orc "
+             "and textfile (STORED AS wins)",
+             choices=("json", "delimited", "raw", "csv", "parquet", "orc", "textfile"),
              scopes=("kafka stream", "file stream", "kafka table", "file table")),
     Property("delimiter", "string", ",",
              "field delimiter of delimited records (ROW FORMAT ... FIELDS TERMINATED BY wins)",

@@ -36,6 +36,8 @@ NAMES = {
     "alert_checkpoint_age_ms": "streamjob.alert.checkpoint.age",
     "alert_lag_records": "streamjob.alert.lag.records",
     "alert_lag_for_ms": "streamjob.alert.lag.for",
+    "max_disorder_ms": "morphling.maxlag.on.disorder",
+    "flush_interval_ms": "morphling.hdfs.flush.interval.ms",
 }
 #: The plan key of :attr:`JobProperties.start_position` (not a user property).
 START_POSITION = "streamjob.start.position"
@@ -64,6 +66,8 @@ class JobProperties(Mapping):
     alert_checkpoint_age_ms: int
     alert_lag_records: int
     alert_lag_for_ms: int
+    max_disorder_ms: int | None
+    flush_interval_ms: int | None
     spark: Mapping[str, str] = field(default_factory=dict)
     start_position: str | None = None
 
@@ -91,6 +95,14 @@ class JobProperties(Mapping):
         each ``morphling.job.checkpoint.interval`` (DESIGN §4)."""
         return 0 if self.event_mode else self.trigger_interval_ms
 
+    def watermark_delay(self, declared: str) -> str:
+        """The watermark delay of an event-time stream whose ``"watermark.delay"`` is
+        ``declared`` (a Spark interval): ``morphling.maxlag.on.disorder`` when given
+        (-1, events in order, is no delay), else ``declared``."""
+        if self.max_disorder_ms is None:
+            return declared
+        return f"{max(0, self.max_disorder_ms)} milliseconds"
+
     def backoff_s(self, failures: int) -> float:
         """Seconds to wait before restart number ``failures`` (1, 2, ...; failures since
         the last completed checkpoint), before jitter: ``initial_backoff_ms`` doubled per
@@ -108,16 +120,20 @@ def job_properties(values: Mapping[str, Any]) -> JobProperties:
     """The typed object of ``{registry name: typed value}`` (:func:`streamjob.properties.values`:
     every job property present, ``spark.sql.*`` settings passed through).
 
-    Raises:
-        KeyError: a job property of the registry is missing from ``values``.
+    A property missing from ``values`` takes its registry default (Slipstream's
+    ``morphling.maxlag.on.disorder`` and ``morphling.hdfs.flush.interval.ms`` are only
+    there when given).
     """
     from .definitions import JOB
 
     spark = {k: str(v) for k, v in values.items() if JOB.get(k) is None and JOB.passthrough(k)}
-    typed = {attr: values[name] for attr, name in NAMES.items()}
+    typed = {attr: values[name] if name in values else JOB.lookup(name).default
+             for attr, name in NAMES.items()}
     return JobProperties(**typed, spark=spark, start_position=values.get(START_POSITION))
 
 
 def attributes() -> set[str]:
-    """The attributes holding registry properties (a test checks them against the registry)."""
+    """The attributes holding registry properties (a test checks them against the
+    registry: every job property is one, except Slipstream's that only set another
+    property (``maps_to``) or have no effect (``ignored``))."""
     return {f.name for f in fields(JobProperties)} - {"spark", "start_position"}

@@ -43,6 +43,13 @@ class Property:
     ``list`` (comma-separated names, lower-cased); ``url`` (an ``http://`` or
     ``https://`` URL with a host; empty text means none, parsed as None). ``scopes`` says where the property may be given (``job``,
     ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
+
+    Slipstream compatibility (issue 18): ``slipstream`` says where a name comes from
+    (Slipstream 5.2.2's property catalogue ``slipstream_confdesc.properties``, with its
+    description and default there); ``maps_to`` is the streamjob property or Spark
+    setting this one sets when it is given and that one is not (its Spark meaning);
+    ``ignored`` is why it has no effect in streamjob: given, it is accepted and that
+    reason is shown as a notice (``note: ...``), never an error.
     """
 
     name: str
@@ -57,6 +64,14 @@ class Property:
     scopes: tuple[str, ...] = ("job",)
     secret: bool = False
     other: tuple[str, str] | None = None
+    slipstream: str = ""
+    maps_to: str = ""
+    ignored: str = ""
+
+    @property
+    def notice(self) -> str:
+        """The one-line notice shown when an ``ignored`` property is given, else ``""``."""
+        return f"note: {self.name} has no effect in streamjob: {self.ignored}" if self.ignored else ""
 
     def parse(self, raw: Any) -> Any:
         """The typed value of ``raw`` (a string as written, or an already typed value).

@@ -4,7 +4,10 @@
 - :mod:`.splitter` — ``;``-terminated multi-line input, meta-command lines;
 - :mod:`.lexer` — syntax highlighting (pygments) and the keyword lists;
 - :mod:`.completion` — keywords, property names and values, catalog names;
-- :mod:`.meta` — ``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``, ``\\timing``, ``\\json``;
+- :mod:`.columns` — where a query expects a column, and the objects it reads;
+- :mod:`.meta` — ``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``, ``\\timing``, ``\\json``,
+  ``\\pager``;
+- :mod:`.pager` — results longer than the terminal through ``$PAGER`` (less -SRXF);
 - :mod:`.preview` — ``SELECT ... FROM stream [LIMIT n]`` as a transient query;
 - :mod:`.terminal` — the JVM's stderr, Ctrl-C, log lines above the prompt.
 

@@ -1,7 +1,9 @@
 """The shell's loop: read statements, run them, print their results.
 
 On a terminal, input comes from a prompt_toolkit prompt (history in
-``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion);
+``<home>/shell_history``, multi-line statements ended by ``;``, highlighting, completion;
+a pasted statement is kept as pasted, indentation included: prompt_toolkit's bracketed
+paste inserts it whole, while a typed Enter keeps the previous line's indentation);
 DROP asks for confirmation. Otherwise (``streamjob shell < file.sql``) statements are
 read from stdin and run as they complete, with no prompt and no question; errors name
 ``<stdin>:LINE:COL`` and make the exit status 1.
@@ -29,8 +31,8 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, first_word, is_complete, position_in, split_input
-from .terminal import follow_stderr, restore_sigint, stderr_to
+from .splitter import Piece, bare_word, is_complete, position_in, split_input
+from .terminal import follow_stderr, restore_sigint
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class Shell:
         self.debug = debug
         self.as_json = as_json
         self.timing = False
+        self.pager = True  # long results through $PAGER on a terminal (\pager off)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         from ..session import ClientSession
 
@@ -109,12 +112,29 @@ class Shell:
             traceback.print_exception(exc, file=sys.stderr)
         click.secho(line_text, fg="red", err=True)
 
+    @property
+    def database(self) -> str:
+        """The session's current database (``USE``), of unqualified names."""
+        return getattr(self.session, "database", "default")
+
+    def prompt_text(self) -> str:
+        """``streamjob> ``, or ``streamjob:db> `` after ``USE db`` of another database
+        than ``default``."""
+        return PROMPT if self.database == "default" else f"streamjob:{self.database}> "
+
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
-        tables, or JSON under ``\\json``)."""
+        tables, or JSON under ``\\json``); through the pager when it does not fit the
+        terminal (:mod:`.pager`; not when stdin or stdout is no terminal, or ``\\pager
+        off``)."""
         from ..render import render
 
-        render(result, self.as_json)
+        if not (self.pager and self.interactive and sys.stdout.isatty()):
+            render(result, self.as_json)
+            return
+        from .pager import captured, page
+
+        page(captured(lambda: render(result, self.as_json)))
 
     # -- state ---------------------------------------------------------------------
 
@@ -148,17 +168,14 @@ class Shell:
     def spark(self):
         """The process's SparkSession, started on first use (it takes a few seconds).
 
-        On a terminal (without ``--debug``) the JVM's own stderr (its start-up banner,
-        errors of Spark itself) goes to ``<home>/shell_spark.log``, not over the prompt."""
-        from ..spark.session import spark_session
+        Unless ``--debug``, everything Spark's JVM and its Python workers print goes to
+        ``<home>/logs/spark.log``, never over the prompt (:func:`~streamjob.spark.session.spark_session`);
+        on a terminal the shell names that file when Spark starts."""
+        from ..spark.session import spark_log, spark_session
 
-        if self._spark_started or self.debug or not self.interactive:
-            spark = spark_session(self.home, self.debug)
-        else:
-            log_file = self.home.root / "shell_spark.log"
-            click.secho(f"starting Spark (its log: {log_file}) ...", dim=True)
-            with stderr_to(log_file):
-                spark = spark_session(self.home, self.debug)
+        if not (self._spark_started or self.debug or not self.interactive):
+            click.secho(f"starting Spark (its log: {spark_log(self.home)}) ...", dim=True)
+        spark = spark_session(self.home, self.debug)
         self._spark_started = True
         restore_sigint()
         return spark
@@ -226,9 +243,6 @@ class Shell:
                                       "in a shell on the catalog, without --server", 1, 1)
             run_select(self, text)
             return
-        if first_word(text) == "insert":
-            raise ValidationError('an INSERT runs as a streamjob: CREATE STREAMJOB j AS ("insert '
-                                  'into t select ..."); then START STREAMJOB j', 1, 1)
         stmt = parse_statement(text)
         if self._shell_setting(stmt):
             return
@@ -279,7 +293,7 @@ class Shell:
         kind, get = {st.DropStreamJob: ("streamjob", self.catalog.get_job),
                      st.DropStream: ("stream", self.catalog.get_stream),
                      st.DropTable: ("table", self.catalog.get_table)}[type(stmt)]
-        found = get(*stmt.name.resolve())
+        found = get(*stmt.name.resolve(self.database))
         if found is None:
             return True
         if kind == "streamjob" and not self.remote:
@@ -317,8 +331,11 @@ class Shell:
 
         from ..exceptions import JobError
 
-        db, name = stmt.name.resolve()
-        qualified = f"{db}.{name}"
+        if result.object:  # a bare INSERT: its implicit job
+            qualified = result.object
+        else:
+            db, name = stmt.name.resolve(self.database)
+            qualified = f"{db}.{name}"
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
         if runner is not None:
@@ -383,7 +400,7 @@ class Shell:
             self.report_jobs()
             try:
                 with patch_stdout(raw=True):
-                    text = session.prompt(PROMPT)
+                    text = session.prompt(self.prompt_text())
             except KeyboardInterrupt:
                 continue
             except EOFError:

@@ -12,6 +12,8 @@ being typed:
   after ``SET``/``RESET``: job property names; after ``"name"=``: the property's values
   when it has a fixed set (choices, true/false). A name is completed in the quoting the
   user started (``"to`` -> ``"topic"``), quoted when nothing was typed yet;
+* in a query (a SELECT, or the quoted query of a streamjob), where a column goes: the
+  columns of the streams and tables it reads (:mod:`.columns`), as pgcli does;
 * after ``START/STOP/DROP/ALTER/DESCRIBE STREAMJOB`` and ``SHOW CHECKPOINTS FOR
   STREAMJOB``: job names; after ``DROP/DESCRIBE STREAM``: streams; ``... TABLE``: tables;
   after ``DESCRIBE``: all three; after ``FROM``/``JOIN``: streams and tables; after
@@ -20,8 +22,9 @@ being typed:
 * elsewhere: any keyword starting with what was typed.
 
 Keywords are offered in the case the user types in (lower case after lower case).
-Catalog names are those of the last :meth:`Names.load` (the shell reloads them after
-every statement); names outside the ``default`` database are qualified ``db.name``.
+Catalog names (and columns) are those of the last :meth:`Names.load` (the shell reloads
+them after every statement); names outside the ``default`` database are qualified
+``db.name``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
+from .columns import expects_column, references
 from .lexer import KEYWORDS, STATEMENT_KEYWORDS
 from .splitter import Token, split_input, tokenize
 
@@ -49,19 +53,21 @@ META_COMMANDS = {
     "\\i": "\\i FILE: run the statements of FILE",
     "\\timing": "toggle printing how long each statement took",
     "\\json": "toggle JSON output",
+    "\\pager": "\\pager on|off: results longer than the terminal through $PAGER (less -SRXF)",
 }
 
 #: The shell's own SET key: where a SELECT starts reading Kafka streams.
 PREVIEW_RESET_KEY = "transwarp.consumer.reset.offset.strategy"
 
 _FOLLOW = {
-    "CREATE": ("STREAM", "STREAMJOB", "TABLE"),
+    "CREATE": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "START": ("STREAMJOB",),
     "STOP": ("STREAMJOB",),
     "ALTER": ("STREAMJOB",),
-    "DROP": ("STREAM", "STREAMJOB", "TABLE"),
+    "DROP": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "LIST": ("STREAMJOBS",),
-    "SHOW": ("CHECKPOINTS", "STREAMJOBS", "STREAMS", "TABLES"),
+    "SHOW": ("CHECKPOINTS", "CREATE", "DATABASES", "STREAMJOBS", "STREAMS", "TABLES", "TOPICS"),
+    "TOPICS": ("FROM",),
     "CHECKPOINTS": ("FOR",),
     "FOR": ("STREAMJOB",),
     "ROW": ("FORMAT",),
@@ -74,6 +80,7 @@ _FOLLOW = {
     "PARTITIONED": ("BY",),
     "GROUP": ("BY",),
     "ORDER": ("BY",),
+    "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
 }
 
 
@@ -91,11 +98,14 @@ class Suggestion:
 @dataclass
 class Names:
     """A snapshot of the catalog's names for completion (``name``, or ``db.name``
-    outside the default database)."""
+    outside the default database); ``columns``: lower-cased stream or table name ->
+    its declared ``(column, type)`` pairs."""
 
     streams: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
+    columns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    databases: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, catalog) -> "Names":
@@ -103,9 +113,14 @@ class Names:
         def name(obj) -> str:
             return obj.name if obj.database == "default" else f"{obj.database}.{obj.name}"
 
-        return cls(sorted(name(s) for s in catalog.list_streams()),
-                   sorted(name(t) for t in catalog.list_tables()),
-                   sorted(name(j) for j in catalog.list_jobs()))
+        streams, tables = catalog.list_streams(), catalog.list_tables()
+        columns = {name(o).lower(): [(str(c.get("name")), str(c.get("type", "")))
+                                     for c in getattr(o, "columns", None) or ()]
+                   for o in [*streams, *tables]}
+        list_databases = getattr(catalog, "list_databases", None)  # not over the HTTP API
+        return cls(sorted(name(s) for s in streams), sorted(name(t) for t in tables),
+                   sorted(name(j) for j in catalog.list_jobs()), columns,
+                   [row[0] for row in list_databases()] if list_databases else [])
 
 
 def _registries():
@@ -114,13 +129,14 @@ def _registries():
     return JOB, CONNECTOR
 
 
-def suggest(text: str, names: Names) -> list[Suggestion]:
+def suggest(text: str, names: Names, after: str = "") -> list[Suggestion]:
     """What to offer when completing at the end of ``text`` (the input before the
-    cursor); see the module docstring."""
+    cursor; ``after``, the input after it, tells which objects a query reads); see the
+    module docstring."""
     tokens = tokenize(text)
     if tokens and tokens[-1].kind == "meta":
         return _meta(tokens[-1].text, names)
-    return _statement(tokenize(text[split_input(text).rest_offset:]), names)
+    return _statement(tokenize(text[split_input(text).rest_offset:]), names, after)
 
 
 def _meta(line: str, names: Names) -> list[Suggestion]:
@@ -146,10 +162,10 @@ def _prefix(tokens: list[Token]) -> tuple[str, list[Token]]:
     return "".join(t.text for t in tokens[j:]), tokens[:j]
 
 
-def _statement(tokens: list[Token], names: Names) -> list[Suggestion]:
+def _statement(tokens: list[Token], names: Names, after: str = "") -> list[Suggestion]:
     last = tokens[-1] if tokens else None
     if last is not None and last.kind == "open_string":
-        return _in_string(tokens, names)
+        return _in_string(tokens, names, after)
     if last is not None and last.kind in ("comment", "open_comment", "string", "name"):
         return []  # right after a closing quote or inside a comment
     prefix, before = _prefix(tokens)
@@ -163,7 +179,39 @@ def _statement(tokens: list[Token], names: Names) -> list[Suggestion]:
     found = _names_after(words, sig, prefix, names)
     if found is not None:
         return found
+    if words and words[0] in ("SELECT", "WITH"):
+        rest = []
+        for t in tokenize(after):
+            if t.text == ";" and t.kind == "punct":
+                break
+            rest.append(t)
+        return _columns(sig, prefix, names, [t for t in rest if t.significant]) \
+            + _keywords(words, prefix, sig)
     return _keywords(words, prefix, sig)
+
+
+def _columns(sig: list[Token], prefix: str, names: Names,
+             after: list[Token]) -> list[Suggestion]:
+    """The columns of the objects the query (``sig``, the cursor, ``after``) reads, where
+    a column goes; after ``x.`` those of the object named or aliased ``x``."""
+    if not prefix and len(sig) >= 2 and sig[-1].text == "." \
+            and sig[-2].kind in ("word", "name"):  # "alias." before anything is typed
+        prefix, sig = sig[-2].text + ".", sig[:-2]
+    if not expects_column(sig, prefix):
+        return []
+    qualifier, _, typed = prefix.rpartition(".")
+    qualifier = qualifier.strip("`").lower()
+    out: list[Suggestion] = []
+    seen: set[str] = set()
+    for name, alias in references(sig + after):
+        if qualifier and qualifier not in (alias, name, name.rpartition(".")[2]):
+            continue
+        for col, kind in names.columns.get(name, ()):
+            low = col.lower()
+            if low.startswith(typed.lower()) and low != typed.lower() and low not in seen:
+                seen.add(low)
+                out.append(Suggestion(col, -len(typed), meta=f"{kind} ({name})".strip()))
+    return out
 
 
 def _case(prefix: str, sig: list[Token]) -> Callable[[str], str]:
@@ -177,6 +225,10 @@ def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestio
     case = _case(prefix, sig)
     if not words:
         options: Iterable[str] = STATEMENT_KEYWORDS
+    elif words[-2:] == ["SHOW", "CREATE"]:
+        options = ("STREAM", "STREAMJOB", "TABLE")
+    elif words[0] == "PRINT" and len(words) >= 2 and words[-1] != "FROM":
+        options = ("FROM", "LIMIT")
     elif words[-1] in _FOLLOW:
         options = _FOLLOW[words[-1]]
     elif words[-1] in ("DESCRIBE", "DESC"):
@@ -214,6 +266,16 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
     if w[-1] == "STREAMJOB" and head in ("START", "STOP", "DROP", "ALTER", "DESCRIBE", "DESC",
                                          "SHOW"):
         return _names(prefix, [jobs])
+    if head == "SHOW" and w[1:3] == ["CREATE", "STREAM"] and len(w) == 3:
+        return _names(prefix, [streams])
+    if head == "SHOW" and w[1:3] == ["CREATE", "TABLE"] and len(w) == 3:
+        return _names(prefix, [tables])
+    if (head == "USE" and len(w) == 1) or (w[-1] == "DATABASE" and head == "DROP"):
+        return _names(prefix, [("database", names.databases)])
+    if head == "PRINT" and len(w) == 1:
+        return _names(prefix, [streams, tables])
+    if head == "PRINT" and w[-1] == "FROM":
+        return _keywords(["PRINT_FROM"], prefix, sig)
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "STREAM":
         return _names(prefix, [streams])
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "TABLE":
@@ -334,7 +396,7 @@ def _set(words: list[str], sig: list[Token], prefix: str) -> list[Suggestion]:
     return []
 
 
-def _in_string(tokens: list[Token], names: Names) -> list[Suggestion]:
+def _in_string(tokens: list[Token], names: Names, after: str = "") -> list[Suggestion]:
     """The cursor is inside an unterminated string: a property name or value, or the
     quoted query of ``CREATE STREAMJOB ... AS ("...")``."""
     string = tokens[-1]
@@ -348,12 +410,15 @@ def _in_string(tokens: list[Token], names: Names) -> list[Suggestion]:
     words = [t.text.upper() for t in sig if t.kind == "word"]
     if words[:2] == ["CREATE", "STREAMJOB"] and "AS" in words:
         inner = [t for t in tokenize(content)]
-        return _query_names(inner, names)
+        rest = after[:after.index(quote)] if quote in after else after
+        return _query_names(inner, names, [t for t in tokenize(rest) if t.significant])
     return []
 
 
-def _query_names(tokens: list[Token], names: Names) -> list[Suggestion]:
-    """Completion inside a job's query text: names after FROM/JOIN/INTO, else keywords."""
+def _query_names(tokens: list[Token], names: Names,
+                 after: list[Token] = ()) -> list[Suggestion]:
+    """Completion inside a job's query text: names after FROM/JOIN/INTO, columns where a
+    column goes, else keywords."""
     if tokens and tokens[-1].kind not in ("ws", "word", "number", "punct"):
         return []
     prefix, before = _prefix(tokens)
@@ -363,7 +428,8 @@ def _query_names(tokens: list[Token], names: Names) -> list[Suggestion]:
         "FROM", "JOIN", "INTO") else None
     if found is not None:
         return found
-    return _keywords(words or ["?"], prefix, sig) if prefix else []
+    columns = _columns(sig, prefix, names, list(after))
+    return columns + (_keywords(words or ["?"], prefix, sig) if prefix else [])
 
 
 class ShellCompleter(Completer):
@@ -375,6 +441,7 @@ class ShellCompleter(Completer):
 
     def get_completions(self, document, complete_event):
         """Yield prompt_toolkit ``Completion`` objects for the text before the cursor."""
-        for s in suggest(document.text_before_cursor, self.names()):
+        for s in suggest(document.text_before_cursor, self.names(),
+                         document.text_after_cursor):
             yield Completion(s.text, start_position=s.start, display=s.display or s.text,
                              display_meta=s.meta)

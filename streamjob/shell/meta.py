@@ -1,5 +1,5 @@
 """The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``, ``\\i``,
-``\\timing``, ``\\json``), modelled on psql/pgcli. A meta command is one line and needs
+``\\timing``, ``\\json``, ``\\pager``), modelled on psql/pgcli. A meta command is one line and needs
 no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
 HELP = f"""\
 Statements end with ';' (Enter on an unfinished statement continues it on the next line):
   CREATE STREAM s (col type, ...) TBLPROPERTIES("topic"="t", "kafka.broker.list"="host:port")
-  CREATE TABLE t (col type, ...) [STORED AS PARQUET|JSON|CSV] [TBLPROPERTIES(...)]
+  CREATE TABLE t (col type, ...) [STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE] [TBLPROPERTIES(...)]
   CREATE STREAMJOB j AS ("insert into t select ... from s") [JOBPROPERTIES(...)]
+  INSERT INTO t SELECT ... FROM s   starts an implicit job insert_<hex> (once per INSERT)
   START STREAMJOB j [FROM CHECKPOINT n] | STOP STREAMJOB j | DROP STREAMJOB j
   ALTER STREAMJOB j SET JOBPROPERTIES(...)   LIST STREAMJOBS   SHOW STREAMS | TABLES
   DESCRIBE [STREAMJOB] name   SHOW CHECKPOINTS FOR STREAMJOB j   SET k=v | SET | RESET [k]
@@ -26,7 +27,9 @@ Statements end with ';' (Enter on an unfinished statement continues it on the ne
                                 otherwise, or SET {PREVIEW_RESET_KEY}=latest)
 Meta commands (one line, no ';'):
 """ + "\n".join(f"  {name:<9} {text}" for name, text in META_COMMANDS.items()) + """
-Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input, Ctrl-D quits.
+Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input (and stops a
+SELECT), Ctrl-D quits. Spark's own messages go to logs/spark.log in the streamjob home
+(to the terminal with streamjob --debug shell).
 """
 
 
@@ -59,12 +62,34 @@ def run_meta(shell: "Shell", line: str) -> bool:
     elif command == "\\timing":
         shell.timing = not shell.timing
         shell.echo(f"Timing is {'on' if shell.timing else 'off'}.")
+    elif command == "\\pager":
+        set_pager(shell, arg)
     elif command == "\\json":
         shell.as_json = not shell.as_json
         shell.echo(f"Output format is {'JSON' if shell.as_json else 'tables'}.")
     else:
         raise StreamJobError(f"unknown command {command}; \\? lists the commands")
     return True
+
+
+def set_pager(shell: "Shell", arg: str) -> None:
+    """``\\pager on|off``: page results longer than the terminal (:mod:`.pager`), or
+    not; ``\\pager`` alone says which.
+
+    Raises:
+        StreamJobError: an argument other than on/off.
+    """
+    if arg.lower() not in ("", "on", "off"):
+        raise StreamJobError(f"\\pager takes on or off, got '{arg}'")
+    if arg:
+        shell.pager = arg.lower() == "on"
+    import os
+
+    from .pager import LESS
+
+    how = os.environ.get("PAGER") or f"less (LESS={os.environ.get('LESS', LESS)})"
+    shell.echo(f"Pager is {'on' if shell.pager else 'off'}" + (
+        f": results longer than the terminal go through {how}" if shell.pager else "") + ".")
 
 
 def show_status(shell: "Shell") -> None:
@@ -88,7 +113,7 @@ def describe(shell: "Shell", name: str) -> None:
             shell.run_statement(sql)
         return
     db, _, obj = name.rpartition(".")
-    if shell.catalog.get_job((db or "default").strip("`"), obj.strip("`")) is not None:
+    if shell.catalog.get_job((db or shell.database).strip("`"), obj.strip("`")) is not None:
         shell.run_statement(f"DESCRIBE STREAMJOB {name}")
     else:
         shell.run_statement(f"DESCRIBE {name}")

@@ -18,7 +18,8 @@ from .observe import observe_source
 
 
 def source_frame(session, src: Source, props: JobProperties):
-    """The streaming DataFrame of one stream (watermark applied if declared)."""
+    """The streaming DataFrame of one stream, watermarked if it declares event time
+    (its ``"watermark.delay"``, or the job's ``morphling.maxlag.on.disorder``)."""
     from .. import types as sjtypes
 
     from ..connectors.kafka.formats import MALFORMED_COLUMN
@@ -48,8 +49,8 @@ def source_frame(session, src: Source, props: JobProperties):
         reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
     df = observe_source(reader.load(), src)  # malformed rows and missing columns counted
     p = {k.lower(): v for k, v in st.properties.items()}
-    if p.get("watermark.column") and p.get("watermark.delay"):
-        df = df.withWatermark(p["watermark.column"], p["watermark.delay"])
+    if p.get("watermark.column") and p.get("watermark.delay"):  # the job's maxlag wins
+        df = df.withWatermark(p["watermark.column"], props.watermark_delay(p["watermark.delay"]))
     return with_proctime(df) if src.proctime else df
 
 
@@ -92,13 +93,17 @@ def static_frame(session, st: Static):
         return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
                 .option("location", static.absolute(sp.location))
                 .option("format", sp.format)
+                .option("delimiter", sp.delimiter or "")
                 .option("header", str(sp.header).lower())
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
                 .load())
     if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
-        reader = session.read.format(sp.format).schema(ddl)
-        if sp.format == "csv":
+        from ..connectors import hive_forms
+
+        reader = (session.read.format(hive_forms.spark_format(sp.format)).schema(ddl)
+                  .options(**hive_forms.text_options(sp.format, sp.delimiter)))
+        if sp.format in ("csv", "textfile"):
             reader = reader.option("header", str(sp.header).lower())
         df = reader.load(sp.location)
         # Spark puts partition columns after the data columns: restore the declared order

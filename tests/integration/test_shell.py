@@ -31,14 +31,16 @@ UP = "\x1b[A"
 class Terminal:
     """``streamjob --home HOME shell`` in a pseudo-terminal, its screen emulated."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, rows: int = ROWS, **environ: str) -> None:
         env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(COLS),
-                   LINES=str(ROWS))
-        env.pop("STREAMJOB_HOME", None)
+                   LINES=str(rows), **environ)
+        for name in ("STREAMJOB_HOME", "PAGER", "LESS"):  # the shell's own defaults
+            if name not in environ:
+                env.pop(name, None)
         self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
-                                   dimensions=(ROWS, COLS), encoding="utf-8",
+                                   dimensions=(rows, COLS), encoding="utf-8",
                                    codec_errors="replace")
-        self.screen = pyte.Screen(COLS, ROWS)
+        self.screen = pyte.Screen(COLS, rows)
         self.stream = pyte.Stream(self.screen)
         self.raw = ""  # everything the shell wrote
         self.mark = 0  # transcript offset after which `output` looks
@@ -146,8 +148,8 @@ class Terminal:
 def term_factory(tmp_path):
     terminals: list[Terminal] = []
 
-    def spawn(home: Path | None = None) -> Terminal:
-        t = Terminal(home or tmp_path / "home")
+    def spawn(home: Path | None = None, rows: int = ROWS, **environ: str) -> Terminal:
+        t = Terminal(home or tmp_path / "home", rows, **environ)
         terminals.append(t)
         return t
 
@@ -219,6 +221,24 @@ def test_editing_completion_confirmation_and_errors(term_factory):
                                           PROMPT.strip()], after
     assert "bad" not in t.run("SHOW STREAMS;")
 
+    # USE: completion of a database name, the prompt names the current database, and
+    # unqualified names resolve in it; SHOW CREATE completes the new keywords and names
+    assert "database sales created" in t.run("CREATE DATABASE sales;")
+    t.complete("USE sa", "sales")
+    t.expect_screen(r"^streamjob> USE sales$")
+    t.send(";\r")
+    t.expect(r"using database sales")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("CREATE TABLE here (id int) TBLPROPERTIES('connector'='console');\r")
+    t.expect(r"table sales\.here created")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.complete("SHOW CREATE TA", "TABLE")
+    t.send(" default.sink;\r")
+    t.expect(r"CREATE TABLE default\.sink \(")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("USE default;\r")
+    t.prompt()
+
     # meta commands
     assert "Meta commands" in t.run("\\help")
     assert "streamjobs" in t.run("\\l")
@@ -265,15 +285,29 @@ def _produce(bootstrap: str, topic: str, records: list[dict]) -> None:
         producer.close()
 
 
-def test_select_shows_rows_of_a_kafka_stream(term_factory, broker):
+#: What must never reach a user's terminal without --debug (issue 16).
+NOISE = re.compile(r"Exception|Traceback|^\s*at org\.apache|StackOverflowError|Py4J", re.M)
+FLIGHTS = ("CREATE STREAM flights (year INT, month INT, day INT, carrier STRING, flight INT, "
+           "origin STRING, dest STRING, dep_delay DOUBLE, arr_delay DOUBLE) TBLPROPERTIES "
+           '("topic"="{topic}", "kafka.broker.list"="{bootstrap}", "format"="json");')
+
+
+def test_select_shows_rows_of_a_kafka_stream(term_factory, broker, flights_topic, tmp_path):
     """SELECT ... LIMIT 3 prints three rows as they arrive and returns to the prompt; a
-    SELECT that finds nothing waits until Ctrl-C."""
+    SELECT that finds nothing waits until Ctrl-C, which stops it cleanly even while its
+    micro-batch runs (issue 16: a 1,000-line java.lang.StackOverflowError), and the next
+    SELECT works. Nothing of Spark, the JVM or pyspark's Python workers reaches the
+    terminal (a BrokenPipeError traceback of pyspark's worker daemon followed successful
+    previews): it goes to <home>/logs/spark.log."""
     from streamjob.dev.broker import create_topic
 
     topic = f"shell_{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 1)
     _produce(broker.bootstrap, topic, [{"id": i, "name": f"n{i}"} for i in range(1, 6)])
-    t = term_factory()
+    tmp = tmp_path / "tmp"  # the shell's temporary directory: preview checkpoints
+    tmp.mkdir()
+    home = tmp_path / "home"
+    t = term_factory(home, TMPDIR=str(tmp))
     t.prompt()
     t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
     t.send("SELECT id, name FROM s LIMIT 3;\r")
@@ -282,14 +316,27 @@ def test_select_shows_rows_of_a_kafka_stream(term_factory, broker):
     assert [(a.strip(), b.strip()) for a, b in rows] == [("1", "n1"), ("2", "n2"), ("3", "n3")]
     t.prompt()
     # Spark started on this first SELECT; the JVM's banner went to its log, not the screen
-    assert "starting Spark" in t.transcript and "Setting default log level" not in t.transcript
+    log = home / "logs" / "spark.log"
+    assert f"starting Spark (its log: {log})" in t.transcript
+    assert "Setting default log level" not in t.transcript
 
-    t.send("SELECT name FROM s WHERE id > 100;\r")
+    # Ctrl-C while the first micro-batch (all 336,776 flights) runs: its offsets are
+    # written (offsets/0 in the preview's checkpoint), its commit is not
+    t.run(FLIGHTS.format(topic=flights_topic, bootstrap=broker.bootstrap))
+    t.send("SELECT * FROM flights WHERE carrier = 'ZZ' LIMIT 1;\r")
     t.expect(r"Ctrl-C stops", timeout=60)
+    t.wait(lambda: any(tmp.glob("streamjob-select-*/offsets/0")), "batch 0 to start", 60)
+    assert not any(tmp.glob("streamjob-select-*/commits/0")), "batch 0 ended too soon"
     t.send("\x03")
-    t.expect(r"0 rows \(stopped by Ctrl-C\)")
+    t.expect(r"\n0 rows \(stopped by Ctrl-C\)\n")
     t.prompt()
+    assert not any(tmp.glob("streamjob-select-*")), "the preview's checkpoint is left"
+    out = t.run("SELECT name FROM s WHERE id = 5 LIMIT 1;", timeout=60)  # the session still works
+    assert re.search(r"(?s)name\n-+\nn5\n1 row\n", out), out
     t.exit()
+    noise = [line for line in t.transcript.splitlines() if NOISE.search(line)]
+    assert not noise, t.transcript
+    assert "StackOverflowError" not in log.read_text()  # not just hidden: gone
 
 
 def _rows(directory: Path) -> int:
@@ -334,3 +381,68 @@ def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, 
     t.send("y\r")
     t.expect(r"stopping default\.j")
     t.wait(lambda: not t.child.isalive(), "the shell to exit", 60)
+
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+def test_pasted_text_keeps_its_indentation_and_long_results_are_paged(term_factory, tmp_path):
+    """A multi-line statement pasted (the terminal's bracketed paste) is kept as pasted,
+    not re-indented line by line, on the screen and in the history; a result taller
+    than the terminal goes through less (LESS=-SRXF, as pgcli), ``\\pager off`` prints
+    it whole."""
+    home = tmp_path / "paste"
+    t = term_factory(home, rows=16)
+    t.prompt()
+    pasted = ["CREATE STREAM pasted (", "    id int,", "        name string",
+              ') TBLPROPERTIES("topic"="p", "kafka.broker.list"="127.0.0.1:9");']
+    t.send(PASTE_START + "\r".join(pasted) + PASTE_END)
+    t.wait(lambda: any(line.endswith("->         name string") for line in t.lines()),
+           "the pasted lines on the screen")
+    screen = [line.strip() for line in t.lines()]
+    assert ["-> " + line for line in pasted[1:]] == [
+        line for line in screen if line.startswith("->")], screen
+    t.send("\r")
+    t.expect(r"stream default\.pasted created")
+    t.prompt()
+    history = (home / "shell_history").read_text().splitlines()
+    assert [line[1:] for line in history if line.startswith("+")][-4:] == pasted
+
+    # the pasted stream's columns are completed in a query over it (Ctrl-C clears the line)
+    t.complete("SELECT * FROM pasted WHERE na", "name")
+    t.expect_screen(r"^streamjob> SELECT \* FROM pasted WHERE name$")
+    t.send("\x03")
+    t.prompt()
+
+    # SET lists 18 job properties: taller than 16 rows, so less shows the first 15
+    t.send("SET;\r")
+    t.wait(lambda: t.lines()[-1] == ":", "less's prompt on the last row")
+    assert "session properties" in t.transcript and "streamjob.alert.lag.for" not in t.lines()
+    t.send("q")
+    t.prompt()
+    assert "Pager is off" in t.run("\\pager off")
+    out = t.run("SET;")
+    assert "session properties" in out and "streamjob.alert.lag.for" in out  # printed whole
+    t.exit()
+    assert t.child.exitstatus == 0
+
+
+def test_e_runs_a_select_preview_and_the_statements_around_it(tmp_path):
+    """``streamjob -e "...; SELECT ... LIMIT 3; ..."`` prints the preview's rows as the
+    shell does (a rate stream: no broker), then runs the statements after it."""
+    import subprocess
+
+    env = dict(os.environ, STREAMJOB_HOME=str(tmp_path / "home"))
+    res = subprocess.run(
+        [STREAMJOB, "-e", "CREATE STREAM r (`timestamp` TIMESTAMP, value BIGINT) "
+         "TBLPROPERTIES('source'='rate', 'rows.per.second'='20');\n"
+         "SELECT value, value * 10 AS ten FROM r WHERE value < 100 LIMIT 3; SHOW STREAMS"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"(?s)value +\| ten\n-+\+-+\n(.*?)\n3 rows\n", res.stdout)
+    assert m, res.stdout
+    rows = [tuple(int(c) for c in r.split("|")) for r in m.group(1).splitlines()]
+    assert len(rows) == 3 and all(ten == value * 10 for value, ten in rows), rows
+    assert res.stdout.index("stream default.r created") < m.start()
+    assert res.stdout.index("streams") >= m.end()  # SHOW STREAMS ran after the preview
+    assert "Traceback" not in res.stderr

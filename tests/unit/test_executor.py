@@ -91,7 +91,9 @@ def test_drop_of_a_used_object_names_the_job(ex):
 
 
 def test_set_and_reset_spark_sql_settings(ex):
-    assert run(ex, "SET spark.sql.shuffle.partitions = 3").message == "spark.sql.shuffle.partitions=3"
+    assert run(ex, "SET spark.sql.shuffle.partitions = 3").message == (
+        "spark.sql.shuffle.partitions=3 (for streamjobs created later in this session and its "
+        "SELECT previews; existing streamjobs keep theirs)")
     rows = {r[0]: r[1:] for r in run(ex, "SET").rows}
     assert rows["spark.sql.shuffle.partitions"] == ("3", "SET")
     run(ex, "RESET spark.sql.shuffle.partitions")

@@ -126,7 +126,8 @@ def test_job_properties_are_one_typed_object_built_from_the_registry():
     from streamjob import properties as jp
     from streamjob.properties.job import NAMES, START_POSITION, attributes
 
-    assert attributes() == set(NAMES) and set(NAMES.values()) == {p.name for p in jp.JOB}
+    assert attributes() == set(NAMES)
+    assert set(NAMES.values()) == {p.name for p in jp.JOB if not (p.maps_to or p.ignored)}
     props = jp.values({"morphling.job.checkpoint.interval": "1 min",
                        "spark.sql.shuffle.partitions": "4"},
                       {"morphling.result.auto.flush": "true"})
@@ -150,3 +151,57 @@ def test_failover_backoff_doubles_from_its_initial_value_up_to_its_maximum():
     assert [quick.backoff_s(n) for n in (1, 2, 3, 4, 5)] == [0.1, 0.2, 0.4, 0.8, 1.0]
     with pytest.raises(PropertyError, match="did you mean 'streamjob.failover.initial.backoff'"):
         jp.validate({"streamjob.failover.initial.backof": "1"})
+
+
+# Slipstream 5.2.2's property catalogue: slipstream_confdesc.properties of
+# github.com/transwarpio/application-metainfo (SLIPSTREAM/transwarp-5.2.2-final/templates/
+# slipstreamstudio/), all 18 of its names.
+CONFDESC_522 = [
+    "streamsql.use.eventtime", "stream.id", "streamsql.max.running.sql",
+    "streamsql.max.running.task", "morphling.maxlag.on.disorder",
+    "morphling.infinitewindow.reduce.tasks", "morphling.result.auto.flush",
+    "morphling.hdfs.flush.size", "morphling.hdfs.flush.interval.ms",
+    "morphling.task.max.failures", "morphling.job.enable.checkpoint",
+    "morphling.job.checkpoint.interval", "morphling.job.enable.auto.failover",
+    "morphling.job.enable.wal.sink", "morphling.wal.sink.committer.type",
+    "morphling.wal.sink.voltdb.jdbc.url", "morphling.metrics.enabled", "mapred.reduce.tasks",
+]
+
+
+def test_every_slipstream_property_is_known_with_its_origin_and_never_stops_a_script():
+    """Issue 18: each of the 18 confdesc names (and stream.number.receivers from the docs)
+    is accepted; its doc says where it comes from; one without effect gets a notice."""
+    assert len(CONFDESC_522) == 18
+    for name in CONFDESC_522 + ["stream.number.receivers", "streamsql.use.eventmode"]:
+        prop = jp.lookup(name.upper())
+        assert prop.slipstream.startswith(("Slipstream 5.2.2 confdesc: ", "Slipstream documentation")), name
+        assert not (prop.maps_to and prop.ignored), name
+    given = {"morphling.metrics.enabled": "true", "stream.id": "job1",
+             "morphling.job.enable.wal.sink": "true", "morphling.hdfs.flush.size": "100000",
+             "streamsql.max.running.sql": "-1", "morphling.maxlag.on.disorder": "-1"}
+    assert set(jp.validate(given)) == set(given)
+    notes = jp.notices(given)
+    assert len(notes) == 5 and all(n.startswith("note: ") for n in notes)
+    assert "note: morphling.metrics.enabled has no effect in streamjob: metrics are always" in notes[0]
+    with pytest.raises(PropertyError, match="did you mean 'morphling.maxlag.on.disorder'"):
+        jp.validate({"morphling.maxlag.on.disorde": "100"})
+
+
+def test_slipstream_reduce_tasks_map_to_the_jobs_shuffle_partitions():
+    """mapred.reduce.tasks sets spark.sql.shuffle.partitions as Spark's own SET does;
+    it wins over morphling.infinitewindow.reduce.tasks; an explicit spark.sql setting
+    wins over both; -1 leaves the engine's."""
+    eff = jp.effective({"mapred.reduce.tasks": "3"}, {"morphling.infinitewindow.reduce.tasks": "5"})
+    assert eff["spark.sql.shuffle.partitions"] == jp.Effective("3", "JOBPROPERTIES (mapred.reduce.tasks)")
+    v = jp.values({"morphling.infinitewindow.reduce.tasks": "5"})
+    assert jp.spark_settings(v) == {"spark.sql.shuffle.partitions": "5"}
+    v = jp.values({"mapred.reduce.tasks": "3", "spark.sql.shuffle.partitions": "7"})
+    assert jp.spark_settings(v) == {"spark.sql.shuffle.partitions": "7"}
+    assert jp.spark_settings(jp.values({"mapred.reduce.tasks": "-1"})) == {}
+    assert "mapred.reduce.tasks" not in jp.effective({})  # shown only when given
+
+
+def test_slipstream_max_disorder_is_the_watermark_delay():
+    assert jp.values({}).watermark_delay("1 hour") == "1 hour"
+    assert jp.values({"morphling.maxlag.on.disorder": "5 s"}).watermark_delay("1 hour") == "5000 milliseconds"
+    assert jp.values({"morphling.maxlag.on.disorder": "-1"}).watermark_delay("1 hour") == "0 milliseconds"

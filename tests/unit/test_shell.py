@@ -5,6 +5,7 @@ Spark: every statement here is catalog-only or fails before Spark would start)."
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -121,7 +122,10 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("create ", [("database", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("show create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("print s1 from ", [("beginning", 0)]),
+    ("SHOW TO", [("TOPICS", -2)]),
     ("LIST ", [("STREAMJOBS", 0)]),
     ("SHOW STREAMS; sh", [("show", -2)]),
 ])
@@ -131,7 +135,8 @@ def test_keyword_completion(text, expected):
 
 def test_statement_keywords_at_the_start():
     offered = [t for t, _ in _offers("")]
-    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT"} <= set(offered)
+    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT",
+            "USE", "PRINT"} <= set(offered)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -198,6 +203,47 @@ def test_names_load_from_the_catalog(world):
     ex = world
     names = Names.load(ex.catalog)
     assert names.streams == ["clicks"] and names.tables == ["out"] and names.jobs == ["j"]
+    assert [c for c, _ in names.columns["clicks"]] == ["id", "name"]
+
+
+COLUMNS = Names(streams=["clicks", "sales.events"], tables=["out"], columns={
+    "clicks": [("id", "int"), ("name", "string")],
+    "sales.events": [("eid", "bigint"), ("amount", "double")],
+    "out": [("id", "int"), ("total", "double")]})
+
+
+def _columns(before, after=""):
+    return [(s.text, s.start) for s in suggest(before, COLUMNS, after) if s.meta != "keyword"]
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    # after SELECT, the columns of the FROM typed after the cursor (as pgcli)
+    ("SELECT ", " FROM clicks;", [("id", 0), ("name", 0)]),
+    ("SELECT id, ", " FROM clicks", [("id", 0), ("name", 0)]),
+    ("select * from clicks where n", "", [("name", -1)]),
+    ("SELECT * FROM clicks WHERE id = 1 AND ", "", [("id", 0), ("name", 0)]),
+    ("SELECT * FROM clicks, out WHERE ", "", [("id", 0), ("name", 0), ("total", 0)]),
+    ("SELECT * FROM clicks c JOIN sales.events e ON c.id = e.", "",
+     [("eid", 0), ("amount", 0)]),
+    ("SELECT * FROM clicks AS c WHERE c.na", "", [("name", -2)]),
+    ("SELECT * FROM clicks GROUP BY ", "", [("id", 0), ("name", 0)]),
+    ('CREATE STREAMJOB j AS ("insert into out select na', ' from clicks")', [("name", -2)]),
+    # no column goes here, or no known object is read
+    ("SELECT ", "", []),
+    ("SELECT id AS ", " FROM clicks", []),
+    ("SELECT * FROM clicks ", "", []),
+    ("SELECT * FROM clicks WHERE id", "", []),
+    ("SELECT * FROM nope WHERE ", "", []),
+    ("SELECT * FROM clicks; SELECT ", "", []),  # another statement's FROM
+])
+def test_column_completion_in_a_query(before, after, expected):
+    assert _columns(before, after) == expected
+
+
+def test_column_completion_keeps_keywords_and_names_where_they_go():
+    offered = [(s.text, s.meta) for s in suggest("select * from clicks where n", COLUMNS)]
+    assert ("not", "keyword") in offered and ("null", "keyword") in offered
+    assert _offers("select * from o") == [("orders", -1), ("out", -1)]
 
 
 # --------------------------------------------------------------------------- bare SELECT
@@ -264,7 +310,7 @@ def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
         "CREATE STREAM bad (a int)\n"
         "  TBLPROPERTIES(\"topik\"=\"x\");\n"
         "select nope from clicks;\n"
-        "INSERT INTO out SELECT * FROM clicks;\n"
+        "INSERT OVERWRITE out SELECT * FROM clicks;\n"
         "DROP TABLE out;\n"
         "SHOW TABLES"))  # the last statement may lack its ';'
     out, err = capsys.readouterr()
@@ -273,7 +319,8 @@ def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
     assert lines[0].startswith("Error: <stdin>:4:17: ") and "topik" in lines[0]
     assert '  TBLPROPERTIES("topik"="x");\n                ^' in err  # the line, a caret
     assert lines[1].startswith("Error: <stdin>:5:8: unknown column 'nope'")
-    assert lines[2].startswith("Error: <stdin>:6:1: an INSERT runs as a streamjob")
+    # (a bare INSERT INTO starts an implicit job: tests/unit/test_slipstream_forms.py)
+    assert lines[2].startswith("Error: <stdin>:6:8: expected INSERT INTO <table> SELECT")
     # no question without a terminal; the table is in use by job j
     assert lines[3].startswith("Error: <stdin>:7:") and "j" in lines[3]
     assert len(lines) == 4 and world.errors == 4
@@ -363,3 +410,22 @@ def test_row_printer_lines_rows_up_under_a_header_and_stops_at_the_limit():
     j = RowPrinter(["id", "tags"], 5, True, out.append)
     j.print_rows([(1, ["a"])])
     assert out == ['{"id": 1, "tags": ["a"]}'] and j.footer(True) == "1 row (stopped by Ctrl-C)"
+
+
+def test_pager_pages_what_does_not_fit_the_terminal():
+    from streamjob.shell.pager import too_big
+
+    size = os.terminal_size((20, 5))
+    assert not too_big("a\nb\nc\nd\n", size)  # 4 lines and the prompt fit 5 rows
+    assert too_big("a\nb\nc\nd\ne\n", size)
+    assert too_big("x" * 21, size) and not too_big("\x1b[1m" + "x" * 20 + "\x1b[0m", size)
+
+
+def test_pager_meta_command(world):
+    assert world.pager
+    world.run_text("\\pager off")
+    assert not world.pager
+    world.run_text("\\pager on")
+    assert world.pager and world.errors == 0
+    world.run_text("\\pager maybe")
+    assert world.errors == 1 and world.pager

@@ -1,0 +1,225 @@
+"""``streamjob check --compat FILE``: what streamjob does with each clause and property
+of an old Slipstream script (issue 18).
+
+Every statement of the script (split at ``;`` outside strings and comments, as the
+shell does) is parsed on its own, so one statement streamjob refuses does not hide the
+others. Each statement, clause and property gets one :class:`Item` with a verdict:
+
+* ``runs`` — streamjob does what Slipstream did;
+* ``mapped`` — done through its Spark meaning (the detail says which: e.g.
+  ``mapred.reduce.tasks`` -> ``spark.sql.shuffle.partitions``);
+* ``ignored`` — accepted, no effect here, with the reason (the notice ``submit`` shows);
+* ``refused`` — an error in ``submit``: the detail is the error and the rewrite.
+
+Property verdicts come from the property registry (:mod:`streamjob.properties`); nothing
+is executed and no catalog, broker or ZooKeeper is touched (``streamjob check FILE`` is
+the full dry run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .exceptions import StreamJobError
+from .grammar import statements as st
+
+#: Slipstream job properties that the planner reads (they have no single target
+#: property): name -> what they become.
+PLANNER_MAPPED = {
+    "morphling.maxlag.on.disorder":
+        "the watermark delay of the job's event-time streams (-1 = 0)",
+    "morphling.hdfs.flush.interval.ms":
+        "the trigger interval of a job writing a file table (no effect on other sinks)",
+}
+
+#: First words of Slipstream statements streamjob has no form for -> the rewrite.
+REWRITES = (
+    ("insert", "wrap it in a job: CREATE STREAMJOB <name> AS (\"INSERT INTO ... SELECT ...\"); "
+               "START STREAMJOB <name>;"),
+    ("create application", "streamjob has no applications: drop the statement (a job's "
+                           "database qualifies its name)"),
+    ("use application", "streamjob has no applications: drop the statement"),
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of the report: ``line`` (1-based) in the script, ``clause`` (a
+    statement's head, ``ROW FORMAT DELIMITED``, ``"key"="value"``), ``verdict``
+    (runs | mapped | ignored | refused), ``detail`` (what, why, or the rewrite) and
+    ``depth`` (0 a statement, 1 a clause or property of it)."""
+
+    line: int
+    clause: str
+    verdict: str
+    detail: str = ""
+    depth: int = 0
+
+    def render(self, source: str) -> str:
+        """``source:line: <indent>clause: verdict[: detail]``."""
+        tail = f": {self.detail}" if self.detail else ""
+        return f"{source}:{self.line}: {'  ' * self.depth}{self.clause}: {self.verdict}{tail}"
+
+
+def compat_report(text: str, source: str | None = None) -> list[Item]:
+    """The :class:`Item` list of script ``text`` (variables already substituted)."""
+    from .grammar import parse_statement
+    from .shell.splitter import split_input
+
+    split = split_input(text)
+    pieces = [(p.text, p.offset) for p in split.pieces if p.kind == "sql"]
+    if split.rest.strip():
+        pieces.append((split.rest, split.rest_offset))
+    items: list[Item] = []
+    for piece, offset in pieces:
+        line = text.count("\n", 0, offset) + 1
+        try:
+            stmt = parse_statement(piece, source)
+        except StreamJobError as exc:
+            items.append(_refused_statement(piece, line, exc))
+            continue
+        items += _statement_items(stmt, line + stmt.position.line - 1)  # after comments
+    return items
+
+
+def _head(text: str, words: int = 3) -> str:
+    """The statement's first words, outside comments (as its clause name)."""
+    from .shell.splitter import tokenize
+
+    out = [t.text for t in tokenize(text) if t.significant][:words]
+    return " ".join(out).upper() if out else text.strip()[:40]
+
+
+def _title(stmt: st.Statement) -> str:
+    """``CREATE STREAM clicks``: the statement's keywords before its name, and the name."""
+    from .shell.splitter import tokenize
+
+    name = getattr(stmt, "name", None)
+    if not isinstance(name, st.QualifiedName):
+        return _head(stmt.text)
+    stop = {name.name.lower(), (name.database or name.name).lower(), "if"}
+    words = []
+    for tok in tokenize(stmt.text):
+        if not tok.significant:
+            continue
+        if tok.text.strip("`").lower() in stop or len(words) == 3:
+            break
+        words.append(tok.text.upper())
+    return f"{' '.join(words)} {name}"
+
+
+def _refused_statement(piece: str, line: int, exc: StreamJobError) -> Item:
+    from .shell.splitter import tokenize
+
+    words = " ".join(t.text.lower() for t in tokenize(piece) if t.significant)
+    rewrite = next((r for w, r in REWRITES if words.startswith(w)), None)
+    detail = exc.message.splitlines()[0] + (f"; rewrite: {rewrite}" if rewrite else "")
+    where = line + (exc.line - 1 if exc.line else 0)
+    return Item(where, _head(piece), "refused", detail)
+
+
+def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
+    def at(key: str) -> int:
+        pos = stmt.locations.get(key)
+        return line + pos.line - stmt.position.line if pos else line
+
+    head = Item(line, _title(stmt), "runs")
+    if isinstance(stmt, st.SetProperty) and stmt.key:
+        verdict, detail = job_property_verdict(stmt.key, stmt.value or "")
+        return [Item(line, f"SET {stmt.key}={stmt.value}", verdict, detail)]
+    items = [head]
+    if isinstance(stmt, (st.CreateStream, st.CreateTable)):
+        if stmt.row_format is not None:
+            sep = stmt.row_format.fields_terminated_by or pairs_delimiter(stmt)
+            items.append(Item(line, "ROW FORMAT DELIMITED", "runs",
+                              f"format delimited, fields split at {sep!r}", 1))
+        if isinstance(stmt, st.CreateTable):
+            for clause, value in (("STORED AS", stmt.stored_as), ("LOCATION", stmt.location)):
+                if value:
+                    items.append(Item(line, f"{clause} {value}", "runs", "", 1))
+        pairs = st.props(stmt.properties)
+        scope = _scope(stmt, pairs)
+        for key, value in stmt.properties:
+            verdict, detail = connector_verdict(scope, key, pairs)
+            items.append(Item(at(f"key:{key}"), f'"{key}"="{value}"', verdict, detail, 1))
+    elif isinstance(stmt, (st.CreateStreamJob, st.AlterStreamJob)):
+        for key, value in stmt.properties:
+            verdict, detail = job_property_verdict(key, value)
+            items.append(Item(at(f"key:{key}"), f"{key}={value}", verdict, detail, 1))
+    return items
+
+
+def pairs_delimiter(stmt) -> str:
+    """The ``"delimiter"`` TBLPROPERTY of ``stmt``, else ``,``."""
+    return st.props(stmt.properties).get("delimiter", ",")
+
+
+def _scope(stmt, pairs: dict[str, str]) -> str | None:
+    """The connector scope of a CREATE STREAM/TABLE (``kafka stream`` ...), None for a
+    derived stream or an unknown source/connector."""
+    if isinstance(stmt, st.CreateStream):
+        if stmt.as_select is not None:
+            return None
+        source = pairs.get("source", "kafka").strip().lower()
+        return {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}.get(source)
+    connector = pairs.get("connector", "").strip().lower()
+    if connector == "kafka" or (not connector and "topic" in pairs):
+        return "kafka table"
+    return {"sql": "sql table", "console": "console table", "": "file table",
+            "files": "file table", "file": "file table"}.get(connector)
+
+
+def connector_verdict(scope: str | None, key: str, pairs: dict[str, str]) -> tuple[str, str]:
+    """``(verdict, detail)`` of TBLPROPERTIES ``key`` of a ``scope`` stream or table."""
+    from .properties import CONNECTOR, Registry
+
+    if scope is None:
+        return ("refused", "unknown source or connector") if key in ("source", "connector") \
+            else ("runs", "")
+    known = Registry([p for p in CONNECTOR if scope in p.scopes])
+    if known.get(key) is None:
+        other = CONNECTOR.get(key)
+        hint = (f"; it belongs to a {' or '.join(other.scopes)}" if other is not None
+                else known.suggest(key))
+        return "refused", f"unknown property of a {scope}{hint}"
+    if key == "kafka.zookeeper":
+        if pairs.get("kafka.broker.list"):
+            return "ignored", "\"kafka.broker.list\" is given; Kafka clients need only brokers"
+        return "mapped", "the brokers Kafka registers in this ZooKeeper (/brokers/ids)"
+    return "runs", ""
+
+
+def job_property_verdict(key: str, value: str) -> tuple[str, str]:
+    """``(verdict, detail)`` of job property (JOBPROPERTIES, SET) ``key`` = ``value``."""
+    from .exceptions import PropertyError
+    from .properties import JOB
+
+    prop = JOB.get(key)
+    if prop is None:
+        if JOB.passthrough(key):
+            return "runs", "a Spark SQL setting of the job's session"
+        try:
+            JOB.lookup(key)
+        except PropertyError as exc:
+            return "refused", exc.message
+    try:
+        parsed = prop.parse(value)
+    except PropertyError as exc:
+        return "refused", exc.message
+    if prop.ignored:
+        return "ignored", prop.ignored
+    if prop.maps_to:
+        if parsed == -1:
+            return "ignored", f"-1 keeps the engine's {prop.maps_to}"
+        return "mapped", f"{prop.maps_to}={parsed} (unless {prop.maps_to} is given)"
+    if prop.name in PLANNER_MAPPED:
+        return "mapped", PLANNER_MAPPED[prop.name]
+    return "runs", ""
+
+
+def summary(items: list[Item]) -> str:
+    """``N statements: a runs, b mapped, c ignored, d refused``."""
+    counts = {v: sum(1 for i in items if i.verdict == v) for v in ("runs", "mapped", "ignored", "refused")}
+    statements = sum(1 for i in items if i.depth == 0)
+    return (f"{statements} statement{'s' if statements != 1 else ''}: "
+            + ", ".join(f"{n} {v}" for v, n in counts.items()))

@@ -1,0 +1,105 @@
+"""``streamjob check --compat`` on old Slipstream scripts (issue 18), and the notices of
+Slipstream properties without effect in ``check``: click's CliRunner in-process, no Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from streamjob.cli import main
+from streamjob.cli.execute import SET_ENDS
+
+pytestmark = pytest.mark.component
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "slipstream" / "clicks.sql"
+
+
+def invoke(tmp_path, *args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False,
+                              env={"STREAMJOB_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+
+
+def test_compat_lists_every_clause_and_property_of_the_slipstream_example(tmp_path):
+    res = invoke(tmp_path, "check", "--compat", str(EXAMPLE), "--var", "ZK_QUORUM=zk1:2181/kafka")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    f = str(EXAMPLE)
+    expected = [
+        f"{f}:9: SET morphling.metrics.enabled=true: ignored: metrics are always collected",
+        f"{f}:10: SET mapred.reduce.tasks=4: mapped: spark.sql.shuffle.partitions=4",
+        f"{f}:14: CREATE STREAM clicks: runs",
+        f"{f}:14:   ROW FORMAT DELIMITED: runs: format delimited, fields split at ','",
+        f'{f}:18:   "kafka.zookeeper"="zk1:2181/kafka": ignored: "kafka.broker.list" is given',
+        f'{f}:19:   "kafka.broker.list"="127.0.0.1:9092": runs',
+        f"{f}:26: CREATE TABLE clicks_per_minute: runs",
+        f"{f}:26:   STORED AS parquet: runs",
+        f"{f}:31: CREATE STREAMJOB clicks_per_minute_job: runs",
+        f"{f}:40:   morphling.maxlag.on.disorder=5000: mapped: the watermark delay",
+        f"{f}:41:   morphling.hdfs.flush.interval.ms=60000: mapped: the trigger interval",
+        f"{f}:42:   morphling.hdfs.flush.size=100000: ignored: ",
+        f"{f}:43:   morphling.job.enable.wal.sink=true: ignored: sinks are exactly-once",
+        f"{f}:47: START STREAMJOB clicks_per_minute_job: runs",
+    ]
+    for want in expected:
+        assert any(line.startswith(want) for line in lines), (want, res.output)
+    assert lines[-1] == "7 statements: 14 runs, 3 mapped, 6 ignored, 0 refused"
+
+
+def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):
+    script = tmp_path / "old.sql"
+    script.write_text(
+        "-- 旧脚本\n"
+        "SET morphling.job.checkpoint.intervall=1000;\n"
+        "CREATE APPLICATION clicks_app;\n"
+        "CREATE STREAM s (a STRING) TBLPROPERTIES(\"topic\"=\"t\",\n"
+        "  \"kafka.broker.list\"=\"b:9092\", \"kafka.zookeeper\"=\"z:2181\", \"toppic\"=\"x\");\n"
+        "CREATE STREAM s2 (a STRING) TBLPROPERTIES(\"topic\"=\"t\", \"kafka.zookeeper\"=\"z:2181/kafka\");\n")
+    res = invoke(tmp_path, "check", "--compat", str(script))
+    assert res.exit_code == 1
+    out = res.output
+    assert (f"{script}:2: SET morphling.job.checkpoint.intervall=1000: refused: unknown job "
+            f"property 'morphling.job.checkpoint.intervall'; did you mean "
+            f"'morphling.job.checkpoint.interval'?") in out
+    assert f"{script}:3: CREATE APPLICATION CLICKS_APP: refused: unexpected" in out
+    assert "rewrite: streamjob has no applications: drop the statement" in out
+    assert f"{script}:4: CREATE STREAM s: runs" in out
+    assert (f'{script}:5:   "kafka.zookeeper"="z:2181": ignored: "kafka.broker.list" is given'
+            in out)
+    assert f"{script}:5:   \"toppic\"=\"x\": refused: unknown property of a kafka stream; " \
+           f"did you mean 'topic'?" in out
+    assert (f'{script}:6:   "kafka.zookeeper"="z:2181/kafka": mapped: the brokers Kafka registers '
+            f'in this ZooKeeper (/brokers/ids)') in out
+    assert out.splitlines()[-1] == "4 statements: 5 runs, 1 mapped, 1 ignored, 3 refused"
+
+
+def test_check_shows_a_notice_for_a_slipstream_property_without_effect(tmp_path):
+    """A known Slipstream property never stops a script: check says OK with its notice."""
+    script = tmp_path / "set.sql"
+    script.write_text("SET morphling.metrics.enabled=true;\nSET stream.number.receivers=3;\n"
+                      "SET morphling.maxlag.on.disorder=-1;\n")
+    res = invoke(tmp_path, "check", "--offline", str(script))
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == [
+        f"{script}:1: note: morphling.metrics.enabled has no effect in streamjob: metrics are "
+        "always collected (DESCRIBE STREAMJOB, the server's /metrics)",
+        f"{script}:2: note: stream.number.receivers has no effect in streamjob: Spark's Kafka "
+        "source reads each partition in its own task; there are no receivers",
+        "OK (3 statements)"]
+
+
+def test_submit_shows_the_notice_and_goes_on(tmp_path):
+    script = tmp_path / "set.sql"
+    script.write_text("SET morphling.job.enable.wal.sink=true;\nSET mapred.reduce.tasks=3;\n")
+    res = invoke(tmp_path, "submit", str(script))
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == [
+        f"morphling.job.enable.wal.sink=true {LATER}",
+        "note: morphling.job.enable.wal.sink has no effect in streamjob: sinks are exactly-once "
+        "through their commit markers whenever morphling.result.auto.flush is false (the "
+        "default); no write-ahead log is needed",
+        f"mapred.reduce.tasks=3 {LATER}; {SET_ENDS}"]
+
+
+LATER = "(for streamjobs created later in this session; existing streamjobs keep theirs)"
