@@ -161,7 +161,8 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None,
 
     from .session import NO_SERVER
 
-    table = status_table(snapshot, width or _console().width)
+    table = (status_table(snapshot, width or _console().width) if snapshot.get("jobs")
+             else Text("no streamjobs"))  # one line, not an empty bordered table
     server = snapshot["server"]
     line = (f"job manager: server {server['label']}" if server else NO_SERVER)
     if interval is not None:

@@ -80,3 +80,10 @@ def test_status_at_200_columns_shows_every_column(home):
     assert len(rows) == 2, out
     assert any(f"default.{LONG}" in r for r in rows)  # whole: there is room
     assert any("Kafka topic flights is missing" in r for r in rows)
+
+
+def test_status_without_jobs_is_one_line(tmp_path):
+    """No jobs: one line saying so, not an empty bordered table (issue 16)."""
+    out = streamjob(tmp_path / "empty", "status", columns=80)
+    assert out.splitlines()[0] == "no streamjobs", out
+    assert "┏" not in out and "└" not in out
