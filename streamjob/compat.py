@@ -34,8 +34,6 @@ PLANNER_MAPPED = {
 
 #: First words of Slipstream statements streamjob has no form for -> the rewrite.
 REWRITES = (
-    ("insert", "wrap it in a job: CREATE STREAMJOB <name> AS (\"INSERT INTO ... SELECT ...\"); "
-               "START STREAMJOB <name>;"),
     ("create application", "streamjob has no applications: drop the statement (a job's "
                            "database qualifies its name)"),
     ("use application", "streamjob has no applications: drop the statement"),
@@ -127,16 +125,16 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
     if isinstance(stmt, st.SetProperty) and stmt.key:
         verdict, detail = job_property_verdict(stmt.key, stmt.value or "")
         return [Item(line, f"SET {stmt.key}={stmt.value}", verdict, detail)]
+    if isinstance(stmt, st.InsertInto):  # older Slipstream's bare INSERT (issue 18)
+        head = Item(line, f"INSERT INTO {stmt.target}", "runs",
+                    "an implicit job, insert_<8 hex> from the statement's text, created and "
+                    "started (as older Slipstream does)")
     items = [head]
     if isinstance(stmt, (st.CreateStream, st.CreateTable)):
         if stmt.row_format is not None:
-            sep = stmt.row_format.fields_terminated_by or pairs_delimiter(stmt)
-            items.append(Item(line, "ROW FORMAT DELIMITED", "runs",
-                              f"format delimited, fields split at {sep!r}", 1))
+            items.append(_row_format_item(stmt, line))
         if isinstance(stmt, st.CreateTable):
-            for clause, value in (("STORED AS", stmt.stored_as), ("LOCATION", stmt.location)):
-                if value:
-                    items.append(Item(line, f"{clause} {value}", "runs", "", 1))
+            items += _storage_items(stmt, line)
         pairs = st.props(stmt.properties)
         scope = _scope(stmt, pairs)
         for key, value in stmt.properties:
@@ -146,6 +144,49 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
         for key, value in stmt.properties:
             verdict, detail = job_property_verdict(key, value)
             items.append(Item(at(f"key:{key}"), f"{key}={value}", verdict, detail, 1))
+    if any(i.verdict == "refused" for i in items[1:]):  # the statement cannot run as is
+        items[0] = Item(line, head.clause, "refused", "a clause of it is refused (below)")
+    return items
+
+
+def _row_format_item(stmt, line: int) -> Item:
+    """The ROW FORMAT clause's line: what :func:`streamjob.connectors.hive_forms.
+    row_format_record` (the rule CREATE applies) makes of it, or why it refuses it."""
+    from .connectors import hive_forms
+
+    rf = stmt.row_format
+    clause = f"ROW FORMAT SERDE '{rf.serde}'" if rf.serde else "ROW FORMAT DELIMITED"
+    try:
+        record = hive_forms.row_format_record(rf.fields_terminated_by, rf.lines_terminated_by,
+                                              rf.serde, dict(rf.serde_properties))
+    except StreamJobError as exc:
+        return Item(line, clause, "refused", exc.message.splitlines()[0], 1)
+    if record["format"] == "json":
+        return Item(line, clause, "mapped", "format json", 1)
+    sep = hive_forms.delimiter_of(record) or pairs_delimiter(stmt)
+    return Item(line, clause, "mapped" if rf.serde else "runs",
+                f"format delimited, fields split at {sep!r}", 1)
+
+
+def _storage_items(stmt: st.CreateTable, line: int) -> list[Item]:
+    """STORED AS / STORED BY / LOCATION of a CREATE TABLE: HBase-backed storage is refused
+    with its replacement (:func:`streamjob.connectors.hive_forms.check_storage`)."""
+    from .connectors import hive_forms
+
+    stored_by = getattr(stmt, "stored_by", None)
+    try:
+        hive_forms.check_storage(stmt.name.name, stmt.stored_as, stored_by)
+        refused = None
+    except StreamJobError as exc:
+        refused = exc.message.splitlines()[0]
+    items = []
+    if stored_by:
+        items.append(Item(line, f"STORED BY '{stored_by}'", "refused", refused or "", 1))
+    elif stmt.stored_as:
+        items.append(Item(line, f"STORED AS {stmt.stored_as.upper()}",
+                          "refused" if refused else "runs", refused or "", 1))
+    if stmt.location:
+        items.append(Item(line, f"LOCATION {stmt.location}", "runs", "", 1))
     return items
 
 

@@ -8,6 +8,9 @@ The home is ``--home``, else ``$STREAMJOB_HOME``, else ``~/.streamjob``. It hold
 - ``warehouse/<db>/<table>``: file tables declared without LOCATION;
 - ``streamjob.conf``: optional engine properties, one ``key=value`` per line (``#`` comments),
   the format of Spark's ``spark-defaults.conf``.
+- ``logs/spark.log``: what Spark's JVM and its Python workers print, unless --debug
+  (:func:`streamjob.spark.session.spark_log`); ``logs/server.log``: the lines of
+  ``streamjob server`` and its warnings (:mod:`streamjob.manager.serverlog`).
 
 Engine properties (DESIGN §3) come from, lowest first: built-in defaults,
 ``streamjob.conf``, ``--conf k=v`` on the command line.

@@ -4,6 +4,7 @@ tables and its message, or JSON (indented, or one compact document per line)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -11,17 +12,25 @@ import click
 
 
 def _console():
-    """The rich console of every table (200 columns when stdout is not a terminal)."""
+    """The rich console of every table: the terminal's width, else ``COLUMNS``, else
+    200 columns when stdout is not a terminal."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 200)
+    return Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+                   else 200)
 
 
 def render(result, as_json: bool, compact: bool = False) -> None:
     """Print a statement's :class:`~streamjob.executor.Result`: its tables (rich) and
     message, or with ``as_json`` its JSON (indented, or on one line when ``compact``)."""
+    if result.records is not None:
+        _records(result, as_json)
+        return
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=None if compact else 2, default=str))
+        return
+    if result.text is not None:  # SHOW CREATE: the statement as it is, ready to copy
+        click.echo(result.text)
         return
     console = _console()
     for part in result.sections or [result]:
@@ -31,6 +40,29 @@ def render(result, as_json: bool, compact: bool = False) -> None:
             click.echo(f"{part.title or 'result'}: none")
     if result.message:
         click.echo(result.message)
+
+
+def _records(result, as_json: bool) -> None:
+    """PRINT: each record on its own line as it arrives (ksqlDB's form, with the offset;
+    with ``as_json`` one compact JSON object per line), until the records end (LIMIT) or
+    Ctrl-C; then how many were shown, on stderr."""
+    if result.message and not as_json:
+        click.echo(result.message, err=True)
+    count = 0
+    try:
+        for record in result.records:
+            count += 1
+            if as_json:
+                click.echo(json.dumps(record, default=str))
+            else:
+                click.echo(", ".join(f"{k}: {'null' if v is None else v}" for k, v in record.items()))
+    except KeyboardInterrupt:
+        close = getattr(result.records, "close", None)
+        if close is not None:
+            close()
+        click.echo(f"stopped: {count} record{'s' if count != 1 else ''} shown", err=True)
+        return
+    click.echo(f"{count} record{'s' if count != 1 else ''} shown", err=True)
 
 
 def _table(result):
@@ -56,14 +88,20 @@ def _age(seconds: float | None) -> str:
     return f"{s} s ago"
 
 
-def status_view(snapshot: dict[str, Any], interval: float | None = None):
-    """The rich renderable of a status snapshot: the jobs table and a job manager line."""
-    from rich.console import Group
-    from rich.text import Text
+#: The status table's columns in display order: (header, priority). The
+#: priority decides which fit a narrow terminal: 1 (job, state) always shows; the others
+#: go from the highest number down until the table fits on one line per job: desired
+#: state first, then batch, error, last checkpoint, lag, rows/s. What still does not
+#: fit is cut with "…" (the whole of it: ``status --json``, ``describe``).
+STATUS_COLUMNS = (("job", 1), ("state", 1), ("desired", 8), ("rows/s", 3), ("batch", 7),
+                  ("last checkpoint", 5), ("lag", 4), ("error", 6))
+#: Widths the job, state and error columns count with when deciding what fits (wider
+#: ones are cut with "…" where the line is short; they take what is left).
+FLEXIBLE_WIDTHS = {"job": 20, "state": 12, "error": 24}
 
-    from .executor.result import Result
-    from .session import NO_SERVER
 
+def _status_rows(snapshot: dict[str, Any]) -> list[tuple]:
+    """One row per job of a status snapshot, in :data:`STATUS_COLUMNS`' order."""
     rows = []
     for j in snapshot["jobs"]:
         rate = j["processed_rows_per_s"]
@@ -72,9 +110,59 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None):
         rows.append((j["job"], state, j["desired_state"],
                      f"{rate:,.1f}" if rate is not None else None,
                      j["batch"], _age(j["last_checkpoint_age_s"]), j["lag_records"], error))
-    table = _table(Result(columns=("job", "state", "desired", "rows/s", "batch",
-                                   "last checkpoint", "lag", "error"),
-                          rows=rows, title="streamjobs"))
+    return rows
+
+
+def _status_table(rows: list[tuple], shown: set[str], capped: bool = False):
+    """A rich table of the ``shown`` columns, one line per row (cells cut with "…");
+    ``capped``: the columns of :data:`FLEXIBLE_WIDTHS` at most that wide."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="streamjobs", title_justify="left")
+    keep = [i for i, (name, _) in enumerate(STATUS_COLUMNS) if name in shown]
+    for i in keep:
+        name = STATUS_COLUMNS[i][0]
+        # job, state and error give way (rich collapses wrappable columns first; each
+        # cell is one line, cut with "…"); the others keep their width
+        table.add_column(name, no_wrap=name not in FLEXIBLE_WIDTHS,
+                         justify="right" if name in ("rows/s", "batch", "lag") else "left",
+                         max_width=FLEXIBLE_WIDTHS.get(name) if capped else None,
+                         min_width=len(name) if name in FLEXIBLE_WIDTHS else None)
+    for row in rows:
+        table.add_row(*[Text("" if row[i] is None else str(row[i]), no_wrap=True,
+                             overflow="ellipsis") for i in keep])
+    return table
+
+
+def status_table(snapshot: dict[str, Any], width: int):
+    """The jobs table of a status snapshot for a ``width``-column console: the columns
+    of :data:`STATUS_COLUMNS` that fit (rich measures the table), one line per job."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    rows = _status_rows(snapshot)
+    shown = {name for name, _ in STATUS_COLUMNS}
+    measuring = Console(width=10_000)  # the table's natural width, not capped at width
+    for name, priority in sorted(STATUS_COLUMNS, key=lambda c: -c[1]):
+        table = _status_table(rows, shown, capped=True)
+        if Measurement.get(measuring, measuring.options, table).maximum <= width or priority == 1:
+            break
+        shown.discard(name)
+    return _status_table(rows, shown)
+
+
+def status_view(snapshot: dict[str, Any], interval: float | None = None,
+                width: int | None = None):
+    """The rich renderable of a status snapshot: the jobs table (:func:`status_table`,
+    for ``width`` columns, default the console's) and a job manager line."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from .session import NO_SERVER
+
+    table = (status_table(snapshot, width or _console().width) if snapshot.get("jobs")
+             else Text("no streamjobs"))  # one line, not an empty bordered table
     server = snapshot["server"]
     line = (f"job manager: server {server['label']}" if server else NO_SERVER)
     if interval is not None:

@@ -1,5 +1,5 @@
 """A scratch copy of a catalog: an in-memory SQLite catalog holding a copy of another's
-streams, tables, jobs and retained checkpoints, on which a script is tried before it is
+databases, streams, tables, jobs and retained checkpoints, on which a script is tried before it is
 applied (``streamjob check``, and :meth:`streamjob.session.ClientSession.execute_script`
 before ``submit``, ``run`` and ``-e`` change anything)."""
 
@@ -20,6 +20,8 @@ def scratch_catalog(catalog: Catalog | None) -> Catalog:
     scratch = Catalog(SCRATCH_URL)
     if catalog is None:
         return scratch
+    for name, *_counts in catalog.list_databases():  # declared ones (USE d needs them)
+        scratch.create_database(name, if_not_exists=True)
     for s in catalog.list_streams():
         scratch.create_stream(s.database, s.name, s.columns, s.properties, s.row_format,
                               query=s.query)

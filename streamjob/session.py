@@ -3,7 +3,8 @@
 (as Flink's SQL Gateway puts one session layer under its CLI, REST API and UI).
 
 A session holds what a client keeps between statements: the catalog and home it works
-on, its ``SET`` values (job property defaults, DESIGN §3), and, when the client hosts
+on, its current database (``USE db``; ``default`` at first), its ``SET`` values (job
+property defaults, DESIGN §3), and, when the client hosts
 jobs itself (``streamjob run``, the shell without a server), the in-process
 :class:`~streamjob.manager.JobManager` registered as a host of the catalog. It answers,
 in one place, where a started job runs: in this process, in the job manager holding the
@@ -66,6 +67,7 @@ class ClientSession:
         self.host_jobs = host_jobs
         self.debug, self.dry_run = debug, dry_run
         self.properties: dict[str, str] = {}  # SET values of this session
+        self.database = st.DEFAULT_DATABASE  # of unqualified names; USE changes it
         self._spark = spark
         self._host = None  # the HostRegistration of a job manager created here
 
@@ -107,12 +109,12 @@ class ClientSession:
         from .executor import Executor
 
         return Executor(self.catalog, self.home, manager, self.properties,
-                        dry_run=self.dry_run, spark=self._spark)
+                        dry_run=self.dry_run, spark=self._spark, database=self.database)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.
 
-        START: when this session hosts jobs and no job manager holds the lease, the job
+        START (and a bare INSERT, which starts its implicit job): when this session hosts jobs and no job manager holds the lease, the job
         starts here (``runs_in="here"``); otherwise only its desired state changes, and
         the message says which job manager starts it or that none runs
         (``runs_in`` its ``host:pid``, or None). Other statements run as they are.
@@ -121,7 +123,8 @@ class ClientSession:
             StreamJobError: the statement's error, located in the statement.
         """
         manager, server = self.manager, None
-        if isinstance(stmt, st.StartStreamJob) and self.host_jobs and not self.dry_run:
+        starts = isinstance(stmt, (st.StartStreamJob, st.InsertInto))  # a bare INSERT starts a job
+        if starts and self.host_jobs and not self.dry_run:
             server = self.lease_holder()
             manager = None if server else self.host()
         try:
@@ -130,7 +133,11 @@ class ClientSession:
             self._log(stmt, None, exc)
             raise
         self._log(stmt, result, None)
-        if isinstance(stmt, st.StartStreamJob) and not self.dry_run:
+        if result.database is not None:  # USE: the session's current database from now on
+            self.database = result.database
+        if isinstance(stmt, st.InsertInto) and result.detail == "exists":
+            return result  # the INSERT's job exists: nothing started
+        if starts and not self.dry_run:
             if result.pending:
                 server = server or self.lease_holder()
                 then = f"server {server} starts it" if server else NO_SERVER
@@ -202,6 +209,7 @@ class ClientSession:
         try:
             dry = ClientSession(scratch, self.home, dry_run=True, principal=self.principal)
             dry.properties.update(self.properties)
+            dry.database = self.database
             for _ in dry.execute_script(text, source, statements):
                 pass
         finally:

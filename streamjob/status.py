@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .catalog.records import ACTIVE_STATUSES, JobStatus
+from .catalog.records import ACTIVE_STATUSES
 from .exceptions import StreamJobError
+from .shapes import parse_time  # noqa: F401  (alerts and others import it from here)
 
 log = logging.getLogger(__name__)
 
@@ -51,34 +52,35 @@ def live_job_managers(catalog) -> set[str]:
     return {s.server_id for s in catalog.list_servers() if live_owner(catalog, s.server_id)}
 
 
-def parse_time(value):
-    """An aware UTC datetime from a datetime or an ISO-8601 string (naive = UTC), or None."""
+def live_now(catalog) -> tuple:
+    """``(now, ids of the live job managers)``: an aware UTC datetime and a set of str,
+    what :func:`streamjob.shapes.job_state` needs (the catalog's view)."""
     from datetime import datetime, timezone
 
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.now(timezone.utc), live_job_managers(catalog)
 
 
 def status_snapshot(catalog) -> dict[str, Any]:
     """Every job's state now, JSON-ready: ``{"at", "server", "jobs": [...]}``.
 
-    Per job: job, status, desired_state, owner, live, batch, input_rows_per_s,
-    processed_rows_per_s, lag_records, last_checkpoint_at, last_checkpoint_age_s,
-    attempts, error, last_error, progress_updated_at.
+    Per job the job shape of :func:`streamjob.shapes.job_state` (docs/json.md): job,
+    status, desired_state, guarantee, owner, live, batch, last_checkpoint,
+    last_checkpoint_at, last_checkpoint_age_s, input_rows_per_s, processed_rows_per_s,
+    lag_records, attempts, error, last_error, progress_updated_at.
 
     * ``live``: for a job in an active status (STARTING ... STOPPING), whether a live job
       manager (its ``owner``, heartbeat on the catalog's clock) runs it; False means its
       job manager died and nothing runs it until a server takes it over; null otherwise.
     * rates and ``lag_records`` come from the job manager's progress report
       (``JobInfo.progress``) and are null unless a live job manager runs the job (a
-      stopped, failed or orphaned job's last report is not its lag now).
-    * ``batch`` and the checkpoint time fall back to the latest recorded checkpoint.
+      stopped, failed or orphaned job's last report is not its lag now), and null while
+      unknown: the report is the current run's only (issue 16; cleared when a run
+      starts), so a restarted job has no rates until its run's first batch ends, and no
+      lag until its run has read the broker's end offsets. ``lag_records`` is the records
+      the Kafka sources hold that the job has not committed (end offsets on the broker
+      minus the run's committed offsets, :mod:`streamjob.manager.lag`).
+    * ``batch`` and the checkpoint time fall back to the latest recorded checkpoint;
+      ``last_checkpoint`` is its id (the catalog's record).
     * ``error`` is the job's error while it is FAILED or RECOVERING; ``last_error`` the
       latest error whatever the status (the runs' causes are in DESCRIBE).
 
@@ -86,42 +88,15 @@ def status_snapshot(catalog) -> dict[str, Any]:
     null.
     """
     from dataclasses import asdict, is_dataclass
-    from datetime import datetime, timezone
 
-    now = datetime.now(timezone.utc)
-    live_ids = live_job_managers(catalog)
+    from .shapes import job_state
+
+    now, live_ids = live_now(catalog)
     server = lease_holder(catalog)
     if server is not None and getattr(server, "server_id", None) not in live_ids:
         server = None  # its lease has not expired yet, but its process is gone
-    jobs = []
-    for job in catalog.list_jobs():
-        active = job.status in ACTIVE
-        live = (getattr(job, "owner", None) in live_ids) if active else None
-        progress = getattr(job, "progress", None) or {}
-        batch = progress.get("batch_id")
-        at = parse_time(progress.get("last_checkpoint_at"))
-        if batch is None or at is None:
-            latest = catalog.latest_checkpoint(job.uid)
-            if latest is not None:
-                batch = latest.checkpoint_id if batch is None else batch
-                at = at or parse_time(latest.ended_at or latest.started_at)
-        updated = parse_time(progress.get("updated_at"))
-        current = live and job.status == JobStatus.RUNNING  # rates and lag describe now
-        jobs.append({
-            "job": job.qualified_name, "status": job.status,
-            "desired_state": job.desired_state, "owner": getattr(job, "owner", None),
-            "live": live, "batch": batch,
-            "input_rows_per_s": progress.get("input_rows_per_s") if current else None,
-            "processed_rows_per_s": progress.get("processed_rows_per_s") if current else None,
-            "lag_records": progress.get("lag_records") if current else None,
-            "last_checkpoint_at": at.isoformat(timespec="seconds") if at else None,
-            "last_checkpoint_age_s": (round(max(0.0, (now - at).total_seconds()), 1)
-                                      if at else None),  # clocks of two hosts may differ
-            "attempts": job.attempts,
-            "error": job.last_error if job.status in (JobStatus.FAILED, JobStatus.RECOVERING) else None,
-            "last_error": job.last_error,
-            "progress_updated_at": updated.isoformat(timespec="seconds") if updated else None,
-        })
+    jobs = [job_state(job, now, live_ids, catalog.latest_checkpoint(job.uid))
+            for job in catalog.list_jobs()]
     described = None
     if server is not None:
         described = {"label": server_label(server),

@@ -5,10 +5,12 @@ use underneath (as Flink's SQL Gateway puts one session layer under its clients)
 Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 "snippet", ...}}`` with a 4xx status):
 
-* ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}}``: executes the
-  statements in order (parsed whole first: a parse error executes nothing) and answers
-  ``{"results": [...], "properties": {...}}`` (the session's SET values after them, for
-  the client to send with its next request: the server keeps no session). The script is
+* ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}, "database":
+  "default"}``: executes the statements in order (parsed whole first: a parse error
+  executes nothing) and answers ``{"results": [...], "properties": {...}, "database":
+  "..."}`` (the session's SET values and current database after them, USE included, for
+  the client to send with its next request: the server keeps no session). PRINT needs
+  LIMIT here and answers once it has LIMIT records or none came for 5 s. The script is
   tried whole on a scratch copy of the catalog first
   (:meth:`~streamjob.session.ClientSession.execute_script`): an error there answers 400
   with the error, located in ``sql``, and nothing executed (``"results": []``). A
@@ -17,10 +19,12 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 * ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
 * ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, guarantee, SQL, properties with
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
-  (samples: rates and lag over time); ``POST /v1/jobs/{name}/start`` (optional
+  (samples: rates and lag over time): jobs, checkpoints and runs in the shapes of
+  :mod:`streamjob.shapes` (docs/json.md), as the CLI's ``--json`` prints them; ``POST /v1/jobs/{name}/start`` (optional
   ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
 * ``GET /v1/streams``, ``GET /v1/tables``; ``GET /v1/streams/{name}``,
-  ``GET /v1/tables/{name}`` (DESCRIBE's parts: columns, properties masked, ...).
+  ``GET /v1/tables/{name}`` (the stream and table shapes of docs/json.md: columns,
+  properties masked, ...).
 * ``GET /v1/events``: server-sent events, ``event: status`` with the status snapshot
   whenever it changes (at most once a second), and a comment line every 15 s.
 * ``GET /metrics``: Prometheus text format (:mod:`streamjob.api.metrics`).
@@ -54,6 +58,9 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 << 20
 #: Seconds between two status reads of an event stream, and between its keep-alives.
 EVENTS_POLL_S, EVENTS_KEEPALIVE_S = 1.0, 15.0
+#: Seconds PRINT through the API waits without a new record before it answers with
+#: the records it has (a request cannot follow a topic until Ctrl-C).
+PRINT_IDLE_S = 5.0
 
 
 class StatementsRequest(BaseModel):
@@ -62,6 +69,8 @@ class StatementsRequest(BaseModel):
     sql: str = Field(description="one or more ;-separated StreamSQL statements")
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="SET values of the client's session")
+    database: str = Field(default="default",
+                          description="the client session's current database (USE)")
 
 
 class StartRequest(BaseModel):
@@ -135,6 +144,7 @@ def create_app(catalog, home, spark: Callable | None = None,
             (the ``streamjob_server_lease_held`` metric); None: not a job manager.
     """
     from ..session import ClientSession
+    from ..shapes import runs_json
     from ..status import status_snapshot
     from .metrics import metrics_text
 
@@ -170,11 +180,14 @@ def create_app(catalog, home, spark: Callable | None = None,
             raise _plain(403, "Forbidden", f"{who.name} is a viewer: this needs an operator token")
         return who
 
-    def execute(who: Principal, sql: str, properties: dict[str, str]) -> dict[str, Any]:
+    def execute(who: Principal, sql: str, properties: dict[str, str],
+                database: str = "default") -> dict[str, Any]:
         from ..grammar import parse_script
+        from ..grammar import statements as st
 
         session = ClientSession(catalog, home, spark=spark, principal=who.name)
         session.properties.update(properties)
+        session.database = database
         results: list[dict] = []
         try:
             statements = parse_script(sql, source="<request>")
@@ -184,13 +197,21 @@ def create_app(catalog, home, spark: Callable | None = None,
                         raise _plain(403, "Forbidden", f"{who.name} is a viewer: "
                                      f"{type(stmt).__name__} needs an operator token",
                                      extra={"results": []})
+            for stmt in statements:
+                if isinstance(stmt, st.PrintTopic) and stmt.limit is None:
+                    raise _plain(400, "ValidationError", "PRINT through the HTTP API needs "
+                                 "LIMIT n (a request cannot follow a topic until Ctrl-C)",
+                                 extra={"results": []})
             for _stmt, result in session.execute_script(sql, "<request>", statements):
+                if result.records is not None:  # no request waits forever for records
+                    result.records.idle_timeout_s = PRINT_IDLE_S
                 results.append(result_to_wire(result))
         except StreamJobError as exc:
             status = 404 if isinstance(exc, ObjectNotFoundError) else 400
             raise ApiError(status, error_to_wire(exc),
-                           extra={"results": results, "properties": session.properties}) from None
-        return {"results": results, "properties": session.properties}
+                           extra={"results": results, "properties": session.properties,
+                                  "database": session.database}) from None
+        return {"results": results, "properties": session.properties, "database": session.database}
 
     def job_statement(who: Principal, sql: str, name: str) -> dict[str, Any]:
         _job_name(name)
@@ -205,7 +226,7 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     @app.post("/v1/statements", summary="Execute StreamSQL statements")
     def post_statements(body: StatementsRequest, who: Principal = Depends(principal)):
-        return execute(who, body.sql, body.properties)
+        return execute(who, body.sql, body.properties, body.database)
 
     @app.get("/v1/status", summary="Every job's state now")
     def get_status(_who: Principal = Depends(principal)):
@@ -217,32 +238,19 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     @app.get("/v1/jobs/{name}", summary="One job: state, SQL, properties, runs, checkpoints")
     def get_job(name: str, who: Principal = Depends(principal)):
-        job = find_job(name)
-        state = next((j for j in status_snapshot(catalog)["jobs"]
-                      if j["job"] == job.qualified_name), {})
-        described = execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]
-        sections = {s["title"]: s for s in described["sections"]}
-        props = sections.get("properties", {"columns": [], "rows": []})
-        from .. import properties as jp
-
-        guarantee = jp.guarantee(jp.values(job.properties, job.session_properties))
-        return jsonable({
-            **state, "uid": job.uid, "query": job.query, "guarantee": str(guarantee),
-            "properties": [dict(zip(props["columns"], r)) for r in props["rows"]],
-            "runs": [asdict(r) for r in catalog.list_runs(job.uid)],
-            "checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)],
-            "malformed_counts": job.malformed_counts,
-        })
+        job = find_job(name)  # the shape of `streamjob describe JOB --json` (docs/json.md)
+        return execute(who, f"DESCRIBE STREAMJOB {_quoted(job)}", {})["results"][0]["data"]
 
     @app.get("/v1/jobs/{name}/checkpoints", summary="A job's retained checkpoints")
-    def get_checkpoints(name: str, _who: Principal = Depends(principal)):
+    def get_checkpoints(name: str, who: Principal = Depends(principal)):
         job = find_job(name)
-        return jsonable({"checkpoints": [asdict(c) for c in catalog.list_checkpoints(job.uid)]})
+        shown = execute(who, f"SHOW CHECKPOINTS FOR STREAMJOB {_quoted(job)}", {})
+        return {"checkpoints": shown["results"][0]["data"]}
 
     @app.get("/v1/jobs/{name}/runs", summary="A job's runs (start, end, cause)")
     def get_runs(name: str, _who: Principal = Depends(principal)):
         job = find_job(name)
-        return jsonable({"runs": [asdict(r) for r in catalog.list_runs(job.uid)]})
+        return jsonable({"runs": runs_json(catalog.list_runs(job.uid))})
 
     @app.get("/v1/jobs/{name}/progress", summary="A job's rates and lag over time")
     def get_progress(name: str, limit: int = 720, _who: Principal = Depends(principal)):
@@ -279,9 +287,7 @@ def create_app(catalog, home, spark: Callable | None = None,
         if found is None:
             raise _plain(404, "ObjectNotFoundError", f"{kind} {database}.{object_name} does not exist")
         result = execute(who, f"DESCRIBE {_quoted_name(f'{database}.{object_name}')}", {})
-        return {"name": f"{database}.{object_name}", **{
-            s["title"]: [dict(zip(s["columns"], r)) for r in s["rows"]]
-            for s in result["results"][0]["sections"]}}
+        return result["results"][0]["data"]  # as `streamjob describe NAME --json`
 
     @app.get("/v1/streams/{name}", summary="One stream: columns and properties (masked)")
     def get_stream(name: str, who: Principal = Depends(principal)):

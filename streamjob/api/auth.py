@@ -22,7 +22,8 @@ from ..grammar import statements as st
 
 #: Statements a viewer may execute: they read the catalog or change only the session.
 READ_ONLY = (st.ShowStreams, st.ShowTables, st.Describe, st.ShowStreamJobs,
-             st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty)
+             st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty,
+             st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic)
 #: The prefix of every token.
 TOKEN_PREFIX = "sjt_"
 

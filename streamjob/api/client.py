@@ -43,6 +43,7 @@ class RemoteSession:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S)
         self.properties: dict[str, str] = {}
+        self.database = "default"  # the current database (USE), sent with each request
         self.dry_run = False
         self.manager = None  # a client of a server hosts no job
         self.catalog = RemoteCatalog(self)
@@ -67,6 +68,8 @@ class RemoteSession:
                                      f"request ({resp.status_code}): {reason}")
             if isinstance(body.get("properties"), dict):
                 self.properties = dict(body["properties"])
+            if isinstance(body.get("database"), str):
+                self.database = body["database"]
             exc = error_from_wire(error)
             exc.results = body.get("results") or []  # of the statements that took effect
             raise exc
@@ -79,8 +82,10 @@ class RemoteSession:
             StreamJobError: the statement's error, located in the statement's text.
         """
         body = self._request("POST", "/v1/statements",
-                             json={"sql": stmt.text, "properties": self.properties})
+                             json={"sql": stmt.text, "properties": self.properties,
+                                   "database": self.database})
         self.properties = dict(body.get("properties") or {})
+        self.database = body.get("database") or self.database
         [result] = body["results"] or [{}]
         return result_from_wire(result)
 
@@ -95,13 +100,15 @@ class RemoteSession:
         statements = parse_script(text, source=source)
         try:
             body = self._request("POST", "/v1/statements",
-                                 json={"sql": text, "properties": self.properties})
+                                 json={"sql": text, "properties": self.properties,
+                                       "database": self.database})
         except StreamJobError as exc:
             yield from zip(statements, map(result_from_wire, getattr(exc, "results", [])))
             if exc.source == REQUEST:
                 exc.source = source
             raise
         self.properties = dict(body.get("properties") or {})
+        self.database = body.get("database") or self.database
         yield from zip(statements, map(result_from_wire, body["results"]))
 
     def status(self) -> dict[str, Any]:

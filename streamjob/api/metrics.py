@@ -8,9 +8,12 @@ counters end in ``_total``), one series per job (label ``job``, ``database.name`
 * ``streamjob_job_status{job,status}``: 1 for the job's status, 0 for the others (a
   state set); ``streamjob_job_desired_running{job}``: 1 while START is in effect;
 * ``streamjob_job_input_rows_per_second``, ``streamjob_job_processed_rows_per_second``
-  (Spark's rates of the latest batch), ``streamjob_job_lag_records`` (Kafka records
-  beyond the latest batch, all partitions) and ``streamjob_job_partition_lag_records``
-  ``{job,topic,partition}``; only while a live job manager runs the job;
+  (Spark's rates of the current run's latest batch), ``streamjob_job_lag_records``
+  (records the Kafka sources hold that the job has not committed, all partitions:
+  :mod:`streamjob.manager.lag`) and ``streamjob_job_partition_lag_records``
+  ``{job,topic,partition}``; only while a live job manager runs the job, and only once
+  known: a restarted job has no rate series until its run's first batch ends (never
+  the previous run's), and no lag series until its run has read the broker;
 * ``streamjob_job_last_checkpoint_age_seconds``, ``streamjob_job_last_checkpoint_id``,
   ``streamjob_job_checkpoint_duration_seconds`` (the latest checkpoint's),
   ``streamjob_job_state_rows`` and ``streamjob_job_state_bytes`` (state at the latest
@@ -45,10 +48,11 @@ class _JobsCollector:
         g = {name: GaugeMetricFamily(f"streamjob_{name}", doc, labels=labels) for name, doc, labels in (
             ("job_status", "1 for the job's status, 0 for the others", ["job", "status"]),
             ("job_desired_running", "1 while the job's desired state is RUNNING", ["job"]),
-            ("job_input_rows_per_second", "rows/s arriving (Spark, latest batch)", ["job"]),
-            ("job_processed_rows_per_second", "rows/s processed (Spark, latest batch)", ["job"]),
-            ("job_lag_records", "Kafka records beyond the latest batch", ["job"]),
-            ("job_partition_lag_records", "Kafka records beyond the latest batch, per partition",
+            ("job_input_rows_per_second", "rows/s arriving (Spark, the run's latest batch)", ["job"]),
+            ("job_processed_rows_per_second", "rows/s processed (Spark, the run's latest batch)",
+             ["job"]),
+            ("job_lag_records", "Kafka records the job has not committed yet", ["job"]),
+            ("job_partition_lag_records", "Kafka records the job has not committed yet, per partition",
              ["job", "topic", "partition"]),
             ("job_last_checkpoint_age_seconds", "seconds since the latest checkpoint", ["job"]),
             ("job_last_checkpoint_id", "id (batch) of the latest checkpoint", ["job"]),

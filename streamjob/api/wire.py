@@ -2,7 +2,7 @@
 :class:`~streamjob.exceptions.StreamJobError` as JSON, and back (for ``--server`` clients).
 
 A result is ``{"message", "title", "columns", "rows", "sections", "object", "pending",
-"detail", "runs_in"}`` (rows as lists; datetimes as ISO-8601 text); an error is
+"detail", "runs_in", "data"}`` (``data``: the object's JSON shape, docs/json.md, or null) (rows as lists; datetimes as ISO-8601 text); an error is
 ``{"type", "message", "line", "column", "text", "snippet", "source"}``: the position and
 the highlighted snippet of the statement's text, as the CLI prints them.
 """
@@ -22,13 +22,16 @@ def jsonable(value: Any) -> Any:
 
 
 def result_to_wire(result: Result) -> dict[str, Any]:
-    """A :class:`Result` as a JSON-ready dict (see the module docstring)."""
+    """A :class:`Result` as a JSON-ready dict (see the module docstring); PRINT's
+    records are read here (its LIMIT, or the API's idle bound, ends them)."""
     return {
+        "text": result.text, "database": result.database,
+        "records": jsonable([dict(r) for r in result.records]) if result.records is not None else None,
         "message": result.message, "title": result.title,
         "columns": list(result.columns), "rows": jsonable([list(r) for r in result.rows]),
         "sections": [result_to_wire(s) for s in result.sections],
         "object": result.object, "pending": result.pending, "detail": result.detail,
-        "runs_in": result.runs_in,
+        "runs_in": result.runs_in, "data": jsonable(result.data),
     }
 
 
@@ -39,7 +42,10 @@ def result_from_wire(data: dict[str, Any]) -> Result:
                   rows=[tuple(r) for r in data.get("rows") or []],
                   sections=[result_from_wire(s) for s in data.get("sections") or []],
                   object=data.get("object"), pending=bool(data.get("pending")),
-                  detail=data.get("detail") or "", runs_in=data.get("runs_in"))
+                  detail=data.get("detail") or "", runs_in=data.get("runs_in"),
+                  text=data.get("text"), database=data.get("database"),
+                  records=iter(data["records"]) if data.get("records") is not None else None,
+                  data=data.get("data"))
 
 
 def error_to_wire(exc: StreamJobError) -> dict[str, Any]:

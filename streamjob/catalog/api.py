@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from streamjob.catalog.access import AccessMixin
 from streamjob.catalog.checkpoints import CheckpointsMixin
+from streamjob.catalog.databases import DatabasesMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.servers import ServersMixin
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["Catalog"]
 
 
-class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin):
+class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
+              DatabasesMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -51,7 +53,8 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
     (:mod:`~streamjob.catalog.objects`), jobs and runs (:mod:`~streamjob.catalog.jobs`),
     checkpoints (:mod:`~streamjob.catalog.checkpoints`), job managers and their lease
     (:mod:`~streamjob.catalog.servers`), the HTTP API's tokens, the statement log and
-    progress samples (:mod:`~streamjob.catalog.access`). :meth:`watcher` waits for changes made by
+    progress samples (:mod:`~streamjob.catalog.access`), databases
+    (:mod:`~streamjob.catalog.databases`). :meth:`watcher` waits for changes made by
     other clients (:mod:`~streamjob.catalog.watch`).
     """
 

@@ -6,7 +6,8 @@ Catalog API), ``jobs`` with their ``job_dependencies``, ``runs``, ``checkpoints`
 the job managers: ``servers`` (one row per running ``streamjob server``) and ``leases``
 (the row ``manager`` names the one server that runs the jobs); (revision 0007) the HTTP
 API's ``api_tokens`` (hashes only), the ``statement_log`` of who submitted what, and
-``progress_samples`` (a job's progress over time, for the console's charts).
+``progress_samples`` (a job's progress over time, for the console's charts); (revision
+0008) the ``databases`` declared by CREATE DATABASE.
 
 The database schema is made and changed only by the alembic migrations of
 :mod:`streamjob.catalog.migrations` (never ``create_all``): a change here needs a new
@@ -46,7 +47,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0007"
+SCHEMA_VERSION = "0008"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -129,6 +130,16 @@ class CatalogMeta(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class Database(Base):
+    """A database declared by CREATE DATABASE (revision 0008). Objects name their
+    database themselves; ``default`` and databases holding objects exist without a row."""
+
+    __tablename__ = "databases"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class Stream(Base):

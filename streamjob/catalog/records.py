@@ -147,10 +147,12 @@ class JobInfo:
     for that column (``{}`` if none).
 
     ``owner`` is the server id (:class:`ServerInfo`) of the job manager running the job,
-    None when none does. ``progress`` is the latest progress that manager reported
-    (``{}`` before the first batch): ``batch_id`` (int), ``input_rows_per_s`` and
-    ``processed_rows_per_s`` (float, rows per second), ``lag_records`` (int: records in
-    the Kafka sources beyond the batch's end offsets, None if no source reports it),
+    None when none does. ``progress`` is the latest progress the job's current run
+    reported (``{}`` when a run starts; :mod:`streamjob.manager.progress`): ``batch_id``
+    (int, None before the run's first batch), ``input_rows_per_s`` and
+    ``processed_rows_per_s`` (float, rows per second; None while unknown), ``lag_records``
+    (int: records the Kafka sources hold that the job has not committed, None while
+    unknown or without a Kafka source), ``lag_by_partition`` (the same per ``topic:partition``),
     ``last_checkpoint_at`` (ISO-8601 UTC text or None), ``updated_at`` (ISO-8601 UTC).
     """
 

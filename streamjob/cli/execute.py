@@ -40,6 +40,10 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
         StreamJobError: a statement's error, located in ``text``; later statements and
             SELECTs do not run.
     """
+    if previews is not None:  # undecodable bytes, huge lines: refused before any run
+        from ..grammar.limits import check_text
+
+        check_text(text, source)
     runs = _runs(text) if previews is not None else [(None, text)]
     for i, (select, part) in enumerate(runs):
         last_run = ends_session and i == len(runs) - 1
@@ -125,6 +129,11 @@ class Previews:
     @property
     def session_props(self) -> dict[str, str]:
         return self._obj.session.properties
+
+    @property
+    def database(self) -> str:
+        """The invocation's current database (``USE db`` earlier in the same ``-e``)."""
+        return self._obj.session.database
 
     def spark(self):
         from ..spark.session import spark_session

@@ -38,16 +38,31 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
     Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;
     their desired state stays RUNNING), or with --until-idle until every job has caught up.
 
+    Each line it prints starts with the local time (as in Flink's and Kafka's logs) and
+    also goes to <home>/logs/server.log, with the process's warnings and errors; Spark's
+    own logs go to <home>/logs/spark.log (both on the terminal with --debug).
+
     With --http the server is also the front door (DESIGN §8): clients given
     `--server URL` submit and read through it without the catalog's credentials; once a
     token exists (`streamjob token create`), every request needs one.
     """
-    from ..manager.server import JobServer
+    from ..manager.serverlog import ServerLog, server_log
 
     if (tls_cert or tls_key) and not http:
         raise click.UsageError("--tls-cert/--tls-key need --http")
+    report = ServerLog(server_log(obj.home), click.echo).attach()
+    try:
+        _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key)
+    finally:
+        report.close()
+
+
+def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
+           http: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+    from ..manager.server import JobServer
+
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
-                           poll_s=poll_s, echo=click.echo)
+                           poll_s=poll_s, echo=report)
     service = None
     if http:
         from ..api import create_app
@@ -58,8 +73,8 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
                                          lease_held=lambda: job_server.holding),
                               http, tls_cert, tls_key)
         url = service.start()
-        click.echo(f"server {job_server.server_id}: HTTP API on {url}/v1 "
-                   f"(console {url}/, metrics {url}/metrics)")
+        report(f"server {job_server.server_id}: HTTP API on {url}/v1 "
+               f"(console {url}/, metrics {url}/metrics)")
     from ..alerts import AlertService
 
     alerts = AlertService(obj.catalog, active=lambda: job_server.holding).start()

@@ -24,6 +24,7 @@ from typing import Callable, Protocol, Sequence
 from urllib.parse import urlparse
 
 from ..exceptions import JobError, ValidationError
+from . import hive_forms
 from . import spec as cspec
 
 log = logging.getLogger(__name__)
@@ -187,8 +188,9 @@ class KafkaTableSink(_Quiet):
 
 
 class FileTableSink(_Quiet):
-    """A file table: Spark's file sink at the table's location (format, CSV without a
-    header, Hive-style partitions); without checkpoints, plain appends per batch."""
+    """A file table: Spark's file sink at the table's location (format; CSV and TEXTFILE
+    without a header, with the table's delimiter, :func:`.hive_forms.text_options`;
+    Hive-style partitions); without checkpoints, plain appends per batch."""
 
     def __init__(self, spec, table: str, job: str, checkpointed: bool) -> None:
         self.spec, self.table, self.job, self.checkpointed = spec, table, job, checkpointed
@@ -225,9 +227,8 @@ class FileTableSink(_Quiet):
         sp = self.spec
         if not self.checkpointed:
             return writer.foreachBatch(self._plain_writer())
-        writer = writer.format(sp.format).option("path", sp.location)
-        if sp.format == "csv":
-            writer = writer.option("header", "false")
+        writer = writer.format(hive_forms.spark_format(sp.format)).option("path", sp.location)
+        writer = writer.options(**hive_forms.text_options(sp.format, sp.delimiter))
         if sp.partitioned_by:
             writer = writer.partitionBy(*sp.partitioned_by)
         return writer
@@ -252,9 +253,8 @@ class FileTableSink(_Quiet):
                 f"add files there: write to another table or enable checkpoints")
 
         def write(df, batch_id: int) -> None:
-            w = df.write.mode("append").format(sp.format)
-            if sp.format == "csv":
-                w = w.option("header", "false")
+            w = df.write.mode("append").format(hive_forms.spark_format(sp.format))
+            w = w.options(**hive_forms.text_options(sp.format, sp.delimiter))
             if sp.partitioned_by:
                 w = w.partitionBy(*sp.partitioned_by)
             w.save(sp.location)

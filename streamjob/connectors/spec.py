@@ -17,12 +17,17 @@ from typing import Mapping
 
 from .. import properties as registry
 from ..exceptions import ValidationError
+from . import hive_forms
 from .kafka.formats import FORMATS
 from .kafka.security import KafkaSecurity
 
 log = logging.getLogger(__name__)
 
 FILE_FORMATS = ("parquet", "json", "csv")
+"""Formats of file streams (Spark's file source)."""
+FILE_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
+"""Formats of file tables (``STORED AS``); TEXTFILE is Hive's delimited text
+(:mod:`.hive_forms`)."""
 
 
 @dataclass(frozen=True)
@@ -67,15 +72,18 @@ class RateSourceSpec:
 
 @dataclass(frozen=True)
 class FileTableSpec:
-    """A file table: Parquet, JSON or CSV files under ``location`` (exactly-once through
-    Spark's file-sink manifest). ``header`` for CSV files read as static data;
-    ``partitioned_by`` the partition columns (``PARTITIONED BY``): rows go to Hive-style
-    ``col=value`` directories, in this order."""
+    """A file table: Parquet, ORC, JSON, CSV or TEXTFILE files under ``location``
+    (exactly-once through Spark's file-sink manifest). ``header`` for CSV files read as
+    static data; ``partitioned_by`` the partition columns (``PARTITIONED BY``): rows go to
+    Hive-style ``col=value`` directories, in this order; ``delimiter`` the field
+    separator of CSV and TEXTFILE (ROW FORMAT; None: ``,`` resp. ``'\\001'``), any
+    length."""
 
     format: str
     location: str
     header: bool
     partitioned_by: tuple[str, ...] = ()
+    delimiter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,9 +178,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     security = KafkaSecurity.from_properties(p, f"Kafka stream '{name}'")
     bootstrap = _bootstrap(p, f"Kafka stream '{name}'", security.protocol,
                            typed.get("kafka.request.timeout.ms", 30_000) / 1000)
-    delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
-    default_fmt = "delimited" if row_format else "json"
-    fmt = p.get("format", default_fmt).lower()
+    delimiter = hive_forms.delimiter_of(row_format) or p.get("delimiter") or ","
+    fmt = p.get("format", hive_forms.row_format_default(row_format) or "json").lower()
     if fmt not in FORMATS:
         raise ValidationError(f"stream '{name}': format must be one of {', '.join(FORMATS)}, got '{fmt}'")
     malformed = typed.get("malformed.policy", "fail")
@@ -201,11 +208,11 @@ def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) 
     registry.validate_connector("kafka table", p, f"{_LABELS['kafka table']} '{name}'")
     security = KafkaSecurity.from_properties(p, f"Kafka table '{name}'")
     bootstrap = _bootstrap(p, f"Kafka table '{name}'", security.protocol)
-    fmt = p.get("format", "delimited" if row_format else "json").strip().lower()
+    fmt = p.get("format", hive_forms.row_format_default(row_format) or "json").strip().lower()
     if fmt not in KAFKA_TABLE_FORMATS:
         raise ValidationError(f"Kafka table '{name}': format must be one of "
                               f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
-    delimiter = (row_format or {}).get("fields_terminated_by") or p.get("delimiter") or ","
+    delimiter = hive_forms.delimiter_of(row_format) or p.get("delimiter") or ","
     key = p.get("key", "").strip() or None
     return KafkaTableSpec(p["topic"], bootstrap, fmt, delimiter, key, security)
 
@@ -238,14 +245,16 @@ def _bootstrap(p: dict[str, str], what: str, protocol: str, timeout_s: float = 1
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
                location: str | None, default_location: str, partitioned_by=(),
-               row_format: Mapping | None = None):
+               row_format: Mapping | None = None, stored_by: str | None = None):
     """The sink/static spec of table ``name``; ``partitioned_by`` (the table's partition
     columns) goes into a :class:`FileTableSpec` (other kinds of table are not partitioned:
     the executor refuses PARTITIONED BY for them).
 
     Raises:
-        ValidationError: missing or contradictory properties.
+        ValidationError: missing or contradictory properties; HBase, Hyperdrive and
+            Holodesk storage (:func:`.hive_forms.check_storage`).
     """
+    hive_forms.check_storage(name, stored_as, stored_by)
     p = _lower(properties)
     connector = p.get("connector", "").strip().lower()
     if connector == "kafka" or (not connector and "topic" in p):
@@ -263,12 +272,16 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
         return SqlTableSpec(p["url"], p.get("table", name), pk)
     if connector == "console":
         return ConsoleTableSpec()
-    fmt = (stored_as or p.get("format") or "parquet").lower()
-    if fmt not in FILE_FORMATS:
-        raise ValidationError(f"table '{name}': STORED AS must be one of {', '.join(FILE_FORMATS).upper()}")
+    fmt = hive_forms.file_format(stored_as, p, row_format)
+    if fmt not in FILE_TABLE_FORMATS:
+        raise ValidationError(f"table '{name}': STORED AS must be one of "
+                              f"{', '.join(FILE_TABLE_FORMATS).upper()}, not {fmt.upper()}",
+                              text=fmt)
     header = p.get("skip.header.line.count", "0").strip() not in ("", "0")
+    delimiter = hive_forms.delimiter_of(row_format)
     return FileTableSpec(fmt, location or default_location, header,
-                         tuple(c.lower() for c in partitioned_by))
+                         tuple(c.lower() for c in partitioned_by),
+                         delimiter if fmt in ("csv", "textfile") else None)
 
 
 def spec_of_table(table, default_location: str = ""):

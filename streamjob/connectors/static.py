@@ -26,8 +26,9 @@ So both sources here do all their work in ``read``:
     micro-batch: the files the ``_spark_metadata`` manifest lists when there is one
     (:func:`.files.table.committed_files`), otherwise every file not hidden (no path
     component under the location starting with ``.`` or ``_``, except ``_col=value``).
-    Options: ``location``, ``format`` (parquet, json or csv), ``header`` (``true``: the
-    first line of each CSV file is skipped), ``partitionedBy`` (comma-separated partition
+    Options: ``location``, ``format`` (parquet, orc, json, csv or textfile), ``delimiter``
+    (CSV and TEXTFILE; any length), ``header`` (``true``: the first line of each CSV file
+    is skipped), ``partitionedBy`` (comma-separated partition
     columns: their values come from Hive-style ``col=value`` directories, URL-unescaped,
     ``__HIVE_DEFAULT_PARTITION__`` is NULL), ``partitions`` (read tasks; each file goes
     to one task by a hash of its path), ``batchRows``. A location that does not exist

@@ -22,7 +22,7 @@ DEFAULT_BATCH_ROWS = 50_000
 """Rows per Arrow batch handed to Spark (bounds a worker's memory)."""
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 """The directory value of a NULL partition column (Hive, Spark)."""
-STATIC_FILE_FORMATS = ("parquet", "json", "csv")
+STATIC_FILE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 
 _UTC = _dt.timezone.utc
 

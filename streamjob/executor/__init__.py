@@ -20,17 +20,22 @@ from typing import Any
 from ..catalog import Catalog
 from ..exceptions import StreamJobError, ValidationError
 from ..grammar import statements as st
+from .databases import DatabaseStatements
 from ..home import Home
 from .describe import DescribeStatements
+from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
 from .result import Result
 from .session import SessionStatements
+from .topics import TopicStatements
 
 __all__ = ["Executor", "Result"]
 
 
-class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements):
+class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
+               DatabaseStatements, TopicStatements,
+               InsertStatements):
     """Runs statements for one client session.
 
     Args:
@@ -48,12 +53,13 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
-                 spark=None) -> None:
+                 spark=None, database: str = st.DEFAULT_DATABASE) -> None:
         self.catalog = catalog
         self.home = home
         self.manager = manager
         self.spark = spark if spark is not None else getattr(manager, "spark", None)
         self.dry_run = dry_run
+        self.database = database
         self.session_props = session_props if session_props is not None else {}
 
     def execute(self, stmt: st.Statement) -> Result:
@@ -93,6 +99,15 @@ HANDLERS = {
     st.ShowCheckpoints: Executor._do_ShowCheckpoints,
     st.SetProperty: Executor._do_SetProperty,
     st.ResetProperty: Executor._do_ResetProperty,
+    st.ShowCreate: Executor._do_ShowCreate,
+    st.CreateDatabase: Executor._do_CreateDatabase,
+    st.UseDatabase: Executor._do_UseDatabase,
+    st.ShowDatabases: Executor._do_ShowDatabases,
+    st.DropDatabase: Executor._do_DropDatabase,
+    st.ShowTopics: Executor._do_ShowTopics,
+    st.PrintTopic: Executor._do_PrintTopic,
+    # Slipstream forms (issue 18)
+    st.InsertInto: Executor._do_InsertInto,
 }
 
 

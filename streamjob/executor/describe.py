@@ -10,6 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from .. import properties as jp
+from .. import shapes
+from ..status import live_now
 from ..exceptions import ObjectNotFoundError, StreamJobError
 from ..grammar import statements as st
 from .objects import sink_kind, source_kind
@@ -29,18 +31,20 @@ class DescribeStatements:
     """Read-only statements of :class:`~streamjob.executor.Executor`."""
 
     def _do_ShowStreamJobs(self, s: st.ShowStreamJobs) -> Result:
-        rows = []
+        rows, data = [], []
+        now, live_ids = live_now(self.catalog)
         for job in self.catalog.list_jobs():
             props = jp.values(job.properties, job.session_properties)
             last = self._latest(job)
+            data.append(shapes.job_state(job, now, live_ids, last, jp.guarantee(props)))
             rows.append((
                 job.qualified_name, job.status, job.desired_state, jp.guarantee(props),
                 last.checkpoint_id if last else None, _ts(last.ended_at) if last else None,
-                last.input_rows if last else None, job.attempts, job.last_error,
+                last.input_rows if last else None, job.attempts, job.last_error, job.query,
             ))
         return Result(columns=("job", "status", "desired", "guarantee", "last checkpoint",
-                               "checkpoint time", "rows in", "failures", "last error"),
-                      rows=rows, title="streamjobs")
+                               "checkpoint time", "rows in", "failures", "last error", "sql"),
+                      rows=rows, title="streamjobs", data=data)
 
     def _latest(self, job):
         """The job's latest checkpoint from its backend; None if it has none or its
@@ -70,7 +74,8 @@ class DescribeStatements:
                  c.input_rows, c.state_rows, c.source_offsets)
                 for c in checkpoints]
         return Result(columns=("checkpoint", "status", "started", "ended", "duration ms",
-                               "rows in", "state rows", "source offsets"), rows=rows, title=title)
+                               "rows in", "state rows", "source offsets"), rows=rows, title=title,
+                      data=[shapes.checkpoint_json(c) for c in checkpoints])
 
     def _do_DescribeStreamJob(self, s: st.DescribeStreamJob) -> Result:
         db, name = self._names(s.name, "job")
@@ -83,11 +88,13 @@ class DescribeStatements:
         except StreamJobError as exc:
             plan, mode, problem = None, None, exc.message
         runs = self.catalog.list_runs(job.uid)
+        unavailable = None
         try:
             checkpoints = self._checkpoints(job, "retained checkpoints")
         except StreamJobError as exc:  # an unreachable backend must not hide the rest
+            unavailable = exc.message
             checkpoints = Result(columns=("checkpoint", "unavailable"), title="retained checkpoints",
-                                 rows=[(None, exc.message)])
+                                 rows=[(None, unavailable)], data=[])
         failures = sum(1 for r in runs if r.status == RunStatus.FAILED)
         overview: list[tuple[str, Any]] = [
             ("name", job.qualified_name), ("status", job.status),
@@ -100,17 +107,40 @@ class DescribeStatements:
             ("failures since last checkpoint", job.attempts), ("last error", job.last_error),
             ("expired checkpoints", job.expired_checkpoints),
         ]
-        overview += _cadence(values, plan)
+        cadence = _cadence(values, plan)
+        overview += cadence
         if problem:
             overview.append(("cannot run now", problem))
         props = [(k, jp.display(k, v.value), v.origin) for k, v in eff.items()]
         deps = [(kind, f"{d}.{n}", role) for kind, d, n, role in job.dependencies]
+        malformed, missing = _malformed(job, plan), _missing_columns(job)
         # "run": the run's number over the job's life (counting from 1), which keeps
         # increasing; "attempt": 1 at each start or takeover, +1 per failover restart
         first = len(runs) - min(len(runs), RUNS_SHOWN) + 1
         run_rows = [(first + i, r.attempt, r.status, _ts(r.started_at), _ts(r.ended_at),
                      r.cause) for i, r in enumerate(runs[-RUNS_SHOWN:])]
-        return Result(title=f"streamjob {db}.{name}", sections=[
+        now, live_ids = live_now(self.catalog)
+        latest = checkpoints.data[-1] if checkpoints.data else None
+        data = {
+            **shapes.job_state(job, now, live_ids, latest,
+                               jp.guarantee(values)),
+            "uid": job.uid, "output_mode": mode,
+            "checkpoint_directory": str(dict(overview)["checkpoint directory"]),
+            "created_at": _ts(job.created_at), "updated_at": _ts(job.updated_at),
+            "run_count": len(runs), "failed_runs": failures,
+            "expired_checkpoints": job.expired_checkpoints,
+            **{key: dict(cadence).get(label) for label, key in _CADENCE_KEYS.items()},
+            "cannot_run_now": problem,
+            "properties": [dict(zip(("property", "value", "origin"), p)) for p in props],
+            "dependencies": [dict(zip(("kind", "name", "role"), d)) for d in deps],
+            "runs": shapes.runs_json(runs), "checkpoints": checkpoints.data,
+            "checkpoints_unavailable": unavailable,
+            "malformed_records": [dict(zip(("stream", "policy", "records"), r))
+                                  for r in malformed.rows],
+            "missing_columns": [dict(zip(("stream", "column", "batches"), r))
+                                for m in missing for r in m.rows],
+        }
+        return Result(title=f"streamjob {db}.{name}", data=data, sections=[
             Result(columns=("field", "value"), rows=overview, title="streamjob"),
             Result(columns=("property", "value", "origin"), rows=props, title="properties"),
             Result(columns=("kind", "name", "role"), rows=deps, title="dependencies"),
@@ -118,8 +148,8 @@ class DescribeStatements:
                    rows=run_rows,
                    title=f"runs (last {RUNS_SHOWN})"),
             checkpoints,
-            _malformed(job, plan),
-            *_missing_columns(job),
+            malformed,
+            *missing,
         ])
 
     def _do_Describe(self, s: st.Describe) -> Result:
@@ -146,13 +176,31 @@ class DescribeStatements:
         users = sorted({j.qualified_name for j in self.catalog.list_jobs()
                         for kind, d, n, _ in j.dependencies if (kind, d, n) == (obj.kind, db, name)})
         info.append(("used by", ", ".join(users) or None))
-        return Result(title=f"{obj.kind} {db}.{name}", sections=[
+        fields = dict(info)
+        data: dict[str, Any] = {obj.kind: obj.qualified_name, "kind": obj.kind}
+        if obj.kind == "stream":
+            data.update(source=fields["source"], query=fields.get("query"))
+        else:
+            data.update(connector=fields["connector"], location=obj.location,
+                        partitioned_by=list(obj.partitioned_by))
+        data.update(
+            row_format={k: v for k, v in obj.row_format.items() if k != "delimited" and v}
+            if obj.row_format else None,
+            used_by=users,
+            columns=[{"column": c["name"], "type": c["type"]} for c in obj.columns],
+            properties=[{"property": k, "value": jp.mask(k, v)} for k, v in obj.properties.items()])
+        return Result(title=f"{obj.kind} {db}.{name}", data=data, sections=[
             Result(columns=("column", "type"), title="columns",
                    rows=[(c["name"], c["type"]) for c in obj.columns]),
             Result(columns=("field", "value"), rows=info, title=obj.kind),
             Result(columns=("property", "value"), title="properties",
                    rows=[(k, jp.mask(k, v)) for k, v in obj.properties.items()]),
         ])
+
+
+#: JSON keys of :func:`_cadence`'s rows.
+_CADENCE_KEYS = {"output": "output", "checkpoints": "checkpointing",
+                 "rows visible": "rows_visible"}
 
 
 def _malformed(job, plan) -> Result:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..connectors import hive_forms
 from ..connectors import spec as cspec
 from ..exceptions import ObjectInUseError, ValidationError
 from ..grammar import statements as st
@@ -16,7 +17,7 @@ class ObjectStatements:
     """Stream and table statements of :class:`~streamjob.executor.Executor`."""
 
     def _names(self, name: st.QualifiedName, what: str) -> tuple[str, str]:
-        db, obj = name.resolve()
+        db, obj = name.resolve(self.database)
         return validate_name(db, "database name"), validate_name(obj, f"{what} name")
 
     def _do_CreateStream(self, s: st.CreateStream) -> Result:
@@ -25,7 +26,7 @@ class ObjectStatements:
             return self._create_derived_stream(s, db, name)
         if not s.columns:
             raise ValidationError(f"stream {db}.{name} declares no columns")
-        row_format = _row_format(s.row_format)
+        row_format = _row_format(s.row_format, s)
         spec = cspec.source_spec(name, st.props(s.properties), row_format)
         columns = _columns(s.columns, s)
         _check_event_time(s, columns)
@@ -53,8 +54,25 @@ class ObjectStatements:
             raise ValidationError(f"table {db}.{name} declares no columns")
         props = st.props(s.properties)
         partitioned_by = tuple(c.lower() for c in s.partitioned_by)
-        spec = cspec.table_spec(name, props, s.stored_as, s.location, self.home.table_location(db, name),
-                                partitioned_by=partitioned_by, row_format=_row_format(s.row_format))
+        row_format = _row_format(s.row_format, s)
+        stored_as = s.stored_as
+        try:
+            spec = cspec.table_spec(name, props, stored_as, s.location,
+                                    self.home.table_location(db, name),
+                                    partitioned_by=partitioned_by, row_format=row_format,
+                                    stored_by=s.stored_by)
+        except ValidationError as exc:
+            if exc.text in ("STORED",) or (stored_as and exc.text == stored_as):
+                pos = s.where("stored_as")
+                exc.locate(pos.line, pos.column)
+            raise
+        if isinstance(spec, cspec.FileTableSpec) and stored_as is None and "format" not in \
+                {k.lower() for k in props} and hive_forms.row_format_default(row_format) == "delimited":
+            # Hive: a table with a delimited ROW FORMAT and no STORED AS is a text table
+            stored_as = "textfile"
+            spec = cspec.table_spec(name, props, stored_as, s.location,
+                                    self.home.table_location(db, name),
+                                    partitioned_by=partitioned_by, row_format=row_format)
         columns = _columns(s.columns, s)
         if isinstance(spec, cspec.FileTableSpec) and "\x00" in spec.location:
             pos = s.where("location")
@@ -82,8 +100,8 @@ class ObjectStatements:
                 err.key, err.bad_value = "key", True
                 raise
         created = self.catalog.create_table(
-            db, name, columns, props, _row_format(s.row_format),
-            stored_as=s.stored_as, location=s.location, if_not_exists=s.if_not_exists,
+            db, name, columns, props, row_format,
+            stored_as=stored_as, location=s.location, if_not_exists=s.if_not_exists,
             partitioned_by=partitioned_by)
         return Result(f"table {db}.{name} {'created' if created else 'exists'}")
 
@@ -152,7 +170,7 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
         kind = _SPEC_KINDS.get(type(spec).__name__, f"a {type(spec).__name__}")
         raise ValidationError(
             f"only file tables can be partitioned: {qname} is {kind} table; drop PARTITIONED BY "
-            f"or make it a file table (STORED AS PARQUET|JSON|CSV)", pos.line, pos.column,
+            f"or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE)", pos.line, pos.column,
             "PARTITIONED")
     types = {c["name"].lower(): c["type"] for c in columns}
     for name in partitioned_by:
@@ -192,11 +210,19 @@ def _check_rate_columns(s: st.CreateStream, columns: list[dict[str, str]]) -> No
                 pos.line, pos.column, c["name"])
 
 
-def _row_format(rf: st.RowFormat | None) -> dict | None:
+def _row_format(rf: st.RowFormat | None, stmt: st.Statement) -> dict | None:
+    """The catalog's dict of a ROW FORMAT clause (:func:`.hive_forms.row_format_record`);
+    an unknown SerDe class is reported where the class is written."""
     if rf is None:
         return None
-    return {"delimited": True, "fields_terminated_by": rf.fields_terminated_by,
-            "lines_terminated_by": rf.lines_terminated_by}
+    try:
+        return hive_forms.row_format_record(rf.fields_terminated_by, rf.lines_terminated_by,
+                                            rf.serde, dict(rf.serde_properties))
+    except ValidationError as exc:
+        if getattr(exc, "key", None) == "serde":
+            pos = stmt.where("serde")
+            exc.locate(pos.line, pos.column)
+        raise
 
 
 def source_kind(stream) -> str:

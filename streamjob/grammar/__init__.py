@@ -28,6 +28,13 @@ from streamjob.grammar.statements import (
     Statement,
     StopStreamJob,
     props,
+    CreateDatabase,
+    DropDatabase,
+    PrintTopic,
+    ShowCreate,
+    ShowDatabases,
+    ShowTopics,
+    UseDatabase,
 )
 
 __all__ = [
@@ -58,4 +65,11 @@ __all__ = [
     "parse_script",
     "parse_statement",
     "props",
+    "CreateDatabase",
+    "DropDatabase",
+    "PrintTopic",
+    "ShowCreate",
+    "ShowDatabases",
+    "ShowTopics",
+    "UseDatabase",
 ]

@@ -138,18 +138,19 @@ def masked(raw: str) -> str:
 
 STATEMENT_START_RE = re.compile(
     r"(?i)(?<=\n)[ \t\f\v]*("
-    r"create\s+(?:stream|streamjob|table)\b"
+    r"create\s+(?:stream|streamjob|table|database)\b"
     r"|(?:start|stop|alter)\s+streamjob\b"
-    r"|drop\s+(?:stream|streamjob|table)\b"
+    r"|drop\s+(?:stream|streamjob|table|database)\b"
     r"|(?:list|show)\s+streamjobs\b"
-    r"|show\s+(?:streams|tables|checkpoints)\b"
+    r"|show\s+(?:streams|tables|checkpoints|databases|topics|create)\b"
     r"|(?:describe|desc)\s+(?:stream|streamjob|table)\b"
     r"|set\s+[a-z_][a-z0-9_.]*\s*="
     r"|reset\b"
+    r"|insert\s+into\b"
     r")"
 )
 STATEMENT_KEYWORDS = frozenset(
-    "create start stop drop alter list show describe desc set reset".split()
+    "create start stop drop alter list show describe desc set reset use print insert".split()
 )
 
 

@@ -76,10 +76,16 @@ def props(pairs: Properties) -> dict[str, str]:
 @dataclass(frozen=True)
 class RowFormat:
     """``ROW FORMAT DELIMITED [FIELDS TERMINATED BY x] [LINES TERMINATED BY y]``;
-    escapes such as ``'\\001'`` and ``'\\t'`` already decoded to the character."""
+    escapes such as ``'\\001'`` and ``'\\t'`` already decoded to the character.
+
+    ``ROW FORMAT SERDE 'class' [WITH SERDEPROPERTIES (...)]`` (Hive, Slipstream) sets
+    ``serde`` (the class as written) and ``serde_properties`` (keys lower-cased); the
+    executor maps the class to a format (:func:`streamjob.connectors.spec.serde_format`)."""
 
     fields_terminated_by: str | None = None
     lines_terminated_by: str | None = None
+    serde: str | None = None
+    serde_properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,8 @@ class CreateStream(Statement):
 class CreateTable(Statement):
     """``CREATE TABLE [IF NOT EXISTS] t (cols) [PARTITIONED BY (...)] [ROW FORMAT ...]
     [STORED AS fmt] [LOCATION 'uri'] [TBLPROPERTIES(...)]``; ``stored_as`` lower-cased.
+    ``stored_by`` is the handler class of Hive's ``STORED BY 'class'`` (HBase, Hyperdrive),
+    which the executor refuses naming the replacement.
 
     ``columns`` are the table's columns in order: those of the column list, then those
     that ``PARTITIONED BY`` declares with a type (Hive: ``PARTITIONED BY (dt STRING)``;
@@ -118,6 +126,7 @@ class CreateTable(Statement):
     location: str | None = None
     properties: Properties = ()
     partitioned_by: tuple[str, ...] = ()
+    stored_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -235,3 +244,78 @@ class ResetProperty(Statement):
     """``RESET`` (key None: all) or ``RESET k``."""
 
     key: str | None = None
+
+
+# ---- SHOW CREATE, databases, topics (issue 16) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    """``SHOW CREATE STREAM|TABLE|STREAMJOB name``: ``kind`` is ``"stream"``,
+    ``"table"`` or ``"streamjob"``."""
+
+    name: QualifiedName
+    kind: str
+
+
+@dataclass(frozen=True)
+class CreateDatabase(Statement):
+    """``CREATE DATABASE [IF NOT EXISTS] db``."""
+
+    database: str
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class UseDatabase(Statement):
+    """``USE db``: the current database for the rest of the session or script."""
+
+    database: str
+
+
+@dataclass(frozen=True)
+class ShowDatabases(Statement):
+    """``SHOW DATABASES``."""
+
+
+@dataclass(frozen=True)
+class DropDatabase(Statement):
+    """``DROP DATABASE [IF EXISTS] db [CASCADE]`` (``cascade``: drop its streams and
+    tables too; never its stream jobs)."""
+
+    database: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class ShowTopics(Statement):
+    """``SHOW TOPICS [FROM 'host:port' | FROM name]``: ``broker`` the address given,
+    ``source`` the stream or table whose broker to ask (both None: every broker of the
+    declared Kafka streams and tables)."""
+
+    broker: str | None = None
+    source: QualifiedName | None = None
+
+
+@dataclass(frozen=True)
+class PrintTopic(Statement):
+    """``PRINT name | 'topic' [FROM 'host:port'] [FROM BEGINNING] [LIMIT n]`` (ksqlDB):
+    ``name`` a Kafka stream or table (or, when no such object exists, a topic name),
+    ``topic`` a topic given as a string; ``limit`` None means until interrupted."""
+
+    name: QualifiedName | None = None
+    topic: str | None = None
+    broker: str | None = None
+    from_beginning: bool = False
+    limit: int | None = None
+@dataclass(frozen=True)
+class InsertInto(Statement):
+    """A bare ``INSERT INTO [TABLE] t [(cols)] SELECT ...`` outside CREATE STREAMJOB
+    (older Slipstream): it creates and starts an implicit job. ``query`` is the whole
+    statement's text (what CREATE STREAMJOB would hold in its string), ``target`` the
+    table written; the executor derives the job's id from both
+    (:func:`streamjob.executor.insert.implicit_job_name`)."""
+
+    target: QualifiedName
+    query: str

@@ -23,6 +23,7 @@ from streamjob.grammar.lexical import (
     unescape_string,
     word_at,
 )
+from streamjob.grammar.slipstream import SlipstreamForms
 from streamjob.grammar.statements import (
     AlterStreamJob,
     Column,
@@ -48,11 +49,15 @@ from streamjob.grammar.statements import (
     StopStreamJob,
 )
 
+from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
+
 __all__ = ["Builder"]
 
 
-class Builder:
-    """Turns the lark tree of one script into statement dataclasses."""
+class Builder(CatalogStatementsBuilder, SlipstreamForms):
+    """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
+    databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
+    Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`)."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:
         self.text = text
@@ -201,11 +206,12 @@ class Builder:
 
     def clauses(self, tree: Tree, allowed: dict[str, str]) -> dict[str, Tree]:
         found: dict[str, Tree] = {}
+        seen: dict[str, Tree] = {}  # by clause name: ROW FORMAT DELIMITED and SERDE are one
         for child in tree.children:
             if isinstance(child, Tree) and child.data in allowed:
-                if child.data in found:
+                if allowed[child.data] in seen:
                     raise self.error(f"duplicate {allowed[child.data]} clause", child.meta.start_pos)
-                found[child.data] = child
+                seen[allowed[child.data]] = found[child.data] = child
         return found
 
     # -- statements (each returns a dict of fields plus the class)
@@ -213,7 +219,9 @@ class Builder:
     _TABLE_CLAUSES = {
         "partitioned_by": "PARTITIONED BY",
         "row_format": "ROW FORMAT",
+        "row_format_serde": "ROW FORMAT",
         "stored_as": "STORED AS",
+        "stored_by": "STORED AS",
         "location": "LOCATION",
         "tblproperties": "TBLPROPERTIES",
         "object_comment": "COMMENT",
@@ -225,7 +233,7 @@ class Builder:
             name=self.name(self.find(tree, "qualified_name")),
             columns=self.columns(self.find(tree, "column_list")),
             if_not_exists=self.find(tree, "if_not_exists") is not None,
-            row_format=self.row_format(found["row_format"]) if "row_format" in found else None,
+            row_format=self.any_row_format(found),
             properties=self.properties(found["tblproperties"]) if "tblproperties" in found else (),
         )
 
@@ -237,12 +245,20 @@ class Builder:
         if "partitioned_by" in found:
             added, partitioned_by = self.partitions(found["partitioned_by"], columns)
             columns += added
+        stored_by = None
+        if "stored_by" in found:
+            token = found["stored_by"].children[0]
+            self.locations["stored_as"] = self.position(found["stored_by"].meta.start_pos)
+            stored_by = unescape_string(token.value).strip()
+        elif "stored_as" in found:
+            self.locations["stored_as"] = self.position(found["stored_as"].meta.start_pos)
         return CreateTable, dict(
             name=name,
             columns=columns,
             partitioned_by=partitioned_by,
             if_not_exists=self.find(tree, "if_not_exists") is not None,
-            row_format=self.row_format(found["row_format"]) if "row_format" in found else None,
+            row_format=self.any_row_format(found),
+            stored_by=stored_by,
             stored_as=ident_value(found["stored_as"].children[0].children[0]).lower()
             if "stored_as" in found
             else None,

@@ -2,10 +2,11 @@
 
 :meth:`AttemptMixin._start` prepares and starts the query: the checkpoint directory
 (a temporary one without durable checkpoints), the job's session clone, the checkpoint
-backend and the logic fingerprint, the checkpoint recorder and progress reporter, the
+backend and the logic fingerprint, the checkpoint recorder, progress reporter and
+end-offsets probe (the run's lag), the
 dead-letter tables, the consumer-group committers, and the table sink
 (:func:`~streamjob.connectors.sinks.table_sink`); the
-``_close_*``/``_cleanup_temp`` methods release them after the attempt.
+``_close_*``/``_stop_probe``/``_cleanup_temp`` methods release them after the attempt.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
 from ..planner.plan import JobPlan
 from ..spark.query import start_query
+from .lag import EndOffsetsProbe
 from .progress import ProgressReporter
 
 # the runner's logger: records keep the name they had before this module was split off
@@ -86,8 +88,17 @@ class AttemptMixin:
         self.watch = ExpiryWatch(ckdir, props.checkpoint_timeout_ms)
         _prepare_dead_letters(plan)
         self.committers = group_committers(plan)
+        # the run's progress, from where it resumes: Spark's offset log, whose committed
+        # end the tracker holds; without one (no durable checkpoints, a fresh directory)
+        # the run begins at its reset strategy and its position is unknown until a batch
+        resumes = durable and not fresh
         self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
-                                         self.tracker)
+                                         self.tracker, start_offsets=dict(self.tracker.offsets)
+                                         if resumes else None)
+        kafka = [src.spec for src in plan.sources if isinstance(src.spec, cspec.KafkaSourceSpec)]
+        if kafka:  # the broker's end offsets while the run lasts: its lag (manager/lag.py)
+            self.probe = EndOffsetsProbe(kafka, self.progress.on_end_offsets,
+                                         self.job.qualified_name).start()
         self.recorder = CheckpointRecorder(
             self.catalog, self.job.uid, self.job.qualified_name, ckdir, retained, self.tracker,
             durable=durable, backend=self.backend, on_checkpoint=_commit_groups(self.committers),
@@ -105,6 +116,12 @@ class AttemptMixin:
         sink, self.sink = self.sink, None
         if sink is not None:
             sink.close()
+
+    def _stop_probe(self) -> None:
+        """Stop the attempt's end-offsets probe (its thread closes its consumers)."""
+        probe, self.probe = getattr(self, "probe", None), None
+        if probe is not None:
+            probe.stop()
 
     def _close_backend(self) -> None:
         """Withdraw the running mark and close the checkpoint backend (and the consumer

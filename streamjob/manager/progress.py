@@ -4,13 +4,13 @@ The job's one Spark listener (:class:`streamjob.spark.listener.ProgressListener`
 every micro-batch's progress report to a :class:`ProgressReporter`, after the checkpoint
 recorder has recorded the checkpoint (one listener, not two: each Python listener costs a
 py4j conversion of every event, on the one thread that delivers the events of every
-query).
-The reporter turns it into::
+query); the job's :class:`~streamjob.manager.lag.EndOffsetsProbe` hands it the broker's
+end offsets every two seconds. The reporter turns them into::
 
     {"batch_id": 12,                 # Spark's batch id (= checkpoint id once committed)
      "input_rows_per_s": 2150.3,     # rows/s arriving, as Spark measures it
      "processed_rows_per_s": 8890.1, # rows/s the batch processed
-     "lag_records": 420,             # Kafka records beyond the batch's end offsets, or None
+     "lag_records": 420,             # Kafka records not yet committed, or None
      "lag_by_partition": {"flights:0": 400, "flights:1": 20},  # the same per partition
      "last_checkpoint_at": "2026-12-05T10:11:12.345+00:00",  # ISO-8601 UTC, or None
      "updated_at": "2026-12-05T10:11:13.001+00:00"}
@@ -20,19 +20,25 @@ own thread (:meth:`ProgressReporter.flush`, called every quarter second; at most
 write a second per job), so the listener thread is not held up by catalog writes and
 the catalog is never more than about a second behind. Every
 :data:`~streamjob.catalog.access.SAMPLE_EVERY_S` seconds a written report is also kept as
-a progress sample (``Catalog.add_progress_sample``: the console's charts). ``lag_records`` sums, over the partitions of every Kafka
-source, the source's latest offset (the broker's end offset, Spark's
-``sources[i].latestOffset``) minus the batch's end offset (``sources[i].endOffset``);
-sources that report no latest offset (rate, files) add nothing, and when none reports
-one it is None. When Spark reports the query idle (no new input), rates and lag become
-0. ``last_checkpoint_at`` comes from the checkpoint recorder's tracker (when the latest
-committed checkpoint ended). A failed write is logged and retried with the next one: a
-progress report never fails the job.
+a progress sample (``Catalog.add_progress_sample``: the console's charts).
+
+Everything describes the current run only (issue 16). The runner clears the job's
+progress when a run starts (``JobRunner.run``), and a new reporter knows nothing of the
+previous run: until the run's first micro-batch ends, ``batch_id`` and both rates are
+None (unknown; ``streamjob status`` falls back to the latest checkpoint for the batch);
+a rate Spark cannot measure is None too, not 0: the input rate of a run's first batch
+(Spark's query has no earlier trigger to divide by and reports 0 or NaN) and NaN rates. ``lag_records`` is the records the
+Kafka sources hold beyond the job's position (:mod:`streamjob.manager.lag`): known as
+soon as the probe has read the broker and the run knows where it resumes from, and
+None (unknown) otherwise. When Spark reports the query idle (no new input), both rates
+become 0 and Spark's view of the end offsets is the position (the probe's next reading
+still counts). ``last_checkpoint_at`` comes from the checkpoint recorder's tracker (when
+the latest committed checkpoint ended). A failed write is logged and retried with the
+next one: a progress report never fails the job.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -43,6 +49,8 @@ from typing import Any
 from ..catalog import Catalog
 from ..catalog.access import SAMPLE_EVERY_S
 from ..checkpoint.recorder import CheckpointTracker
+from .lag import Offsets, kafka_offsets, merge
+from .lag import lag_by_partition as _lag_between
 
 log = logging.getLogger(__name__)
 
@@ -56,44 +64,37 @@ def _iso(ts: datetime | None) -> str | None:
     return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _rate(value: Any) -> float:
+def _rate(value: Any) -> float | None:
+    """Spark's rate in rows/s, rounded to 3 decimals; None when Spark could not measure
+    it (NaN, missing)."""
     try:
         rate = float(value)
     except (TypeError, ValueError):
-        return 0.0
-    return round(rate, 3) if math.isfinite(rate) else 0.0
-
-
-def _kafka_offsets(value: Any) -> dict[str, dict[str, int]] | None:
-    """``{topic: {partition: offset}}`` from Spark's offset JSON, None for another shape."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    if not isinstance(value, dict) or not value:
         return None
-    out: dict[str, dict[str, int]] = {}
-    for topic, parts in value.items():
-        if not isinstance(parts, dict):
-            return None
-        try:
-            out[str(topic)] = {str(p): int(o) for p, o in parts.items()}
-        except (TypeError, ValueError):
-            return None
+    return round(rate, 3) if math.isfinite(rate) else None
+
+
+def _source_offsets(sources: list, attr: str, pick) -> Offsets | None:
+    """The Kafka offsets ``attr`` (``endOffset``, ``latestOffset``) of Spark
+    ``SourceProgress`` objects merged by topic, ``pick`` choosing between two sources
+    of one partition; None if no source has Kafka offsets."""
+    out = None
+    for src in sources or ():
+        out = merge(out, kafka_offsets(getattr(src, attr, None)), pick)
     return out
 
 
 def lag_by_partition(sources: list) -> dict[str, int] | None:
-    """Records the batch left behind in its Kafka sources, per ``"topic:partition"``:
-    ``latestOffset - endOffset`` (never negative; a partition read by two sources adds
-    up); None if no source reports a latest offset. ``sources`` are Spark
-    ``SourceProgress`` objects (or anything with the attributes ``latestOffset`` and
-    ``endOffset``, JSON text or dicts)."""
+    """Records one batch left behind in its Kafka sources, as Spark sees it, per
+    ``"topic:partition"``: ``latestOffset - endOffset`` (never negative; a partition read
+    by two sources adds up); None if no source reports a latest offset. ``sources`` are
+    Spark ``SourceProgress`` objects (or anything with the attributes ``latestOffset``
+    and ``endOffset``, JSON text or dicts). The reporter's lag is the run's
+    (:mod:`streamjob.manager.lag`), not this."""
     lags: dict[str, int] | None = None
     for src in sources or ():
-        latest = _kafka_offsets(getattr(src, "latestOffset", None))
-        end = _kafka_offsets(getattr(src, "endOffset", None)) or {}
+        latest = kafka_offsets(getattr(src, "latestOffset", None))
+        end = kafka_offsets(getattr(src, "endOffset", None)) or {}
         if latest is None:
             continue
         lags = {} if lags is None else lags
@@ -106,14 +107,15 @@ def lag_by_partition(sources: list) -> dict[str, int] | None:
 
 
 def lag_of(sources: list) -> int | None:
-    """Records the batch left behind in its Kafka sources: the sum of
+    """Records one batch left behind in its Kafka sources, as Spark sees it: the sum of
     :func:`lag_by_partition`; None if no source reports a latest offset."""
     lags = lag_by_partition(sources)
     return None if lags is None else sum(lags.values())
 
 
 def progress_of(p) -> dict[str, Any]:
-    """The progress dict (module docstring) of one ``StreamingQueryProgress``, without
+    """The progress dict (module docstring) of one ``StreamingQueryProgress`` taken
+    alone (its lag is Spark's: beyond the batch's end offsets), without
     ``last_checkpoint_at``."""
     return {
         "batch_id": int(p.batchId),
@@ -125,10 +127,14 @@ def progress_of(p) -> dict[str, Any]:
     }
 
 
+#: The report of a run before its first micro-batch: nothing known yet.
+UNKNOWN = {"batch_id": None, "input_rows_per_s": None, "processed_rows_per_s": None}
+
+
 class ProgressReporter:
-    """Writes one job's progress to the catalog (module docstring); the checkpoint
-    listener calls :meth:`on_progress` and :meth:`on_idle`, the job's runner
-    :meth:`flush`.
+    """Writes one run's progress to the catalog (module docstring); the job's listener
+    calls :meth:`on_progress` and :meth:`on_idle`, its end-offsets probe
+    :meth:`on_end_offsets`, the job's runner :meth:`flush`.
 
     Args:
         catalog: where to write (``update_progress`` by ``job_uid``).
@@ -136,18 +142,28 @@ class ProgressReporter:
         job_name: ``db.name``, for log messages.
         tracker: the checkpoint recorder's tracker (``latest_at``).
         interval_s: least seconds between two writes.
+        start_offsets: the source offsets the run resumes from (the latest committed
+            checkpoint's, ``{topic: {partition: offset}}`` for Kafka sources; other
+            entries are ignored), or None when the run begins at its reset strategy.
     """
 
     def __init__(self, catalog: Catalog, job_uid: str, job_name: str,
-                 tracker: CheckpointTracker, interval_s: float = MIN_INTERVAL_S) -> None:
+                 tracker: CheckpointTracker, interval_s: float = MIN_INTERVAL_S,
+                 start_offsets: dict[str, Any] | None = None) -> None:
         self.catalog = catalog
         self.job_uid = job_uid
         self.job_name = job_name
         self.tracker = tracker
         self.interval_s = interval_s
-        self._lock = threading.Lock()   # guards _pending
+        self._lock = threading.Lock()   # guards the run's state below
         self._io = threading.Lock()     # one write at a time, in order
-        self._pending: dict[str, Any] | None = None
+        self._report: dict[str, Any] = dict(UNKNOWN)  # batch and rates of the run
+        kafka = {t: parts for t, parts in (start_offsets or {}).items()
+                 if kafka_offsets({t: parts}) is not None}
+        self._position: Offsets | None = kafka_offsets(kafka)  # committed by the job
+        self._spark_ends: Offsets | None = None   # latestOffset of the latest report
+        self._broker_ends: Offsets | None = None  # the probe's latest reading
+        self._dirty = False             # something to write
         self._last: dict[str, Any] | None = None
         self._last_write = 0.0
         self._last_sample = float("-inf")
@@ -155,26 +171,54 @@ class ProgressReporter:
         self.enabled = True  # False once the job manager is fenced: no more writes
 
     def on_progress(self, progress) -> None:
-        """One ``StreamingQueryProgress`` (after its checkpoint was recorded)."""
+        """One ``StreamingQueryProgress`` of this run (after its checkpoint was
+        recorded): its batch, rates, end offsets (the position) and latest offsets."""
         report = progress_of(progress)
-        with self._lock:
-            self._pending = report  # written by the runner's flush(), off the listener thread
+        sources = list(progress.sources or ())
+        with self._lock:  # written by the runner's flush(), off the listener thread
+            first = self._report["batch_id"] is None
+            self._report = {k: report[k] for k in UNKNOWN}
+            if first:  # Spark's query has no earlier trigger: it writes 0 (or NaN), unmeasured
+                self._report["input_rows_per_s"] = None
+            self._position = merge(self._position, _source_offsets(sources, "endOffset", min),
+                                   lambda _old, new: new)
+            self._spark_ends = _source_offsets(sources, "latestOffset", max)
+            self._dirty = True
 
     def on_idle(self) -> None:
-        """Spark reports the query idle: rates and lag 0."""
+        """Spark reports the query idle (no new input): rates 0, and Spark's end offsets
+        are the position."""
         with self._lock:
-            base = self._pending or self._last
-            if base is None:
-                return
-            self._pending = {**base, "input_rows_per_s": 0.0, "processed_rows_per_s": 0.0,
-                             "lag_records": 0 if base.get("lag_records") is not None else None,
-                             "lag_by_partition": {k: 0 for k in base.get("lag_by_partition") or {}}
-                             or None,
-                             "updated_at": _iso(datetime.now(timezone.utc))}
+            self._report = {**self._report, "input_rows_per_s": 0.0, "processed_rows_per_s": 0.0}
+            self._spark_ends = merge(None, self._position, max)
+            self._dirty = True
+
+    def on_end_offsets(self, ends: Offsets | None) -> None:
+        """A reading of the broker's end offsets (the probe's; None: none could be read)."""
+        with self._lock:
+            before = self._lag()
+            self._broker_ends = ends
+            if self._lag() != before:
+                self._dirty = True
+
+    def _lag(self) -> dict[str, int] | None:
+        """Lag per partition now (under ``_lock``): :func:`streamjob.manager.lag.lag_by_partition`."""
+        return _lag_between(merge(self._spark_ends, self._broker_ends, max), self._position)
+
+    def current(self) -> dict[str, Any]:
+        """The progress dict this reporter would write now (module docstring)."""
+        with self._lock:
+            return self._build(_iso(self.tracker.latest_at))
+
+    def _build(self, latest_at: str | None) -> dict[str, Any]:
+        lags = self._lag()
+        return {**self._report, "lag_records": None if lags is None else sum(lags.values()),
+                "lag_by_partition": lags, "last_checkpoint_at": latest_at,
+                "updated_at": _iso(datetime.now(timezone.utc))}
 
     def flush(self, force: bool = False) -> bool:
-        """Write the newest unwritten progress if a second passed since the last write
-        (or ``force``); also rewrites the last one when a checkpoint completed since.
+        """Write the run's progress if it changed and a second passed since the last
+        write (or ``force``); also rewrites it when a checkpoint completed since.
         Returns True if it wrote. Never raises."""
         with self._io:
             with self._lock:
@@ -183,20 +227,16 @@ class ProgressReporter:
                 if not force and time.monotonic() - self._last_write < self.interval_s:
                     return False
                 latest_at = _iso(self.tracker.latest_at)
-                progress = self._pending
-                if progress is None and self._last is not None \
-                        and self._last.get("last_checkpoint_at") != latest_at:
-                    progress = dict(self._last)
-                if progress is None:
+                if not self._dirty and (self._last is None
+                                        or self._last.get("last_checkpoint_at") == latest_at):
                     return False
-                progress = {**progress, "last_checkpoint_at": latest_at}
-                self._pending = None
+                progress = self._build(latest_at)
+                self._dirty = False
             try:
                 self.catalog.update_progress(self.job_uid, progress)
             except Exception as exc:  # noqa: BLE001 - informational; retried next time
                 with self._lock:
-                    if self._pending is None:
-                        self._pending = progress
+                    self._dirty = True
                 if not self._warned:
                     log.warning("job %s: progress not written: %s", self.job_name, exc)
                     self._warned = True

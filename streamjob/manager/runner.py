@@ -124,6 +124,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         self.sink = None  # the TableSink of the current attempt (connectors/sinks.py)
         self.committers: list = []  # Kafka consumer-group committers of the current attempt
         self.progress: ProgressReporter | None = None  # progress writer of the current attempt
+        self.probe = None  # the EndOffsetsProbe of the current attempt (its Kafka lag)
         self.recorder = None  # the CheckpointRecorder of the current attempt (its checkpoints)
 
     @property
@@ -238,6 +239,8 @@ class JobRunner(AttemptMixin, threading.Thread):
                 if self._stop_requested.is_set():
                     break
                 run_id = None if self.fenced else self.catalog.start_run(job.uid, attempt)
+                if not self.fenced:  # the previous run's rates and lag are not this run's
+                    self.catalog.update_progress(job.uid, {})
                 self._update(status=JobStatus.RECOVERING if failures else JobStatus.STARTING,
                              owner=self.manager.owner)
                 admission = self.manager.start_gate.admit(self._stop_requested)
@@ -278,6 +281,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                     admission.release()
                 if self.query is not None:  # never leave a query behind an attempt
                     _stop_quietly(self.query)
+                self._stop_probe()
                 self._cleanup_temp()
                 self._close_backend()
                 self._close_sink()

@@ -160,8 +160,8 @@ JOB = Registry([
              "alert when the job is RUNNING and its last completed checkpoint is older "
              "than this (it stopped checkpointing); 0 = off", unit="ms", minimum=0),
     Property("streamjob.alert.lag.records", "int", 0,
-             "alert when the source lag (records in the Kafka sources beyond the last "
-             "batch) stays above this for streamjob.alert.lag.for; 0 = off",
+             "alert when the source lag (records the Kafka sources hold that the job has "
+             "not yet committed) stays above this for streamjob.alert.lag.for; 0 = off",
              unit="records", minimum=0),
     Property("streamjob.alert.lag.for", "duration", 60_000,
              "how long the lag must stay above streamjob.alert.lag.records before the "
@@ -250,8 +250,9 @@ CONNECTOR = Registry([
     Property("format", "choice", None,
              "record format: json (one object per record, fields by column name), delimited "
              "(default with ROW FORMAT DELIMITED) or raw (key, value, topic, partition, "
-             "offset, timestamp); for file streams/tables csv, json or parquet",
-             choices=("json", "delimited", "raw", "csv", "parquet"),
+             "offset, timestamp); for file streams csv, json or parquet; for file tables also orc "
+             "and textfile (STORED AS wins)",
+             choices=("json", "delimited", "raw", "csv", "parquet", "orc", "textfile"),
              scopes=("kafka stream", "file stream", "kafka table", "file table")),
     Property("delimiter", "string", ",",
              "field delimiter of delimited records (ROW FORMAT ... FIELDS TERMINATED BY wins)",

@@ -31,8 +31,8 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, first_word, is_complete, position_in, split_input
-from .terminal import follow_stderr, restore_sigint, stderr_to
+from .splitter import Piece, bare_word, is_complete, position_in, split_input
+from .terminal import follow_stderr, restore_sigint
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,16 @@ class Shell:
             traceback.print_exception(exc, file=sys.stderr)
         click.secho(line_text, fg="red", err=True)
 
+    @property
+    def database(self) -> str:
+        """The session's current database (``USE``), of unqualified names."""
+        return getattr(self.session, "database", "default")
+
+    def prompt_text(self) -> str:
+        """``streamjob> ``, or ``streamjob:db> `` after ``USE db`` of another database
+        than ``default``."""
+        return PROMPT if self.database == "default" else f"streamjob:{self.database}> "
+
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
         tables, or JSON under ``\\json``); through the pager when it does not fit the
@@ -158,17 +168,14 @@ class Shell:
     def spark(self):
         """The process's SparkSession, started on first use (it takes a few seconds).
 
-        On a terminal (without ``--debug``) the JVM's own stderr (its start-up banner,
-        errors of Spark itself) goes to ``<home>/shell_spark.log``, not over the prompt."""
-        from ..spark.session import spark_session
+        Unless ``--debug``, everything Spark's JVM and its Python workers print goes to
+        ``<home>/logs/spark.log``, never over the prompt (:func:`~streamjob.spark.session.spark_session`);
+        on a terminal the shell names that file when Spark starts."""
+        from ..spark.session import spark_log, spark_session
 
-        if self._spark_started or self.debug or not self.interactive:
-            spark = spark_session(self.home, self.debug)
-        else:
-            log_file = self.home.root / "shell_spark.log"
-            click.secho(f"starting Spark (its log: {log_file}) ...", dim=True)
-            with stderr_to(log_file):
-                spark = spark_session(self.home, self.debug)
+        if not (self._spark_started or self.debug or not self.interactive):
+            click.secho(f"starting Spark (its log: {spark_log(self.home)}) ...", dim=True)
+        spark = spark_session(self.home, self.debug)
         self._spark_started = True
         restore_sigint()
         return spark
@@ -236,9 +243,6 @@ class Shell:
                                       "in a shell on the catalog, without --server", 1, 1)
             run_select(self, text)
             return
-        if first_word(text) == "insert":
-            raise ValidationError('an INSERT runs as a streamjob: CREATE STREAMJOB j AS ("insert '
-                                  'into t select ..."); then START STREAMJOB j', 1, 1)
         stmt = parse_statement(text)
         if self._shell_setting(stmt):
             return
@@ -289,7 +293,7 @@ class Shell:
         kind, get = {st.DropStreamJob: ("streamjob", self.catalog.get_job),
                      st.DropStream: ("stream", self.catalog.get_stream),
                      st.DropTable: ("table", self.catalog.get_table)}[type(stmt)]
-        found = get(*stmt.name.resolve())
+        found = get(*stmt.name.resolve(self.database))
         if found is None:
             return True
         if kind == "streamjob" and not self.remote:
@@ -327,8 +331,11 @@ class Shell:
 
         from ..exceptions import JobError
 
-        db, name = stmt.name.resolve()
-        qualified = f"{db}.{name}"
+        if result.object:  # a bare INSERT: its implicit job
+            qualified = result.object
+        else:
+            db, name = stmt.name.resolve(self.database)
+            qualified = f"{db}.{name}"
         runner = next((r for r in (self.manager.runners.values() if self.manager else ())
                        if r.job.qualified_name == qualified), None)
         if runner is not None:
@@ -393,7 +400,7 @@ class Shell:
             self.report_jobs()
             try:
                 with patch_stdout(raw=True):
-                    text = session.prompt(PROMPT)
+                    text = session.prompt(self.prompt_text())
             except KeyboardInterrupt:
                 continue
             except EOFError:

@@ -60,13 +60,14 @@ META_COMMANDS = {
 PREVIEW_RESET_KEY = "transwarp.consumer.reset.offset.strategy"
 
 _FOLLOW = {
-    "CREATE": ("STREAM", "STREAMJOB", "TABLE"),
+    "CREATE": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "START": ("STREAMJOB",),
     "STOP": ("STREAMJOB",),
     "ALTER": ("STREAMJOB",),
-    "DROP": ("STREAM", "STREAMJOB", "TABLE"),
+    "DROP": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
     "LIST": ("STREAMJOBS",),
-    "SHOW": ("CHECKPOINTS", "STREAMJOBS", "STREAMS", "TABLES"),
+    "SHOW": ("CHECKPOINTS", "CREATE", "DATABASES", "STREAMJOBS", "STREAMS", "TABLES", "TOPICS"),
+    "TOPICS": ("FROM",),
     "CHECKPOINTS": ("FOR",),
     "FOR": ("STREAMJOB",),
     "ROW": ("FORMAT",),
@@ -79,6 +80,7 @@ _FOLLOW = {
     "PARTITIONED": ("BY",),
     "GROUP": ("BY",),
     "ORDER": ("BY",),
+    "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
 }
 
 
@@ -103,6 +105,7 @@ class Names:
     tables: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     columns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    databases: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, catalog) -> "Names":
@@ -114,8 +117,10 @@ class Names:
         columns = {name(o).lower(): [(str(c.get("name")), str(c.get("type", "")))
                                      for c in getattr(o, "columns", None) or ()]
                    for o in [*streams, *tables]}
+        list_databases = getattr(catalog, "list_databases", None)  # not over the HTTP API
         return cls(sorted(name(s) for s in streams), sorted(name(t) for t in tables),
-                   sorted(name(j) for j in catalog.list_jobs()), columns)
+                   sorted(name(j) for j in catalog.list_jobs()), columns,
+                   [row[0] for row in list_databases()] if list_databases else [])
 
 
 def _registries():
@@ -220,6 +225,10 @@ def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestio
     case = _case(prefix, sig)
     if not words:
         options: Iterable[str] = STATEMENT_KEYWORDS
+    elif words[-2:] == ["SHOW", "CREATE"]:
+        options = ("STREAM", "STREAMJOB", "TABLE")
+    elif words[0] == "PRINT" and len(words) >= 2 and words[-1] != "FROM":
+        options = ("FROM", "LIMIT")
     elif words[-1] in _FOLLOW:
         options = _FOLLOW[words[-1]]
     elif words[-1] in ("DESCRIBE", "DESC"):
@@ -257,6 +266,16 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
     if w[-1] == "STREAMJOB" and head in ("START", "STOP", "DROP", "ALTER", "DESCRIBE", "DESC",
                                          "SHOW"):
         return _names(prefix, [jobs])
+    if head == "SHOW" and w[1:3] == ["CREATE", "STREAM"] and len(w) == 3:
+        return _names(prefix, [streams])
+    if head == "SHOW" and w[1:3] == ["CREATE", "TABLE"] and len(w) == 3:
+        return _names(prefix, [tables])
+    if (head == "USE" and len(w) == 1) or (w[-1] == "DATABASE" and head == "DROP"):
+        return _names(prefix, [("database", names.databases)])
+    if head == "PRINT" and len(w) == 1:
+        return _names(prefix, [streams, tables])
+    if head == "PRINT" and w[-1] == "FROM":
+        return _keywords(["PRINT_FROM"], prefix, sig)
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "STREAM":
         return _names(prefix, [streams])
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "TABLE":

@@ -17,8 +17,8 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
                             Text, Whitespace)
 
 #: Keywords that begin a statement (completion offers them at a statement's start).
-STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "LIST", "RESET", "SELECT",
-                      "SET", "SHOW", "START", "STOP", "WITH")
+STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LIST", "PRINT",
+                      "RESET", "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
 
 #: StreamSQL's own keywords (DESIGN §2).
 STREAMSQL_KEYWORDS = (
@@ -27,6 +27,8 @@ STREAMSQL_KEYWORDS = (
     "LENGTH", "LINES", "LIST", "LOCATION", "NOT", "PARTITIONED", "RESET", "ROW", "SET",
     "SHOW", "SLIDE", "START", "STOP", "STORED", "STREAM", "STREAMJOB", "STREAMJOBS",
     "STREAMS", "STREAMWINDOW", "TABLE", "TABLES", "TBLPROPERTIES", "TERMINATED", "ALTER",
+    # SHOW CREATE, databases, topics (issue 16)
+    "BEGINNING", "CASCADE", "DATABASE", "DATABASES", "PRINT", "TOPICS", "USE",
 )
 
 #: Keywords of the SQL inside queries (and their time units).

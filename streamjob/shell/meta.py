@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
 HELP = f"""\
 Statements end with ';' (Enter on an unfinished statement continues it on the next line):
   CREATE STREAM s (col type, ...) TBLPROPERTIES("topic"="t", "kafka.broker.list"="host:port")
-  CREATE TABLE t (col type, ...) [STORED AS PARQUET|JSON|CSV] [TBLPROPERTIES(...)]
+  CREATE TABLE t (col type, ...) [STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE] [TBLPROPERTIES(...)]
   CREATE STREAMJOB j AS ("insert into t select ... from s") [JOBPROPERTIES(...)]
+  INSERT INTO t SELECT ... FROM s   starts an implicit job insert_<hex> (once per INSERT)
   START STREAMJOB j [FROM CHECKPOINT n] | STOP STREAMJOB j | DROP STREAMJOB j
   ALTER STREAMJOB j SET JOBPROPERTIES(...)   LIST STREAMJOBS   SHOW STREAMS | TABLES
   DESCRIBE [STREAMJOB] name   SHOW CHECKPOINTS FOR STREAMJOB j   SET k=v | SET | RESET [k]
@@ -26,7 +27,9 @@ Statements end with ';' (Enter on an unfinished statement continues it on the ne
                                 otherwise, or SET {PREVIEW_RESET_KEY}=latest)
 Meta commands (one line, no ';'):
 """ + "\n".join(f"  {name:<9} {text}" for name, text in META_COMMANDS.items()) + """
-Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input, Ctrl-D quits.
+Keys: Tab completes, Up/Down recall history, Ctrl-C clears the input (and stops a
+SELECT), Ctrl-D quits. Spark's own messages go to logs/spark.log in the streamjob home
+(to the terminal with streamjob --debug shell).
 """
 
 
@@ -110,7 +113,7 @@ def describe(shell: "Shell", name: str) -> None:
             shell.run_statement(sql)
         return
     db, _, obj = name.rpartition(".")
-    if shell.catalog.get_job((db or "default").strip("`"), obj.strip("`")) is not None:
+    if shell.catalog.get_job((db or shell.database).strip("`"), obj.strip("`")) is not None:
         shell.run_statement(f"DESCRIBE STREAMJOB {name}")
     else:
         shell.run_statement(f"DESCRIBE {name}")

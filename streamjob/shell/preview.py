@@ -5,16 +5,20 @@ The SELECT is planned by :mod:`streamjob.planner.preview` (the job planner's che
 source readers) and runs in its own Spark session clone with a temporary checkpoint
 directory and a 500 ms trigger; a foreachBatch function prints each micro-batch's rows
 until ``n`` rows were shown (20 without LIMIT) or Ctrl-C, then the query is stopped and
-its checkpoint directory removed. Nothing is committed to any consumer group and nothing
+its checkpoint directory removed. Ctrl-C stops the preview cleanly: one line
+(``0 rows (stopped by Ctrl-C)``), the prompt again, the session ready for the next
+statement (:func:`ctrl_c_sets`). Nothing is committed to any consumer group and nothing
 is recorded in the catalog. Rows print as a table whose header comes first (or as one
 JSON object per line under ``\\json``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import shutil
+import signal
 import tempfile
 import threading
 from decimal import Decimal
@@ -112,7 +116,8 @@ def run_select(shell: "Shell", text: str) -> None:
     from .. import properties as jp
     from ..planner.preview import plan_preview
 
-    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset)
+    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset,
+                        default_database=shell.database)
     if plan.limit == 0:
         shell.echo("0 rows")
         return
@@ -123,32 +128,42 @@ def run_select(shell: "Shell", text: str) -> None:
     df = preview_frame(session, plan)
     printer = RowPrinter(df.columns, plan.limit, shell.as_json, shell.echo)
     done = threading.Event()
+    stopping = threading.Event()  # the query is being stopped: batches do nothing more
+    interrupted = threading.Event()  # by Ctrl-C
 
     def batch(frame, batch_id: int) -> None:
-        want = printer.remaining
-        if want > 0:
-            printer.print_rows([tuple(r) for r in frame.limit(want).collect()])
+        try:
+            want = printer.remaining
+            if want > 0 and not stopping.is_set():
+                rows = [tuple(r) for r in frame.limit(want).collect()]
+                if not stopping.is_set():
+                    printer.print_rows(rows)
+        except Exception:
+            if not stopping.is_set():
+                raise
+            return  # its Spark job cancelled by the stop (ctrl_c_sets)
         if printer.remaining <= 0:
             done.set()
 
     checkpoint = tempfile.mkdtemp(prefix="streamjob-select-")
     query = None
-    interrupted = False
+    failure = None
     try:
-        query = (df.writeStream.outputMode(plan.output_mode)
-                 .option("checkpointLocation", checkpoint)
-                 .trigger(processingTime=TRIGGER)
-                 .foreachBatch(batch).start())
-        if shell.interactive:
-            click.secho(f"(up to {plan.limit} rows as they arrive; Ctrl-C stops)", dim=True)
-        try:
-            while not done.wait(0.25):
+        with ctrl_c_sets(interrupted, stopping):
+            query = (df.writeStream.outputMode(plan.output_mode)
+                     .option("checkpointLocation", checkpoint)
+                     .trigger(processingTime=TRIGGER)
+                     .foreachBatch(batch).start())
+            if shell.interactive:
+                click.secho(f"(up to {plan.limit} rows as they arrive; Ctrl-C stops)", dim=True)
+            while not done.wait(0.25) and not interrupted.is_set():
                 if not query.isActive:
                     break
-        except KeyboardInterrupt:
-            interrupted = True
-        failure = None if done.is_set() or interrupted else query.exception()
+            stopping.set()
+            if not done.is_set() and not interrupted.is_set():
+                failure = query.exception()
     finally:
+        stopping.set()
         if query is not None:
             try:
                 query.stop()
@@ -159,6 +174,33 @@ def run_select(shell: "Shell", text: str) -> None:
         from ..manager.runner import error_summary
 
         raise StreamJobError(f"the query failed: {error_summary(failure)}")
-    if interrupted:
+    if interrupted.is_set():
         shell.echo()  # after the terminal's ^C
-    shell.echo(printer.footer(interrupted))
+    shell.echo(printer.footer(interrupted.is_set()))
+
+
+@contextlib.contextmanager
+def ctrl_c_sets(*events: threading.Event):
+    """Inside the block, Ctrl-C (SIGINT) sets ``events`` instead of raising
+    KeyboardInterrupt. Outside the main thread, a no-op.
+
+    Why: a KeyboardInterrupt lands wherever the main thread is, in the middle of a Py4J
+    call too; and stopping a preview while its micro-batch runs must go one way only
+    (:func:`run_select`): the batch function, told by ``stopping``, swallows the error of
+    its cancelled Spark job, so that no Py4J error reaches Spark's stream thread. There,
+    StreamExecution.isInterruptionException (SPARK-39218) matches the error's message
+    with a regular expression that overflows the JVM's stack on a long message: Ctrl-C
+    printed a 1,000-line java.lang.StackOverflowError (issue 16)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        for event in events:
+            event.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,31 +1,12 @@
-"""Process-level plumbing of the interactive shell: where the JVM's stderr goes, who
-handles Ctrl-C, and log lines that must not overwrite the prompt."""
+"""Process-level plumbing of the interactive shell: who handles Ctrl-C, and log lines
+that must not overwrite the prompt."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import signal
 import sys
 import threading
-
-
-@contextlib.contextmanager
-def stderr_to(path):
-    """File descriptor 2 of this process goes to ``path`` (appended) inside the block, so
-    that child processes started there (the JVM) keep writing to it."""
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = os.dup(2)
-    try:
-        os.dup2(fd, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(fd)
 
 
 def restore_sigint() -> None:

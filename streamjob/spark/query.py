@@ -100,6 +100,7 @@ def static_frame(session, st: Static):
         return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
                 .option("location", static.absolute(sp.location))
                 .option("format", sp.format)
+                .option("delimiter", sp.delimiter or "")
                 .option("header", str(sp.header).lower())
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
@@ -116,7 +117,7 @@ def spark_file_frame(session, sp, columns):
     own reader (a location that :mod:`streamjob.connectors.files.static` cannot list),
     with ``columns`` (the declared ``[{"name", "type"}]``) in declared order. JSON keys
     match the columns as a Kafka stream's do (:mod:`.json_keys`); partition columns come
-    from the ``col=value`` directories, cast to their declared types."""
+    from the ``col=value`` directories, typed as declared."""
     from pyspark.sql import functions as F
 
     from .. import types as sjtypes
@@ -132,8 +133,11 @@ def spark_file_frame(session, sp, columns):
         data = [c for c in columns if c["name"].lower() not in parts]
         df = json_columns(text, data, keep=[c["name"] for c in part_cols])
         return df.select(*[F.col(f"`{n}`") for n in names])
-    reader = session.read.format(sp.format).schema(sjtypes.ddl(columns))
-    if sp.format == "csv":
+    from ..connectors import hive_forms
+
+    reader = (session.read.format(hive_forms.spark_format(sp.format)).schema(sjtypes.ddl(columns))
+              .options(**hive_forms.text_options(sp.format, sp.delimiter)))
+    if sp.format in ("csv", "textfile"):
         reader = reader.option("header", str(sp.header).lower())
     df = reader.load(sp.location)
     # Spark puts partition columns after the data columns: restore the declared order

@@ -131,35 +131,82 @@ def ship_package(sc) -> str | None:
     return path
 
 
-JVM_NOISE = (
-    "WARNING: Using incubator modules",  # the JVM, for Spark's --add-modules
-    "Setting default log level to",  # Spark's shell-style log set-up ...
-    "To adjust logging level use sc.setLogLevel",  # ... and its hint
-)
-"""Start-up lines of Spark's JVM that say nothing to a streamjob user (prefixes); they are
-dropped from its stderr unless --debug. Everything else is passed through."""
+#: Where the Spark driver JVM writes, under the home (unless --debug): its stdout and
+#: stderr, so Spark's log4j lines, the JVM's own messages and the output of pyspark's
+#: Python workers (which Spark copies to the JVM's stderr). Appended to; kept to about
+#: :data:`LOG_MAX_BYTES` by moving it to ``spark.log.1`` when a JVM starts.
+SPARK_LOG = Path("logs") / "spark.log"
+LOG_MAX_BYTES = 50 * 1024 * 1024
 
 
-def _launch_gateway(conf: dict[str, str], quiet: bool = True) -> None:
+def spark_log(home: Home) -> Path:
+    """``<home>/logs/spark.log``: the log of the Spark JVMs this home's processes start
+    (see :data:`SPARK_LOG`)."""
+    return home.root / SPARK_LOG
+
+
+def _open_log(path: Path):
+    """``path`` opened for appending (binary, unbuffered), its directory created; a file
+    over :data:`LOG_MAX_BYTES` first becomes ``<name>.1`` (replacing an older one). A
+    header line names the process and the time the JVM starts."""
+    import datetime as dt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size > LOG_MAX_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    f = open(path, "ab", buffering=0)  # noqa: SIM115 - handed to the JVM, closed after
+    now = dt.datetime.now().astimezone().isoformat(timespec="milliseconds")
+    f.write(f"--- {now} Spark driver JVM of streamjob process {os.getpid()} starts\n".encode())
+    return f
+
+
+def _first_line(path: Path, offset: int) -> str:
+    """The first non-blank line written to ``path`` after byte ``offset`` ("" if none):
+    where a JVM that could not start says why (a missing ``java``, a bad option)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            lines = f.read(65536).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in lines if line.strip()), "")
+
+
+def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
     """Start Spark's driver JVM (the py4j gateway) for ``conf`` and make it the gateway
-    pyspark's SparkContext uses. With ``quiet``, its stderr is read by a thread that
-    drops :data:`JVM_NOISE` and passes every other line to our stderr. The JVM gets
-    :func:`~streamjob.spark.home.worker_spark_home` as ``SPARK_HOME`` when there is one
-    (its Python workers then import the installed, byte-compiled pyspark), and the
-    class-data sharing options of :mod:`streamjob.spark.cds` (an archive of Spark's
-    classes: half the start-up time). No-op if a gateway exists (pyspark then reuses it)
-    or when pyspark was started by spark-submit (PYSPARK_GATEWAY_PORT)."""
-    import subprocess
-    import threading
+    pyspark's SparkContext uses.
 
+    With ``log`` (always unless --debug), the JVM's stdout and stderr go to that file
+    (appended), so nothing of Spark, the JVM or pyspark's Python workers reaches the
+    user's terminal; with --debug they stay on the terminal. The JVM dies with this
+    process: pyspark's gateway exits when its stdin, a pipe from this process, reaches
+    end of file, which happens when this process ends in any way, ``kill -9`` included
+    (tests/integration/test_jvm_death.py). It ignores SIGINT (pyspark's launcher), so
+    Ctrl-C at a terminal is this process's to handle.
+
+    The JVM gets :func:`~streamjob.spark.home.worker_spark_home` as ``SPARK_HOME`` when
+    there is one (its Python workers then import the installed, byte-compiled pyspark),
+    and the class-data sharing options of :mod:`streamjob.spark.cds` (an archive of
+    Spark's classes: half the start-up time). No-op if a gateway exists (pyspark then
+    reuses it) or when pyspark was started by spark-submit (PYSPARK_GATEWAY_PORT).
+
+    Raises:
+        StreamJobError: the JVM exited before it served the gateway (the message names
+            the log).
+    """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
+
+    from ..exceptions import StreamJobError
 
     global _archive
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
     mirror = worker_spark_home()
-    cds, _archive = java_options(conf, mirror, debug=not quiet)
+    cds, _archive = java_options(conf, mirror, debug=log is None)
     if _archive is not None:  # stopped at exit at the latest, so the archive is finished
         atexit.register(stop_spark)
     if cds:
@@ -171,28 +218,25 @@ def _launch_gateway(conf: dict[str, str], quiet: bool = True) -> None:
     saved = os.environ.get("SPARK_HOME")
     if mirror:  # launch_gateway passes os.environ to the JVM; restored right after
         os.environ["SPARK_HOME"] = mirror
+    out = _open_log(log) if log is not None else None
+    start = out.tell() if out is not None else 0
     try:
-        gateway = launch_gateway(spark_conf,
-                                 popen_kwargs={"stderr": subprocess.PIPE} if quiet else None)
+        gateway = launch_gateway(spark_conf, popen_kwargs=None if out is None
+                                 else {"stdout": out, "stderr": out})
+    except Exception as exc:  # pyspark's JAVA_GATEWAY_EXITED, or a missing java
+        why = " ".join(str(exc).split())
+        if log is not None:
+            first = _first_line(log, start)
+            why = f"{first} (all it said: {log})" if first else f"{why}; see {log}"
+        raise StreamJobError(f"Spark's JVM did not start: {why}") from exc
     finally:
+        if out is not None:
+            out.close()  # the JVM holds its own descriptors
         if mirror:
             if saved is None:
                 os.environ.pop("SPARK_HOME", None)
             else:
                 os.environ["SPARK_HOME"] = saved
-    if not quiet:
-        SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
-        return
-    stream = gateway.proc.stderr
-
-    def forward() -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            if not line.startswith(JVM_NOISE):
-                sys.stderr.write(line)
-                sys.stderr.flush()
-
-    threading.Thread(target=forward, name="spark-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
@@ -202,7 +246,12 @@ def spark_session(home: Home, debug: bool = False):
     Python workers run this interpreter (so they see streamjob and its dependencies)
     unless ``PYSPARK_PYTHON`` names another; on a cluster master the streamjob package
     is shipped to the executors (:func:`ship_package`). Spark's own logging is kept to
-    errors unless ``debug``.
+    errors, and it and everything else the JVM and its Python workers print go to
+    :func:`spark_log` (``<home>/logs/spark.log``), unless ``debug``: then Spark logs at
+    DEBUG to the terminal.
+
+    Raises:
+        StreamJobError: Spark's JVM did not start.
     """
     global _spark
     with _lock:
@@ -225,7 +274,8 @@ def spark_session(home: Home, debug: bool = False):
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         for k, v in conf.items():
             builder = builder.config(k, v)
-        _launch_gateway({"spark.app.name": "streamjob", **conf}, quiet=not debug)
+        _launch_gateway({"spark.app.name": "streamjob", **conf},
+                        log=None if debug else spark_log(home))
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
         if not debug:

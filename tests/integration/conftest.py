@@ -163,6 +163,20 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
     pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
+def children(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``: {pid: command name} (from /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                found[int(entry.name)] = stat[stat.index("(") + 1:stat.rindex(")")]
+    return found
+
+
 def kill_group(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
     os.killpg(proc.pid, sig)
     proc.wait(60)

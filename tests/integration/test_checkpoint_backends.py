@@ -378,8 +378,8 @@ def test_a_job_keeps_its_last_checkpoints_in_the_backend(which, env, jobs, zk_cl
     assert sorted(int(p.name) for p in ck.iterdir() if p.name.isdigit()) == ids
 
     shown = _cli_checkpoints(env, name)
-    assert [c["checkpoint"] for c in shown] == ids
-    assert shown[-1]["source offsets"] == cps[-1].source_offsets
+    assert [c["checkpoint_id"] for c in shown] == ids
+    assert shown[-1]["source_offsets"] == cps[-1].source_offsets
 
     run = lambda sql: jobs.ex.execute(parse_script(sql)[0]).message  # noqa: E731
     run(f"STOP STREAMJOB {name};")

@@ -298,11 +298,11 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
     commits = _commits(job_dir)
     assert commits, f"no committed batch in {job_dir}"
     retained = json.loads(run.cli("checkpoints", "cluster_job", "--json"))
-    ids = [c["checkpoint"] for c in retained]
+    ids = [c["checkpoint_id"] for c in retained]
     # Spark's commit log holds every micro-batch from the oldest retained checkpoint on,
     # and the last one (the stop) is a checkpoint (DESIGN §4)
     assert commits == list(range(ids[0], ids[-1] + 1)), (commits, ids)
-    assert retained[-1]["source offsets"] == {run.topic: {"0": RECORDS}}
+    assert retained[-1]["source_offsets"] == {run.topic: {"0": RECORDS}}
 
     # it ran on the cluster: the master knows the application, and the worker's executor
     # fetched the shipped package and ran the Python tasks (the sources' reads)
@@ -342,11 +342,11 @@ def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
 
     job_dir = local / "default" / "cluster_job"
     retained = json.loads(run.cli("checkpoints", "cluster_job", "--json"))
-    ids = [c["checkpoint"] for c in retained]
+    ids = [c["checkpoint_id"] for c in retained]
     assert len(ids) == 2 and ids[-1] >= 2, ids  # 1,000 records at most 400 a batch
     assert _commits(job_dir) == ids  # trimmed through Hadoop right after each checkpoint
     assert _commits(job_dir, "offsets") == [ids[0] - 1, *ids]
-    assert retained[-1]["source offsets"] == {run.topic: {"0": RECORDS}}
+    assert retained[-1]["source_offsets"] == {run.topic: {"0": RECORDS}}
     print(f"viewfs job: {run.seconds:.1f} s, checkpoints {ids}")
 
 

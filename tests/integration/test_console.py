@@ -74,8 +74,11 @@ JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
         world.catalog.create_token("console", "operator", token)
         service = HttpService(create_app(world.catalog, world.home), "127.0.0.1:0")
         url = service.start()
-        # two progress samples (one each 5 s) for the charts
-        wait_for(lambda: len(world.catalog.progress_samples(job.uid)) >= 2, 90,
+        # two progress samples (one each 5 s) with rates for the charts (a run's first
+        # batch has no input rate: the chart leaves unknown rates out)
+        wait_for(lambda: len([s for s in world.catalog.progress_samples(job.uid)
+                              if s.input_rows_per_s is not None
+                              and s.lag_records is not None]) >= 2, 90,
                  "two progress samples of the running job")
 
         page = browser.new_page(viewport={"width": 1200, "height": 900})

@@ -36,13 +36,13 @@ def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
     assert set(jobs) == set(JOBS)
     for name in JOBS:
         assert jobs[name]["guarantee"] == "exactly-once"
-        assert jobs[name]["last checkpoint"] >= 6
+        assert jobs[name]["last_checkpoint"] >= 6
         cps = cli.json("checkpoints", name)
-        ids = [c["checkpoint"] for c in cps]
+        ids = [c["checkpoint_id"] for c in cps]
         # the last five, in the catalog ...
         assert len(ids) == 5 and ids == list(range(ids[-1] - 4, ids[-1] + 1))
-        assert cps[-1]["source offsets"]["flights"] == {"0": 168388, "1": 168388}
-        assert sum(c["rows in"] for c in cps) > 0
+        assert cps[-1]["source_offsets"]["flights"] == {"0": 168388, "1": 168388}
+        assert sum(c["input_rows"] for c in cps) > 0
         # ... and on disk (Spark's minBatchesToRetain = morphling.checkpoint.retained)
         on_disk = _checkpoint_ids(cli.home, name.split(".")[1])
         assert on_disk == ids, f"{name}: commit log holds {on_disk}, catalog {ids}"
@@ -54,7 +54,7 @@ def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
     # maintenance thread then purges what no retained checkpoint needs happens in the
     # background; test_latency waits for it while a job runs.
     state = cli.home / "checkpoints" / "default" / "carrier_delays_job" / "state" / "0"
-    ids = [c["checkpoint"] for c in cli.json("checkpoints", JOBS[0])]
+    ids = [c["checkpoint_id"] for c in cli.json("checkpoints", JOBS[0])]
     for part in (p for p in state.iterdir() if p.name.isdigit()):  # not _metadata
         files = {p.name for p in part.iterdir()}
         deltas = {int(n.split(".")[0]) for n in files if n.endswith(".delta")}
@@ -84,13 +84,13 @@ def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
             if res.returncode != 0:
                 return False
             jobs = json.loads(res.stdout)
-            return len(jobs) == 2 and all((j["last checkpoint"] or -1) >= 2 for j in jobs)
+            return len(jobs) == 2 and all((j["last_checkpoint"] or -1) >= 2 for j in jobs)
 
         wait_for(progressed, 300, "3 checkpoints of both jobs")
     finally:
         kill_group(proc, signal.SIGKILL)
     jobs = cli.json("list")
-    assert min(j["last checkpoint"] for j in jobs) < 11, "the crash should come before the end"
+    assert min(j["last_checkpoint"] for j in jobs) < 11, "the crash should come before the end"
     partial = carrier_delays(cli.home)["flights"].sum()
     assert 0 < partial < len(expected["late_flights"]) * 100
 
@@ -105,7 +105,7 @@ def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
     assert_matches_batch(cli.home, expected)
     # resumed from the checkpoints: the retained ones continue the killed run's ids
     for name in JOBS:
-        ids = [c["checkpoint"] for c in cli.json("checkpoints", name)]
+        ids = [c["checkpoint_id"] for c in cli.json("checkpoints", name)]
         assert ids[0] > 0
 
 
@@ -113,7 +113,7 @@ def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
 def test_second_run_resumes_and_drop_purges(cli, expected):
     first = cli.run("run", str(FLIGHTS_SQL), "--until-idle")
     assert first.returncode == 0, first.stdout + first.stderr
-    before = {j["job"]: j["last checkpoint"] for j in cli.json("list")}
+    before = {j["job"]: j["last_checkpoint"] for j in cli.json("list")}
     # the state a SIGKILL between Spark's commit marker and the catalog row leaves: the
     # newest checkpoint is committed on disk but not recorded; the next start records it
     from streamjob.catalog import Catalog
@@ -126,7 +126,7 @@ def test_second_run_resumes_and_drop_purges(cli, expected):
     again = cli.run("run", str(FLIGHTS_SQL), "--until-idle", timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "exists" in again.stdout  # IF NOT EXISTS: the declarations were kept
-    after = {j["job"]: j["last checkpoint"] for j in cli.json("list")}
+    after = {j["job"]: j["last_checkpoint"] for j in cli.json("list")}
     assert after == before, "nothing new to read: no new checkpoint, no reprocessing"
     assert "committed but not recorded" in again.stderr
     assert_matches_batch(cli.home, expected)

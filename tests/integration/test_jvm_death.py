@@ -18,7 +18,7 @@ import pytest
 from streamjob.connectors.files.table import committed_files
 from streamjob.dev.broker import create_topic
 
-from .conftest import STREAMJOB
+from .conftest import STREAMJOB, children
 from .test_server import JOB_SQL, Env, wait_for
 
 pytestmark = pytest.mark.system
@@ -26,18 +26,19 @@ pytestmark = pytest.mark.system
 
 def jvm_of(pid: int) -> int:
     """The pid of the Spark driver JVM started by process ``pid`` (its ``java`` child)."""
-    def children():
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    stat = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                comm = stat[stat.index("(") + 1:stat.rindex(")")]
-                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-                if ppid == pid and comm == "java":
-                    yield int(entry.name)
-    return wait_for(lambda: next(iter(children()), None), 120, f"the JVM of process {pid}")
+    return wait_for(lambda: next((c for c, name in children(pid).items()
+                                  if name == "java" and not exited(c)), None),
+                    120, f"the JVM of process {pid}")
+
+
+def exited(pid: int) -> bool:
+    """True once process ``pid`` has ended: gone, or a zombie (ended, not yet reaped by
+    its new parent, PID 1 or a subreaper, which is no business of streamjob's)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2:].split()[0] in ("Z", "X")
 
 
 def output_ids(location: Path) -> list[int]:
@@ -74,6 +75,15 @@ def test_a_server_restarts_spark_when_its_jvm_dies_and_the_job_resumes_exactly(e
     wait_for(lambda: len(output_ids(location)) >= sent, 240, f"{sent} rows in j_out")
     assert output_ids(location) == list(range(sent))  # nothing lost, nothing doubled
     assert env.job("j").status == "RUNNING"
+
+    # issue 16: `kill -9` of the server process alone, not its group (the JVM gets no
+    # signal): the JVM sees end of file on its stdin, a pipe from the server, and exits at
+    # once, not left behind running the job
+    jvm = jvm_of(server.proc.pid)
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(30)
+    wait_for(lambda: exited(jvm), 60, f"the JVM {jvm} of the killed server to exit",
+             interval=0.1)
 
 
 def test_run_exits_with_one_sentence_when_its_jvm_dies_and_the_next_run_resumes(env):

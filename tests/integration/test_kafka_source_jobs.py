@@ -118,7 +118,7 @@ def _sqlite_table(world, name: str) -> str:
 
 
 def _malformed_rows(world, job: str) -> list:
-    return [list(r.values()) for r in world.describe(job)["malformed records"]]
+    return [list(r.values()) for r in world.describe(job)["malformed_records"]]
 
 
 def test_skip_policy_drops_and_counts_malformed_records(world, events):

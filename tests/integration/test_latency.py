@@ -63,10 +63,10 @@ def test_rows_flow_between_checkpoints_and_a_stop_checkpoints_the_last_batch(wor
     CREATE STREAMJOB lat AS ("insert into lat_t select id from lat_s");
     """)  # default properties: checkpoint interval 60 s, exactly-once
     job = world.catalog.require_job("default", "lat")
-    described = {r["field"]: r["value"] for r in world.describe("lat")["streamjob"]}
-    assert described["checkpoints"] == "every 60 s: the micro-batch completing after it; 5 retained"
+    described = world.describe("lat")
+    assert described["checkpointing"] == "every 60 s: the micro-batch completing after it; 5 retained"
     assert described["output"] == "a micro-batch as data arrives, at most every 500 ms"
-    assert described["rows visible"].startswith("when their micro-batch commits")
+    assert described["rows_visible"].startswith("when their micro-batch commits")
 
     _produce(world, topic, range(0, 10))
     runner = world.manager.start(job)
@@ -103,10 +103,10 @@ def test_describe_says_event_mode_and_a_long_interval(world):
       JOBPROPERTIES("streamsql.use.eventmode"="true",
                     "morphling.job.checkpoint.interval"="10 min");
     """)
-    described = {r["field"]: r["value"] for r in world.describe("ev")["streamjob"]}
+    described = world.describe("ev")
     assert described["output"] == ("micro-batches back to back as data arrives "
                                    "(streamsql.use.eventmode)")
-    assert described["checkpoints"].startswith("every 10 min:")
+    assert described["checkpointing"].startswith("every 10 min:")
 
 
 def _state_versions(part) -> tuple[set[int], set[int]]:

@@ -59,7 +59,7 @@ def test_a_column_no_record_carries_is_counted_and_described(world, topic):
     assert sorted(rows) == [(i, None) for i in range(5)]  # the policy is count: rows flow
     job = world.catalog.require_job("default", "counted")
     assert job.missing_columns == {"default.counted_s": {"itemName": 1}}  # not auction
-    section = world.describe("counted")["columns no record carried"]
+    section = world.describe("counted")["missing_columns"]
     assert [list(r.values()) for r in section] == [["default.counted_s", "itemName", 1]]
 
 

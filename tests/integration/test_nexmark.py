@@ -287,8 +287,8 @@ def q18(world, person, auction, bid):
     return got, want
 
 
-CORE = [q0, q1, q2, q3, q7]
-MORE = [q5, q8, q10, q11, q13, q14, q17, q18, q20, q21, q22]
+CORE = [q1, q3, q7]  # a projection, a join, a window: `make test`; q0 runs over Kafka there
+MORE = [q0, q2, q5, q8, q10, q11, q13, q14, q17, q18, q20, q21, q22]
 
 
 @pytest.mark.parametrize("query", CORE, ids=lambda q: q.__name__)

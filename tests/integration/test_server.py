@@ -54,6 +54,10 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
             print(f"{time.monotonic() - T0:7.2f} waited {time.monotonic() - t:5.2f} s for {what}")
 
 
+#: The local time at the start of each line the server prints about itself and its jobs
+#: (streamjob/manager/serverlog.py): ``2026-11-25 14:30:01,123 ``.
+STAMP = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} "
+
 PG_URL = os.environ.get("STREAMJOB_TEST_PG_URL",
                         "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -80,7 +84,7 @@ class Server:
         self._eof = False
         self._cond = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
-        self.id = self.wait_line(r"^server (\S+): job manager on", 60).group(1)
+        self.id = self.wait_line(rf"{STAMP}server (\S+): job manager on", 60).group(1)
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -337,6 +341,14 @@ def test_server_follows_submit_stop_and_drop(env):
     assert "default.first started" not in after_stop  # never restarted
     server.terminate()
     assert server.wait_exit(60) == 0, server.output
+    # issue 16: each line about the server and its jobs starts with the local time and is
+    # in <home>/logs/server.log too; none without its time
+    own = re.compile(r"(server \S+|standby|streamjob \S+) ")
+    stamped = [line for line in server.lines if re.match(STAMP + own.pattern, line)]
+    assert not [line for line in server.lines if own.match(line)], server.output
+    assert any(": SIGTERM: stopping" in line for line in stamped), server.output
+    logged = (env.home / "logs" / "server.log").read_text().splitlines()
+    assert stamped and all(line in logged for line in stamped), (stamped, logged)
     print(f"\nsecond job picked up {picked_up:.2f} s after `submit` returned "
           f"({env.catalog.dialect})")
 
@@ -359,7 +371,7 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     first = env.server("--lease-ttl", "3000")
     first.wait_line(r": active \(holds the job manager lease\)", 60)
     second = env.server("--lease-ttl", "30000")
-    second.wait_line(rf"^standby: server {re.escape(first.id)} holds the lease", 60)
+    second.wait_line(rf"{STAMP}standby: server {re.escape(first.id)} holds the lease", 60)
     assert {s.server_id for s in env.catalog.list_servers()} == {first.id, second.id}
     env.feed()
     env.create_job("k1")
@@ -397,7 +409,7 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
         assert any(r.status == "FAILED" and first.id in (r.cause or "") for r in runs), runs
         assert runs[-1].ended_at is None and len([r for r in runs if r.ended_at is None]) == 1
 
-    third.wait_line(rf"^standby: server {re.escape(second.id)} holds the lease", 60)
+    third.wait_line(rf"{STAMP}standby: server {re.escape(second.id)} holds the lease", 60)
     assert " started" not in third.output
 
     # (d): SIGTERM of the holder, with the standby frozen
@@ -510,7 +522,7 @@ def test_a_stalled_holder_fences_itself_and_gives_its_jobs_up(env):
     old = env.server("--lease-ttl", str(ttl))
     old.wait_line(r": active \(", 60)
     new = env.server("--lease-ttl", str(ttl))
-    new.wait_line(rf"^standby: server {re.escape(old.id)} holds the lease", 60)
+    new.wait_line(rf"{STAMP}standby: server {re.escape(old.id)} holds the lease", 60)
     env.feed()
     env.create_job("s")
     env.wait_job("s", 120, "run by the holder", status="RUNNING", owner=old.id)
@@ -527,7 +539,7 @@ def test_a_stalled_holder_fences_itself_and_gives_its_jobs_up(env):
     job = env.wait_job("s", 90, "run by the new holder", status="RUNNING", owner=new.id)
     committed = log_ids(env.checkpoint_dir("s"), "commits")[-1]
     env.wait_checkpoint_beyond("s", committed, 60)
-    old.wait_line(rf"^standby: server {re.escape(new.id)} holds the lease", 30)
+    old.wait_line(rf"{STAMP}standby: server {re.escape(new.id)} holds the lease", 30)
     assert old.proc.poll() is None  # the fenced server lives on, as a standby
     runs = env.catalog.list_runs(job.uid)
     assert len([r for r in runs if r.ended_at is None]) == 1, runs

@@ -31,11 +31,12 @@ UP = "\x1b[A"
 class Terminal:
     """``streamjob --home HOME shell`` in a pseudo-terminal, its screen emulated."""
 
-    def __init__(self, home: Path, rows: int = ROWS) -> None:
+    def __init__(self, home: Path, rows: int = ROWS, **environ: str) -> None:
         env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(COLS),
-                   LINES=str(rows))
+                   LINES=str(rows), **environ)
         for name in ("STREAMJOB_HOME", "PAGER", "LESS"):  # the shell's own defaults
-            env.pop(name, None)
+            if name not in environ:
+                env.pop(name, None)
         self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
                                    dimensions=(rows, COLS), encoding="utf-8",
                                    codec_errors="replace")
@@ -147,8 +148,8 @@ class Terminal:
 def term_factory(tmp_path):
     terminals: list[Terminal] = []
 
-    def spawn(home: Path | None = None, rows: int = ROWS) -> Terminal:
-        t = Terminal(home or tmp_path / "home", rows)
+    def spawn(home: Path | None = None, rows: int = ROWS, **environ: str) -> Terminal:
+        t = Terminal(home or tmp_path / "home", rows, **environ)
         terminals.append(t)
         return t
 
@@ -220,6 +221,24 @@ def test_editing_completion_confirmation_and_errors(term_factory):
                                           PROMPT.strip()], after
     assert "bad" not in t.run("SHOW STREAMS;")
 
+    # USE: completion of a database name, the prompt names the current database, and
+    # unqualified names resolve in it; SHOW CREATE completes the new keywords and names
+    assert "database sales created" in t.run("CREATE DATABASE sales;")
+    t.complete("USE sa", "sales")
+    t.expect_screen(r"^streamjob> USE sales$")
+    t.send(";\r")
+    t.expect(r"using database sales")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("CREATE TABLE here (id int) TBLPROPERTIES('connector'='console');\r")
+    t.expect(r"table sales\.here created")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.complete("SHOW CREATE TA", "TABLE")
+    t.send(" default.sink;\r")
+    t.expect(r"CREATE TABLE default\.sink \(")
+    t.expect_screen(r"^streamjob:sales>$")
+    t.send("USE default;\r")
+    t.prompt()
+
     # meta commands
     assert "Meta commands" in t.run("\\help")
     assert "streamjobs" in t.run("\\l")
@@ -266,15 +285,29 @@ def _produce(bootstrap: str, topic: str, records: list[dict]) -> None:
         producer.close()
 
 
-def test_select_shows_rows_of_a_kafka_stream(term_factory, broker):
+#: What must never reach a user's terminal without --debug (issue 16).
+NOISE = re.compile(r"Exception|Traceback|^\s*at org\.apache|StackOverflowError|Py4J", re.M)
+FLIGHTS = ("CREATE STREAM flights (year INT, month INT, day INT, carrier STRING, flight INT, "
+           "origin STRING, dest STRING, dep_delay DOUBLE, arr_delay DOUBLE) TBLPROPERTIES "
+           '("topic"="{topic}", "kafka.broker.list"="{bootstrap}", "format"="json");')
+
+
+def test_select_shows_rows_of_a_kafka_stream(term_factory, broker, flights_topic, tmp_path):
     """SELECT ... LIMIT 3 prints three rows as they arrive and returns to the prompt; a
-    SELECT that finds nothing waits until Ctrl-C."""
+    SELECT that finds nothing waits until Ctrl-C, which stops it cleanly even while its
+    micro-batch runs (issue 16: a 1,000-line java.lang.StackOverflowError), and the next
+    SELECT works. Nothing of Spark, the JVM or pyspark's Python workers reaches the
+    terminal (a BrokenPipeError traceback of pyspark's worker daemon followed successful
+    previews): it goes to <home>/logs/spark.log."""
     from streamjob.dev.broker import create_topic
 
     topic = f"shell_{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 1)
     _produce(broker.bootstrap, topic, [{"id": i, "name": f"n{i}"} for i in range(1, 6)])
-    t = term_factory()
+    tmp = tmp_path / "tmp"  # the shell's temporary directory: preview checkpoints
+    tmp.mkdir()
+    home = tmp_path / "home"
+    t = term_factory(home, TMPDIR=str(tmp))
     t.prompt()
     t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
     t.send("SELECT id, name FROM s LIMIT 3;\r")
@@ -283,14 +316,27 @@ def test_select_shows_rows_of_a_kafka_stream(term_factory, broker):
     assert [(a.strip(), b.strip()) for a, b in rows] == [("1", "n1"), ("2", "n2"), ("3", "n3")]
     t.prompt()
     # Spark started on this first SELECT; the JVM's banner went to its log, not the screen
-    assert "starting Spark" in t.transcript and "Setting default log level" not in t.transcript
+    log = home / "logs" / "spark.log"
+    assert f"starting Spark (its log: {log})" in t.transcript
+    assert "Setting default log level" not in t.transcript
 
-    t.send("SELECT name FROM s WHERE id > 100;\r")
+    # Ctrl-C while the first micro-batch (all 336,776 flights) runs: its offsets are
+    # written (offsets/0 in the preview's checkpoint), its commit is not
+    t.run(FLIGHTS.format(topic=flights_topic, bootstrap=broker.bootstrap))
+    t.send("SELECT * FROM flights WHERE carrier = 'ZZ' LIMIT 1;\r")
     t.expect(r"Ctrl-C stops", timeout=60)
+    t.wait(lambda: any(tmp.glob("streamjob-select-*/offsets/0")), "batch 0 to start", 60)
+    assert not any(tmp.glob("streamjob-select-*/commits/0")), "batch 0 ended too soon"
     t.send("\x03")
-    t.expect(r"0 rows \(stopped by Ctrl-C\)")
+    t.expect(r"\n0 rows \(stopped by Ctrl-C\)\n")
     t.prompt()
+    assert not any(tmp.glob("streamjob-select-*")), "the preview's checkpoint is left"
+    out = t.run("SELECT name FROM s WHERE id = 5 LIMIT 1;", timeout=60)  # the session still works
+    assert re.search(r"(?s)name\n-+\nn5\n1 row\n", out), out
     t.exit()
+    noise = [line for line in t.transcript.splitlines() if NOISE.search(line)]
+    assert not noise, t.transcript
+    assert "StackOverflowError" not in log.read_text()  # not just hidden: gone
 
 
 def _rows(directory: Path) -> int:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from streamjob import shapes
 from streamjob.api import create_app
 from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
@@ -104,6 +105,7 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
     _create_job(api)
     [job] = api.http.get("/v1/jobs").json()["jobs"]
     assert (job["job"], job["status"], job["desired_state"]) == ("default.j", "CREATED", "STOPPED")
+    assert tuple(job) == shapes.JOB_KEYS  # the job of `streamjob list --json` (docs/json.md)
     info = api.catalog.require_job("default", "j")
     _checkpoint(api, info.uid, 0, duration_ms=120, input_rows=42, state_rows=7)
     run = api.catalog.start_run(info.uid, 1)
@@ -116,6 +118,7 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
                                         at=t0 + timedelta(seconds=10 * i))
 
     detail = api.http.get("/v1/jobs/default.j").json()
+    assert tuple(detail) == shapes.JOB_KEYS + shapes.JOB_DETAIL_KEYS  # `describe j --json`
     assert detail["query"] == "insert into out select id, name from s"
     assert detail["guarantee"] == "exactly-once"
     origins = {p["property"]: p["origin"] for p in detail["properties"]}
@@ -123,7 +126,8 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
     assert [c["checkpoint_id"] for c in detail["checkpoints"]] == [0]
     assert detail["runs"][0]["cause"] == "broker down"
     assert api.http.get("/v1/jobs/j/checkpoints").json()["checkpoints"][0]["input_rows"] == 42
-    assert api.http.get("/v1/jobs/j/runs").json()["runs"][0]["status"] == "FAILED"
+    [run] = api.http.get("/v1/jobs/j/runs").json()["runs"]
+    assert (run["run"], run["status"], tuple(run)) == (1, "FAILED", shapes.RUN_KEYS)
     samples = api.http.get("/v1/jobs/j/progress").json()["samples"]
     assert [s["lag_records"] for s in samples] == [100, 99, 98]  # oldest first
 
@@ -152,6 +156,7 @@ def test_status_streams_and_tables_read_as_describe_shows_them(api):
     stream = api.http.get("/v1/streams/sasl")
     assert stream.status_code == 200 and "hunter2" not in stream.text  # masked
     assert [c["column"] for c in stream.json()["columns"]] == ["id"]
+    assert (stream.json()["stream"], tuple(stream.json())) == ("default.sasl", shapes.STREAM_KEYS)
     props = {p["property"]: p["value"] for p in stream.json()["properties"]}
     assert props["topic"] == "t" and props["kafka.sasl.password"] != "hunter2"
     table = api.http.get("/v1/tables/default.out").json()

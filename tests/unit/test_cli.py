@@ -147,7 +147,7 @@ def test_start_from_checkpoint_removes_the_later_ones(job):
     assert out.startswith("streamjob default.j: desired state RUNNING from checkpoint 1 "
                           "(checkpoints 2 removed")
     assert out.rstrip().endswith("no job manager is running: start one with `streamjob server`")
-    ids = [c["checkpoint"] for c in json.loads(ok(cli(job, "checkpoints", "j", "--json")))]
+    ids = [c["checkpoint_id"] for c in json.loads(ok(cli(job, "checkpoints", "j", "--json")))]
     assert ids == [0, 1]
     ok(cli(job, "stop", "j"))
     assert one_error(cli(job, "start", "j", "--from-checkpoint", "7")) == (
@@ -197,11 +197,14 @@ def test_stop_and_drop_wait_for_the_job_manager_running_the_job(job, monkeypatch
 
 def test_read_verbs_json_shapes(job):
     jobs = json.loads(ok(cli(job, "list", "--json")))
-    assert [(j["job"], j["status"], j["desired"]) for j in jobs] == [("default.j", "CREATED", "STOPPED")]
+    assert [(j["job"], j["status"], j["desired_state"]) for j in jobs] == [
+        ("default.j", "CREATED", "STOPPED")]
     described = json.loads(ok(cli(job, "describe", "j", "--json")))
-    assert {"streamjob", "properties", "dependencies", "retained checkpoints"} <= set(described)
-    assert {"field": "name", "value": "default.j"} in described["streamjob"]
+    assert (described["job"], described["status"]) == ("default.j", "CREATED")
+    assert {"properties", "dependencies", "runs", "checkpoints"} <= set(described)
+    assert set(jobs[0]) < set(described)  # a job's state, and its details
     stream = json.loads(ok(cli(job, "describe", "default.s", "--json")))
+    assert (stream["stream"], stream["kind"], stream["source"]) == ("default.s", "stream", "kafka")
     assert stream["columns"] == [{"column": "k", "type": "string"}, {"column": "v", "type": "double"}]
     assert json.loads(ok(cli(job, "checkpoints", "j", "--json"))) == []
     snapshot = json.loads(ok(cli(job, "status", "--json")))
@@ -211,6 +214,7 @@ def test_read_verbs_json_shapes(job):
     assert entry["desired_state"] == "STOPPED" and entry["batch"] is None
     assert set(entry) >= {"processed_rows_per_s", "input_rows_per_s", "lag_records",
                           "last_checkpoint_at", "last_checkpoint_age_s", "error", "owner"}
+    assert set(entry) == set(jobs[0])  # status and list print the same job shape
     # the group's --json is the default of every read verb
     assert json.loads(ok(cli(job, "--json", "list")))[0]["job"] == "default.j"
 
@@ -229,7 +233,7 @@ def test_status_table_falls_back_to_the_latest_recorded_checkpoint(job):
     row = next(line for line in out.splitlines() if "default.j" in line)
     assert "FAILED" in row and "STOPPED" in row and " 4 " in row
     assert "3 s ago" in row or "4 s ago" in row
-    assert "boom:" in row and "x" * 60 in out  # the error column folds (wraps) long errors
+    assert "boom:" in row and "x" * 60 in row  # the error column takes the rest of the line
     assert "no job manager is running" in out
     entry = json.loads(ok(cli(job, "status", "--json")))["jobs"][0]
     assert entry["batch"] == 4 and 2 <= entry["last_checkpoint_age_s"] < 30
@@ -318,7 +322,7 @@ def test_lifecycle_on_postgresql_and_sqlite(catalog_url, tmp_path):
     (entry,) = json.loads(ok(cli(env, "status", "--json", *at)))["jobs"]
     assert (entry["job"], entry["desired_state"]) == ("default.j", "RUNNING")
     ok(cli(env, "stop", "j", *at))
-    assert json.loads(ok(cli(env, "list", "--json", *at)))[0]["desired"] == "STOPPED"
+    assert json.loads(ok(cli(env, "list", "--json", *at)))[0]["desired_state"] == "STOPPED"
     ok(cli(env, "drop", "j", *at))
     assert json.loads(ok(cli(env, "list", "--json", *at))) == []
     assert one_error(cli(env, "describe", "j", *at)) == (

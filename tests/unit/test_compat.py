@@ -34,7 +34,7 @@ def test_compat_lists_every_clause_and_property_of_the_slipstream_example(tmp_pa
         f'{f}:18:   "kafka.zookeeper"="zk1:2181/kafka": ignored: "kafka.broker.list" is given',
         f'{f}:19:   "kafka.broker.list"="127.0.0.1:9092": runs',
         f"{f}:26: CREATE TABLE clicks_per_minute: runs",
-        f"{f}:26:   STORED AS parquet: runs",
+        f"{f}:26:   STORED AS PARQUET: runs",
         f"{f}:31: CREATE STREAMJOB clicks_per_minute_job: runs",
         f"{f}:40:   morphling.maxlag.on.disorder=5000: mapped: the watermark delay",
         f"{f}:41:   morphling.hdfs.flush.interval.ms=60000: mapped: the trigger interval",
@@ -64,14 +64,14 @@ def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):
             f"'morphling.job.checkpoint.interval'?") in out
     assert f"{script}:3: CREATE APPLICATION CLICKS_APP: refused: unexpected" in out
     assert "rewrite: streamjob has no applications: drop the statement" in out
-    assert f"{script}:4: CREATE STREAM s: runs" in out
+    assert f"{script}:4: CREATE STREAM s: refused: a clause of it is refused (below)" in out
     assert (f'{script}:5:   "kafka.zookeeper"="z:2181": ignored: "kafka.broker.list" is given'
             in out)
     assert f"{script}:5:   \"toppic\"=\"x\": refused: unknown property of a kafka stream; " \
            f"did you mean 'topic'?" in out
     assert (f'{script}:6:   "kafka.zookeeper"="z:2181/kafka": mapped: the brokers Kafka registers '
             f'in this ZooKeeper (/brokers/ids)') in out
-    assert out.splitlines()[-1] == "4 statements: 5 runs, 1 mapped, 1 ignored, 3 refused"
+    assert out.splitlines()[-1] == "4 statements: 4 runs, 1 mapped, 1 ignored, 4 refused"
 
 
 def test_check_shows_a_notice_for_a_slipstream_property_without_effect(tmp_path):
@@ -103,3 +103,36 @@ def test_submit_shows_the_notice_and_goes_on(tmp_path):
 
 
 LATER = "(for streamjobs created later in this session; existing streamjobs keep theirs)"
+
+
+def test_compat_knows_serdes_hbase_storage_and_a_bare_insert(tmp_path):
+    """The Slipstream forms CREATE applies (connectors/hive_forms.py) are reported as
+    CREATE applies them: a MultiDelimitSerDe's delimiter, a JSON SerDe, an unknown SerDe
+    and a Hyperdrive table refused with the replacement, a bare INSERT as its job."""
+    script = tmp_path / "forms.sql"
+    script.write_text(
+        "CREATE STREAM s (id INT, v STRING) ROW FORMAT SERDE\n"
+        "  'org.apache.hadoop.hive.contrib.serde2.MultiDelimitSerDe'\n"
+        "  WITH SERDEPROPERTIES ('input.delimited'='|+|') TBLPROPERTIES(\"topic\"=\"t\",\n"
+        "  \"kafka.broker.list\"=\"b:9092\");\n"
+        "CREATE STREAM j (id INT) ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'\n"
+        "  TBLPROPERTIES(\"topic\"=\"j\", \"kafka.broker.list\"=\"b:9092\");\n"
+        "CREATE STREAM x (id INT) ROW FORMAT SERDE 'com.example.MySerDe'\n"
+        "  TBLPROPERTIES(\"topic\"=\"x\", \"kafka.broker.list\"=\"b:9092\");\n"
+        "CREATE TABLE h (id INT, v STRING) STORED AS HYPERDRIVE;\n"
+        "INSERT INTO h SELECT id, v FROM s;\n")
+    res = invoke(tmp_path, "check", "--compat", str(script))
+    assert res.exit_code == 1, res.output
+    lines, f = res.output.splitlines(), str(script)
+    assert f"{f}:1:   ROW FORMAT SERDE 'org.apache.hadoop.hive.contrib.serde2.MultiDelimitSerDe':" \
+           " mapped: format delimited, fields split at '|+|'" in lines, res.output
+    assert f"{f}:5:   ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe': mapped: format json" \
+        in lines, res.output
+    assert any(line.startswith(f"{f}:7:   ROW FORMAT SERDE 'com.example.MySerDe': refused: SerDe "
+                               "'com.example.MySerDe' is not supported") for line in lines)
+    assert f"{f}:7: CREATE STREAM x: refused: a clause of it is refused (below)" in lines
+    assert any(line.startswith(f"{f}:9:   STORED AS HYPERDRIVE: refused: table 'h': STORED AS "
+                               "HYPERDRIVE (a Hyperdrive table)") and "primary.key" in line
+               for line in lines), res.output
+    assert any(line.startswith(f"{f}:10: INSERT INTO h: runs: an implicit job") for line in lines)
+    assert lines[-1] == "5 statements: 9 runs, 2 mapped, 0 ignored, 4 refused", lines[-1]

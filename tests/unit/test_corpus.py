@@ -30,7 +30,9 @@ def home(tmp_path_factory):
 
 
 def _text(path: Path, home: Home) -> str:
-    return substitute(path.read_text(), {"STREAMJOB_HOME": str(home.root)}, source=str(path))
+    variables = {"STREAMJOB_HOME": str(home.root),  # examples/nexmark's files: NEXMARK_DIR
+                 "NEXMARK_DIR": str(home.root / "nexmark")}
+    return substitute(path.read_text(), variables, source=str(path))
 
 
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
@@ -88,8 +90,7 @@ def test_submit_then_describe_cli(tmp_path):
     assert props["morphling.job.checkpoint.interval"] == (1000, "SET")
     assert props["morphling.checkpoint.retained"] == (10, "JOBPROPERTIES")
     assert props["morphling.result.auto.flush"] == ("false", "SET")
-    fields = {f["field"]: f["value"] for f in data["streamjob"]}
-    assert fields["guarantee"] == "exactly-once" and fields["desired state"] == "RUNNING"
+    assert data["guarantee"] == "exactly-once" and data["desired_state"] == "RUNNING"
     table = json.loads(runner.invoke(main, [*home, "describe", "balances", "--json"]).output)
     assert {p["property"]: p["value"] for p in table["properties"]}["url"] == \
         "postgresql://app:***@db:5432/bank"

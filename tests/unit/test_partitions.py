@@ -123,18 +123,16 @@ def test_create_describe_and_show_a_partitioned_table(ex, tmp_path):
     assert ex.catalog.get_table("default", "plain").partitioned_by == ()
 
     described = run(ex, "DESCRIBE TABLE sales").to_json()
-    fields = {r["field"]: r["value"] for r in described["table"]}
-    assert fields["partitioned by"] == "region, dt"
-    assert fields["location"] == f"file://{tmp_path}/sales"
+    assert described["partitioned_by"] == ["region", "dt"]
+    assert described["location"] == f"file://{tmp_path}/sales"
     assert [r["column"] for r in described["columns"]] == ["id", "region", "dt"]
-    plain = {r["field"]: r["value"] for r in run(ex, "DESCRIBE plain").to_json()["table"]}
-    assert plain["partitioned by"] is None
+    assert run(ex, "DESCRIBE plain").to_json()["partitioned_by"] == []
 
     shown = run(ex, "SHOW TABLES").to_json()
     assert shown == [
-        {"database": "default", "table": "plain", "connector": "files (json)", "partitioned by": None},
+        {"database": "default", "table": "plain", "connector": "files (json)", "partitioned_by": None},
         {"database": "default", "table": "sales", "connector": "files (parquet)",
-         "partitioned by": "region, dt"},
+         "partitioned_by": "region, dt"},
     ]
 
 

@@ -301,7 +301,8 @@ def test_progress_of_a_batch_report():
                     sources=[kafka])
     progress = progress_of(report)
     assert progress["batch_id"] == 12 and progress["lag_records"] == 5
-    assert progress["input_rows_per_s"] == 0.0 and progress["processed_rows_per_s"] == 250.123
+    # a rate Spark could not measure (NaN: a run's first batch) is unknown, not 0 (issue 16)
+    assert progress["input_rows_per_s"] is None and progress["processed_rows_per_s"] == 250.123
     assert datetime.fromisoformat(progress["updated_at"]).tzinfo is not None
 
 
@@ -336,4 +337,4 @@ def test_progress_reports_cross_py4j_as_json():
         "ev": {"0": 180, "1": 179}}
     assert malformed_counts(p) == {"default.s": 2}
     report = progress_of(p)
-    assert (report["batch_id"], report["lag_records"], report["input_rows_per_s"]) == (3, 5, 0.0)
+    assert (report["batch_id"], report["lag_records"], report["input_rows_per_s"]) == (3, 5, None)

@@ -122,7 +122,10 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("create ", [("database", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("show create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("print s1 from ", [("beginning", 0)]),
+    ("SHOW TO", [("TOPICS", -2)]),
     ("LIST ", [("STREAMJOBS", 0)]),
     ("SHOW STREAMS; sh", [("show", -2)]),
 ])
@@ -132,7 +135,8 @@ def test_keyword_completion(text, expected):
 
 def test_statement_keywords_at_the_start():
     offered = [t for t, _ in _offers("")]
-    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT"} <= set(offered)
+    assert {"CREATE", "START", "STOP", "DROP", "SHOW", "DESCRIBE", "LIST", "SET", "SELECT",
+            "USE", "PRINT"} <= set(offered)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -306,7 +310,7 @@ def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
         "CREATE STREAM bad (a int)\n"
         "  TBLPROPERTIES(\"topik\"=\"x\");\n"
         "select nope from clicks;\n"
-        "INSERT INTO out SELECT * FROM clicks;\n"
+        "INSERT OVERWRITE out SELECT * FROM clicks;\n"
         "DROP TABLE out;\n"
         "SHOW TABLES"))  # the last statement may lack its ';'
     out, err = capsys.readouterr()
@@ -315,7 +319,8 @@ def test_script_runs_statements_and_reports_errors_in_the_script(world, capsys):
     assert lines[0].startswith("Error: <stdin>:4:17: ") and "topik" in lines[0]
     assert '  TBLPROPERTIES("topik"="x");\n                ^' in err  # the line, a caret
     assert lines[1].startswith("Error: <stdin>:5:8: unknown column 'nope'")
-    assert lines[2].startswith("Error: <stdin>:6:1: an INSERT runs as a streamjob")
+    # (a bare INSERT INTO starts an implicit job: tests/unit/test_slipstream_forms.py)
+    assert lines[2].startswith("Error: <stdin>:6:8: expected INSERT INTO <table> SELECT")
     # no question without a terminal; the table is in use by job j
     assert lines[3].startswith("Error: <stdin>:7:") and "j" in lines[3]
     assert len(lines) == 4 and world.errors == 4

@@ -177,8 +177,10 @@ async function showJob(name) {
   rows($("#checkpoints"), job.checkpoints.slice().reverse(),
        ["checkpoint_id", "ended_at", "duration_ms", "input_rows", "state_rows", "state_bytes", "status"]);
   const t = (s) => Date.parse(s.at);
-  chart($("#chart-rate"), [progress.samples.map((s) => [t(s), s.input_rows_per_s || 0]),
-                           progress.samples.map((s) => [t(s), s.processed_rows_per_s || 0])],
+  // an unknown rate (null: a run before its first batch) is a gap, not 0
+  const known = (key) => progress.samples.filter((s) => s[key] !== null && s[key] !== undefined)
+    .map((s) => [t(s), s[key]]);
+  chart($("#chart-rate"), [known("input_rows_per_s"), known("processed_rows_per_s")],
         ["input", "processed"]);
   chart($("#chart-lag"), [progress.samples.filter((s) => s.lag_records !== null)
                           .map((s) => [t(s), s.lag_records])]);

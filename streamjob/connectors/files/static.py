@@ -78,12 +78,14 @@ def _share(path: Path, part: int, parts: int) -> bool:
 
 def read_file_table(location: str, fmt: str, schema: StructType, *, header: bool = False,
                     partitioned_by: Sequence[str] = (), part: int = 0, parts: int = 1,
-                    batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+                    batch_rows: int = DEFAULT_BATCH_ROWS,
+                    delimiter: str | None = None) -> Iterator[pa.RecordBatch]:
     """The rows of the local file table at ``location`` now, as Arrow batches of
     ``schema`` (declared order): files listed by :func:`table_files`, only those whose
     path hashes to read task ``part`` of ``parts``; data columns from each file, partition
     columns (``partitioned_by``) from its directories. ``header``: skip each CSV file's
-    first line.
+    first line. ``delimiter``: the field separator of CSV and TEXTFILE files (any
+    length; None: ``,`` resp. ``'\\001'``); TEXTFILE reads ``\\N`` as NULL.
 
     Raises:
         ConnectorError: an unknown format, a file that cannot be read, or a value that
@@ -104,7 +106,8 @@ def read_file_table(location: str, fmt: str, schema: StructType, *, header: bool
                 text = next((v for k, v in values.items() if k.lower() == f.name.lower()), None)
                 constants[f.name] = arrow_column([text], f.type, what=f"{what}, partition "
                                                  f"column '{f.name}'")[0]
-        batches = _guarded(_read_file(path, fmt, data, header, batch_rows, what), what, fmt)
+        batches = _guarded(_read_file(path, fmt, data, header, batch_rows, what, delimiter),
+                           what, fmt)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -131,12 +134,21 @@ def _guarded(batches: Iterator[pa.RecordBatch], what: str, fmt: str) -> Iterator
 
 
 def _read_file(path: Path, fmt: str, data: pa.Schema, header: bool, batch_rows: int,
-               what: str) -> Iterator[pa.RecordBatch]:
+               what: str, delimiter: str | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of ``data`` (the non-partition columns) from one file."""
     if fmt == "parquet":
         yield from _read_parquet(path, data, batch_rows, what)
-    elif fmt == "csv":
-        yield from _read_csv(path, data, header, batch_rows, what)
+    elif fmt == "orc":
+        yield from _read_orc(path, data, batch_rows, what)
+    elif fmt in ("csv", "textfile"):
+        from streamjob.connectors.hive_forms import text_options
+
+        opts = text_options(fmt, delimiter)
+        null = opts.get("nullValue", "")
+        if fmt == "csv" and len(opts["sep"]) == 1:
+            yield from _read_csv(path, data, header, batch_rows, what, opts["sep"], null)
+        else:
+            yield from _read_multi(path, data, header, batch_rows, what, opts["sep"], null)
     else:
         yield from _read_json(path, data, batch_rows, what)
 
@@ -162,9 +174,70 @@ def _read_parquet(path: Path, data: pa.Schema, batch_rows: int, what: str):
             schema=data)
 
 
-def _read_csv(path: Path, data: pa.Schema, header: bool, batch_rows: int, what: str):
+def _read_orc(path: Path, data: pa.Schema, batch_rows: int, what: str):
+    """An ORC file's declared columns by name (case-insensitively; missing ones NULL)."""
+    import pyarrow.orc as po
+
+    table = po.ORCFile(str(path)).read()
+    lower: dict[str, str] = {}
+    for n in table.column_names:
+        lower.setdefault(n.lower(), n)
+    for batch in table.to_batches(max_chunksize=batch_rows):
+        yield pa.RecordBatch.from_arrays(
+            [_cast(batch.column(lower[f.name.lower()]), f.type, f"{what}, column '{f.name}'")
+             if f.name.lower() in lower else pa.nulls(batch.num_rows, f.type) for f in data],
+            schema=data)
+
+
+def _split_quoted(line: str, sep: str) -> list[tuple[str, bool]]:
+    """One line of Spark's CSV with a multi-character ``sep``: ``(text, quoted)`` per
+    field; a field starting with ``"`` runs to its closing quote (``\\`` escapes)."""
+    out, i, n = [], 0, len(line)
+    while True:
+        if i < n and line[i] == '"':
+            j, chars = i + 1, []
+            while j < n and line[j] != '"':
+                if line[j] == "\\" and j + 1 < n:
+                    j += 1
+                chars.append(line[j])
+                j += 1
+            out.append(("".join(chars), True))
+            i = j + 1
+            nxt = line.find(sep, i)
+            if nxt < 0:
+                return out
+            i = nxt + len(sep)
+            continue
+        nxt = line.find(sep, i)
+        if nxt < 0:
+            out.append((line[i:], False))
+            return out
+        out.append((line[i:nxt], False))
+        i = nxt + len(sep)
+
+
+def _read_multi(path: Path, data: pa.Schema, header: bool, batch_rows: int, what: str,
+                sep: str, null: str):
+    """TEXTFILE lines, and CSV lines with a multi-character separator (pyarrow's reader
+    takes one character, and would read the ``\\`` of an unquoted ``\\N`` as an
+    escape): fields by position, an unquoted ``null`` text is NULL."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = [ln for ln in text.splitlines()[1 if header else 0:] if ln != ""]
+    for start in range(0, len(lines), batch_rows):
+        rows = [_split_quoted(ln, sep) for ln in lines[start:start + batch_rows]]
+        cols = []
+        for i, f in enumerate(data):
+            texts = [None if i >= len(r) or (not r[i][1] and r[i][0] == null) else r[i][0]
+                     for r in rows]
+            cols.append(_cast(pa.array(texts, pa.string()), f.type, f"{what}, column '{f.name}'"))
+        yield pa.RecordBatch.from_arrays(cols, schema=data)
+
+
+def _read_csv(path: Path, data: pa.Schema, header: bool, batch_rows: int, what: str,
+              sep: str = ",", null: str = ""):
     """Spark's CSV: columns by position, ``"`` quotes with ``\\`` escapes, an unquoted
-    empty field is NULL (a quoted one is the empty string)."""
+    ``null`` field is NULL (CSV: the empty field; TEXTFILE: ``\\N``; a quoted one is
+    text)."""
     import pyarrow.csv as pacsv
 
     for f in data:
@@ -176,9 +249,9 @@ def _read_csv(path: Path, data: pa.Schema, header: bool, batch_rows: int, what: 
         str(path),
         read_options=pacsv.ReadOptions(column_names=data.names, skip_rows=1 if header else 0,
                                        block_size=1 << 22),
-        parse_options=pacsv.ParseOptions(escape_char="\\"),
+        parse_options=pacsv.ParseOptions(delimiter=sep, escape_char="\\"),
         convert_options=pacsv.ConvertOptions(
-            column_types={n: pa.string() for n in data.names}, null_values=[""],
+            column_types={n: pa.string() for n in data.names}, null_values=[null],
             strings_can_be_null=True, quoted_strings_can_be_null=False))
     for batch in reader:
         for start in range(0, batch.num_rows, batch_rows):
@@ -238,6 +311,7 @@ class FileStaticReader(DataSourceReader):
         self.location = options["location"]
         self.format = options.get("format", "parquet").lower()
         self.header = options.get("header", "false").lower() == "true"
+        self.delimiter = options.get("delimiter") or None
         self.partitioned_by = tuple(c.strip() for c in options.get("partitionedby", "").split(",")
                                     if c.strip())
         self.parts = max(1, int(options.get("partitions", "1")))
@@ -253,7 +327,8 @@ class FileStaticReader(DataSourceReader):
         """This task's share of the table's files now."""
         return read_file_table(self.location, self.format, self.schema, header=self.header,
                                partitioned_by=self.partitioned_by, part=partition.value,
-                               parts=self.parts, batch_rows=self.batch_rows)
+                               parts=self.parts, batch_rows=self.batch_rows,
+                               delimiter=self.delimiter)
 
 
 class FileStaticDataSource(DataSource):

@@ -1,0 +1,111 @@
+"""The JSON shapes of docs/json.md are what the code prints (issue 16): each documented
+example has exactly the keys, in order, that ``--json`` and the HTTP API emit for a job,
+its checkpoints and runs, a stream, a table and the status, read from a real SQLite
+catalog (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from streamjob import shapes
+from streamjob.catalog import Catalog
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import Home
+from streamjob.status import status_snapshot
+
+pytestmark = pytest.mark.unit
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "json.md"
+
+SETUP = """
+CREATE STREAM orders (id BIGINT, region STRING, amount DOUBLE)
+  TBLPROPERTIES ("topic"="orders", "kafka.broker.list"="kafka1:9092", "format"="json");
+CREATE TABLE totals (region STRING, amount DOUBLE) TBLPROPERTIES ("connector"="sql",
+  "url"="postgresql://app:s3cret@db/shop", "table"="totals", "primary.key"="region");
+CREATE STREAMJOB totals_job AS
+  ("insert into totals select region, sum(amount) from orders group by region");
+"""
+
+
+def documented() -> dict[str, dict]:
+    """``{shape name: its example}`` of every ``<!-- shape: NAME -->`` json block."""
+    found = re.findall(r"<!-- shape: ([a-z-]+) -->\s*```json\n(.*?)\n```", DOC.read_text(), re.S)
+    return {name: json.loads(text) for name, text in found}
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
+    """What the code prints for each shape, from a job with a checkpoint and a run."""
+    root = tmp_path_factory.mktemp("shapes")
+    catalog = Catalog(f"sqlite:///{root}/catalog.db")
+    ex = Executor(catalog, Home.open(root / "home"))
+    run = lambda sql: [ex.execute(s) for s in parse_script(sql)][-1].to_json()  # noqa: E731
+    run(SETUP)
+    job = catalog.get_job("default", "totals_job")
+    now = datetime.now(timezone.utc)
+    catalog.record_checkpoint(job.uid, 41, started_at=now, ended_at=now, duration_ms=830,
+                              source_offsets={"orders": {"0": 52000}}, input_rows=1200,
+                              retained=5)
+    catalog.start_run(job.uid, 1)
+    catalog.add_missing_columns(job.uid, {"default.orders": ["regoin"]})
+    status = status_snapshot(catalog)
+    return {"status": status, "job": status["jobs"][0], "list": run("SHOW STREAMJOBS")[0],
+            "job-detail": run("DESCRIBE STREAMJOB totals_job"),
+            "checkpoint": run("SHOW CHECKPOINTS FOR STREAMJOB totals_job")[0],
+            "stream": run("DESCRIBE STREAM orders"), "table": run("DESCRIBE TABLE totals")}
+
+
+def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
+    docs = documented()
+    assert set(docs) == {"status", "job", "job-detail", "checkpoint", "run", "stream", "table"}
+    detail = emitted["job-detail"]
+    emitted_keys = {
+        "status": list(emitted["status"]), "job": list(emitted["job"]),
+        "job-detail": list(detail), "checkpoint": list(emitted["checkpoint"]),
+        "run": list(detail["runs"][0]), "stream": list(emitted["stream"]),
+        "table": list(emitted["table"]),
+    }
+    constants = {
+        "status": shapes.STATUS_KEYS, "job": shapes.JOB_KEYS,
+        "job-detail": shapes.JOB_KEYS + shapes.JOB_DETAIL_KEYS,
+        "checkpoint": shapes.CHECKPOINT_KEYS, "run": shapes.RUN_KEYS,
+        "stream": shapes.STREAM_KEYS, "table": shapes.TABLE_KEYS,
+    }
+    for name, example in docs.items():
+        assert list(example) == emitted_keys[name] == list(constants[name]), name
+    # list --json prints the job of status --json; describe's detail starts with it
+    assert list(emitted["list"]) == emitted_keys["job"] == emitted_keys["job-detail"][:len(shapes.JOB_KEYS)]
+    assert list(detail["checkpoints"][0]) == emitted_keys["checkpoint"]
+
+
+def test_nested_items_of_the_examples_have_the_emitted_keys(emitted):
+    docs, detail = documented(), emitted["job-detail"]
+    for key in ("properties", "dependencies", "malformed_records"):
+        assert list(docs["job-detail"][key][0]) == list(detail[key][0]), key
+    for shape in ("stream", "table"):
+        for key in ("columns", "properties"):
+            assert list(docs[shape][key][0]) == list(emitted[shape][key][0]), (shape, key)
+    assert docs["job-detail"]["missing_columns"][0].keys() == detail["missing_columns"][0].keys()
+
+
+def test_every_key_is_snake_case_and_secrets_stay_masked(emitted):
+    def keys(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k != "source_offsets":  # the source's own topic and partition names
+                    yield k
+                    yield from keys(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from keys(v)
+
+    for name, value in emitted.items():
+        bad = [k for k in keys(value) if not re.fullmatch(r"[a-z][a-z0-9_]*", k)]
+        assert bad == [], (name, bad)
+    assert "s3cret" not in json.dumps(emitted["table"]) + json.dumps(emitted["job-detail"])
