@@ -253,6 +253,14 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
         raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
+    if any(c["name"].lower() == "window" for c in info.columns):
+        for col in select.find_all(exp.Column):
+            if (col.table or col.name).lower() == "window" and not col.db:
+                raise qt.error(
+                    f"stream {info.database}.{info.name} has a column named window, and this "
+                    f"query's STREAMWINDOW makes a new window: Spark reads window here as the "
+                    f"stream's column; select it under another name in {info.name} "
+                    f"(window AS win)", qt.node_span(col))
     alias = table.alias_or_name
     window = StreamWindow(
         name=clause.name, database=info.database, stream=info.name,

@@ -132,3 +132,20 @@ def test_refused_window_streams_say_what_to_write(ex, select, message, at):
         derive(ex, select)
     assert message in e.value.message
     assert planning.where(e.value) == at
+
+
+def test_rewindowing_a_stream_with_a_column_named_window_refuses_reading_it(ex):
+    """Spark resolves ``window.start`` to the window stream's own ``window`` column, not
+    the new window (MISSING_AGGREGATION at START); refused at its place instead."""
+    run(ex, "CREATE STREAM raw AS SELECT user_id, count(*) AS n, window FROM clicks "
+            "STREAMWINDOW sw AS (LENGTH '10' SECOND) GROUP BY user_id;"
+            "CREATE TABLE starts (start TIMESTAMP, n BIGINT) STORED AS PARQUET;")
+    assert Lookup(ex.catalog).event_time("default", "raw") == ("window", "0 seconds")
+    err = planning.error(ex, "\nCREATE STREAMJOB j AS (\"", "insert into starts select "
+                         "window.start, sum(n) from raw STREAMWINDOW m AS (LENGTH '1' MINUTE)")
+    assert err.message.startswith("stream default.raw has a column named window")
+    assert "(window AS win)" in err.message
+    assert planning.where(err) == (2, 51, "window.start")
+    # grouping alone is fine, and so is reading it without a new window
+    job(ex, "insert into per_user select 'all', sum(n) from raw STREAMWINDOW m AS (LENGTH '1' MINUTE)")
+    job(ex, "insert into starts select window.start, n from raw")
