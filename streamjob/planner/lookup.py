@@ -61,7 +61,10 @@ class Lookup:
         ``"watermark.delay"`` (DESIGN §7). A derived stream inherits its inputs' event
         time when every stream it reads directly has event time on a column of the same
         name and the derived stream keeps a column of that name (Spark carries the
-        watermark through projections and filters).
+        watermark through projections and filters). A window stream (a derived stream
+        with a STREAMWINDOW) has event time on the column that selects the ``window``
+        struct, if any (Spark carries the watermark on it; the delay is then
+        ``"0 seconds"``: its rows are final when emitted), else none.
 
         Raises:
             ValidationError: a source stream declares one of the two properties only.
@@ -80,6 +83,9 @@ class Lookup:
                     f"\"watermark.delay\"; declare both for event time, or neither for "
                     f"processing time")
             return None
+        if is_window_stream(st):
+            column = _window_column(st)
+            return (column, "0 seconds") if column else None
         seen = set(_seen or ()) | {(database, name)}
         inputs = [r for r in direct_references(st) if r not in seen and self.kind(*r) == "stream"]
         if not inputs:
@@ -99,12 +105,7 @@ def direct_references(stream: StreamInfo) -> list[tuple[str, str]]:
     for a source stream or a query that no longer parses."""
     if not stream.is_derived:
         return []
-    from .text import QueryText, parse
-
-    try:
-        statements = parse(QueryText(stream.query, None), stream.query, "derived stream")
-    except ValidationError:
-        return []
+    statements = _parsed(stream)
     refs: list[tuple[str, str]] = []
     for s in statements:
         ctes = {c.alias_or_name.lower() for c in s.find_all(exp.CTE)}
@@ -116,3 +117,39 @@ def direct_references(stream: StreamInfo) -> list[tuple[str, str]]:
             if ref not in refs:
                 refs.append(ref)
     return refs
+
+
+def is_window_stream(stream: StreamInfo) -> bool:
+    """True for a derived stream whose query has a STREAMWINDOW (a window stream: it
+    appends one final row per window and group, see :mod:`.derived`)."""
+    if not stream.is_derived:
+        return False
+    from .text import QueryText
+    from .window import extract_windows
+
+    try:
+        return bool(extract_windows(QueryText(stream.query, None))[1])
+    except ValidationError:
+        return False
+
+
+def _parsed(stream: StreamInfo) -> list:
+    """A derived stream's query parsed (STREAMWINDOW blanked out); [] if it no longer parses."""
+    from .text import QueryText, parse
+    from .window import extract_windows
+
+    qt = QueryText(stream.query, None)
+    try:
+        return parse(qt, extract_windows(qt)[0], "derived stream")
+    except ValidationError:
+        return []
+
+
+def _window_column(stream: StreamInfo) -> str | None:
+    """The output column of a window stream that selects the ``window`` struct, or None."""
+    for s in _parsed(stream):
+        for e in s.selects if isinstance(s, exp.Query) else []:
+            node = e.this if isinstance(e, exp.Alias) else e
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() == "window":
+                return e.alias_or_name.lower()
+    return None

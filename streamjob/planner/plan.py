@@ -22,7 +22,7 @@ from ..grammar.statements import Position
 from ..home import Home
 from .. import properties as jp
 from ..properties import JobProperties
-from .derived import expand_streams
+from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .query import AnalyzedQuery, analyze
 
@@ -119,7 +119,8 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     Raises:
         ValidationError / PropertyError: unknown object, column or property, bad value, a
             bad STREAMWINDOW, insert columns that do not fit the sink, a derived stream that
-            no longer resolves, an output mode that Spark cannot run for this query and
+            no longer resolves, an aggregation over a window stream without a
+            STREAMWINDOW, an output mode that Spark cannot run for this query and
             sink (says what to change); positions are true script positions when
             ``position`` (where the query starts in the script) is given.
     """
@@ -127,7 +128,8 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     lookup = Lookup(catalog)
     aq = analyze(query, lookup, position, database)
     proctime = {w.view for w in aq.windows if w.proctime}
-    bases, derived_streams = expand_streams(lookup, aq.references)
+    bases, derived_streams = expand_streams(lookup, aq.references, proctime)
+    check_window_stream_readers(aq, (st for st, _, _ in derived_streams))
     sources = [_source(lookup, home, database, name, st, view, view in proctime)
                for st, view in bases]
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)

@@ -36,7 +36,7 @@ from ..connectors import spec as cspec
 from ..exceptions import ValidationError
 from ..grammar.statements import DEFAULT_DATABASE
 from ..home import Home
-from .derived import expand_streams
+from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .plan import Derived, Source, Static, static_tables
 from .query import AnalyzedSelect, _analyze_body
@@ -127,7 +127,8 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
         raise
     props = jp.values({}, session_props)
     proctime = {w.view for w in body.windows if w.proctime}
-    bases, derived_streams = expand_streams(lookup, body.references)
+    bases, derived_streams = expand_streams(lookup, body.references, proctime)
+    check_window_stream_readers(body, (st for st, _, _ in derived_streams))
     sources = tuple(_source(st, view, view in proctime, reset) for st, view in bases)
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
     statics = static_tables(lookup, home, body.references)

@@ -154,22 +154,19 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
                    what: str = "derived stream") -> AnalyzedSelect:
     """Parse and resolve a standalone SELECT (a derived stream's query).
 
-    It must read at least one stream and may not use STREAMWINDOW (a window aggregates;
-    see :mod:`.derived` for the rules of derived streams).
+    It must read at least one stream. A STREAMWINDOW is resolved as in a job's query
+    (a window stream; whether the derived stream may aggregate is decided by
+    :mod:`.derived`).
 
     Raises:
-        ValidationError: as :func:`analyze`, or not one SELECT, or a STREAMWINDOW.
+        ValidationError: as :func:`analyze`, or not one SELECT.
     """
     qt = QueryText(text, position)
     blanked, clauses = extract_windows(qt)
-    if clauses:
-        raise qt.error(f"a {what} cannot use STREAMWINDOW: a window aggregates, and a {what} "
-                       f"only projects, filters and unions streams; window in the streamjob "
-                       f"that reads it", clauses[0].keyword)
     statements = parse(qt, blanked, f"{what}'s query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error(f"a {what} is defined by one 'select ...'")
-    return _analyze_body(qt, statements[0], [], lookup, default_database, what)
+    return _analyze_body(qt, statements[0], clauses, lookup, default_database, what)
 
 
 def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
@@ -256,6 +253,14 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
         raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
+    if any(c["name"].lower() == "window" for c in info.columns):
+        for col in select.find_all(exp.Column):
+            if (col.table or col.name).lower() == "window" and not col.db:
+                raise qt.error(
+                    f"stream {info.database}.{info.name} has a column named window, and this "
+                    f"query's STREAMWINDOW makes a new window: Spark reads window here as the "
+                    f"stream's column; select it under another name in {info.name} "
+                    f"(window AS win)", qt.node_span(col))
     alias = table.alias_or_name
     window = StreamWindow(
         name=clause.name, database=info.database, stream=info.name,

@@ -28,6 +28,9 @@ from .text import QueryText, Span, is_window_call, tokenize
 #: The processing-time column added to the view of a stream windowed without event time.
 PROCTIME_COLUMN = "__proctime"
 
+#: The type of the ``window`` struct Spark's ``window(...)`` grouping produces.
+WINDOW_TYPE = "struct<start:timestamp,end:timestamp>"
+
 _UNITS = {
     "MILLISECOND": ("millisecond", 1),
     "SECOND": ("second", 1000),

@@ -184,3 +184,46 @@ def test_insert_maps_select_columns_by_position_even_with_one_name_twice(world):
         query.stop()
     got = sorted(tuple(r.values()) for r in read_table(str(out)).to_pylist())
     assert got == [(i, float(i), f"s{i}", f"r{i}") for i in range(4)]
+
+
+def test_window_stream_feeds_a_job_each_window_once_when_it_closes(world):
+    """A window stream (issue 18) read by a job: the table gets each window's final row
+    once, exactly the windows the watermark has passed, as pandas computes them in batch;
+    the last window is closed only by a later event's watermark."""
+    import pandas as pd
+
+    directory = clicks_stream(world, "clicks_w")
+    out = world.root / "out_w"
+    world.run(f"""
+    CREATE STREAM clicks_10s AS SELECT user_id, count(*) AS n, window AS win
+      FROM clicks_w STREAMWINDOW sw AS (LENGTH '10' SECOND SLIDE '10' SECOND) GROUP BY user_id;
+    CREATE TABLE counts_w (user_id STRING, start TIMESTAMP, n BIGINT)
+      STORED AS PARQUET LOCATION '{out}';""")
+    plan, query = world.start("window_stream", "insert into counts_w "
+                              "select user_id, win.start, n from clicks_10s where n >= 1")
+    assert plan.output_mode == "append" and [d.stream.name for d in plan.derived] == ["clicks_10s"]
+
+    def expected(events, watermark: int) -> list:
+        df = pd.DataFrame(events, columns=["user_id", "s"])
+        df["start"] = df["s"] // 10 * 10
+        n = df.groupby(["user_id", "start"]).size().reset_index(name="n")
+        return sorted((r.user_id, int(r.start), int(r.n)) for r in n.itertuples()
+                      if r.start + 10 <= watermark)  # closed: the watermark passed its end
+
+    def got() -> list:
+        return sorted((r["user_id"], int(r["start"].timestamp() - T0.timestamp()), r["n"])
+                      for r in read_table(str(out)).to_pylist())
+
+    try:
+        world.write(directory, [{"user_id": u, "ts": ts(s)} for u, s in CLICKS])
+        query.processAllAvailable()
+        first = got()  # watermark 38 s: [30, 40) still open
+        world.write(directory, [{"user_id": "dan", "ts": ts(45)}])
+        query.processAllAvailable()
+        assert query.exception() is None
+        second = got()  # watermark 45 s: [30, 40) closed by dan's event, dan's own still open
+    finally:
+        query.stop()
+    assert first == expected(CLICKS, 38) and len(first) == 7
+    assert second == expected(CLICKS + [("dan", 45)], 45)
+    assert [r for r in second if r not in first] == [("ann", 30, 1), ("bob", 30, 1)]

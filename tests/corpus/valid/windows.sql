@@ -23,3 +23,16 @@ CREATE STREAMJOB latency_job AS ("insert into latency
 
 START STREAMJOB clicks_job;
 START STREAMJOB latency_job;
+
+-- a window stream (Slipstream): one final row per user and window, appended when it closes
+CREATE STREAM clicks_10s AS
+  SELECT user_id, count(*) AS clicks, window AS win
+  FROM clicks STREAMWINDOW w10 AS (LENGTH '10' SECOND SLIDE '10' SECOND)
+  GROUP BY user_id;
+CREATE TABLE busy_users (user_id STRING, clicks BIGINT) STORED AS PARQUET;
+CREATE STREAMJOB busy_job AS ("insert into busy_users
+  select user_id, clicks from clicks_10s where clicks > 100");
+-- and aggregated again, per minute, on the window's event time
+CREATE STREAMJOB busy_minutes_job AS ("insert into clicks_per_user
+  select user_id, sum(clicks) from clicks_10s STREAMWINDOW m AS (LENGTH '1' MINUTE)
+  group by user_id");
