@@ -12,15 +12,12 @@ has none. Nothing is registered, started or written.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from .. import properties as jp
-from ..exceptions import StreamJobError
 from ..grammar import statements as st
 from .result import Result
 
-log = logging.getLogger(__name__)
 
 
 class ExplainStatements:

@@ -20,20 +20,8 @@ from sqlglot import exp, parse_one
 
 from ..connectors import spec as cspec
 from ..secrets import mask_url
+from ..shapes import EXPLAIN_SOURCE_KEYS
 from .window import PROCTIME_COLUMN
-
-#: Keys of the ``explain`` shape, in order (docs/json.md).
-EXPLAIN_KEYS = ("job", "exists", "status", "query", "output_mode", "guarantee",
-                "guarantee_reason", "sources", "derived_streams", "static_tables", "sink",
-                "state", "trigger_interval_ms", "event_mode", "checkpoint_interval_ms",
-                "checkpoints_retained", "checkpoint_backend", "max_records_per_batch",
-                "physical_plan")
-#: Keys of one source of :data:`EXPLAIN_KEYS`.
-SOURCE_KEYS = ("stream", "connector", "location", "format", "reset", "consumer_group",
-               "starts_from", "starting_offsets", "partitions", "watermark_column",
-               "watermark_delay", "malformed_policy")
-#: Keys of one stateful operator.
-STATE_KEYS = ("operator", "keys", "watermark", "retention")
 
 
 def explain(plan, job=None, latest=None, effective: dict | None = None) -> dict[str, Any]:
@@ -134,7 +122,7 @@ def _source(src, props, offsets: dict, latest) -> dict[str, Any]:
     """One source stream: where it reads, and from which offsets the next start reads."""
     sp = src.spec
     column, delay = _watermark(src, props)
-    out = dict.fromkeys(SOURCE_KEYS)
+    out = dict.fromkeys(EXPLAIN_SOURCE_KEYS)
     out.update(stream=src.stream.qualified_name, watermark_column=column, watermark_delay=delay)
     if isinstance(sp, cspec.KafkaSourceSpec):
         parts = offsets.get(sp.topic)

@@ -81,6 +81,10 @@ _FOLLOW = {
     "GROUP": ("BY",),
     "ORDER": ("BY",),
     "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
+    # EXPLAIN [EXTENDED] [STREAMJOB] j | INSERT INTO ... (issue 18)
+    "EXPLAIN": ("EXTENDED", "INSERT", "STREAMJOB"),
+    "EXTENDED": ("INSERT", "STREAMJOB"),
+    "INSERT": ("INTO",),
 }
 
 
@@ -264,8 +268,10 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
         return None
     head = w[0]
     if w[-1] == "STREAMJOB" and head in ("START", "STOP", "DROP", "ALTER", "DESCRIBE", "DESC",
-                                         "SHOW"):
+                                         "SHOW", "EXPLAIN"):
         return _names(prefix, [jobs])
+    if head == "EXPLAIN" and w[-1] in ("EXPLAIN", "EXTENDED"):  # EXPLAIN [EXTENDED] j
+        return _keywords(w, prefix, sig) + _names(prefix, [jobs])
     if head == "SHOW" and w[1:3] == ["CREATE", "STREAM"] and len(w) == 3:
         return _names(prefix, [streams])
     if head == "SHOW" and w[1:3] == ["CREATE", "TABLE"] and len(w) == 3:
