@@ -19,7 +19,6 @@ from ..grammar import statements as st
 from .result import Result
 
 
-
 class ExplainStatements:
     """EXPLAIN of :class:`~streamjob.executor.Executor`."""
 
