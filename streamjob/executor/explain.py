@@ -71,11 +71,6 @@ def explain_result(data: dict[str, Any]) -> Result:
     job = [("job", data["job"] + ("" if data["exists"] else " (not created yet)")),
            ("status", data["status"]), ("output mode", data["output_mode"]),
            ("guarantee", data["guarantee"]), ("why", data["guarantee_reason"])]
-    sources = [(s["stream"], s["connector"], s["location"], s["reset"], s["starts_from"],
-                _offsets(s["starting_offsets"]), _list(s["partitions"]),
-                s["consumer_group"],
-                f"{s['watermark_column']} - {s['watermark_delay']}" if s["watermark_column"]
-                else None) for s in data["sources"]]
     sink = data["sink"]
     cadence = [("trigger interval", ms(data["trigger_interval_ms"]) + (
                     " (streamsql.use.eventmode: back to back)" if data["event_mode"] else "")),
@@ -86,9 +81,7 @@ def explain_result(data: dict[str, Any]) -> Result:
                ("max records per batch", data["max_records_per_batch"] or "no cap")]
     sections = [
         Result(columns=("field", "value"), rows=job, title="streamjob"),
-        Result(columns=("stream", "connector", "location", "reset", "starts from",
-                        "starting offsets", "partitions", "consumer group", "watermark"),
-               rows=sources, title="sources"),
+        *[_source(src) for src in data["sources"]],
     ]
     if data["derived_streams"]:
         sections.append(Result(columns=("stream", "query"), title="derived streams",
@@ -109,6 +102,21 @@ def explain_result(data: dict[str, Any]) -> Result:
     if data["physical_plan"] is not None:
         sections.append(Result(title="physical plan (Spark)", text=data["physical_plan"]))
     return Result(title=f"explain {data['job']}", data=data, sections=sections)
+
+
+def _source(src: dict[str, Any]) -> Result:
+    """One source as field/value rows (the keys that apply to its connector)."""
+    rows = [("connector", src["connector"]), ("location", src["location"]),
+            ("format", src["format"]), ("reset", src["reset"]),
+            ("starts from", src["starts_from"]),
+            ("starting offsets", _offsets(src["starting_offsets"])),
+            ("partitions", _list(src["partitions"])),
+            ("consumer group", src["consumer_group"]),
+            ("watermark", f"{src['watermark_column']} - {src['watermark_delay']}"
+             if src["watermark_column"] else None),
+            ("malformed records", src["malformed_policy"])]
+    return Result(columns=("field", "value"), title=f"source {src['stream']}",
+                  rows=[(k, v) for k, v in rows if v is not None])
 
 
 def _offsets(offsets) -> str | None:

@@ -101,8 +101,8 @@ def test_windowed_aggregations_keep_state_until_the_watermark_passes(world):
     assert op["watermark"] == ["default.clicks: ts - 10 seconds"]
     assert "until the watermark" in op["retention"]
     assert data["sources"][0]["watermark_delay"] == "10 seconds"
-    assert [s.title for s in result.sections] == ["streamjob", "sources", "sink", "state",
-                                                  "cadence"]
+    assert [s.title for s in result.sections] == ["streamjob", "source default.clicks", "sink",
+                                                  "state", "cadence"]
     _, data = explain(ex, "EXPLAIN latency_job")  # processing time
     [op] = data["state"]
     assert op["keys"][1] == "window(pings.__proctime, '10 seconds', '5 seconds')"
@@ -185,7 +185,8 @@ def test_cli_prints_the_sections_and_json(tmp_path):
     assert run("-e", setup).exit_code == 0
     out = run("-e", "EXPLAIN balances_job")
     assert out.exit_code == 0, out.output
-    for title in ("streamjob", "sources", "derived streams", "sink", "state", "cadence"):
+    for title in ("streamjob", "source default.payments", "derived streams", "sink", "state",
+                  "cadence"):
         assert f"\n{title}" in "\n" + out.stdout
     assert "upsert on primary key (account)" in out.stdout and "s3cret" not in out.stdout
     out = run("--json", "-e", "EXPLAIN streamjob balances_job")
