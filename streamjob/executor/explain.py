@@ -7,7 +7,8 @@ properties). The plain form reads only the catalog, the planner's plan
 (:func:`streamjob.planner.plan.plan_job`) and the job's latest checkpoint: it never
 starts Spark. ``EXTENDED`` (Spark's ``EXPLAIN EXTENDED``) adds Spark's physical plan
 (:func:`streamjob.spark.explain.physical_plan`), starting this process's Spark if it
-has none. Nothing is registered, started or written.
+has none; a dry run (``streamjob check``) leaves it out. Nothing is registered, started
+or written.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class ExplainStatements:
         plan = self._plan(db, name, query, props, session, position)
         latest = self._latest(job) if job is not None else None
         data = explain(plan, job, latest, jp.effective(props, session))
-        if s.extended:
+        if s.extended and not self.dry_run:  # check (--offline too) runs no Spark query
             data["physical_plan"] = self._physical_plan(plan)
         return explain_result(data)
 

@@ -4,10 +4,11 @@ writes with which guarantee and why, what state it keeps and on which cadences, 
 (:func:`~.plan.plan_job`'s output), the job's effective properties and its latest
 checkpoint. Spark's physical plan (``EXPLAIN EXTENDED``) is added by the executor.
 
-The state is read from the planned Spark SQL (``plan.query.select_sql``) with sqlglot,
-as Spark's planner will see it: a GROUP BY or aggregate is a streaming aggregation
-(Spark's ``StateStoreSave``), DISTINCT a deduplication, a join of two streams a
-stream-stream join (state on both sides); a join with a static table keeps none.
+The state is read from the planned Spark SQL (the job's select and those of the derived
+streams beneath it) with sqlglot, as Spark's planner will see it: a GROUP BY or aggregate
+is a streaming aggregation (Spark's ``StateStoreSave``), DISTINCT a deduplication, a join
+of two streams a stream-stream join (state on both sides); a join with a static table
+keeps none.
 Secrets never appear: Kafka security settings are left out, URLs masked.
 """
 
@@ -189,9 +190,10 @@ def state(plan) -> list[dict[str, Any]]:
     names.update({s.view: s.table.qualified_name for s in plan.statics})
     marks = [f"{s.stream.qualified_name}: {c} - {d}" for s in plan.sources
              for c, d in [_watermark(s, plan.props)] if c]
-    tree = parse_one(plan.query.select_sql, read="spark")
+    trees = [parse_one(d.select_sql, read="spark") for d in plan.derived]  # joins of streams
+    trees.append(parse_one(plan.query.select_sql, read="spark"))
     ops: list[dict[str, Any]] = []
-    for select in tree.find_all(exp.Select):
+    for select in (s for tree in trees for s in tree.find_all(exp.Select)):
         ops += _joins(select, names, streams, marks)
         group = select.args.get("group")
         aggregates = any(True for a in select.find_all(exp.AggFunc)

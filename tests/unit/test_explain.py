@@ -199,3 +199,42 @@ def test_shell_completes_explain():
     assert [s.text for s in suggest("EXPLAIN ", names)] == [
         "EXTENDED", "INSERT", "STREAMJOB", "j1", "jobtwo"]
     assert [s.text for s in suggest("explain extended streamjob jo", names)] == ["jobtwo"]
+
+
+def test_a_join_of_two_streams_beneath_a_derived_stream_keeps_state(tmp_path):
+    home = Home.open(tmp_path / "home")
+    catalog = Catalog(home.catalog_url)
+    ex = Executor(catalog, home)
+    kafka = '("topic"="{0}", "kafka.broker.list"="h:9092", "watermark.column"="ts", ' \
+            '"watermark.delay"="5 seconds")'
+    for s in parse_script(f"""
+        CREATE STREAM a (id BIGINT, ts TIMESTAMP) TBLPROPERTIES {kafka.format('a')};
+        CREATE STREAM b (id BIGINT, v DOUBLE, ts TIMESTAMP) TBLPROPERTIES {kafka.format('b')};
+        CREATE STREAM ab AS SELECT a.id, b.v FROM a JOIN b ON a.id = b.id
+          AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 1 MINUTE;
+        CREATE TABLE out (id BIGINT, v DOUBLE) STORED AS PARQUET;
+        CREATE STREAMJOB j AS ("insert into out select id, v from ab");"""):
+        ex.execute(s)
+    _, data = explain(ex, "EXPLAIN j")
+    [op] = data["state"]
+    assert op["operator"] == "stream-stream join" and op["keys"] == ["a.id = b.id"]
+    assert op["watermark"] == ["default.a: ts - 5 seconds", "default.b: ts - 5 seconds"]
+    assert [s["stream"] for s in data["sources"]] == ["default.a", "default.b"]
+    catalog.close()
+
+
+def test_extended_in_a_dry_run_asks_no_spark(tmp_path):
+    """``streamjob check`` (a dry run) of a script holding EXPLAIN EXTENDED plans it but
+    runs no Spark, not even with --offline's absence of a session."""
+    home = Home.open(tmp_path / "home")
+    catalog = Catalog(home.catalog_url)
+    asked: list[int] = []
+    ex = Executor(catalog, home, dry_run=True, spark=lambda: asked.append(1))
+    setup = (CORPUS / "slipstream_delimited.sql").read_text().split("START STREAMJOB")[0]
+    for s in parse_script(setup):
+        ex.execute(s)
+    asked.clear()
+    _, data = explain(ex, "EXPLAIN EXTENDED demo_job")
+    assert data["physical_plan"] is None and data["guarantee"] == "at-least-once"
+    assert asked == []
+    catalog.close()
