@@ -14,8 +14,9 @@ being typed:
   user started (``"to`` -> ``"topic"``), quoted when nothing was typed yet;
 * in a query (a SELECT, or the quoted query of a streamjob), where a column goes: the
   columns of the streams and tables it reads (:mod:`.columns`), as pgcli does;
-* after ``START/STOP/DROP/ALTER/DESCRIBE STREAMJOB`` and ``SHOW CHECKPOINTS FOR
-  STREAMJOB``: job names; after ``DROP/DESCRIBE STREAM``: streams; ``... TABLE``: tables;
+* after ``START/STOP/DROP/ALTER/DESCRIBE/EXPLAIN STREAMJOB`` and ``SHOW CHECKPOINTS FOR
+  STREAMJOB``: job names; after ``EXPLAIN [EXTENDED]``: EXTENDED, INSERT, STREAMJOB and
+  job names; after ``DROP/DESCRIBE STREAM``: streams; ``... TABLE``: tables;
   after ``DESCRIBE``: all three; after ``FROM``/``JOIN``: streams and tables; after
   ``INTO``: tables — also inside the quoted query of ``CREATE STREAMJOB ... AS ("...")``;
 * in a meta command: the commands, and after ``\\d`` the catalog names;
