@@ -194,6 +194,8 @@ def state(plan) -> list[dict[str, Any]]:
     trees.append(parse_one(plan.query.select_sql, read="spark"))
     ops: list[dict[str, Any]] = []
     for select in (s for tree in trees for s in tree.find_all(exp.Select)):
+        if not any(t.name in streams for t in select.find_all(exp.Table)):
+            continue  # a subquery over static tables only: a batch query, no state
         ops += _joins(select, names, streams, marks)
         group = select.args.get("group")
         aggregates = any(True for a in select.find_all(exp.AggFunc)
@@ -240,8 +242,8 @@ def _joins(select: exp.Select, names: dict, streams: set, marks: list) -> list[d
         on = join.args.get("on")
         keys = [f"{_sql(eq.left, names)} = {_sql(eq.right, names)}"
                 for eq in (on.find_all(exp.EQ) if on is not None else ())]
-        out.append({"operator": f"stream-stream {join.side.lower() + ' ' if join.side else ''}join"
-                                .replace("  ", " "),
+        side = f"{join.side.lower()} " if join.side else ""
+        out.append({"operator": f"stream-stream {side}join",
                     "keys": keys, "watermark": marks or None,
                     "retention": ("each side's rows until the watermarks pass the time bounds "
                                   "of the ON condition (without a time bound: kept without "

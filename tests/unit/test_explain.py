@@ -238,3 +238,11 @@ def test_extended_in_a_dry_run_asks_no_spark(tmp_path):
     assert data["physical_plan"] is None and data["guarantee"] == "at-least-once"
     assert asked == []
     catalog.close()
+
+
+def test_an_aggregation_over_a_static_table_alone_keeps_no_state(world):
+    ex, _ = world  # the subquery is a batch query over the static table, read each batch
+    _, data = explain(ex, "EXPLAIN INSERT INTO balances SELECT p.account, p.amount, s.n "
+                          "FROM payments p JOIN (SELECT room, count(*) AS n FROM sensors "
+                          "GROUP BY room) s ON p.account = s.room")
+    assert data["state"] == [] and data["static_tables"][0]["table"] == "default.sensors"
