@@ -38,6 +38,8 @@ def render(result, as_json: bool, compact: bool = False) -> None:
             console.print(_table(part))
         elif part.columns:  # no empty bordered table: say so in one line
             click.echo(f"{part.title or 'result'}: none")
+        elif part.text is not None and part is not result:  # EXPLAIN EXTENDED's plan
+            click.echo(f"{part.title or 'result'}:\n{part.text}")
     if result.message:
         click.echo(result.message)
 

@@ -39,6 +39,19 @@ STREAM_KEYS = ("stream", "kind", "source", "query", "row_format", "used_by", "co
 #: Keys of a table (``describe TABLE --json``, ``GET /v1/tables/{name}``).
 TABLE_KEYS = ("table", "kind", "connector", "location", "partitioned_by", "row_format",
               "used_by", "columns", "properties")
+#: Keys of EXPLAIN's result (``-e "EXPLAIN j" --json``, ``POST /v1/statements``), built by
+#: :func:`streamjob.planner.explain.explain`.
+EXPLAIN_KEYS = ("job", "exists", "status", "query", "output_mode", "guarantee",
+                "guarantee_reason", "sources", "derived_streams", "static_tables", "sink",
+                "state", "trigger_interval_ms", "event_mode", "checkpoint_interval_ms",
+                "checkpoints_retained", "checkpoint_backend", "max_records_per_batch",
+                "physical_plan")
+#: Keys of one of EXPLAIN's ``sources``.
+EXPLAIN_SOURCE_KEYS = ("stream", "connector", "location", "format", "reset", "consumer_group",
+               "starts_from", "starting_offsets", "partitions", "watermark_column",
+               "watermark_delay", "malformed_policy")
+#: Keys of one of EXPLAIN's ``state`` (a stateful operator).
+EXPLAIN_STATE_KEYS = ("operator", "keys", "watermark", "retention")
 #: Keys of the status document (``status --json``, ``GET /v1/status``).
 STATUS_KEYS = ("at", "server", "jobs")
 

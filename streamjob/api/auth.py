@@ -6,7 +6,7 @@ Once a token exists (``streamjob token create NAME --role viewer|operator``), ev
 request must carry ``Authorization: Bearer <token>`` (RFC 6750): a missing, malformed or
 unknown token gets 401 with ``WWW-Authenticate: Bearer`` and leaves no trace in the
 catalog. A *viewer* reads (jobs, status, checkpoints, metrics, events, and the
-read-only statements SHOW, DESCRIBE, SET, RESET); an *operator* may do anything the
+read-only statements SHOW, DESCRIBE, EXPLAIN, SET, RESET); an *operator* may do anything the
 StreamSQL statements do. Tokens are 256 random bits (``secrets.token_urlsafe``) with the
 prefix ``sjt_``, so they are recognisable in a leaked file; only their SHA-256 is
 stored (:mod:`streamjob.catalog.access`).
@@ -23,7 +23,8 @@ from ..grammar import statements as st
 #: Statements a viewer may execute: they read the catalog or change only the session.
 READ_ONLY = (st.ShowStreams, st.ShowTables, st.Describe, st.ShowStreamJobs,
              st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty,
-             st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic)
+             st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic,
+             st.Explain)
 #: The prefix of every token.
 TOKEN_PREFIX = "sjt_"
 

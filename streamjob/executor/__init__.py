@@ -23,6 +23,7 @@ from ..grammar import statements as st
 from .databases import DatabaseStatements
 from ..home import Home
 from .describe import DescribeStatements
+from .explain import ExplainStatements
 from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
@@ -35,7 +36,7 @@ __all__ = ["Executor", "Result"]
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements):
+               InsertStatements, ExplainStatements):
     """Runs statements for one client session.
 
     Args:
@@ -108,6 +109,8 @@ HANDLERS = {
     st.PrintTopic: Executor._do_PrintTopic,
     # Slipstream forms (issue 18)
     st.InsertInto: Executor._do_InsertInto,
+    # EXPLAIN (issue 18)
+    st.Explain: Executor._do_Explain,
 }
 
 

@@ -147,10 +147,11 @@ STATEMENT_START_RE = re.compile(
     r"|set\s+[a-z_][a-z0-9_.]*\s*="
     r"|reset\b"
     r"|insert\s+into\b"
+    r"|explain\s+(?:extended|streamjob|insert)\b"
     r")"
 )
 STATEMENT_KEYWORDS = frozenset(
-    "create start stop drop alter list show describe desc set reset use print insert".split()
+    "create start stop drop alter list show describe desc set reset use print insert explain".split()
 )
 
 

@@ -319,3 +319,20 @@ class InsertInto(Statement):
 
     target: QualifiedName
     query: str
+
+
+# ---- EXPLAIN (issue 18) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    """``EXPLAIN [EXTENDED] [STREAMJOB] j`` (``name`` set: an existing job) or ``EXPLAIN
+    [EXTENDED] INSERT INTO t SELECT ...`` (``query`` the INSERT's text, ``target`` its
+    table, ``query_position`` where the INSERT starts: a query not yet a job).
+    ``extended`` asks for Spark's physical plan too (Spark's ``EXPLAIN EXTENDED``)."""
+
+    name: QualifiedName | None = None
+    query: str | None = None
+    target: QualifiedName | None = None
+    query_position: Position | None = None
+    extended: bool = False

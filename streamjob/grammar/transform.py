@@ -24,6 +24,7 @@ from streamjob.grammar.lexical import (
     word_at,
 )
 from streamjob.grammar.slipstream import SlipstreamForms
+from streamjob.grammar.transform_explain import ExplainBuilder
 from streamjob.grammar.statements import (
     AlterStreamJob,
     Column,
@@ -54,10 +55,11 @@ from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
 __all__ = ["Builder"]
 
 
-class Builder(CatalogStatementsBuilder, SlipstreamForms):
+class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder):
     """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
     databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
-    Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`)."""
+    Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`;
+    EXPLAIN: :class:`.transform_explain.ExplainBuilder`)."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:
         self.text = text

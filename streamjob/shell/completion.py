@@ -14,8 +14,9 @@ being typed:
   user started (``"to`` -> ``"topic"``), quoted when nothing was typed yet;
 * in a query (a SELECT, or the quoted query of a streamjob), where a column goes: the
   columns of the streams and tables it reads (:mod:`.columns`), as pgcli does;
-* after ``START/STOP/DROP/ALTER/DESCRIBE STREAMJOB`` and ``SHOW CHECKPOINTS FOR
-  STREAMJOB``: job names; after ``DROP/DESCRIBE STREAM``: streams; ``... TABLE``: tables;
+* after ``START/STOP/DROP/ALTER/DESCRIBE/EXPLAIN STREAMJOB`` and ``SHOW CHECKPOINTS FOR
+  STREAMJOB``: job names; after ``EXPLAIN [EXTENDED]``: EXTENDED, INSERT, STREAMJOB and
+  job names; after ``DROP/DESCRIBE STREAM``: streams; ``... TABLE``: tables;
   after ``DESCRIBE``: all three; after ``FROM``/``JOIN``: streams and tables; after
   ``INTO``: tables — also inside the quoted query of ``CREATE STREAMJOB ... AS ("...")``;
 * in a meta command: the commands, and after ``\\d`` the catalog names;
@@ -81,6 +82,10 @@ _FOLLOW = {
     "GROUP": ("BY",),
     "ORDER": ("BY",),
     "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
+    # EXPLAIN [EXTENDED] [STREAMJOB] j | INSERT INTO ... (issue 18)
+    "EXPLAIN": ("EXTENDED", "INSERT", "STREAMJOB"),
+    "EXTENDED": ("INSERT", "STREAMJOB"),
+    "INSERT": ("INTO",),
 }
 
 
@@ -264,8 +269,10 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
         return None
     head = w[0]
     if w[-1] == "STREAMJOB" and head in ("START", "STOP", "DROP", "ALTER", "DESCRIBE", "DESC",
-                                         "SHOW"):
+                                         "SHOW", "EXPLAIN"):
         return _names(prefix, [jobs])
+    if head == "EXPLAIN" and w[-1] in ("EXPLAIN", "EXTENDED"):  # EXPLAIN [EXTENDED] j
+        return _keywords(w, prefix, sig) + _names(prefix, [jobs])
     if head == "SHOW" and w[1:3] == ["CREATE", "STREAM"] and len(w) == 3:
         return _names(prefix, [streams])
     if head == "SHOW" and w[1:3] == ["CREATE", "TABLE"] and len(w) == 3:

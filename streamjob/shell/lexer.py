@@ -17,7 +17,7 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
                             Text, Whitespace)
 
 #: Keywords that begin a statement (completion offers them at a statement's start).
-STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "INSERT", "LIST", "PRINT",
+STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXPLAIN", "INSERT", "LIST", "PRINT",
                       "RESET", "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
 
 #: StreamSQL's own keywords (DESIGN §2).
@@ -29,6 +29,8 @@ STREAMSQL_KEYWORDS = (
     "STREAMS", "STREAMWINDOW", "TABLE", "TABLES", "TBLPROPERTIES", "TERMINATED", "ALTER",
     # SHOW CREATE, databases, topics (issue 16)
     "BEGINNING", "CASCADE", "DATABASE", "DATABASES", "PRINT", "TOPICS", "USE",
+    # EXPLAIN (issue 18)
+    "EXPLAIN", "EXTENDED",
 )
 
 #: Keywords of the SQL inside queries (and their time units).

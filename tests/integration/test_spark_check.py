@@ -74,3 +74,17 @@ def test_check_asks_spark_and_offline_does_not(tmp_path):
     assert f"job.sql:{line}:" in result.output and "Except on a streaming" in result.output
     offline = CliRunner().invoke(main, [*home, "check", "--offline", str(script)])
     assert offline.exit_code == 0 and "OK (5 statements)" in offline.output
+
+
+def test_explain_extended_shows_sparks_physical_plan_with_the_stateful_operator(world):
+    """EXPLAIN EXTENDED (issue 18): Spark's physical plan, planned over empty inputs as the
+    analysis above; the aggregation's state store operators are in it."""
+    world.run('CREATE STREAMJOB explained AS ("insert into counts select id, count(*) '
+              'from b group by id");')
+    [res] = world.run("EXPLAIN EXTENDED explained;")
+    text = res.to_json()["physical_plan"]
+    assert "StateStoreSave" in text and "StateStoreRestore" in text
+    assert res.sections[-1].title == "physical plan (Spark)" and res.sections[-1].text == text
+    assert res.to_json()["state"][0]["keys"] == ["id"]
+    [plain] = world.run("EXPLAIN explained;")
+    assert plain.to_json()["physical_plan"] is None

@@ -333,3 +333,22 @@ def test_https_with_a_certificate(tmp_path):
     finally:
         busy.stop()
         catalog.close()
+
+
+def test_a_viewer_may_explain_a_job_and_an_insert(api):
+    """EXPLAIN (issue 18) reads only: a viewer token runs it through /v1/statements, and
+    the answer's data is the explain shape of docs/json.md; nothing is registered."""
+    _create_job(api)
+    viewer = new_token()
+    api.catalog.create_token("reader", "viewer", viewer)
+    r = api.sql("EXPLAIN STREAMJOB j", viewer)
+    assert r.status_code == 200, r.text
+    data = r.json()["results"][0]["data"]
+    assert list(data) == list(shapes.EXPLAIN_KEYS)
+    assert (data["job"], data["guarantee"], data["physical_plan"]) == (
+        "default.j", "exactly-once", None)
+    assert data["sources"][0]["location"] == "topic t at 127.0.0.1:9"
+    r = api.sql("EXPLAIN INSERT INTO out SELECT id, name FROM s", viewer)
+    assert r.status_code == 200, r.text
+    assert r.json()["results"][0]["data"]["exists"] is False
+    assert [j.name for j in api.catalog.list_jobs()] == ["j"]

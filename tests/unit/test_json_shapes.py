@@ -50,7 +50,7 @@ def emitted(tmp_path_factory):
     job = catalog.get_job("default", "totals_job")
     now = datetime.now(timezone.utc)
     catalog.record_checkpoint(job.uid, 41, started_at=now, ended_at=now, duration_ms=830,
-                              source_offsets={"orders": {"0": 52000}}, input_rows=1200,
+                              source_offsets={"orders": {"0": 52000, "1": 51890}}, input_rows=1200,
                               retained=5)
     catalog.start_run(job.uid, 1)
     catalog.add_missing_columns(job.uid, {"default.orders": ["regoin"]})
@@ -58,24 +58,27 @@ def emitted(tmp_path_factory):
     return {"status": status, "job": status["jobs"][0], "list": run("SHOW STREAMJOBS")[0],
             "job-detail": run("DESCRIBE STREAMJOB totals_job"),
             "checkpoint": run("SHOW CHECKPOINTS FOR STREAMJOB totals_job")[0],
-            "stream": run("DESCRIBE STREAM orders"), "table": run("DESCRIBE TABLE totals")}
+            "stream": run("DESCRIBE STREAM orders"), "table": run("DESCRIBE TABLE totals"),
+            "explain": run("EXPLAIN totals_job")}
 
 
 def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
     docs = documented()
-    assert set(docs) == {"status", "job", "job-detail", "checkpoint", "run", "stream", "table"}
+    assert set(docs) == {"status", "job", "job-detail", "checkpoint", "run", "stream", "table",
+                         "explain"}
     detail = emitted["job-detail"]
     emitted_keys = {
         "status": list(emitted["status"]), "job": list(emitted["job"]),
         "job-detail": list(detail), "checkpoint": list(emitted["checkpoint"]),
         "run": list(detail["runs"][0]), "stream": list(emitted["stream"]),
-        "table": list(emitted["table"]),
+        "table": list(emitted["table"]), "explain": list(emitted["explain"]),
     }
     constants = {
         "status": shapes.STATUS_KEYS, "job": shapes.JOB_KEYS,
         "job-detail": shapes.JOB_KEYS + shapes.JOB_DETAIL_KEYS,
         "checkpoint": shapes.CHECKPOINT_KEYS, "run": shapes.RUN_KEYS,
         "stream": shapes.STREAM_KEYS, "table": shapes.TABLE_KEYS,
+        "explain": shapes.EXPLAIN_KEYS,
     }
     for name, example in docs.items():
         assert list(example) == emitted_keys[name] == list(constants[name]), name
@@ -92,13 +95,21 @@ def test_nested_items_of_the_examples_have_the_emitted_keys(emitted):
         for key in ("columns", "properties"):
             assert list(docs[shape][key][0]) == list(emitted[shape][key][0]), (shape, key)
     assert docs["job-detail"]["missing_columns"][0].keys() == detail["missing_columns"][0].keys()
+    explained = emitted["explain"]
+    assert list(docs["explain"]["sources"][0]) == list(explained["sources"][0]) \
+        == list(shapes.EXPLAIN_SOURCE_KEYS)
+    assert list(docs["explain"]["state"][0]) == list(explained["state"][0]) \
+        == list(shapes.EXPLAIN_STATE_KEYS)
+    assert list(docs["explain"]["sink"]) == list(explained["sink"])
+    # the documented example is what the code says of this job, to the offsets
+    assert docs["explain"]["sources"][0] == explained["sources"][0]
 
 
 def test_every_key_is_snake_case_and_secrets_stay_masked(emitted):
     def keys(value):
         if isinstance(value, dict):
             for k, v in value.items():
-                if k != "source_offsets":  # the source's own topic and partition names
+                if k not in ("source_offsets", "starting_offsets"):  # topics, partitions
                     yield k
                     yield from keys(v)
         elif isinstance(value, list):
@@ -108,4 +119,5 @@ def test_every_key_is_snake_case_and_secrets_stay_masked(emitted):
     for name, value in emitted.items():
         bad = [k for k in keys(value) if not re.fullmatch(r"[a-z][a-z0-9_]*", k)]
         assert bad == [], (name, bad)
-    assert "s3cret" not in json.dumps(emitted["table"]) + json.dumps(emitted["job-detail"])
+    assert "s3cret" not in json.dumps(emitted["table"]) + json.dumps(emitted["job-detail"]) \
+        + json.dumps(emitted["explain"])
