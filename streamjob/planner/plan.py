@@ -242,8 +242,9 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
 
     Append for projections, and for aggregations over time windows with a watermark: a
     STREAMWINDOW (event time with its watermark, or processing time with a zero-delay
-    one), or a written ``window(...)`` grouping when every source stream declares
-    event time. Update for other aggregations into a keyed SQL table or the console;
+    one), a SESSIONWINDOW likewise, or a written ``window(...)``/``session_window(...)``
+    grouping when every source stream declares event time (Spark runs session window
+    aggregations in append or complete mode only). Update for other aggregations into a keyed SQL table or the console;
     anything else is refused with what to change."""
     if not aq.aggregate:
         return "append"
@@ -253,6 +254,12 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
     )
     if aq.windows or (aq.windowed and watermarked):
         return "append"
+    if aq.sessions:
+        raise ValidationError(
+            "the query groups by session_window(...) on a stream without \"watermark.column\" "
+            "and \"watermark.delay\": Spark appends a session once the watermark passes its "
+            "end and cannot update sessions in place; declare the stream's event time, or "
+            "write FROM s SESSIONWINDOW w AS (GAP '30' SECOND) (processing time)")
     if isinstance(sink_spec, cspec.SqlTableSpec) and sink_spec.primary_key:
         return "update"
     if isinstance(sink_spec, cspec.ConsoleTableSpec):

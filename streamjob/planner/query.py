@@ -24,7 +24,7 @@ from .lookup import Lookup
 from .streaming import check_streaming
 from .text import QueryText, Span, is_window_call, parse
 from .window import (PROCTIME_COLUMN, StreamWindow, WindowClause, add_window_group, aggregates,
-                     extract_windows, groups_by_window, window_table)
+                     extract_windows, groups_by_session, groups_by_window, window_table)
 
 AGGREGATES = (exp.AggFunc,)
 
@@ -50,7 +50,9 @@ class AnalyzedSelect:
     ``windows`` the STREAMWINDOWs applied; ``output_columns`` the select list's names
     (None for an unnamed expression); ``output_types`` the declared type of each output
     that passes a source column through (else None); ``arity_known`` False when a ``*``
-    could not be expanded. ``tree`` is the rewritten sqlglot tree (not compared)."""
+    could not be expanded; ``sessions`` True when it groups by ``session_window(...)``
+    (written or from SESSIONWINDOW). ``tree`` is the rewritten sqlglot tree (not
+    compared)."""
 
     select_sql: str
     references: tuple[Reference, ...]
@@ -60,6 +62,7 @@ class AnalyzedSelect:
     output_columns: tuple[str | None, ...]
     output_types: tuple[str | None, ...]
     arity_known: bool
+    sessions: bool = False
     select_span: Span | None = field(default=None, compare=False)
     tree: exp.Expr | None = field(default=None, compare=False, repr=False)
 
@@ -83,6 +86,7 @@ class AnalyzedQuery:
     windows: tuple[StreamWindow, ...] = ()
     output_types: tuple[str | None, ...] = ()
     arity_known: bool = True
+    sessions: bool = False
     target_spans: tuple[Span, ...] = field(default=(), compare=False)
     select_span: Span | None = field(default=None, compare=False)
 
@@ -144,7 +148,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
         target=target, target_columns=target_columns, select_sql=body.select_sql,
         references=body.references, aggregate=body.aggregate, windowed=body.windowed,
         output_columns=body.output_columns, windows=body.windows,
-        output_types=body.output_types, arity_known=body.arity_known,
+        output_types=body.output_types, arity_known=body.arity_known, sessions=body.sessions,
         target_spans=target_spans, select_span=body.select_span,
     )
 
@@ -166,6 +170,10 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     statements = parse(qt, blanked, f"{what}'s query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error(f"a {what} is defined by one 'select ...'")
+    session = next((c for c in clauses if c.kind == "session"), None)
+    if session is not None:
+        raise qt.error(f"a {what} cannot use SESSIONWINDOW yet: group by sessions in the "
+                       f"streamjob that reads it", session.keyword)
     return _analyze_body(qt, statements[0], clauses, lookup, default_database, what)
 
 
@@ -195,11 +203,13 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
 
     pending = [_place_window(qt, c, select, tables, lookup) for c in clauses]
     pseudo = set()
-    if clauses or any(is_window_call(n) and n.name.lower() == "window"
+    if any(c.kind == "stream" for c in clauses) or any(
+            is_window_call(n) and n.name.lower() == "window"
                       for n in select.find_all(exp.Anonymous)):
         pseudo.add("window")
-    if any(is_window_call(n) and n.name.lower() == "session_window"
-           for n in select.find_all(exp.Anonymous)):
+    if any(c.kind == "session" for c in clauses) or any(
+            is_window_call(n) and n.name.lower() == "session_window"
+            for n in select.find_all(exp.Anonymous)):
         pseudo.add("session_window")
     resolver = ColumnResolver(qt, tables, pseudo)
     outputs = resolver.resolve(select) or []
@@ -226,6 +236,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
         output_columns=tuple(o.name for o in outputs),
         output_types=tuple(o.type for o in outputs),
         arity_known=resolver.arity_known,
+        sessions=groups_by_session(select),
         select_span=_select_span(qt, select, outputs),
         tree=select,
     )
@@ -233,41 +244,46 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
 
 def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
                   tables: dict[int, CatalogSource], lookup: Lookup):
-    """Check a STREAMWINDOW against the tree; returns (select, alias, StreamWindow)."""
+    """Check a STREAMWINDOW/SESSIONWINDOW against the tree; returns (select, alias,
+    StreamWindow)."""
+    kw = clause.word
     table = window_table(clause, tree)
     info = tables.get(id(table)) if table is not None else None
     if info is None:
-        raise qt.error("STREAMWINDOW must follow a stream in FROM or JOIN, as in "
-                       "FROM s STREAMWINDOW w AS (LENGTH '10' SECOND)", clause.keyword)
+        example = ("SESSIONWINDOW w AS (GAP '30' SECOND)" if clause.kind == "session"
+                   else "STREAMWINDOW w AS (LENGTH '10' SECOND)")
+        raise qt.error(f"{kw} must follow a stream in FROM or JOIN, as in FROM s {example}",
+                       clause.keyword)
     if info.kind != "stream":
-        raise qt.error(f"STREAMWINDOW applies to a stream, and {info.database}.{info.name} is a "
+        raise qt.error(f"{kw} applies to a stream, and {info.database}.{info.name} is a "
                        f"static table", clause.keyword)
     select = table.find_ancestor(exp.Select)
     if select is None or not aggregates(select):
-        raise qt.error("STREAMWINDOW needs an aggregation: add GROUP BY or an aggregate function",
+        raise qt.error(f"{kw} needs an aggregation: add GROUP BY or an aggregate function",
                        clause.keyword)
     if groups_by_window(select):
-        raise qt.error("the query groups by window(...) and has a STREAMWINDOW; keep one of them",
-                       clause.keyword)
+        raise qt.error(f"the query groups by window(...) or session_window(...) and has a {kw}; "
+                       f"keep one of them", clause.keyword)
     try:
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
         raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
-    if any(c["name"].lower() == "window" for c in info.columns):
+    struct = "session_window" if clause.kind == "session" else "window"
+    if any(c["name"].lower() == struct for c in info.columns):
         for col in select.find_all(exp.Column):
-            if (col.table or col.name).lower() == "window" and not col.db:
+            if (col.table or col.name).lower() == struct and not col.db:
                 raise qt.error(
-                    f"stream {info.database}.{info.name} has a column named window, and this "
-                    f"query's STREAMWINDOW makes a new window: Spark reads window here as the "
+                    f"stream {info.database}.{info.name} has a column named {struct}, and this "
+                    f"query's {kw} makes a new {struct}: Spark reads {struct} here as the "
                     f"stream's column; select it under another name in {info.name} "
-                    f"(window AS win)", qt.node_span(col))
+                    f"({struct} AS win)", qt.node_span(col))
     alias = table.alias_or_name
     window = StreamWindow(
         name=clause.name, database=info.database, stream=info.name,
         view=view_name(info.database, info.name), alias=alias,
         time_column=event_time[0] if event_time else PROCTIME_COLUMN,
         proctime=event_time is None, length=clause.length.spark,
-        slide=clause.slide.spark if clause.slide else None)
+        slide=clause.slide.spark if clause.slide else None, kind=clause.kind)
     return select, alias, window
 
 

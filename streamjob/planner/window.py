@@ -1,4 +1,5 @@
-"""Slipstream's STREAMWINDOW clause, turned into Spark's ``window(...)`` grouping.
+"""Slipstream's STREAMWINDOW clause, turned into Spark's ``window(...)`` grouping, and
+SESSIONWINDOW's gap form, turned into Spark's ``session_window(...)`` grouping.
 
 ``... FROM s [[AS] alias] STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND]) ...``
 (keywords in any case; values quoted or bare whole numbers; units MILLISECOND(S),
@@ -14,6 +15,15 @@ The time column is the stream's event time (``"watermark.column"``, with the wat
 on processing time: its view gets a column :data:`PROCTIME_COLUMN` =
 ``current_timestamp()`` (the micro-batch's time) with a zero-delay watermark, so the
 windowed aggregation appends each window once the next batch has passed its end.
+
+``... FROM s [[AS] alias] SESSIONWINDOW w AS (GAP '30' SECOND) ...`` declares gap-based
+sessions (Spark's ``session_window(<time column>, '<gap>')``, Flink's session window,
+ksqlDB's ``WINDOW SESSION``): per group, events closer than the gap form one session
+``[first event, last event + gap)``; its row is appended once, when the watermark passes
+that end. Slipstream 5.1 documents SESSIONWINDOW only in its predicate form
+(``SESSIONWINDOW(INIT[...] END[... EXCLUDE] KEYEDBY(...))``); no gap option of it is
+published, so the GAP form is streamjob's, shaped like STREAMWINDOW's. The predicate
+form needs per-key arbitrary state and is refused for now (:func:`extract_windows`).
 """
 
 from __future__ import annotations
@@ -38,7 +48,10 @@ _UNITS = {
     "HOUR": ("hour", 3_600_000),
     "DAY": ("day", 86_400_000),
 }
-_FORM = "STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND])"
+_FORMS = {"STREAMWINDOW": "STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND])",
+          "SESSIONWINDOW": "SESSIONWINDOW w AS (GAP '30' SECOND)"}
+#: Words of Slipstream's predicate SESSIONWINDOW form (refused for now).
+_PREDICATE_WORDS = ("INIT", "END", "KEYEDBY", "EXCLUDE")
 
 
 @dataclass(frozen=True)
@@ -57,21 +70,30 @@ class Duration:
 
 @dataclass(frozen=True)
 class WindowClause:
-    """One STREAMWINDOW clause as read from the text (before sqlglot parses the query).
+    """One STREAMWINDOW or SESSIONWINDOW clause as read from the text (before sqlglot
+    parses the query).
 
-    ``keyword`` is the span of the STREAMWINDOW keyword; ``follows`` the end offset of
-    the token before it (the stream's name or alias), -1 if none."""
+    ``keyword`` is the span of the STREAMWINDOW/SESSIONWINDOW keyword; ``follows`` the
+    end offset of the token before it (the stream's name or alias), -1 if none. ``kind``
+    is ``"stream"`` (``length``/``slide``) or ``"session"`` (``length`` is the GAP)."""
 
     name: str
     length: Duration
     slide: Duration | None
     keyword: Span
     follows: int
+    kind: str = "stream"
+
+    @property
+    def word(self) -> str:
+        """The clause's keyword: ``STREAMWINDOW`` or ``SESSIONWINDOW``."""
+        return "SESSIONWINDOW" if self.kind == "session" else "STREAMWINDOW"
 
 
 @dataclass(frozen=True)
 class StreamWindow:
-    """A STREAMWINDOW applied to a stream of the query.
+    """A STREAMWINDOW (``kind`` ``"stream"``) or SESSIONWINDOW (``"session"``; ``length``
+    is then the gap) applied to a stream of the query.
 
     ``database``/``stream`` name the stream, ``view`` its temporary view, ``alias`` the
     name the query reads it by; ``time_column`` is its event-time column, or
@@ -88,10 +110,17 @@ class StreamWindow:
     proctime: bool
     length: str
     slide: str | None
+    kind: str = "stream"
+
+    @property
+    def function(self) -> str:
+        """Spark's grouping function: ``window`` or ``session_window`` (also the name of
+        the struct column it adds)."""
+        return "session_window" if self.kind == "session" else "window"
 
 
 def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
-    """Blank every STREAMWINDOW clause out of the query text.
+    """Blank every STREAMWINDOW / SESSIONWINDOW clause out of the query text.
 
     Returns:
         ``(text, clauses)``: the text with each clause replaced by spaces of equal
@@ -99,8 +128,10 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
 
     Raises:
         ValidationError: a malformed clause (saying what is expected), an unknown time
-            unit, a length or slide that is not a positive whole number, a SLIDE longer
-            than the LENGTH, or more than one STREAMWINDOW.
+            unit, a length, slide or gap that is not a positive whole number, a SLIDE
+            longer than the LENGTH, more than one window clause, or SESSIONWINDOW's
+            predicate form (``INIT[...] END[...] KEYEDBY(...)``, not supported yet), each
+            at its token.
     """
     tokens = tokenize(qt.text)
     if not tokens:
@@ -110,10 +141,15 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.token_type == TokenType.VAR and tok.text.upper() == "STREAMWINDOW":
+        word = tok.text.upper()
+        if tok.token_type == TokenType.VAR and word in _FORMS:
             if clauses:
-                raise qt.error("only one STREAMWINDOW per query is supported",
-                               qt.token_span(tok))
+                first = clauses[0].word
+                raise qt.error(f"only one {word} per query is supported" if first == word
+                               else f"a query has one window clause, and this one already has "
+                                    f"a {first}", qt.token_span(tok))
+            if word == "SESSIONWINDOW":
+                _refuse_predicate_form(qt, tokens, i)
             clause, last = _read_clause(qt, tokens, i)
             clauses.append(clause)
             blank = "".join(c if c == "\n" else " " for c in text[tok.start:last.end + 1])
@@ -124,8 +160,30 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
     return text, clauses
 
 
+def _refuse_predicate_form(qt: QueryText, tokens: list[Token], i: int) -> None:
+    """Refuse Slipstream's predicate sessions (``SESSIONWINDOW(INIT[...] END[...]
+    KEYEDBY(...))``) at their first INIT/END/KEYEDBY/EXCLUDE word inside the clause's
+    parentheses: they need per-key arbitrary state, which streamjob does not run yet."""
+    depth = 0
+    for tok in tokens[i + 1:]:
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth <= 0:
+                return
+        elif depth == 0 and tok.token_type not in (TokenType.VAR, TokenType.IDENTIFIER,
+                                                   TokenType.ALIAS):
+            return
+        elif depth > 0 and tok.text.upper() in _PREDICATE_WORDS:
+            raise qt.error("predicate sessions are not supported yet; for sessions closed by "
+                           "inactivity use SESSIONWINDOW w AS (GAP '30' SECOND)",
+                           qt.token_span(tok))
+
+
 def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClause, Token]:
     keyword = tokens[i]
+    kw = keyword.text.upper()
     pos = i + 1
 
     def peek() -> Token | None:
@@ -137,8 +195,8 @@ def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClau
         if tok is None or not ok(tok):
             found = f"'{tok.text}'" if tok is not None else "the end of the query"
             span = qt.token_span(tok) if tok is not None else qt.token_span(tokens[pos - 1])
-            raise qt.error(f"malformed STREAMWINDOW clause: expected {what} but found {found}; "
-                           f"the form is {_FORM}", span)
+            raise qt.error(f"malformed {kw} clause: expected {what} but found {found}; "
+                           f"the form is {_FORMS[kw]}", span)
         pos += 1
         return tok
 
@@ -148,6 +206,14 @@ def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClau
     name = expect("a window name", lambda t: t.token_type in (TokenType.VAR, TokenType.IDENTIFIER))
     expect("AS", word("AS"))
     expect("'('", lambda t: t.token_type == TokenType.L_PAREN)
+    follows = tokens[i - 1] if i > 0 else None
+    is_name = follows is not None and follows.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    if kw == "SESSIONWINDOW":
+        expect("GAP", word("GAP"))
+        gap = _duration(qt, expect, peek, "GAP", kw)
+        last = expect("')'", lambda t: t.token_type == TokenType.R_PAREN)
+        return WindowClause(name.text, gap, None, qt.token_span(keyword),
+                            follows.end if is_name else -1, "session"), last
     expect("LENGTH", word("LENGTH"))
     length = _duration(qt, expect, peek, "LENGTH")
     slide = None
@@ -161,13 +227,11 @@ def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClau
                 f"the slide must not exceed the length", qt.token_span(slide_tok))
     last = expect("')'" if slide else "SLIDE or ')'",
                   lambda t: t.token_type == TokenType.R_PAREN)
-    follows = tokens[i - 1] if i > 0 else None
-    is_name = follows is not None and follows.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
     return WindowClause(name.text, length, slide, qt.token_span(keyword),
                         follows.end if is_name else -1), last
 
 
-def _duration(qt: QueryText, expect, peek, what: str) -> Duration:
+def _duration(qt: QueryText, expect, peek, what: str, kw: str = "STREAMWINDOW") -> Duration:
     first = peek()
     negative = first is not None and first.token_type == TokenType.DASH
     if negative:
@@ -182,13 +246,13 @@ def _duration(qt: QueryText, expect, peek, what: str) -> Duration:
         amount = None
     if amount is None or amount <= 0:
         shown = ("-" if negative else "") + raw
-        raise qt.error(f"STREAMWINDOW {what} must be a positive whole number, not '{shown}'", span)
+        raise qt.error(f"{kw} {what} must be a positive whole number, not '{shown}'", span)
     unit_tok = expect("a time unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)",
                       lambda t: t.token_type != TokenType.R_PAREN)
     unit = unit_tok.text.upper()
     unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNITS else unit
     if unit not in _UNITS:
-        raise qt.error(f"unknown time unit '{unit_tok.text}' in STREAMWINDOW; use MILLISECOND, "
+        raise qt.error(f"unknown time unit '{unit_tok.text}' in {kw}; use MILLISECOND, "
                        f"SECOND, MINUTE, HOUR or DAY", qt.token_span(unit_tok))
     singular, millis = _UNITS[unit]
     return Duration(amount, singular, amount * millis)
@@ -224,12 +288,13 @@ def aggregates(select: exp.Select) -> bool:
 
 
 def add_window_group(select: exp.Select, alias: str, window: StreamWindow) -> None:
-    """Add ``window(alias.time_column, length[, slide])`` to the select's GROUP BY."""
+    """Add ``window(alias.time_column, length[, slide])`` (a STREAMWINDOW) or
+    ``session_window(alias.time_column, gap)`` (a SESSIONWINDOW) to the select's GROUP BY."""
     args = [exp.column(window.time_column, table=alias),
             exp.Literal.string(window.length)]
     if window.slide:
         args.append(exp.Literal.string(window.slide))
-    call = exp.Anonymous(this=exp.to_identifier("window", quoted=True), expressions=args)
+    call = exp.Anonymous(this=exp.to_identifier(window.function, quoted=True), expressions=args)
     group = select.args.get("group")
     if group is None:
         select.set("group", exp.Group(expressions=[call]))
@@ -238,6 +303,14 @@ def add_window_group(select: exp.Select, alias: str, window: StreamWindow) -> No
 
 
 def groups_by_window(select: exp.Select) -> bool:
-    """True when the select's GROUP BY already calls ``window(...)``."""
+    """True when the select's GROUP BY already calls ``window(...)`` or
+    ``session_window(...)``."""
     group = select.args.get("group")
     return bool(group) and any(is_window_call(n) for g in group.expressions for n in g.walk())
+
+
+def groups_by_session(select: exp.Expr) -> bool:
+    """True when any select in ``select`` groups by ``session_window(...)`` (Spark runs
+    session window aggregations in append or complete mode only, never update)."""
+    return any(is_window_call(n) and n.name.lower() == "session_window"
+               for g in select.find_all(exp.Group) for n in g.walk())

@@ -22,11 +22,12 @@ _BEFORE_COLUMN = {"SELECT", "DISTINCT", "WHERE", "AND", "OR", "NOT", "ON", "BY",
                   "WHEN", "THEN", "ELSE", "CASE", "BETWEEN", "IN", "LIKE",
                   ",", "(", "=", "<", ">", "!", "+", "-", "*", "/", "%"}
 #: Keywords that end a clause the columns belong to (the last one before the cursor wins).
-_CLAUSES = COLUMN_CLAUSES + ("FROM", "JOIN", "LIMIT", "INTO", "AS", "STREAMWINDOW", "UNION")
+_CLAUSES = COLUMN_CLAUSES + ("FROM", "JOIN", "LIMIT", "INTO", "AS", "STREAMWINDOW",
+                              "SESSIONWINDOW", "UNION")
 #: Words after a FROM/JOIN name that are not an alias.
 _NOT_ALIAS = {"WHERE", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "OUTER", "ON",
-              "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "STREAMWINDOW", "USING",
-              "WINDOW", "AS"}
+              "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "STREAMWINDOW", "SESSIONWINDOW",
+              "USING", "WINDOW", "AS"}
 
 
 def _word(t: Token) -> str:
