@@ -262,8 +262,9 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
         raise qt.error(f"{kw} needs an aggregation: add GROUP BY or an aggregate function",
                        clause.keyword)
     if groups_by_window(select):
-        raise qt.error(f"the query groups by window(...) or session_window(...) and has a {kw}; "
-                       f"keep one of them", clause.keyword)
+        call = next(n.name.lower() for n in select.args["group"].walk() if is_window_call(n))
+        raise qt.error(f"the query groups by {call}(...) and has a {kw}; keep one of them",
+                       clause.keyword)
     try:
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
