@@ -227,3 +227,47 @@ def test_window_stream_feeds_a_job_each_window_once_when_it_closes(world):
     assert first == expected(CLICKS, 38) and len(first) == 7
     assert second == expected(CLICKS + [("dan", 45)], 45)
     assert [r for r in second if r not in first] == [("ann", 30, 1), ("bob", 30, 1)]
+
+
+def pandas_sessions(gap: int):
+    """Gap sessions of CLICKS computed in batch with pandas: {(user, start s): (end s, n)}."""
+    import pandas as pd
+
+    df = pd.DataFrame(CLICKS, columns=["user_id", "t"]).sort_values(["user_id", "t"])
+    df["sid"] = df.groupby("user_id")["t"].diff().ge(gap).groupby(df["user_id"]).cumsum()
+    g = df.groupby(["user_id", "sid"])["t"].agg(["min", "max", "count"]).reset_index()
+    return {(r.user_id, int(r["min"])): (int(r["max"]) + gap, int(r["count"]))
+            for _, r in g.iterrows()}
+
+
+def test_event_time_session_windows_match_pandas(world):
+    directory = clicks_stream(world, "clicks_s")
+    out = world.root / "out_s"
+    world.run(f"CREATE TABLE sessions_s (user_id STRING, started TIMESTAMP, ended TIMESTAMP, "
+              f"n BIGINT) STORED AS PARQUET LOCATION '{out}';")
+    plan, query = world.start("sessions", """insert into sessions_s
+        select user_id, session_window.start, session_window.end, count(*)
+        from clicks_s SESSIONWINDOW w AS (GAP '6' SECOND)
+        group by user_id""")
+    assert plan.output_mode == "append"
+
+    def rows():
+        return {(r["user_id"], int(r["started"].timestamp() - T0.timestamp())):
+                (int(r["ended"].timestamp() - T0.timestamp()), r["n"])
+                for r in read_table(str(out)).to_pylist() if r["user_id"] != SENTINEL}
+
+    try:
+        world.write(directory, [{"user_id": u, "ts": ts(s)} for u, s in CLICKS])
+        query.processAllAvailable()
+        # the watermark is at most the latest event (38 s): bob's last session [38, 44)
+        # is still open, and is closed only by a later event's watermark
+        assert ("bob", 38) not in rows()
+        for hours in (1, 2):
+            world.write(directory, [{"user_id": SENTINEL, "ts": ts(3600 * hours)}])
+            query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        query.stop()
+    expected = pandas_sessions(6)
+    assert expected[("bob", 38)] == (44, 1) and len(expected) == 9
+    assert rows() == expected
