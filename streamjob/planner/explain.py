@@ -203,9 +203,11 @@ def state(plan) -> list[dict[str, Any]]:
         if group is not None or aggregates:
             keys = [_sql(k, names) for k in (group.expressions if group is not None else [])]
             windowed = any(k.lower().startswith(("window(", "session_window(")) for k in keys)
+            what = ("session" if any(k.lower().startswith("session_window(") for k in keys)
+                    else "window")
             ops.append({"operator": "streaming aggregation", "keys": keys,
                         "watermark": marks if windowed and marks else None,
-                        "retention": _aggregate_retention(plan, windowed and bool(marks))})
+                        "retention": _aggregate_retention(plan, windowed and bool(marks), what)})
         elif select.args.get("distinct"):
             ops.append({"operator": "deduplication (DISTINCT)",
                         "keys": [_sql(e, names) for e in select.expressions],
@@ -215,12 +217,12 @@ def state(plan) -> list[dict[str, Any]]:
     return ops
 
 
-def _aggregate_retention(plan, windowed: bool) -> str:
+def _aggregate_retention(plan, windowed: bool, what: str = "window") -> str:
     if windowed and any(s.proctime for s in plan.sources):
-        return ("each window until a micro-batch after its end (processing time), then "
+        return (f"each {what} until a micro-batch after its end (processing time), then "
                 "appended once and dropped")
     if windowed:
-        return ("each window until the watermark (the latest event time minus the delay) "
+        return (f"each {what} until the watermark (the latest event time minus the delay) "
                 "passes its end, then appended once and dropped; later events for it are "
                 "dropped")
     return ("every key's aggregate, without bound (no watermark ends a key): the state "

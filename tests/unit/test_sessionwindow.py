@@ -134,3 +134,12 @@ def test_a_derived_stream_cannot_use_sessionwindow_yet(ex):
         ex.execute(stmt)
     assert "cannot use SESSIONWINDOW yet" in info.value.message
     assert (info.value.line, info.value.column) == (2, 3)
+
+
+def test_explain_keeps_each_session_until_the_watermark(ex):
+    from streamjob.planner.explain import state
+    p = plan(ex, "insert into per_host select url, count(*) from clicks "
+                 "SESSIONWINDOW w AS (GAP '5' SECOND) group by url")
+    [op] = state(p)
+    assert op["keys"] == ["url", "session_window(clicks.ts, '5 seconds')"]
+    assert op["retention"].startswith("each session until the watermark")
