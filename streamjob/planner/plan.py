@@ -243,8 +243,10 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
     Append for projections, and for aggregations over time windows with a watermark: a
     STREAMWINDOW (event time with its watermark, or processing time with a zero-delay
     one), or a written ``window(...)`` grouping when every source stream declares
-    event time. Update for other aggregations into a keyed SQL table or the console;
-    anything else is refused with what to change."""
+    event time. Update for other aggregations into a table with a primary key (a SQL
+    table, upserted; a Kafka table, records keyed by it: Flink's upsert-kafka) or the
+    console; anything else is refused with what to change (an append-only sink would
+    hold every intermediate result of a key with nothing saying which is current)."""
     if not aq.aggregate:
         return "append"
     watermarked = all(
@@ -253,12 +255,14 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
     )
     if aq.windows or (aq.windowed and watermarked):
         return "append"
-    if isinstance(sink_spec, cspec.SqlTableSpec) and sink_spec.primary_key:
+    if isinstance(sink_spec, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) \
+            and sink_spec.primary_key:
         return "update"
     if isinstance(sink_spec, cspec.ConsoleTableSpec):
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "
-        f"{sink.qualified_name} a primary key (a SQL table with \"primary.key\", upserted), "
+        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, or "
+        f"on a Kafka table, records keyed by it), "
         f"or aggregate over a window of a stream with \"watermark.column\" and "
         f"\"watermark.delay\" so that finished windows can be appended")
