@@ -307,7 +307,7 @@ def test_show_tables_names_a_kafka_table_declared_by_its_topic(planner):
 
 def test_an_aggregation_into_a_kafka_table_with_a_primary_key_plans_update(planner):
     from streamjob.grammar import parse_script
-    from streamjob.planner.explain import guarantee_reason
+    from streamjob.planner.explain import explain, guarantee_reason
 
     for stmt in parse_script('CREATE TABLE ku (name STRING, n BIGINT) TBLPROPERTIES('
                              '"topic"="out", "kafka.broker.list"="127.0.0.1:1", '
@@ -318,6 +318,9 @@ def test_an_aggregation_into_a_kafka_table_with_a_primary_key_plans_update(plann
     assert p.sink_spec.primary_key == ("name",)
     assert (p.output_mode, p.guarantee) == ("update", "exactly-once")
     assert "replayed batch is skipped" in guarantee_reason(p, {})
+    sink = explain(p)["sink"]
+    assert sink["write"].startswith("produce keyed by primary key (name)")
+    assert "the latest record per key stays right" in sink["rows_visible"]
     from streamjob.planner.plan import plan_job
 
     p = plan_job(planner.catalog, planner.home, "default", "j",
