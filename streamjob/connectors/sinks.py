@@ -9,6 +9,7 @@ The kinds and what they guarantee:
   the job's marker row (exactly-once), or plain inserts/upserts (at-least-once);
 * Kafka table (:class:`KafkaTableSink`): foreachBatch, one Kafka transaction per
   micro-batch with the marker committed in it (exactly-once), or idempotent produce;
+  with a primary key, records keyed by it (an upsert table, update mode);
 * file table (:class:`FileTableSink`): Spark's file sink and its ``_spark_metadata``
   manifest (exactly-once with checkpoints); without checkpoints each batch's files are
   appended directly (guarantee none, DESIGN §6);
@@ -165,14 +166,18 @@ class KafkaTableSink(_Quiet):
 
         self.kafka = KafkaSink(spec, columns, marker, job, exactly_once=exactly_once)
         self.exactly_once = exactly_once
+        self.upsert = bool(spec.primary_key)
 
     def visibility(self) -> str:
+        keyed = ("; records are keyed by the primary key, and a repeat rewrites each key "
+                 "with the same row, so the latest record per key stays right"
+                 if self.upsert else "")
         if self.exactly_once:
             return ("to read_committed consumers when their micro-batch's Kafka transaction "
                     "commits with the job's marker (read_uncommitted consumers may also see "
-                    "rows of an aborted micro-batch)")
+                    "rows of an aborted micro-batch" + keyed + ")")
         return ("as each micro-batch produces them (idempotent producer, auto.flush); a "
-                "micro-batch replayed after a failure may repeat rows")
+                "micro-batch replayed after a failure may repeat rows" + keyed)
 
     def prepare(self) -> None:
         self.kafka.prepare()

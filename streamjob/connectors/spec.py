@@ -110,7 +110,11 @@ class KafkaTableSpec:
     one object per record by column name; ``delimited``: fields joined with
     ``delimiter``, Hive style) so that a Kafka stream with the same columns and format
     reads them back. ``key`` is the declared column whose value, as UTF-8 text, becomes
-    the record key (None: records without a key). See
+    the record key (None: records without a key). ``primary_key`` (``"primary.key"``,
+    lower-cased, in the order given) makes the table an upsert table: each record's key
+    is the primary-key columns in the table's format (or, with ``key`` naming its only
+    column, that column's raw text), aggregations write in update mode, and a compacted
+    topic keeps the latest row per key (:mod:`streamjob.connectors.kafka.encode`). See
     :mod:`streamjob.connectors.kafka.sink` for the delivery guarantees."""
 
     topic: str
@@ -119,21 +123,40 @@ class KafkaTableSpec:
     delimiter: str = ","
     key: str | None = None
     security: KafkaSecurity = KafkaSecurity()
+    primary_key: tuple[str, ...] = ()
 
 
 def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
-    """The ``"key"`` of a Kafka table must name one of its declared ``columns``
-    (``[{"name", "type"}, ...]``; names compared case-insensitively).
+    """The ``"key"`` and the ``"primary.key"`` columns of a Kafka table must be among its
+    declared ``columns`` (``[{"name", "type"}, ...]``; names compared
+    case-insensitively), and ``"key"`` together with ``"primary.key"`` must name the
+    primary key's only column (its raw text is then the record key, as ksqlDB's KAFKA
+    key format; a composite key is encoded in the table's format instead).
 
     Raises:
-        ValidationError: it does not; names the declared columns.
+        ValidationError: a name that is not a column (names the declared columns), or a
+            ``"key"`` that contradicts the primary key; ``err.key`` is the property.
     """
-    if spec.key is None:
-        return
     names = [c["name"] for c in columns]
-    if spec.key.lower() not in (n.lower() for n in names):
-        raise ValidationError(f"Kafka table {table}: \"key\" '{spec.key}' is not a column "
-                              f"({', '.join(names)})", text=spec.key)
+    lower = {n.lower() for n in names}
+
+    def fail(message: str, prop: str, text: str) -> None:
+        err = ValidationError(f"Kafka table {table}: {message}", text=text)
+        err.key, err.bad_value = prop, True
+        raise err
+
+    if spec.key is not None and spec.key.lower() not in lower:
+        fail(f"\"key\" '{spec.key}' is not a column ({', '.join(names)})", "key", spec.key)
+    for k in spec.primary_key:
+        if k.lower() not in lower:
+            fail(f"primary key column '{k}' is not a column ({', '.join(names)})",
+                 "primary.key", k)
+    if spec.key is not None and spec.primary_key \
+            and [spec.key.lower()] != [k.lower() for k in spec.primary_key]:
+        fail(f"\"key\" '{spec.key}' with \"primary.key\" '{','.join(spec.primary_key)}': "
+             "\"key\" may only name the primary key's single column (its text is then the "
+             "record key); drop \"key\" to have the primary-key columns encoded in the "
+             f"table's format ({spec.format}) as the record key", "key", spec.key)
 
 
 _LABELS = {"kafka stream": "Kafka stream", "file stream": "file stream",
@@ -214,7 +237,15 @@ def _kafka_table_spec(name: str, p: dict[str, str], row_format: Mapping | None) 
                               f"{', '.join(KAFKA_TABLE_FORMATS)}, got '{fmt}'", text=fmt)
     delimiter = hive_forms.delimiter_of(row_format) or p.get("delimiter") or ","
     key = p.get("key", "").strip() or None
-    return KafkaTableSpec(p["topic"], bootstrap, fmt, delimiter, key, security)
+    return KafkaTableSpec(p["topic"], bootstrap, fmt, delimiter, key, security,
+                          _primary_key(p))
+
+
+def _primary_key(p: dict[str, str]) -> tuple[str, ...]:
+    """``"primary.key"`` of lower-cased TBLPROPERTIES ``p``: its columns, lower-cased,
+    in the order given, each once."""
+    cols = (c.strip().lower() for c in p.get("primary.key", "").split(","))
+    return tuple(dict.fromkeys(c for c in cols if c))
 
 
 def _bootstrap(p: dict[str, str], what: str, protocol: str, timeout_s: float = 10.0) -> str:
@@ -268,8 +299,7 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     if connector == "sql":
         if not p.get("url"):
             raise ValidationError(f"SQL table '{name}' needs TBLPROPERTIES(\"url\"=<SQLAlchemy URL>)")
-        pk = tuple(c.strip().lower() for c in p.get("primary.key", "").split(",") if c.strip())
-        return SqlTableSpec(p["url"], p.get("table", name), pk)
+        return SqlTableSpec(p["url"], p.get("table", name), _primary_key(p))
     if connector == "console":
         return ConsoleTableSpec()
     fmt = hive_forms.file_format(stored_as, p, row_format)

@@ -94,11 +94,7 @@ class ObjectStatements:
                 err.key, err.bad_value = "primary.key", True
                 raise err
         if isinstance(spec, cspec.KafkaTableSpec):
-            try:
-                cspec.check_kafka_key(spec, columns, f"{db}.{name}")
-            except ValidationError as err:
-                err.key, err.bad_value = "key", True
-                raise
+            cspec.check_kafka_key(spec, columns, f"{db}.{name}")  # err.key: the property
         created = self.catalog.create_table(
             db, name, columns, props, row_format,
             stored_as=stored_as, location=s.location, if_not_exists=s.if_not_exists,

@@ -77,7 +77,8 @@ def guarantee_reason(plan, effective: dict) -> str:
     given = (f"{ck}=true ({_origin(effective, ck)}), "
              f"{fl}={'true' if props.auto_flush else 'false'} ({_origin(effective, fl)})")
     sp = plan.sink_spec
-    upsert = plan.output_mode == "update" and isinstance(sp, cspec.SqlTableSpec)
+    upsert = plan.output_mode == "update" and isinstance(
+        sp, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) and bool(sp.primary_key)
     if props.auto_flush:
         return (f"{given}: rows are written as each micro-batch produces them, without "
                 "commit markers; a micro-batch replayed after a failure may write its rows "
@@ -167,7 +168,9 @@ def _sink(plan) -> dict[str, Any]:
                  if plan.output_mode == "update" and sp.primary_key else "insert")
     elif isinstance(sp, cspec.KafkaTableSpec):
         where = f"topic {sp.topic} at {mask_url(sp.bootstrap)}"
-        write = "produce" + (f" (key {sp.key})" if sp.key else "")
+        write = (f"produce keyed by primary key ({', '.join(sp.primary_key)}): the latest "
+                 "record per key is the row" if sp.primary_key
+                 else "produce" + (f" (key {sp.key})" if sp.key else ""))
     elif isinstance(sp, cspec.FileTableSpec):
         where = sp.location
         write = "append files" + (f" partitioned by {', '.join(sp.partitioned_by)}"

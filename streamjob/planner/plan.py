@@ -244,8 +244,11 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
     STREAMWINDOW (event time with its watermark, or processing time with a zero-delay
     one), a SESSIONWINDOW likewise, or a written ``window(...)``/``session_window(...)``
     grouping when every source stream declares event time (Spark runs session window
-    aggregations in append or complete mode only). Update for other aggregations into a keyed SQL table or the console;
-    anything else is refused with what to change."""
+    aggregations in append or complete mode only). Update for other aggregations into a
+    table with a primary key (a SQL table, upserted; a Kafka table, records keyed by it:
+    Flink's upsert-kafka) or the console; anything else is refused with what to change (an
+    append-only sink would hold every intermediate result of a key with nothing saying
+    which is current)."""
     if not aq.aggregate:
         return "append"
     watermarked = all(
@@ -260,12 +263,14 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
             "and \"watermark.delay\": Spark appends a session once the watermark passes its "
             "end and cannot update sessions in place; declare the stream's event time, or "
             "write FROM s SESSIONWINDOW w AS (GAP '30' SECOND) (processing time)")
-    if isinstance(sink_spec, cspec.SqlTableSpec) and sink_spec.primary_key:
+    if isinstance(sink_spec, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) \
+            and sink_spec.primary_key:
         return "update"
     if isinstance(sink_spec, cspec.ConsoleTableSpec):
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "
-        f"{sink.qualified_name} a primary key (a SQL table with \"primary.key\", upserted), "
+        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, or "
+        f"on a Kafka table, records keyed by it), "
         f"or aggregate over a window of a stream with \"watermark.column\" and "
         f"\"watermark.delay\" so that finished windows can be appended")

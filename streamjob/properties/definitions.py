@@ -318,11 +318,18 @@ CONNECTOR = Registry([
     Property("table", "string", None, "table name in that database (default: the table's own)",
              scopes=("sql table",)),
     Property("primary.key", "list", None,
-             "comma-separated key columns: rows are upserted on them (update output mode)",
-             scopes=("sql table",)),
+             "comma-separated key columns; aggregations without a finished window write in "
+             "update output mode. SQL table: rows are upserted on them. Kafka table: each "
+             "record's key is these columns in the table's format (json: an object of them; "
+             "delimited: their fields joined with the delimiter), the value the whole row, "
+             "so a compacted topic keeps the latest row per key (Flink's upsert-kafka); no "
+             "tombstones (Spark's update mode deletes nothing)",
+             scopes=("sql table", "kafka table")),
     Property("key", "string", None,
              "a declared column whose value, as UTF-8 text, is each record's key (records "
-             "with the same key go to the same partition); default: records without a key",
+             "with the same key go to the same partition); default: records without a key; "
+             "with \"primary.key\" it may only name the primary key's single column, whose "
+             "raw text then replaces the encoded key (ksqlDB's KAFKA key format)",
              scopes=("kafka table",)),
 ])
 

@@ -209,6 +209,57 @@ def test_records_without_key_spread_in_contiguous_runs():
         assign_partitions([None], [])
 
 
+# -- upsert keys ("primary.key") -----------------------------------------------------
+
+
+def test_primary_key_of_a_kafka_table_is_parsed_in_order_lower_cased_once():
+    sp = cspec.table_spec("out", {"topic": "t", "kafka.broker.list": "h:1",
+                                  "Primary.Key": " Name , id,name"}, None, None, "/x")
+    assert sp.primary_key == ("name", "id") and sp.key is None
+
+
+def test_primary_key_columns_must_be_declared_and_key_may_only_name_the_single_one():
+    def check(**kw):
+        cspec.check_kafka_key(cspec.KafkaTableSpec("t", "h:1", **kw), COLUMNS, "db.out")
+
+    with pytest.raises(ValidationError, match=r"primary key column 'nope' is not a column \(id") as e:
+        check(primary_key=("id", "nope"))
+    assert (e.value.key, e.value.text) == ("primary.key", "nope")
+    with pytest.raises(ValidationError, match="may only name the primary key's single column") as e:
+        check(key="id", primary_key=("id", "name"))
+    assert e.value.key == "key"
+    with pytest.raises(ValidationError, match="may only name"):
+        check(key="name", primary_key=("id",))
+    check(key="ID", primary_key=("id",))
+
+
+def test_json_upsert_key_is_an_object_of_the_key_columns_in_key_order():
+    keys, values = encode_records(_table(), COLUMNS, "json", primary_key=("name", "id"))
+    assert keys[0] == b'{"name":"ann","id":1}'
+    assert keys[1] == b'{"name":null,"id":2}'  # NULL kept: every record has a key
+    assert values == encode_records(_table(), COLUMNS, "json")[1]  # the value is the row
+    key_cols = [COLUMNS[1], COLUMNS[0]]  # a Kafka stream of the key columns reads it back
+    assert _decode(keys, "json", columns=key_cols) == [
+        {"name": r["name"], "id": r["id"]} for r in ROWS]
+    keys, _ = encode_records(_table(), COLUMNS, "json", primary_key=("at",))
+    assert keys[:2] == [b'{"at":"2024-01-01T00:00:01.500000Z"}', b'{"at":null}']
+
+
+def test_delimited_upsert_key_is_the_key_fields_joined():
+    rows = [r for r in ROWS if r["id"] != 4]
+    keys, _ = encode_records(_table(rows), COLUMNS, "delimited", "|", primary_key=("id", "name"))
+    assert keys == [b"1|ann", b"2|\\N", b"3|"]
+    keys, _ = encode_records(_table(rows), COLUMNS, "delimited", "|", primary_key=("price",))
+    assert keys == [b"12345678901234.123456", b"\\N", b"-0.000001"]
+
+
+def test_raw_upsert_key_is_the_columns_text_and_null_fails_the_batch():
+    keys, _ = encode_records(_table(ROWS[:1]), COLUMNS, "json", key="name", primary_key=("name",))
+    assert keys == [b"ann"]
+    with pytest.raises(ConnectorError, match=r"primary key column 'name' is NULL in row 2"):
+        encode_records(_table(), COLUMNS, "json", key="name", primary_key=("name",))
+
+
 # -- planning (catalog, no Spark, no broker) ------------------------------------------
 
 PLAN_SETUP = """
@@ -252,3 +303,40 @@ def test_show_tables_names_a_kafka_table_declared_by_its_topic(planner):
 
     shown = [planner.execute(s) for s in parse_script("SHOW TABLES;")][0].to_json()
     assert {r["table"]: r["connector"] for r in shown}["k"] == "kafka"
+
+
+def test_an_aggregation_into_a_kafka_table_with_a_primary_key_plans_update(planner):
+    from streamjob.grammar import parse_script
+    from streamjob.planner.explain import explain, guarantee_reason
+
+    for stmt in parse_script('CREATE TABLE ku (name STRING, n BIGINT) TBLPROPERTIES('
+                             '"topic"="out", "kafka.broker.list"="127.0.0.1:1", '
+                             '"primary.key"="name");'):
+        planner.execute(stmt)
+    p = planning.plan(planner, 'CREATE STREAMJOB j AS ("',
+                      "insert into ku select name, count(*) from s group by name")
+    assert p.sink_spec.primary_key == ("name",)
+    assert (p.output_mode, p.guarantee) == ("update", "exactly-once")
+    assert "replayed batch is skipped" in guarantee_reason(p, {})
+    sink = explain(p)["sink"]
+    assert sink["write"].startswith("produce keyed by primary key (name)")
+    assert "the latest record per key stays right" in sink["rows_visible"]
+    from streamjob.planner.plan import plan_job
+
+    p = plan_job(planner.catalog, planner.home, "default", "j",
+                 "insert into ku select name, count(*) from s group by name",
+                 {"morphling.result.auto.flush": "true"})
+    assert p.guarantee == "at-least-once"
+    assert "the upsert on the primary key makes a repeat harmless" in guarantee_reason(p, {})
+
+
+def test_a_kafka_primary_key_that_is_no_column_is_refused_at_create_table(planner):
+    from streamjob.grammar import parse_script
+
+    sql = ('CREATE TABLE bad_pk (id BIGINT, name STRING)\n  TBLPROPERTIES("connector"="kafka", '
+           '"topic"="out", "kafka.broker.list"="127.0.0.1:1", "primary.key"="id,nope");')
+    with pytest.raises(ValidationError) as err:
+        for stmt in parse_script(sql):
+            planner.execute(stmt)
+    assert "primary key column 'nope' is not a column (id, name)" in str(err.value)
+    assert err.value.line == 2

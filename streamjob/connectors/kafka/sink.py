@@ -24,6 +24,18 @@ see :mod:`.formats`):
   record could not be read back. A string ``\\N`` reads back as NULL (Hive's ambiguity).
 - key: with ``"key"``, the named column's value as UTF-8 text (the delimited field text;
   NULL gives a record without a key); without it, records have no key.
+- upsert key: with ``"primary.key"`` (an upsert table, as Flink's upsert-kafka and
+  ksqlDB's tables), the key is the primary-key columns encoded in the table's format:
+  ``json`` the object ``{"k1":v1,"k2":v2}`` (primary-key order, declared names, the value
+  rules above), ``delimited`` the fields joined with the delimiter (one column: its
+  text); NULL stays ``null`` / ``\\N``, so every record has a key. ``"key"`` naming the
+  primary key's only column instead makes its raw text the key (ksqlDB's KAFKA key
+  format; a NULL there fails the batch). The value is the whole row. Aggregations
+  without a finished window write in Spark's update mode: each micro-batch writes the
+  current row of every key it changed, so the latest record per key (what a compacted
+  topic keeps, ``cleanup.policy=compact``) is the table's row. Spark's update mode
+  produces no deletions, so the sink never writes a tombstone (null value); a key is
+  never removed by a job.
 - partition: a keyed record goes where Kafka's default partitioner puts it
   (murmur2 of the key bytes, positive, modulo the partition count: the Java client's
   rule, so keyed records meet those of other producers); records without a key are
@@ -47,6 +59,14 @@ Delivery (DESIGN §6):
   crash between the foreachBatch call and its own commit log) and is skipped. Readers
   need ``isolation.level=read_committed`` on Apache Kafka to never see rows of an aborted
   transaction.
+
+An upsert table's guarantee is per key: a replayed micro-batch (Spark recomputes it
+from the checkpoint: the same input offsets and state, so the same rows) writes the
+same keys with the same values, and no later batch was written before it, so the
+latest value per key is right under both guarantees. What differs is the raw log:
+at-least-once may hold a replayed batch's records twice; exactly-once holds each
+batch's records once for ``read_committed`` readers on Apache Kafka (on Tansu, an
+aborted transaction's records stay visible, see below).
 
 Broker quirk handled (TESTING.md, Tansu 0.6): the end offset it reports is the base offset
 of the last record batch plus one. The at-least-once path therefore sends every
@@ -113,7 +133,7 @@ class KafkaSink:
 
     Args:
         spec: the table's connector spec (topic, bootstrap servers, format, delimiter,
-            key column).
+            key column, primary key).
         columns: the table's declared columns ``[{"name", "type"}, ...]``, in order.
         job_uid: the job incarnation's uid: the transactional id
             ``streamjob-<uid>`` and the marker group ``streamjob-sink-<uid>`` derive from
@@ -127,7 +147,8 @@ class KafkaSink:
     (Spark's foreachBatch), :meth:`close` when the attempt ends.
 
     Raises:
-        ValidationError: ``spec.key`` is not a declared column.
+        ValidationError: ``spec.key`` or a primary-key column is not a declared column,
+            or ``spec.key`` is not the primary key's only column.
     """
 
     timeout_ms = 30_000
@@ -278,7 +299,8 @@ class KafkaSink:
                 the delimiter.
         """
         keys, values = encode_records(table, self.columns, self.spec.format,
-                                      self.spec.delimiter, self.spec.key)
+                                      self.spec.delimiter, self.spec.key,
+                                      self.spec.primary_key)
         if not values:
             return 0
         self.prepare()
