@@ -37,7 +37,7 @@ test: $(STAMP)
 	$(PY) -m pytest tests/integration -m "not slow" $(XDIST)
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
-## the grammar fuzz. CI runs `make test` and then these. Three workers on two cores:
+## the grammar fuzz, the Spark standalone cluster, the benchmark harness, most Nexmark queries. CI runs `make test` and then these. Three workers on two cores:
 ## the 3-minute outage test starts first and its worker mostly waits meanwhile.
 SLOW_WORKERS ?= 3
 test-slow: $(STAMP)

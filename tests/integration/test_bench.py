@@ -12,7 +12,9 @@ import json
 import subprocess
 import sys
 
-pytestmark = pytest.mark.system
+# The benchmark harness end to end (its own Spark process): in the slow tier, which CI
+# runs after `make test` (CI budget: `make test` under 15 minutes on the slow host kind).
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
 def test_bench_tiny_writes_results(tmp_path):

@@ -279,6 +279,7 @@ def _commits(job_dir: Path, log: str = "commits") -> list[int]:
 
 
 @pytest.mark.system
+@pytest.mark.slow  # a Spark master and worker of their own: 45 s of a worker (CI budget)
 def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
         cluster, python_without_streamjob, broker, tmp_path):
     """The job's Kafka source and static table run on the worker's executor, whose Python
@@ -321,7 +322,7 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
 
 
 @pytest.mark.system
-@pytest.mark.slow  # the cluster run itself stays in `make test`
+@pytest.mark.slow
 def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
         cluster, python_without_streamjob, broker, tmp_path):
     """A checkpoint root that is not a local path: ``viewfs://`` (Hadoop's mount-table
