@@ -93,6 +93,9 @@ def _title(stmt: st.Statement) -> str:
     from .shell.splitter import tokenize
 
     name = getattr(stmt, "name", None)
+    database = getattr(stmt, "database", None)
+    if not isinstance(name, st.QualifiedName) and isinstance(database, str):
+        name = st.QualifiedName(database)  # CREATE/USE/DROP DATABASE db
     if not isinstance(name, st.QualifiedName):
         return _head(stmt.text)
     stop = {name.name.lower(), (name.database or name.name).lower(), "if"}

@@ -136,3 +136,12 @@ def test_compat_knows_serdes_hbase_storage_and_a_bare_insert(tmp_path):
                for line in lines), res.output
     assert any(line.startswith(f"{f}:10: INSERT INTO h: runs: an implicit job") for line in lines)
     assert lines[-1] == "5 statements: 9 runs, 2 mapped, 0 ignored, 4 refused", lines[-1]
+
+
+def test_compat_names_a_database_statement_by_its_database(tmp_path):
+    script = tmp_path / "db.sql"
+    script.write_text("CREATE DATABASE IF NOT EXISTS shop;\nUSE shop;\n")
+    res = invoke(tmp_path, "check", "--compat", str(script))
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[:2] == [f"{script}:1: CREATE DATABASE shop: runs",
+                                           f"{script}:2: USE shop: runs"]
