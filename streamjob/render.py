@@ -97,9 +97,11 @@ def _age(seconds: float | None) -> str:
 #: fit is cut with "…" (the whole of it: ``status --json``, ``describe``).
 STATUS_COLUMNS = (("job", 1), ("state", 1), ("desired", 8), ("rows/s", 3), ("batch", 7),
                   ("last checkpoint", 5), ("lag", 4), ("error", 6))
-#: Widths the job, state and error columns count with when deciding what fits (wider
-#: ones are cut with "…" where the line is short; they take what is left).
-FLEXIBLE_WIDTHS = {"job": 20, "state": 12, "error": 24}
+#: Widths the job and error columns count with when deciding what fits (wider ones are
+#: cut with "…" where the line is short; they take what is left). The state is never
+#: cut: ``RUNNING (job manager gone)`` read ``RUNNING (job mana…`` at 100 columns while
+#: empty lower-priority columns stayed; they give way first (the guide's section 7).
+FLEXIBLE_WIDTHS = {"job": 20, "error": 24}
 
 
 def _status_rows(snapshot: dict[str, Any]) -> list[tuple]:
@@ -125,8 +127,8 @@ def _status_table(rows: list[tuple], shown: set[str], capped: bool = False):
     keep = [i for i, (name, _) in enumerate(STATUS_COLUMNS) if name in shown]
     for i in keep:
         name = STATUS_COLUMNS[i][0]
-        # job, state and error give way (rich collapses wrappable columns first; each
-        # cell is one line, cut with "…"); the others keep their width
+        # job and error give way (rich collapses wrappable columns first; each cell is
+        # one line, cut with "…"); the others, the state too, keep their width
         table.add_column(name, no_wrap=name not in FLEXIBLE_WIDTHS,
                          justify="right" if name in ("rows/s", "batch", "lag") else "left",
                          max_width=FLEXIBLE_WIDTHS.get(name) if capped else None,

@@ -84,12 +84,12 @@ def status_snapshot(catalog) -> dict[str, Any]:
     * ``error`` is the job's error while it is FAILED or RECOVERING; ``last_error`` the
       latest error whatever the status (the runs' causes are in DESCRIBE).
 
-    ``server`` is the job manager holding the lease (``{"label": "host:pid", ...}``) or
-    null.
+    ``server`` is the job manager holding the lease (``{"label": "host:pid", ...}``, its
+    times as ISO-8601 text to the second like every time of docs/json.md) or null.
     """
     from dataclasses import asdict, is_dataclass
 
-    from .shapes import job_state
+    from .shapes import job_state, ts
 
     now, live_ids = live_now(catalog)
     server = lease_holder(catalog)
@@ -99,6 +99,7 @@ def status_snapshot(catalog) -> dict[str, Any]:
             for job in catalog.list_jobs()]
     described = None
     if server is not None:
+        fields = asdict(server) if is_dataclass(server) else {}
         described = {"label": server_label(server),
-                     **(asdict(server) if is_dataclass(server) else {})}
+                     **{k: ts(v) if k.endswith("_at") else v for k, v in fields.items()}}
     return {"at": now.isoformat(timespec="seconds"), "server": described, "jobs": jobs}

@@ -284,8 +284,10 @@ def _parse_ts(text: str) -> _dt.datetime:
 
 def recover_unrecorded(backend, job, checkpoint_dir: str, retained: int,
                        fingerprint: str | None = None):
-    """Record the newest committed checkpoint if the process died between Spark's commit
-    marker and step 3 above; returns the job's latest recorded checkpoint (or None).
+    """Record the newest committed micro-batch if its run ended before recording it (the
+    process died between Spark's commit marker and step 3 above, or the run failed after
+    a batch that was not yet due as a checkpoint); returns the job's latest recorded
+    checkpoint (or None).
 
     The record is rebuilt from the checkpoint directory: id from ``commits/``, source end
     offsets from ``offsets/<id>`` (one JSON line per source after the version and
@@ -310,7 +312,8 @@ def recover_unrecorded(backend, job, checkpoint_dir: str, retained: int,
         source_offsets=merge_offsets([(f"source{i}", line) for i, line in enumerate(lines)]),
         input_rows=0, state_rows=None, status=CheckpointStatus.COMPLETED, fingerprint=fingerprint)
     backend.record(job, info, retained=retained)
-    log.warning("Checkpoint[%s] of job {%s} was committed but not recorded (the process "
-                "died in between); recorded from the checkpoint directory",
+    log.warning("Checkpoint[%s] of job {%s} was committed but not recorded before its run "
+                "ended (the run failed, or its process died); recorded from the checkpoint "
+                "directory",
                 batch_id, job.qualified_name)
     return info

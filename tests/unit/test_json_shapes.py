@@ -121,3 +121,25 @@ def test_every_key_is_snake_case_and_secrets_stay_masked(emitted):
         assert bad == [], (name, bad)
     assert "s3cret" not in json.dumps(emitted["table"]) + json.dumps(emitted["job-detail"]) \
         + json.dumps(emitted["explain"])
+
+
+def test_the_status_server_object_follows_the_rules(tmp_path):
+    """The job manager in ``status --json`` (``.server``) keeps json.md's rules: its times
+    are ISO-8601 to the second like every other time (the guide's walk printed
+    ``"started_at": "2026-11-25 15:11:20.756950+00:00"``), and its keys are the documented
+    ones."""
+    import os
+    import socket
+
+    catalog = Catalog(f"sqlite:///{tmp_path}/catalog.db")
+    host, pid = socket.gethostname(), os.getpid()  # a live process on this host
+    catalog.register_server(f"{host}:{pid}:0badcafe", host, pid, "local[*]")
+    assert catalog.acquire_lease(f"{host}:{pid}:0badcafe", 10_000)
+    server = json.loads(json.dumps(status_snapshot(catalog), default=str))["server"]
+    assert server["label"] == f"{host}:{pid}" and server["pid"] == pid
+    iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
+    assert re.fullmatch(iso, server["started_at"]), server
+    assert re.fullmatch(iso, server["heartbeat_at"]), server
+    keys = re.search(r"`server`: the job manager holding the catalog's lease,\s*`\{(.*?)\}`",
+                     DOC.read_text(), re.S).group(1)
+    assert re.findall(r'"([a-z_]+)"', keys) == list(server)

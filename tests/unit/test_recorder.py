@@ -151,3 +151,25 @@ def test_spark_keeps_enough_batches_for_the_oldest_retained_checkpoint():
     assert batches_to_retain(5, 0, 500) == 6  # every micro-batch a checkpoint
     assert batches_to_retain(5, 60_000, 0) == 5 * 6001 + 1  # event mode: 10 ms per batch
     assert batches_to_retain(10_000, 3_600_000, 0) == 1_000_000
+
+
+def test_a_batch_committed_between_checkpoints_of_a_failed_run_is_recorded_without_blaming_a_crash(
+        job, caplog):
+    """A run that fails after a committed micro-batch that was not yet due as a checkpoint
+    (the guide's section 6: batch 126 committed, batch 127 failed on a locked sink) leaves
+    that batch for the next run to record from the checkpoint directory. The warning says
+    what happened, not that the process died (it did not: the batch after it failed)."""
+    from streamjob.checkpoint.backends import CatalogBackend
+    from streamjob.checkpoint.recorder import JobRef, recover_unrecorded
+
+    rec, _ = _recorder(job, interval_ms=60_000)
+    rec.record(_batch(job, 0, 0))  # a checkpoint
+    rec.record(_batch(job, 1, 5))  # committed, not due: the run then fails on batch 2
+    assert _ids(job) == [0]
+    with caplog.at_level("WARNING"):
+        latest = recover_unrecorded(CatalogBackend(job.catalog), JobRef.of(job.uid, "default.j"),
+                                    str(job.ckdir), retained=3)
+    assert latest.checkpoint_id == 1 and _ids(job) == [0, 1]
+    message = caplog.text
+    assert "Checkpoint[1] of job {default.j} was committed but not recorded" in message
+    assert "died" not in message or "failed" in message, message

@@ -87,3 +87,21 @@ def test_status_without_jobs_is_one_line(tmp_path):
     out = streamjob(tmp_path / "empty", "status", columns=80)
     assert out.splitlines()[0] == "no streamjobs", out
     assert "┏" not in out and "└" not in out
+
+
+def test_a_job_whose_job_manager_is_gone_keeps_its_whole_state_at_100_columns(tmp_path):
+    """The guide's section 7 at 100 columns: ``RUNNING (job manager gone)`` was cut to
+    ``RUNNING (job mana…`` while the empty desired, rows/s, lag and error columns stayed.
+    The state is the one column that must read whole: a lower-priority column goes
+    first."""
+    home = tmp_path / "home"
+    streamjob(home, "-e", SETUP, columns=200)
+    catalog = Catalog(f"sqlite:///{home}/catalog.db")
+    catalog.update_job("default", "j", status="RUNNING", desired_state="RUNNING",
+                       owner="node9:31268:11b83fb1")  # no such live job manager
+    out = streamjob(home, "status", columns=100)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    header, rows = _table(out)
+    gone = next(r for r in rows if "default.j " in r)
+    assert "RUNNING (job manager gone)" in gone, out
+    assert "desired" not in header, out  # the lowest priority gave way instead
