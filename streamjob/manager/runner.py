@@ -110,6 +110,9 @@ class JobRunner(AttemptMixin, threading.Thread):
         self.plan: JobPlan | None = None
         self.query = None
         self.error: str | None = None
+        #: ``updated_at`` of this runner's last write to its job's row (None before one):
+        #: the job manager tells a START that came after the runner ended by it.
+        self.last_written_at = None
         self.status: str | None = None
         self.started = threading.Event()
         self._stop_requested = threading.Event()
@@ -173,7 +176,10 @@ class JobRunner(AttemptMixin, threading.Thread):
         with self._write_lock:
             if self.fenced:
                 return
-            self.catalog.update_job(self.job.database, self.job.name, uid=self.job.uid, **kw)
+            written = self.catalog.update_job(self.job.database, self.job.name,
+                                              uid=self.job.uid, **kw)
+            if written is not None:
+                self.last_written_at = written.updated_at
             if "status" in kw:
                 self.status = kw["status"]
 

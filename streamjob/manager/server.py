@@ -382,7 +382,10 @@ class JobServer:
                 self.manager.forget(uid)
                 now = self.catalog.get_job_by_uid(uid)  # after the runner's last writes
                 if now is not None:
-                    self._ended[uid] = now.updated_at
+                    # The row as the runner left it: a START written since (a client saw
+                    # FAILED and started it again before this pass) changes updated_at,
+                    # so the job is started below instead of being taken as ended.
+                    self._ended[uid] = runner.last_written_at or now.updated_at
                     self._echo(f"streamjob {job.qualified_name} {now.status.lower()}"
                                + (f": {runner.error}" if runner.error else ""))
             else:
