@@ -16,7 +16,8 @@ import pytest
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, env  # noqa: F401 - env is the fixture used below
 
-pytestmark = pytest.mark.system
+# slow (make test-slow, CI): a server and three client processes; the server's own scenario stays in `make test` (test_server.py)
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
 class Watcher:

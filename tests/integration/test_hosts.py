@@ -16,7 +16,8 @@ from streamjob.dev.broker import create_topic
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, Env
 
-pytestmark = pytest.mark.system
+# slow (make test-slow, CI): a `streamjob run` process killed and taken over by a server: two processes, two JVMs
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from streamjob.dev.broker import create_topic
 from .conftest import STREAMJOB, children
 from .test_server import JOB_SQL, Env, wait_for
 
-pytestmark = pytest.mark.system
+# slow (make test-slow, CI): each test kills a Spark JVM and starts two or three more (about 30 s each on a fast host)
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
 def jvm_of(pid: int) -> int:

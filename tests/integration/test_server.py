@@ -353,7 +353,7 @@ def test_server_follows_submit_stop_and_drop(env):
           f"({env.catalog.dialect})")
 
 
-@pytest.mark.slow  # `make test` keeps a lease test (holder cannot renew, on SQLite)
+@pytest.mark.slow  # the lease scenarios are all slow; `make test` keeps submit/stop/drop
 def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     """(b)-(d) in one life of a catalog, three servers:
 
@@ -453,6 +453,7 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
           f"{handed_over:.2f} s after a SIGTERM released it ({env.catalog.dialect})")
 
 
+@pytest.mark.slow  # a failure mode: the lease is held past its TTL (20-30 s)
 def test_holder_that_cannot_renew_its_lease_fences_its_jobs(env):
     """A holder whose lease renewals stall (here: the test locks the lease for longer
     than the TTL — SQLite: an exclusive write lock on the catalog; PostgreSQL: ACCESS
