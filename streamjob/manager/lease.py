@@ -99,7 +99,7 @@ class LeaseMixin:
             return
         finally:
             admission.release()
-        self._echo(f"server {self.server_id}: standby warm: Spark started, a throwaway batch "
+        self._echo(f"server {self.server_id}: standby warm: Spark up, a throwaway batch "
                    f"read {self.warm.rows} rows in {len(self.warm.worker_pids)} Python "
                    f"worker(s) in {self.warm.seconds:.1f} s")
 
