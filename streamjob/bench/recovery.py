@@ -224,7 +224,7 @@ def _standby(bench: Bench, res: ScenarioResult) -> None:
             _steady(catalog, uid, active.alive, f"the active server ({active.log})")
             killed = datetime.now(timezone.utc)
             t_kill, wall_kill = time.monotonic(), time.time()
-            _kill(active)
+            _kill(active.proc)
             ckpt = _next_checkpoint(catalog, uid, killed)
             total = time.monotonic() - t_kill
             marks = wait_until(lambda: (m := _marks(standby.phases, standby.proc.pid))
