@@ -161,6 +161,20 @@ class ServersMixin(CatalogEngine):
             ).first()
             return _server_info(row, now) if row is not None else None
 
+    def lease_remaining_ms(self) -> int:
+        """Milliseconds until the manager lease expires by the database's clock (0 if it
+        is free or already expired): how long a standby waits before it tries to take
+        the lease (``streamjob server``, takeover on expiry). Raises CatalogError if the
+        catalog cannot be reached."""
+        with self._tx() as session:
+            now = self._db_now(session)
+            lease = session.get(Lease, MANAGER_LEASE)
+            if lease is None or lease.holder is None or lease.expires_at is None:
+                return 0
+            ends = lease.expires_at if lease.expires_at.tzinfo else lease.expires_at.replace(
+                tzinfo=timezone.utc)
+            return max(0, int((ends - now).total_seconds() * 1000))
+
     def _release(self, session: Session, server_id: str) -> None:
         lease = session.get(Lease, MANAGER_LEASE, with_for_update=True)
         if lease is not None and lease.holder == server_id:

@@ -55,6 +55,7 @@ from typing import Any, Callable
 
 from ..catalog import Catalog
 from ..catalog.records import CheckpointInfo, CheckpointStatus
+from ..phases import mark
 from ..spark import observe
 from ..spark.listener import merge_offsets
 from .backends import CatalogBackend, CheckpointBackend
@@ -154,6 +155,7 @@ class CheckpointRecorder:
         if not is_committed(self.checkpoint_dir, batch_id):  # step 2
             return
         started = _parse_ts(p.timestamp)
+        mark("first batch started", self.job_name, at=started.timestamp())
         duration = int(p.batchDuration or 0)
         offsets = merge_offsets([(s.description, s.endOffset) for s in p.sources])
         self._count_records(batch_id, observe.malformed_counts(p), observe.missing_columns(p))
@@ -217,6 +219,7 @@ class CheckpointRecorder:
         if self.durable:
             self.backend.record(JobRef.of(self.job_uid, self.job_name), info,
                                 retained=self.retained)
+            mark("first commit", self.job_name)
             oldest = self._retain(batch_id)
             trim_logs(self.checkpoint_dir, oldest)
             trim_state(self.checkpoint_dir, oldest)

@@ -157,6 +157,9 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, serve
     if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
         os.environ["STREAMJOB_DEBUG"] = "1"
     configure_logging(debug)
+    from ..phases import mark_start
+
+    mark_start()
     if statements:
         if ctx.invoked_subcommand is not None:
             raise click.UsageError(f"-e cannot be combined with the command "

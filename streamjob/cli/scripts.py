@@ -5,8 +5,10 @@ against a scratch copy of the catalog). ``${NAME}`` variables are substituted fi
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
+import threading
 
 import click
 
@@ -54,10 +56,31 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     manager.on_jvm_death = "exit"  # one sentence and exit 1; the next run resumes (issue 13)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _execute_file(obj, file, _pairs(variables, "--var"), session)
+        text = _read_script(file, _pairs(variables, "--var"), obj.home)
+        if _STARTS_A_JOB.search(text):
+            _prestart_spark(manager)
+        _execute_text(text, file, session)
         _supervise(manager, until_idle)
     finally:
         session.close()
+
+
+#: A file that may start a job (``START STREAMJOB``, in any case and spacing): ``run``
+#: starts Spark at once, beside the statements, rather than at the first START.
+_STARTS_A_JOB = re.compile(r"\bstart\s+streamjob\b", re.IGNORECASE)
+
+
+def _prestart_spark(manager) -> None:
+    """Start the process's Spark on a thread while the file's statements execute (issue
+    19: a cold ``run`` otherwise starts its JVM only when the first job starts, after the
+    statements). An error is left to the first job start, which raises it again."""
+    def start() -> None:
+        try:
+            manager.spark()
+        except Exception:  # noqa: BLE001 - raised again by the job start that needs it
+            pass
+
+    threading.Thread(target=start, name="spark-prestart", daemon=True).start()
 
 
 def _supervise(manager, until_idle: bool) -> None:

@@ -14,6 +14,14 @@ from .app import _Context, client_options
               show_default=True, metavar="MS",
               help="Lease time to live in ms: a standby takes over this long after the "
                    "active server died.")
+@click.option("--lease-renew", "lease_renew_ms", type=click.IntRange(min=100), default=None,
+              metavar="MS",
+              help="Renew the lease every MS ms (at most half the TTL; default: every "
+                   "second, or a third of the TTL if shorter). A renewal that stalls for "
+                   "TTL - renewal - min(2 s, TTL/4) fences the holder's jobs.")
+@click.option("--warm-up/--no-warm-up", default=True, show_default=True,
+              help="A standby runs one throwaway micro-batch once Spark started, so that a "
+                   "takeover finds Spark's Python workers warm.")
 @click.option("--poll", "poll_s", type=click.FloatRange(min=0.05), default=1.0,
               show_default=True, metavar="S",
               help="Seconds between catalog checks (PostgreSQL also wakes on NOTIFY).")
@@ -26,8 +34,9 @@ from .app import _Context, client_options
               help="The certificate's private key file.")
 @client_options
 @click.pass_obj
-def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
-           http: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
+           warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
+           tls_key: str | None) -> None:
     """Run every job whose desired state is RUNNING (the job manager).
 
     Follows the catalog: jobs other clients start, stop or drop are started, stopped
@@ -50,19 +59,25 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
 
     if (tls_cert or tls_key) and not http:
         raise click.UsageError("--tls-cert/--tls-key need --http")
+    if lease_renew_ms is not None and lease_renew_ms * 2 > lease_ttl_ms:
+        raise click.UsageError(f"--lease-renew {lease_renew_ms} must be at most half of "
+                               f"--lease-ttl {lease_ttl_ms}")
     report = ServerLog(server_log(obj.home), click.echo).attach()
     try:
-        _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key)
+        _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key,
+               lease_renew_ms=lease_renew_ms, warm_up=warm_up)
     finally:
         report.close()
 
 
 def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
-           http: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+           http: str | None, tls_cert: str | None, tls_key: str | None,
+           lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
     from ..manager.server import JobServer
 
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
-                           poll_s=poll_s, echo=report)
+                           poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
+                           warm_up=warm_up and not until_idle)
     service = None
     if http:
         from ..api import create_app

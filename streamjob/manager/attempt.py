@@ -27,6 +27,7 @@ from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
 from ..planner.plan import JobPlan
 from ..spark.query import start_query
+from ..spark.session import job_data_sources
 from .lag import EndOffsetsProbe
 from .progress import ProgressReporter
 
@@ -56,7 +57,7 @@ class AttemptMixin:
                 retained, props.checkpoint_interval_ms, props.trigger_ms)),
             # a state snapshot every `retained` versions lets maintenance purge older ones
             "spark.sql.streaming.stateStore.minDeltasForSnapshot": str(retained),
-        })
+        }, job_data_sources(plan))
         self.backend = backend_for_plan(self.catalog, self.manager.home, plan)
         self.backend.mark_running(self.job)
         marker = self.job.uid

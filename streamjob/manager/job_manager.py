@@ -75,10 +75,12 @@ class JobManager:
             forget_dead_spark()
             return self.jvm_died
 
-    def job_session(self, sql_conf: dict[str, str]):
+    def job_session(self, sql_conf: dict[str, str], sources: set[str] | None = None):
+        """A session clone for one job (:func:`streamjob.spark.session.job_session`):
+        ``sources`` the Python data sources to register (None: all)."""
         from ..spark.session import job_session
 
-        return job_session(self.spark(), sql_conf)
+        return job_session(self.spark(), sql_conf, sources)
 
     def start(self, job: JobInfo) -> JobRunner:
         """Run ``job`` in this process (no-op if already running here).

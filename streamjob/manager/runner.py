@@ -52,6 +52,7 @@ from ..checkpoint.backends import CheckpointBackend
 from ..checkpoint.expiry import ExpiryWatch, expiry_message
 from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
+from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from .attempt import AttemptMixin, group_committers
 from .failures import permanent_failure
@@ -242,6 +243,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                     return
                 self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
                                      job.query, job.properties, job.session_properties)
+                mark("plan done", job.qualified_name)
                 if self._stop_requested.is_set():
                     break
                 run_id = None if self.fenced else self.catalog.start_run(job.uid, attempt)
@@ -253,6 +255,7 @@ class JobRunner(AttemptMixin, threading.Thread):
                 if admission is None:
                     break
                 self.query = self._start(self.plan)
+                mark("query started", job.qualified_name)
                 self._update(status=JobStatus.RUNNING, attempts=failures)
                 self.started.set()
                 while not self._stop_requested.is_set():

@@ -10,9 +10,12 @@ Each server:
 1. registers itself (``servers`` row, id ``host:pid:random``) and starts its SparkSession
    at once (on a thread), standbys too, so a takeover does not wait for Spark;
 2. renews its heartbeat and tries to take or renew the lease every second (every third
-   of the TTL if that is shorter), on a thread and a catalog connection pool of its own;
-3. as a standby, runs nothing and says once per holder ``standby: server X holds the
-   lease``; as the holder, reconciles at least once a second and at once when another
+   of the TTL if that is shorter; ``lease_renew_ms``), on a thread and a catalog
+   connection pool of its own; a standby tries again the moment the holder's lease
+   expires (:mod:`.lease`);
+3. as a standby, runs nothing but one throwaway micro-batch that warms Spark's Python
+   workers (:mod:`streamjob.spark.warmup`), and says once per holder ``standby: server X
+   holds the lease``; as the holder, reconciles at least once a second and at once when another
    client changes the catalog (PostgreSQL LISTEN/NOTIFY; :mod:`streamjob.catalog.watch`):
 
    * a job whose desired state is RUNNING and that it does not run is started (its open
@@ -72,6 +75,7 @@ from ..catalog.records import JobInfo
 from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
+from .lease import LeaseMixin, renew_every_ms
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -80,11 +84,9 @@ log = logging.getLogger(__name__)
 
 #: Longest wait, in seconds, for the jobs to stop at shutdown.
 SHUTDOWN_TIMEOUT_S = 120.0
-#: Seconds between two prunes of dead servers' rows by the lease holder.
-PRUNE_EVERY_S = 30.0
 
 
-class JobServer:
+class JobServer(LeaseMixin):
     """A job manager process: see the module docstring.
 
     Args:
@@ -94,16 +96,24 @@ class JobServer:
         lease_ttl_ms: the lease's time to live, milliseconds (> 0): a standby takes over
             at most about this long after the holder died.
         poll_s: seconds between two reconciliations without notifications (> 0).
+        lease_renew_ms: ms between two renewals of the lease (> 0, at most half the TTL);
+            None: ``min(poll_s, ttl/3)`` (:mod:`.lease` for the trade-off).
+        warm_up: a standby runs a throwaway micro-batch once Spark started
+            (:mod:`streamjob.spark.warmup`); ``self.warm`` then holds what it did.
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
 
-    Raises (from :meth:`run`): CatalogError if the catalog cannot be reached at start;
+    Raises ValueError for an invalid TTL, poll or renewal period. Raises (from :meth:`run`): CatalogError if the catalog cannot be reached at start;
     StreamJobError with ``until_idle`` when another server holds the lease or a job fails.
     """
 
+    #: Seconds between two prunes of dead servers' rows by the lease holder.
+    PRUNE_EVERY_S = 30.0
+
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
-                 echo: Callable[[str], None] | None = None) -> None:
+                 echo: Callable[[str], None] | None = None,
+                 lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -113,6 +123,9 @@ class JobServer:
         self.debug = debug
         self.lease_ttl_ms = lease_ttl_ms
         self.poll_s = float(poll_s)
+        self.renew_ms = renew_every_ms(lease_ttl_ms, lease_renew_ms, self.poll_s)
+        self.warm_up = warm_up
+        self.warm = None                         # the warm-up batch's WarmUp, once it ran
         self.server_id = new_server_id()
         self.spark_master = home.conf.get("spark.master", "local[*]")
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
@@ -123,6 +136,7 @@ class JobServer:
         self._margin = min(2.0, lease_ttl_ms / 4000)  # fence this long before it
         self._stop = threading.Event()           # shutdown requested
         self._lease_done = threading.Event()     # lease and watchdog threads end
+        self._lease_kick = threading.Event()     # the lease thread: try the lease now
         self._threads: list[threading.Thread] = []
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
@@ -191,6 +205,7 @@ class JobServer:
             if waiter is not None:
                 waiter.join(max(0.0, deadline - time.monotonic()))
         self._lease_done.set()
+        self._lease_kick.set()
         for t in self._threads:
             t.join(10)
         self._threads.clear()
@@ -226,21 +241,6 @@ class JobServer:
                 self._note_standby()
             self._watcher.wait()
 
-    def _await_lease(self) -> None:
-        """``until_idle`` needs the lease: wait for it up to one TTL and a second (the
-        lease of a job manager that just died expires meanwhile); an error if a live
-        server keeps it."""
-        deadline = time.monotonic() + self.lease_ttl_ms / 1000 + 1.0
-        while not self.holding and not self._stop.is_set() and time.monotonic() < deadline:
-            self._stop.wait(min(self.poll_s, self.lease_ttl_ms / 3000))
-            self._renew()
-        if not self.holding:
-            holder = self.catalog.lease_holder()
-            raise StreamJobError(
-                f"server {holder.server_id if holder else '?'} holds the job manager lease "
-                "and runs the jobs; --until-idle needs the lease (stop that server, or let "
-                "it run the jobs)")
-
     def _until_idle(self) -> None:
         self._reconcile()
         runners = list(self.manager.runners.values())
@@ -250,105 +250,6 @@ class JobServer:
         self.manager.wait_until_idle()
         self._echo(f"all {len(runners)} job(s) caught up with their input")
 
-    def _start_spark(self) -> None:
-        try:
-            self.manager.spark()
-        except Exception as exc:  # noqa: BLE001 - the first job start raises it again
-            log.error("server %s: Spark did not start: %s", self.server_id, exc)
-
-    def _keep_lease(self) -> None:
-        every = min(self.poll_s, self.lease_ttl_ms / 3000)
-        while not self._lease_done.wait(every):
-            self._renew()
-            if self.holding and time.monotonic() - self._last_prune > PRUNE_EVERY_S:
-                self._last_prune = time.monotonic()
-                try:
-                    pruned = self._lease_catalog.prune_servers(max(30_000, 3 * self.lease_ttl_ms))
-                    for sid in pruned:
-                        log.info("server %s: removed dead server %s", self.server_id, sid)
-                except StreamJobError as exc:
-                    log.debug("pruning servers failed: %s", exc)
-
-    def _renew(self) -> None:
-        """Heartbeat and take/renew the lease once (the lease thread's step)."""
-        cat = self._lease_catalog or self.catalog
-        sent = time.monotonic()
-        try:
-            if not cat.heartbeat(self.server_id):
-                cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
-                                    self.spark_master)
-            held = cat.acquire_lease(self.server_id, self.lease_ttl_ms)
-        except StreamJobError as exc:
-            if not self._outage:
-                log.warning("server %s: cannot renew the lease: %s", self.server_id, exc)
-                self._outage = True
-            return
-        if self._outage:
-            log.warning("server %s: the catalog answers again", self.server_id)
-            self._outage = False
-        if not held and self._release_owned:
-            # fenced, and another server holds the lease: the jobs we owned (their queries
-            # stopped when we were fenced) are free for it at once, though we live on
-            try:
-                released = cat.release_jobs(self.server_id)
-                self._release_owned = False
-                if released:
-                    log.warning("server %s: released %d job(s) to the lease holder",
-                                self.server_id, released)
-            except StreamJobError as exc:
-                log.warning("server %s: jobs not released yet: %s", self.server_id, exc)
-        with self._lock:
-            deadline = sent + self.lease_ttl_ms / 1000
-            if held and not self.holding and deadline - self._margin <= time.monotonic():
-                # the renewal took so long (a stalled catalog) that the lease would be
-                # fenced at once: not taken into use; the next renewal, sent now, counts
-                return
-            if held:
-                self._deadline = deadline
-                self._release_owned = False  # ours again: we restart them ourselves
-                if not self.holding and not self._stop.is_set():
-                    self.holding = True
-                    self._standby_for = None
-                    self._echo(f"server {self.server_id}: active (holds the job manager lease)")
-                    if self._watcher is not None:
-                        self._watcher.wake()
-            elif self.holding:
-                self._fence("another server holds the lease now")
-
-    def _watchdog(self) -> None:
-        while not self._lease_done.wait(0.1):
-            # read without the lock (the lock holder may be a slow catalog call's caller);
-            # _fence re-checks under it
-            if self.holding and time.monotonic() > self._deadline - self._margin:
-                self._fence("the lease could not be renewed in time")
-
-    def _fence(self, why: str) -> None:
-        """Lost the lease: stop every job at once, writing nothing more (module doc).
-        The fenced runners count as stopping until they ended, so that no job of theirs
-        starts again here while its old query still stops."""
-        with self._lock:
-            if not self.holding:
-                return
-            self.holding = False
-            self._release_owned = False  # not before the queries stopped (below)
-            runners = self.manager.fence()
-            stopping = [r for r, _w in list(self._stopping.values())]
-            helpers = [h for h in (r.fence() for r in runners + stopping) if h is not None]
-            for runner in runners:
-                self._stop_job(runner, graceful=False, why="fenced")
-        deadline = time.monotonic() + 30
-        for helper in helpers:  # the queries, not the runner threads (maybe stuck on the catalog)
-            helper.join(max(0.0, deadline - time.monotonic()))
-        if any(h.is_alive() for h in helpers):
-            log.error("server %s: a fenced query did not stop within 30 s; its jobs stay "
-                      "owned by this process until it exits", self.server_id)
-        else:
-            with self._lock:
-                self._release_owned = not self.holding
-        self._echo(f"server {self.server_id}: {why}: stopped {len(runners)} job(s) at once "
-                   "(fenced)")
-        log.warning("server %s fenced: %s", self.server_id, why)
-
     def _on_signal(self, signum, frame) -> None:
         # no output here: a handler that writes may interrupt a write of the main thread
         self._signals += 1
@@ -356,17 +257,6 @@ class JobServer:
             raise KeyboardInterrupt
         self._signal_name = signal.Signals(signum).name
         self.request_stop()
-
-    def _note_standby(self) -> None:
-        try:
-            holder = self.catalog.lease_holder()
-        except StreamJobError:
-            return
-        if holder is not None and holder.server_id not in (self._standby_for, self.server_id):
-            self._standby_for = holder.server_id
-            self._echo(f"standby: server {holder.server_id} holds the lease")
-
-    # ---------------------------------------------------------------- reconcile
 
     def _reconcile(self) -> None:
         """One pass of the holder (module docstring)."""

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..home import Home
+from ..phases import mark
 from .cds import archive_path, finish_archive, java_options
 from .home import worker_spark_home
 
@@ -276,6 +277,7 @@ def spark_session(home: Home, debug: bool = False):
             builder = builder.config(k, v)
         _launch_gateway({"spark.app.name": "streamjob", **conf},
                         log=None if debug else spark_log(home))
+        mark("JVM up")
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("DEBUG" if debug else "ERROR")
         if not debug:
@@ -286,27 +288,53 @@ def spark_session(home: Home, debug: bool = False):
             spark.stop()
             raise
         _spark = spark
+        mark("session ready")
         return _spark
 
 
-def job_session(root, sql_conf: dict[str, str]):
+def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None):
     """A session clone for one job: own temp views and SQL conf, shared SparkContext.
 
     The Python data sources are registered per clone (Spark keeps them per session):
     ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
-    tables read at each micro-batch, :mod:`streamjob.connectors.static`). Spark pickles
-    them by reference to their modules; on a cluster the executors import those from the
-    package zip that :func:`spark_session` shipped before.
+    tables read at each micro-batch, :mod:`streamjob.connectors.static`); with
+    ``sources`` (names, :func:`job_data_sources`) only those, as each registration pickles
+    the source and calls the JVM (issue 19: a cold start registers what the job reads).
+    Spark pickles them by reference to their modules; on a cluster the executors import
+    those from the package zip that :func:`spark_session` shipped before.
     """
-    from ..connectors.kafka.source import KafkaDataSource
-    from ..connectors.static import FileStaticDataSource, SqlStaticDataSource
+    from ..connectors import static
 
     session = root.newSession()
-    for source in (KafkaDataSource, SqlStaticDataSource, FileStaticDataSource):
-        session.dataSource.register(source)
+    if sources is None or KAFKA_SOURCE in sources:
+        from ..connectors.kafka.source import KafkaDataSource
+
+        session.dataSource.register(KafkaDataSource)
+    for source in (static.SqlStaticDataSource, static.FileStaticDataSource):
+        if sources is None or source.name() in sources:
+            session.dataSource.register(source)
     for k, v in {**sql_conf, **SAFE_SQL_CONF}.items():
         session.conf.set(k, v)
     return session
+
+
+#: The Kafka source's name (``streamjob.connectors.kafka.source.SOURCE_NAME``; spelled
+#: here so that a job without Kafka does not import the Kafka client).
+KAFKA_SOURCE = "streamjob_kafka"
+
+
+def job_data_sources(plan) -> set[str]:
+    """The names of the Python data sources a job's query reads (a
+    :class:`~streamjob.planner.plan.JobPlan`): ``streamjob_kafka`` if it has a Kafka
+    stream, the static readers (``streamjob_sql``, ``streamjob_files``) if it joins a
+    static table."""
+    from ..connectors import spec as cspec
+    from ..connectors import static
+
+    names = {KAFKA_SOURCE for src in plan.sources if isinstance(src.spec, cspec.KafkaSourceSpec)}
+    if plan.statics:
+        names |= {static.SQL_SOURCE_NAME, static.FILE_SOURCE_NAME}
+    return names
 
 
 def stop_spark() -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from streamjob.phases import read as read_phases
+
 from streamjob.connectors.files.table import committed_files
 from streamjob.dev.broker import create_topic
 
@@ -110,7 +112,18 @@ def test_run_exits_with_one_sentence_when_its_jvm_dies_and_the_next_run_resumes(
     sent = feeder.sent
     resume = env.root / "resume.sql"
     resume.write_text("START STREAMJOB r;\n")
+    marks = env.root / "phases.jsonl"  # the cold start's phases (issue 19)
     again = subprocess.run([STREAMJOB, "--catalog", env.url, "run", str(resume), "--until-idle"],
-                           env=env.environ(), capture_output=True, text=True, timeout=600)
+                           env={**env.environ(), "STREAMJOB_PHASES": str(marks)},
+                           capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert output_ids(env.home / "warehouse" / "default" / "r_out") == list(range(sent))
+    at = {m["phase"]: m["at"] for m in read_phases(str(marks))
+          if m["job"] in (None, "default.r")}
+    assert set(at) >= {"process start", "imports done", "JVM up", "session ready",
+                       "plan done", "query started", "first batch started", "first commit"}, at
+    for before, after in (("process start", "imports done"), ("imports done", "JVM up"),
+                          ("JVM up", "session ready"), ("session ready", "query started"),
+                          ("plan done", "query started"), ("first batch started", "first commit"),
+                          ("query started", "first commit")):
+        assert at[before] <= at[after], (before, after, at)

@@ -86,6 +86,25 @@ def test_lease_is_held_by_one_server_until_it_expires(cat):
     assert cat.acquire_lease(A, 60_000) is True  # free: taken at once
 
 
+def test_lease_remaining_ms_tells_a_standby_when_to_take_over(cat):
+    """lease_remaining_ms (the database's clock) is 0 for a free lease, at most the TTL
+    for a held one, and once that long has passed the lease can be taken (issue 19: a
+    standby tries at the holder's expiry, not at its next renewal period)."""
+    assert cat.lease_remaining_ms() == 0
+    assert cat.acquire_lease(A, 60_000)
+    assert 0 < cat.lease_remaining_ms() <= 60_000
+    assert cat.acquire_lease(A, 1500)  # renewed with a short TTL
+    left = cat.lease_remaining_ms()
+    assert 0 < left <= 1500
+    assert cat.acquire_lease(B, 60_000) is False
+    deadline = time.monotonic() + left / 1000 + 0.005  # what the standby waits
+    _until(lambda: time.monotonic() >= deadline, 10, "the lease's expiry")
+    assert cat.lease_remaining_ms() == 0
+    assert cat.acquire_lease(B, 60_000) is True
+    cat.release_lease(B)
+    assert cat.lease_remaining_ms() == 0
+
+
 def test_unregister_releases_the_lease_and_unknown_holder_is_no_holder(cat):
     cat.register_server(A, "host-a", 101, "local[2]")
     assert cat.acquire_lease(A, 60_000)
