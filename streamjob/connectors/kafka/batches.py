@@ -234,26 +234,28 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             raise Unhandled("varint longer than 10 bytes")
 
 
-_COLS = {w: np.arange(w, dtype=np.int64) for w in (5, 10)}
-_SHIFTS = {w: (7 * np.arange(w, dtype=np.uint64)) for w in (5, 10)}
-
-
 def _varints(a: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints (``width`` 5: int32, 10: int64) at positions ``pos`` of the byte
-    array ``a`` (padded): (values int64, positions after them). Vectorised over records."""
-    first = a[pos]
-    if not len(pos) or first.max() < 0x80:  # one byte each: the common case
-        v = first.astype(np.int64)
+    """Zig-zag varints of at most ``width`` bytes (5: int32, 10: int64) at positions
+    ``pos`` of the byte array ``a`` (padded): (values int64, positions after them).
+    Vectorised over records: one numpy pass per byte of the longest varint."""
+    b = a[pos]
+    more = b >= 0x80
+    if not more.any():  # one byte each: the common case
+        v = b.astype(np.int64)
         return (v >> 1) ^ -(v & 1), pos + 1
-    grid = a[pos[:, None] + _COLS[width]]
-    last = grid < 0x80
-    if not last.any(axis=1).all():
+    u = (b & 0x7F).astype(np.uint64)
+    size = np.ones(len(pos), np.int64)
+    for k in range(1, width):
+        idx = np.flatnonzero(more)
+        if not len(idx):
+            break
+        bk = a[pos[idx] + k]
+        u[idx] |= (bk & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        size[idx] += 1
+        more[idx] = bk >= 0x80
+    if more.any():
         raise Unhandled("varint longer than its type allows")
-    n = last.argmax(axis=1) + 1
-    digits = (grid & 0x7F).astype(np.uint64)
-    digits[_COLS[width][None, :] >= n[:, None]] = 0
-    u = (digits << _SHIFTS[width]).sum(axis=1, dtype=np.uint64)
-    return (u >> np.uint64(1)).astype(np.int64) ^ -(u & np.uint64(1)).astype(np.int64), pos + n
+    return (u >> np.uint64(1)).astype(np.int64) ^ -(u & np.uint64(1)).astype(np.int64), pos + size
 
 
 def _records(sections: list, meta: list) -> Columns:
