@@ -16,9 +16,11 @@ kafka-python for one fetch when:
   ``poll`` of the consumer (assigned and seeked to the offset), whose fetcher refreshes
   metadata, reconnects and backs off as kafka-python does.
 
-An out-of-range offset below the partition's log start offset (records removed by
-retention) is reported as :class:`OffsetLost` with the beginning offset; the caller
-applies ``failOnDataLoss`` (:func:`.policy.lost_start`).
+A fetch offset below the partition's log start offset (records removed by retention)
+is reported as :class:`OffsetLost` with the beginning offset, found without a request
+of its own: Kafka answers OFFSET_OUT_OF_RANGE (then one ListOffsets asks the beginning
+offset), and every Fetch response from v5 on carries the log start offset (Tansu answers
+with records from it); the caller applies ``failOnDataLoss`` (:func:`.policy.lost_start`).
 """
 
 from __future__ import annotations
@@ -105,6 +107,9 @@ class PartitionFetcher:
                 raise OffsetLost(beginning)
         if data.error_code:
             return self._poll(offset, end, timeout_ms)
+        start = data.log_start_offset  # Fetch v5+ (KIP-107): some brokers (Tansu) answer
+        if start is not None and start >= 0 and start > offset:  # with it, not out of range
+            raise OffsetLost(start)
         records = data.records or b""
         if not isinstance(records, (bytes, bytearray, memoryview)):
             return self._poll(offset, end, timeout_ms)  # a protocol object: not for us

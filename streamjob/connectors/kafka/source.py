@@ -291,6 +291,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             ConnectorError: broker unreachable ("cannot reach Kafka broker at <address>"),
                 topic missing, or lost offsets with ``failOnDataLoss`` true.
         """
+        self._latest = self._begun = None  # kept only from a call that succeeds
         parts = self._partitions()
         ends = self._ends(parts)
         self._latest = dict(ends)
