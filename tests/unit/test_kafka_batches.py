@@ -197,3 +197,22 @@ def test_empty_response_and_empty_batches():
 
     struct.pack_into(">I", empty, 17, crc32c(bytes(empty[21:])))
     assert ours(bytes(empty), 20) == reference(bytes(empty), 20) == ([], 25)
+
+
+def test_the_fallback_parses_what_the_bulk_path_leaves_with_kafka_python():
+    """PartitionFetcher hands bytes that parse() leaves (here a magic-1 message set) to
+    kafka-python's parser, the same bytes: its records come back, cut at the range end."""
+    from kafka.structs import TopicPartition
+
+    from streamjob.connectors.kafka.fetch import PartitionFetcher
+
+    b = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    for i in range(5):
+        b.append(i, timestamp=T0 + i, key=b"k%d" % i, value=b"v%d" % i)
+    data = bytes(b.build())
+    fetcher = PartitionFetcher(None, TopicPartition("t", 0), settings={},
+                               isolation_level="read_uncommitted", check_crcs=True, meta=True)
+    got = fetcher._client_bytes(data, 1, 4, [])
+    assert (got.offsets, got.keys, got.values, got.stamps) == (
+        [1, 2, 3], [b"k1", b"k2", b"k3"], [b"v1", b"v2", b"v3"], [T0 + 1, T0 + 2, T0 + 3])
+    assert got.next_offset == 5 and fetcher.counts == {"kafka-python bytes": 1}
