@@ -133,11 +133,11 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     if fail_missing_columns:
         columns, plain = ColumnCheck(schema.names), decode
         decode = lambda records: columns.see(plain(records))  # noqa: E731
-    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
-                                     security or KafkaSecurity())
     if record_parser not in PARSERS:
         raise ConnectorError(f"option recordParser must be one of {', '.join(PARSERS)}, "
                              f"got '{record_parser}'")
+    key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
+                                     security or KafkaSecurity())
     tp = _tp(rng.topic, rng.partition)
     fetch = _client_fetches if record_parser == "kafka-python" else _bulk_fetches
     done = False
