@@ -129,8 +129,7 @@ def parse(records, fetch_offset: int, *, check_crcs: bool = True,
         Unhandled: not magic-2 batches, a codec without its library, a malformed record.
         CorruptBatch: a CRC-32C mismatch (``check_crcs``).
     """
-    from crc32c import crc32c
-
+    crc32c = _crc32c() if check_crcs else None
     buf = memoryview(records).cast("B") if not isinstance(records, bytes) else records
     size, pos = len(buf), 0
     sections, meta = [], []   # record bytes and (count, base, first ts, max ts, log-append)
@@ -174,6 +173,16 @@ def parse(records, fetch_offset: int, *, check_crcs: bool = True,
     if len(columns) and columns.offsets[0] < fetch_offset:
         columns = _take(columns, columns.offsets >= fetch_offset)
     return Parsed(columns, next_offset, batches)
+
+
+def _crc32c():
+    """The native CRC-32C (package ``crc32c``, a dependency), else kafka-python's own
+    (pure Python, slow: ``checkCrcs=auto`` does not check without the native one)."""
+    try:
+        from crc32c import crc32c
+    except ImportError:
+        from kafka.record.util import calc_crc32c as crc32c
+    return crc32c
 
 
 def _is_abort_marker(batch) -> bool:
