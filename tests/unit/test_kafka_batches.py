@@ -216,3 +216,23 @@ def test_the_fallback_parses_what_the_bulk_path_leaves_with_kafka_python():
     assert (got.offsets, got.keys, got.values, got.stamps) == (
         [1, 2, 3], [b"k1", b"k2", b"k3"], [b"v1", b"v2", b"v3"], [T0 + 1, T0 + 2, T0 + 3])
     assert got.next_offset == 5 and fetcher.counts == {"kafka-python bytes": 1}
+
+
+def test_json_fast_path_checks_nulls_and_newlines_per_buffer():
+    """The whole-slice JSON decoder refuses a slice with a null value or a value holding
+    a newline (one check on the joined buffer): the per-record path then decodes it."""
+    import pyarrow as pa
+
+    from streamjob.connectors.kafka.decode import _JsonDecoder
+    from streamjob.connectors.kafka.formats import RecordSlice
+
+    dec = _JsonDecoder(pa.schema([pa.field("a", pa.int64())]))
+
+    def run(values):
+        n = len(values)
+        return dec(RecordSlice("t", 0, list(range(n)), values, [None] * n, [T0] * n))
+
+    assert run([b'{"a":1}', b'{"a":2}']).column(0).to_pylist() == [1, 2]
+    assert run([b'{"a":1}', None]) is None
+    assert run([b'{"a":1}', b'{"a":\n2}']) is None
+    assert run([b'{"a":1}\n']) is None
