@@ -65,13 +65,18 @@ def client_records(bootstrap: str, topic: str, start: int, end: int, isolation: 
         c.close()
 
 
-def bulk_records(bootstrap: str, topic: str, start: int, end: int, isolation: str):
-    """The same by :class:`PartitionFetcher`; also which paths decoded the fetches."""
+def bulk_records(bootstrap: str, topic: str, start: int, end: int, isolation: str,
+                 fetch_bytes: int | None = None):
+    """The same by :class:`PartitionFetcher` (responses of at most ``fetch_bytes``: a
+    batch may end past a response's end); also which paths decoded the fetches."""
     from kafka import TopicPartition
 
+    settings = dict(READ_CONSUMER_SETTINGS)
+    if fetch_bytes:
+        settings.update(fetch_max_bytes=fetch_bytes, max_partition_fetch_bytes=fetch_bytes)
     c = _consumer(bootstrap, isolation_level=isolation, **READ_CONSUMER_SETTINGS)
     try:
-        f = PartitionFetcher(c, TopicPartition(topic, 0), settings=READ_CONSUMER_SETTINGS,
+        f = PartitionFetcher(c, TopicPartition(topic, 0), settings=settings,
                              isolation_level=isolation, check_crcs=True, meta=True)
         out, position = [], start
         while position < end:
@@ -93,6 +98,10 @@ def test_real_fetches_equal_kafka_python_for_every_codec(broker, codec):
         assert got == want
         assert len(got) == N - start
         assert set(paths) == {"bulk"}  # no fallback to kafka-python
+    # small responses: many fetches, each asked for while the previous one is decoded
+    got, paths = bulk_records(broker.bootstrap, topic, 0, N, "read_uncommitted", 4096)
+    assert got == client_records(broker.bootstrap, topic, 0, N, "read_uncommitted")
+    assert set(paths) == {"bulk", "prefetched"} and paths["prefetched"] == paths["bulk"] - 1
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +150,7 @@ def test_transaction_markers_are_never_records(broker, transactional_topic, isol
     values = [r[2] for r in got]
     assert b"c0" in values and b"c4" in values and not any(v.startswith(b"a") for v in values)
     assert len(got) < end  # the markers took offsets, and were not returned
-    assert set(paths) == {"bulk"}
+    assert set(paths) <= {"bulk", "prefetched"}
 
 
 class Counted:

@@ -68,7 +68,8 @@ class PartitionFetcher:
     ``settings``: the consumer's fetch settings (:data:`.read.READ_CONSUMER_SETTINGS`,
     bytes and ms); ``isolation_level``: ``read_uncommitted`` or ``read_committed``;
     ``check_crcs``: verify each batch's CRC-32C; ``meta``: also return keys and
-    timestamps. ``counts`` (path -> fetches) is kept for tests and the benchmark."""
+    timestamps. ``counts`` (path -> fetches; ``prefetched``: responses that were asked
+    for before they were needed) is kept for tests and the benchmark."""
 
     def __init__(self, consumer, tp, *, settings: dict, isolation_level: str,
                  check_crcs: bool, meta: bool) -> None:
@@ -77,6 +78,7 @@ class PartitionFetcher:
         self.check_crcs, self.meta = check_crcs, meta
         self.counts: dict[str, int] = {}
         self._assigned = False
+        self._pending: tuple | None = None  # (leader, offset, Future): a prefetch
 
     # -- one fetch -----------------------------------------------------------------
 
@@ -123,6 +125,8 @@ class PartitionFetcher:
         except batches.Unhandled:
             return self._client_bytes(bytes(records), offset, end, data.aborted_transactions)
         self._count("bulk")
+        if parsed.next_offset < end:  # the broker prepares the next fetch meanwhile
+            self._prefetch(leader, parsed.next_offset)
         cols = parsed.columns
         hi = int(cols.offsets.searchsorted(end)) if len(cols) else 0
         return Fetched(cols.offsets[:hi].tolist(), cols.values(0, hi),
@@ -130,31 +134,45 @@ class PartitionFetcher:
                        cols.timestamps[:hi].tolist() if self.meta else None,
                        parsed.next_offset, "bulk")
 
-    def _send(self, leader: int, offset: int):
-        """One Fetch request for ``tp`` at ``offset`` to ``leader``: its partition data."""
+    def _request(self, offset: int):
+        """The Fetch request for ``tp`` at ``offset`` (kafka-python's protocol class)."""
         from kafka.protocol.consumer import FetchRequest
 
-        manager = self.consumer._manager
-        epoch = manager.cluster.leader_epoch_for_partition(self.tp)
+        epoch = self.consumer._manager.cluster.leader_epoch_for_partition(self.tp)
         s = self.settings
         topic = FetchRequest.FetchTopic(topic=self.tp.topic, partitions=[
             FetchRequest.FetchTopic.FetchPartition(
                 partition=self.tp.partition, current_leader_epoch=-1 if epoch is None else epoch,
                 fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
                 partition_max_bytes=s["max_partition_fetch_bytes"])])
-        request = FetchRequest(
+        return FetchRequest(
             max_wait_ms=s["fetch_max_wait_ms"], min_bytes=s["fetch_min_bytes"],
             max_bytes=s["fetch_max_bytes"], isolation_level=int(self.read_committed),
             session_id=0, session_epoch=-1,   # a full fetch outside any fetch session (KIP-227)
             topics=[topic], forgotten_topics_data=[], rack_id="",
             min_version=FetchRequest.min_version_for_isolation_level(int(self.read_committed)),
             max_version=12)   # as kafka-python's fetcher: v13+ name topics by id
-        timeout = self.consumer.config["request_timeout_ms"] + s["fetch_max_wait_ms"]
 
-        async def exchange():
-            return await manager.wait_for(manager.send(request, node_id=leader), timeout)
+    def _prefetch(self, leader: int, offset: int) -> None:
+        """Send the Fetch request at ``offset`` now, without waiting (kafka-python's IO
+        thread receives it while the caller decodes the records it has): one request in
+        flight at most; :meth:`_send` takes its answer if it asks for the same."""
+        manager = self.consumer._manager
+        self._pending = (leader, offset,
+                         manager.call_soon(manager.send, self._request(offset), leader))
 
-        response = self.consumer._net.run(exchange)
+    def _send(self, leader: int, offset: int):
+        """The partition data of the Fetch response at ``offset`` from ``leader``: the
+        prefetched one when it is for them, else a request sent now."""
+        manager = self.consumer._manager
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[:2] == (leader, offset):
+            future = pending[2]
+            self._count("prefetched")
+        else:
+            future = manager.call_soon(manager.send, self._request(offset), leader)
+        timeout = self.consumer.config["request_timeout_ms"] + self.settings["fetch_max_wait_ms"]
+        response = self.consumer._net.run(manager.wait_for, future, timeout)
         for t in response.responses:
             for p in t.partitions:
                 if t.topic == self.tp.topic and p.partition_index == self.tp.partition:
