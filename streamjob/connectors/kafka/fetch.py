@@ -5,7 +5,9 @@ kafka-python's own path, which it falls back to.
 :class:`PartitionFetcher` sends a Fetch request (Kafka's Fetch API, the version
 kafka-python negotiates; kafka-python's protocol classes) for one partition straight to
 its leader (kafka-python's cluster metadata) on the kept consumer's connection, and
-decodes the response's records bytes with :func:`.batches.parse`. It falls back to
+decodes the response's records bytes with :func:`.batches.parse`; once they are parsed
+it sends the request for the next offset at once (a prefetch, one in flight), so the
+broker answers while the caller decodes. It falls back to
 kafka-python for one fetch when:
 
 - the bytes hold something :func:`.batches.parse` does not decode (magic 0/1 message
