@@ -101,13 +101,15 @@ def parquet_job(s: StreamjobSession, topic: str, interval_ms: int, batch: int,
 
 
 def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
-                    interval_ms: int = 0, source: str | None = None):
+                    interval_ms: int = 0, source: str | None = None,
+                    options: dict[str, str] | None = None):
     """Start the hand-written anchor: ``spark.readStream`` of the streamjob Kafka source
     class (registered directly), every column written to Parquet under ``out`` with
     Spark's checkpoint beside it; no catalog, no manager. Returns the StreamingQuery.
 
     ``source``: the data source class to register (default the current
-    :class:`~streamjob.connectors.kafka.source.KafkaDataSource`)."""
+    :class:`~streamjob.connectors.kafka.source.KafkaDataSource`); ``options``: more
+    options of the source (e.g. ``recordParser``)."""
     from ..connectors.kafka.source import KafkaDataSource
 
     src = source or KafkaDataSource
@@ -116,7 +118,7 @@ def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
     df = (session.readStream.format(src.name()).schema(FLIGHT_COLUMNS)
           .option("topic", topic).option("bootstrap", bench.bootstrap)
           .option("format", "json").option("startingOffsets", "earliest")
-          .option("maxRecordsPerBatch", str(batch)).load())
+          .option("maxRecordsPerBatch", str(batch)).options(**(options or {})).load())
     return (df.select(*COLUMN_NAMES).writeStream.format("parquet")
             .option("path", str(out)).option("checkpointLocation", str(out) + ".checkpoint")
             .trigger(processingTime=f"{interval_ms} milliseconds").start())

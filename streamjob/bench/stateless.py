@@ -9,6 +9,8 @@ Each repeat runs, one after the other on the same topic (the flights replayed to
   rate a Python program reaches with the fastest client there is), when installed;
 - **hand-written**: ``spark.readStream`` of the same Kafka source class into Parquet,
   no catalog and no manager (:func:`.jobs.handwritten_job`);
+- **hand-written, recordParser=kafka-python** (``--compare-parser``): the same job
+  reading with kafka-python's consumer alone, the source's path before the bulk decoder;
 - **streamjob**: the same copy as a StreamSQL job started with ``START STREAMJOB`` in an
   in-process job manager (what ``streamjob run`` does), until every record is committed.
 
@@ -31,7 +33,7 @@ TOPIC = "bench_flights"
 
 
 def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
-                        topic: str = TOPIC) -> tuple[float, list]:
+                        topic: str = TOPIC, options: dict | None = None) -> tuple[float, list]:
     """Seconds the hand-written job takes to commit all ``n`` records of ``topic``, and
     its progress (Spark is started before the clock starts)."""
     from .harness import progresses_of
@@ -39,7 +41,7 @@ def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
     out = bench.root / "s1" / tag
     bench.spark()
     t0 = time.monotonic()
-    q = handwritten_job(bench, topic, batch, out, source=source)
+    q = handwritten_job(bench, topic, batch, out, source=source, options=options)
     try:
         wait_until(lambda: committed_rows(q) >= n or q.exception(), 3600, "the hand-written job")
         if q.exception():
@@ -84,6 +86,9 @@ def run(bench: Bench) -> ScenarioResult:
         if legacy is not None:
             handwritten_seconds(bench, warm, 1_000, "warm-legacy", source=legacy,
                                 topic="bench_warmup")
+        if getattr(bench, "compare_parser", False):
+            handwritten_seconds(bench, warm, 1_000, "warm-client", topic="bench_warmup",
+                                options={"recordParser": "kafka-python"})
         streamjob_seconds(bench, warm, 1_000, topic="bench_warmup")
     progress = []
     _parse_figures(bench, res)
@@ -91,6 +96,12 @@ def run(bench: Bench) -> ScenarioResult:
         raw_s = raw_consumer(bench.bootstrap, TOPIC, n)
         rdk_s = confluent_consumer(bench.bootstrap, TOPIC, n)
         hand_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"hand{i}")
+        client_s = None
+        if getattr(bench, "compare_parser", False):
+            client_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"client{i}",
+                                              options={"recordParser": "kafka-python"})
+            res.figure("hand-written, recordParser=kafka-python", "records/s").add(n / client_s)
+            res.figure("bulk / kafka-python parser (hand-written)", "ratio").add(client_s / hand_s)
         old_s = None
         if legacy is not None:
             old_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"legacy{i}", source=legacy)
