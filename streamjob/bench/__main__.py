@@ -43,10 +43,13 @@ def _module(key: str):
 @click.option("--compare-source", "compare", default=None, metavar="FILE|GIT-REV",
               help="Also measure another version of the Kafka source side by side in "
                    "scenario 1: a kafka_source.py file, or a git revision of this checkout.")
+@click.option("--compare-parser", "compare_parser", is_flag=True,
+              help="Also run scenario 1's hand-written job with the source's option "
+                   "recordParser=kafka-python (the path before the bulk decoder), side by side.")
 @click.option("--profile/--no-profile", default=True, show_default=True,
               help="py-spy profile of scenario 1's streamjob job (if py-spy is installed).")
 def main(quick: bool, out: str, only: str, repeat: int | None, tiny: bool,
-         compare: str | None, profile: bool) -> None:
+         compare: str | None, compare_parser: bool, profile: bool) -> None:
     """Benchmark streamjob: throughput, latency, recovery, scale, control plane."""
     from rich.console import Console
 
@@ -70,6 +73,7 @@ def main(quick: bool, out: str, only: str, repeat: int | None, tiny: bool,
 
     bench = Bench(sizes, repeat, log=log)
     bench.legacy_source = _load_source(compare) if compare else None
+    bench.compare_parser = compare_parser
     bench.profiler = _profiler(bench, Path(out), profile)
     results = []
     t_all = time.monotonic()

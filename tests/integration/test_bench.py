@@ -21,7 +21,7 @@ def test_bench_tiny_writes_results(tmp_path):
     out = tmp_path / "bench.json"
     res = subprocess.run(
         [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "s1,s6", "--repeat", "1",
-         "--no-profile", "--out", str(out)],
+         "--no-profile", "--compare-parser", "--out", str(out)],
         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "streamjob benchmark" in res.stdout  # the table was printed
@@ -37,11 +37,16 @@ def test_bench_tiny_writes_results(tmp_path):
             assert fig["min"] <= fig["median"] <= fig["max"]
             assert fig["min"] > 0, fig
     s1 = {f["name"]: f for f in scenarios["s1"]["figures"]}
-    for name in ("raw kafka-python consumer", "hand-written PySpark job", "streamjob job"):
+    for name in ("raw kafka-python consumer", "raw confluent-kafka consumer",
+                 "hand-written PySpark job", "hand-written, recordParser=kafka-python",
+                 "streamjob job", "parse only: kafka-python", "parse only: bulk parser"):
         assert s1[name]["unit"] == "records/s" and s1[name]["median"] > 0
-    assert {"streamjob / raw consumer", "streamjob / hand-written"} <= set(s1)
+    assert {"streamjob / raw consumer", "streamjob / raw confluent-kafka",
+            "streamjob / hand-written", "parse only: bulk / kafka-python",
+            "bulk / kafka-python parser (hand-written)"} <= set(s1)
     assert {t["figure"] for t in scenarios["s1"]["targets"]} == {
-        "streamjob / raw consumer", "streamjob / hand-written"}
+        "streamjob / raw consumer", "streamjob / raw confluent-kafka",
+        "streamjob / hand-written"}
     breakdown = scenarios["s1"]["details"]["breakdown"]
     assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}

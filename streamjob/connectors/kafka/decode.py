@@ -104,11 +104,16 @@ class _JsonDecoder:
         import pyarrow as pa
 
         values = records.values
-        if not values or any(v is None or b"\n" in v for v in values):
+        if not values:
             return None
+        try:  # checks per buffer, not per record:
+            data = b"\n".join(values)
+        except TypeError:
+            return None  # a null value
+        if data.count(b"\n") != len(values) - 1:
+            return None  # a value holding a newline: one record would be two lines
         if self._other_case(values[0]):
             return None
-        data = b"\n".join(values)
         order = [self.loose, self.schema] if self.prefer_loose else [self.schema, self.loose]
         for schema in order:
             if schema is None:

@@ -5,7 +5,6 @@ source makes (:func:`_consumer`). :mod:`.source` plans the ranges on the driver.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -15,6 +14,7 @@ from pyspark.sql.types import StructType
 
 from streamjob.exceptions import ConnectorError
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c
+from streamjob.connectors.kafka.fetch import PARSERS, OffsetLost, PartitionFetcher
 from streamjob.connectors.kafka.group import broker_errors
 from streamjob.connectors.kafka.policy import lost_start
 from streamjob.connectors.kafka.security import KafkaSecurity
@@ -106,7 +106,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
                fail_on_data_loss: bool = True,
                isolation_level: str = "read_uncommitted",
                check_crcs: bool | None = None,
-               fail_missing_columns: bool = False, security=None) -> Iterator:
+               fail_missing_columns: bool = False, security=None,
+               record_parser: str = "bulk") -> Iterator:
     """Read ``[rng.start, rng.end)`` of one partition as Arrow batches (see ``read``).
 
     A ``schema`` ending in :data:`.formats.MALFORMED_COLUMN` means a tolerant stream
@@ -132,50 +133,26 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     if fail_missing_columns:
         columns, plain = ColumnCheck(schema.names), decode
         decode = lambda records: columns.see(plain(records))  # noqa: E731
+    if record_parser not in PARSERS:
+        raise ConnectorError(f"option recordParser must be one of {', '.join(PARSERS)}, "
+                             f"got '{record_parser}'")
     key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
                                      security or KafkaSecurity())
     tp = _tp(rng.topic, rng.partition)
+    fetch = _client_fetches if record_parser == "kafka-python" else _bulk_fetches
     done = False
     try:
-        consumer.assign([tp])
-        with broker_errors(bootstrap, f"reading the beginning offset of '{rng.topic}' "
-                                      f"partition {rng.partition}"):
-            earliest = consumer.beginning_offsets([tp])[tp]
-        start = lost_start(rng.topic, rng.partition, rng.start, earliest, fail_on_data_loss)
-        if start >= rng.end:
-            done = True
-            return
-        rng = dataclasses.replace(rng, start=start)
-        consumer.seek(tp, rng.start)
         offsets: list = []
         values: list = []
         keys: list = []
         stamps: list = []
-        position = rng.start
-        idle_since = time.monotonic()
-        while position < rng.end:
-            polled = consumer.poll(timeout_ms=500).get(tp, [])
-            if not polled:
-                if (time.monotonic() - idle_since) * 1000 > poll_timeout_ms:
-                    raise ConnectorError(
-                        f"no records from Kafka broker {bootstrap} for topic '{rng.topic}' "
-                        f"partition {rng.partition} at offset {position} "
-                        f"within {poll_timeout_ms} ms (expected up to offset {rng.end - 1})"
-                    )
-                position = max(position, consumer.position(tp))
-                continue
-            idle_since = time.monotonic()
-            if polled[-1].offset >= rng.end:  # past the range: keep what lies inside
-                polled = [rec for rec in polled if rec.offset < rng.end]
-                if not polled:
-                    position = rng.end
-                    continue
-            offsets += [rec.offset for rec in polled]
-            values += [rec.value for rec in polled]
+        for got in fetch(consumer, tp, rng, bootstrap, isolation_level, check_crcs, meta,
+                         poll_timeout_ms, fail_on_data_loss):
+            offsets += got.offsets
+            values += got.values
             if meta:
-                keys += [rec.key for rec in polled]
-                stamps += [rec.timestamp for rec in polled]
-            position = max(position, polled[-1].offset + 1)
+                keys += got.keys
+                stamps += got.stamps
             while len(offsets) >= batch_rows:
                 yield decode(_slice(rng, offsets[:batch_rows], values[:batch_rows],
                                     keys[:batch_rows], stamps[:batch_rows], meta))
@@ -191,6 +168,92 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
             consumer.unsubscribe()  # assignment released; the connection stays for the next task
         else:
             _drop_consumer(key)  # an error or an abandoned generator: start clean next time
+
+
+class _Idle:
+    """Raises ConnectorError when no record arrived within ``poll_timeout_ms``."""
+
+    def __init__(self, rng: KafkaRange, bootstrap: str, poll_timeout_ms: int) -> None:
+        self.rng, self.bootstrap, self.timeout_ms = rng, bootstrap, poll_timeout_ms
+        self.since = time.monotonic()
+
+    def progress(self) -> None:
+        self.since = time.monotonic()
+
+    def check(self, position: int) -> None:
+        if (time.monotonic() - self.since) * 1000 > self.timeout_ms:
+            rng = self.rng
+            raise ConnectorError(
+                f"no records from Kafka broker {self.bootstrap} for topic '{rng.topic}' "
+                f"partition {rng.partition} at offset {position} "
+                f"within {self.timeout_ms} ms (expected up to offset {rng.end - 1})")
+
+
+def _bulk_fetches(consumer, tp, rng: KafkaRange, bootstrap: str, isolation_level: str,
+                  check_crcs: bool, meta: bool, poll_timeout_ms: int,
+                  fail_on_data_loss: bool) -> Iterator:
+    """:class:`.fetch.Fetched` chunks of ``rng`` by the bulk path (:mod:`.fetch`). No
+    beginning offset is asked for unless the broker answers out of range: then offsets
+    below it are lost (:func:`lost_start`), fail or are skipped."""
+    fetcher = PartitionFetcher(consumer, tp, settings=READ_CONSUMER_SETTINGS,
+                               isolation_level=isolation_level, check_crcs=check_crcs,
+                               meta=meta)
+    position, idle = rng.start, _Idle(rng, bootstrap, poll_timeout_ms)
+    try:
+        while position < rng.end:
+            try:
+                with broker_errors(bootstrap, f"fetching '{rng.topic}' partition "
+                                              f"{rng.partition} at offset {position}"):
+                    got = fetcher.fetch(position, rng.end)
+            except OffsetLost as lost:
+                position = lost_start(rng.topic, rng.partition, position, lost.beginning,
+                                      fail_on_data_loss)
+                continue
+            if got.offsets:
+                idle.progress()
+                yield got
+            elif got.next_offset <= position:
+                idle.check(position)
+            position = max(position, got.next_offset)
+    finally:
+        _FETCH_COUNTS.update({p: _FETCH_COUNTS.get(p, 0) + n for p, n in fetcher.counts.items()})
+        fetcher.release()
+
+
+_FETCH_COUNTS: dict[str, int] = {}
+"""Fetches of this process's bulk reads by the path that decoded them (:class:`.fetch.
+Fetched` ``path``): how often kafka-python's fallbacks ran (tests, the benchmark)."""
+
+
+def _client_fetches(consumer, tp, rng: KafkaRange, bootstrap: str, isolation_level: str,
+                    check_crcs: bool, meta: bool, poll_timeout_ms: int,
+                    fail_on_data_loss: bool) -> Iterator:
+    """The same chunks by kafka-python's consumer alone (``recordParser`` =
+    ``kafka-python``): assign, ask the beginning offset (its ``poll`` would silently
+    reset a lost offset), seek, poll."""
+    from streamjob.connectors.kafka.fetch import Fetched
+
+    consumer.assign([tp])
+    with broker_errors(bootstrap, f"reading the beginning offset of '{rng.topic}' "
+                                  f"partition {rng.partition}"):
+        earliest = consumer.beginning_offsets([tp])[tp]
+    position = lost_start(rng.topic, rng.partition, rng.start, earliest, fail_on_data_loss)
+    consumer.seek(tp, position)
+    idle = _Idle(rng, bootstrap, poll_timeout_ms)
+    while position < rng.end:
+        polled = consumer.poll(timeout_ms=500).get(tp, [])
+        if not polled:
+            idle.check(position)
+            position = max(position, consumer.position(tp))
+            continue
+        idle.progress()
+        if polled[-1].offset >= rng.end:  # past the range: keep what lies inside
+            polled = [rec for rec in polled if rec.offset < rng.end]
+        position = max(position, polled[-1].offset + 1) if polled else rng.end
+        yield Fetched([r.offset for r in polled], [r.value for r in polled],
+                      [r.key for r in polled] if meta else None,
+                      [r.timestamp for r in polled] if meta else None, position,
+                      "kafka-python poll")
 
 
 def _slice(rng: KafkaRange, offsets: list, values: list, keys: list, stamps: list,

@@ -8,15 +8,19 @@ exactly-once needs (DESIGN §6).
 
 - The driver side (``initialOffset``/``latestOffset``/``partitions``) holds one metadata
   consumer and asks the broker for beginning/end offsets (ListOffsets).
-- The executor side (``read``) assigns one partition with ``assign()`` and ``seek()``
-  (no consumer-group subscription: Spark decides the ranges), polls until the end
-  offset, and yields Arrow record batches of at most ``batch.rows`` rows. Its consumer
-  is kept for the next task of the same Python worker (:func:`_reader_consumer`), and
-  it is tuned for throughput (docs/performance.md): large fetches
-  (:data:`READ_CONSUMER_SETTINGS`), CRC checks only with a native CRC-32C
-  (``checkCrcs``), values collected without per-record Python work beyond kafka-python's
-  own, and JSON decoded by Arrow's reader even when integer columns arrive as JSON
-  floats such as ``517.0`` (:class:`_JsonDecoder`).
+- The executor side (``read``) reads one partition's range per Spark task (no
+  consumer-group subscription: Spark decides the ranges) with a consumer kept for the
+  next task of the same Python worker (:func:`_reader_consumer`), tuned for throughput
+  (docs/performance.md): large fetches (:data:`READ_CONSUMER_SETTINGS`), and by default
+  its own Fetch requests whose record batches are decoded in bulk (:mod:`.batches`,
+  :mod:`.fetch`; kafka-python's parser is the fallback for what that path does not
+  take), and JSON decoded by Arrow's reader even when integer columns arrive as JSON
+  floats such as ``517.0`` (:class:`_JsonDecoder`). It yields Arrow record batches of
+  at most ``batch.rows`` rows.
+- Broker requests per micro-batch: ``latestOffset`` asks the end and beginning offsets
+  (two ListOffsets); ``reportLatestOffset`` and ``partitions`` reuse them; an executor
+  task sends Fetch requests only (no ListOffsets unless the broker answers "offset out
+  of range"). ``tests/integration/test_kafka_bulk.py`` counts them.
 
 Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 ``topic``, ``bootstrap`` (``kafka.broker.list``), ``format`` (json|delimited|raw),
@@ -51,6 +55,10 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
   ``crc32c`` package is installed; kafka-python's pure-Python CRC-32C otherwise costs
   about a third of the read time (docs/performance.md); an Apache Kafka broker verifies
   each batch's CRC when it is produced and TCP checksums cover the transfer.
+- ``recordParser`` — ``bulk`` (default) or ``kafka-python``: how the executor decodes
+  fetched records: our bulk decoder of v2 record batches (:mod:`.batches`; kafka-python
+  for what it does not take) or kafka-python's consumer ``poll`` alone (the path before
+  the bulk decoder, kept for comparison and as a way out).
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ from pyspark.sql.types import StructType
 from streamjob.exceptions import ConnectorError
 from streamjob.connectors import worker
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
+from streamjob.connectors.kafka.fetch import PARSERS
 from streamjob.connectors.kafka.read import (  # noqa: F401 - the executor side, also exported
     DEFAULT_BATCH_ROWS, READ_CONSUMER_SETTINGS, KafkaRange, Offsets, _consumer, _tp, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
@@ -109,7 +118,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         if crcs not in ("auto", "true", "false"):
             raise ConnectorError(f"option checkCrcs must be auto, true or false, got '{crcs}'")
         self.check_crcs = native_crc32c() if crcs == "auto" else crcs == "true"
+        self.record_parser = (options.get("recordparser") or "bulk").strip().lower()
+        if self.record_parser not in PARSERS:
+            raise ConnectorError(f"option recordParser must be one of {', '.join(PARSERS)}, "
+                                 f"got '{self.record_parser}'")
         self._meta = None
+        self._latest: dict[int, int] | None = None  # end offsets of the last latestOffset
+        self._begun: tuple[dict, dict] | None = None  # (its start, the starts it checked)
         self._warned: set[tuple[int, int]] = set()  # (partition, start) already reported
 
     # -- driver side ---------------------------------------------------------------
@@ -276,19 +291,25 @@ class KafkaStreamReader(DataSourceStreamReader):
             ConnectorError: broker unreachable ("cannot reach Kafka broker at <address>"),
                 topic missing, or lost offsets with ``failOnDataLoss`` true.
         """
+        self._latest = self._begun = None  # kept only from a call that succeeds
         parts = self._partitions()
         ends = self._ends(parts)
+        self._latest = dict(ends)
         begun = {int(p): o for p, o in start.get(self.topic, {}).items()}
-        begun.update(self._no_loss({p: o for p, o in begun.items() if p in ends}))
+        checked = self._no_loss({p: o for p, o in begun.items() if p in ends})
+        begun.update(checked)
         begun.update(self._past_end({p: o for p, o in begun.items() if p in ends}, ends))
+        self._begun = (_parse_start(start, self.topic), checked)
         begun.update(self._starts([tp for tp in parts if tp.partition not in begun]))
         if isinstance(limit, ReadMaxRows):
             ends = _cap(begun, ends, limit.max_rows)
         return {self.topic: {str(p): max(ends[p], begun.get(p, 0)) for p in sorted(ends)}}
 
     def reportLatestOffset(self) -> Offsets:
-        """The broker's end offsets, shown by Spark as the source's latest offset."""
-        return {self.topic: {str(p): o for p, o in self._ends(self._partitions()).items()}}
+        """The broker's end offsets, shown by Spark as the source's latest offset: those
+        the last :meth:`latestOffset` read (as Spark's Kafka source reports), else asked."""
+        ends = self._latest if self._latest is not None else self._ends(self._partitions())
+        return {self.topic: {str(p): o for p, o in sorted(ends.items())}}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[KafkaRange]:
         """One :class:`KafkaRange` per partition with records in ``[start, end)``.
@@ -301,8 +322,14 @@ class KafkaStreamReader(DataSourceStreamReader):
             ConnectorError: broker unreachable, or lost offsets with ``failOnDataLoss``.
         """
         ends = {int(p): int(e) for p, e in end.get(self.topic, {}).items()}
-        known = {int(p): int(b) for p, b in start.get(self.topic, {}).items()}
-        begun = self._no_loss({p: b for p, b in known.items() if p in ends and ends[p] > b})
+        known = _parse_start(start, self.topic)
+        recent, self._begun = self._begun, None
+        if recent is not None and recent[0] == known:
+            # latestOffset just checked these starts against the beginning offsets: not
+            # asked twice per micro-batch (a loss since then is found by the executor)
+            begun = {p: recent[1].get(p, b) for p, b in known.items() if p in ends and ends[p] > b}
+        else:  # e.g. the first batch after a restart, planned from the offset log
+            begun = self._no_loss({p: b for p, b in known.items() if p in ends and ends[p] > b})
         begun.update(self._past_end({p: b for p, b in known.items() if p in ends}, ends))
         begun.update(self._starts([_tp(self.topic, p) for p in ends if p not in known]))
         return [KafkaRange(self.topic, p, begun[p], e) for p, e in sorted(ends.items())
@@ -330,8 +357,13 @@ class KafkaStreamReader(DataSourceStreamReader):
             self.poll_timeout_ms, dead_letter=self.dead_letter,
             fail_on_data_loss=self.fail_on_data_loss, isolation_level=self.isolation,
             check_crcs=self.check_crcs, fail_missing_columns=self.fail_missing,
-            security=self.security,
+            security=self.security, record_parser=self.record_parser,
         )
+
+
+def _parse_start(start: Offsets, topic: str) -> dict[int, int]:
+    """``{partition: offset}`` of ``topic`` in a start offset (strings to ints)."""
+    return {int(p): int(o) for p, o in (start or {}).get(topic, {}).items()}
 
 
 def _cap(start: dict[int, int], ends: dict[int, int], max_rows: int) -> dict[int, int]:
