@@ -182,21 +182,24 @@ class Matcher:
     :meth:`expire` when time passes without events. ``partials`` is the whole state
     (picklable: plain lists, dicts and :class:`Partial`)."""
 
-    def __init__(self, pattern: Pattern, partials: list[Partial] | None = None):
+    def __init__(self, pattern: Pattern, partials: list[Partial] | None = None,
+                 unit: int = 1):
+        """``unit``: time units per millisecond of the times fed (1: ms, 1000: µs)."""
         self.pattern = pattern
         self.stages = pattern.positive
         self.partials: list[Partial] = partials or []
+        self.window = pattern.within_ms * unit
 
-    def expire(self, now_ms: int) -> None:
-        """Drop partial matches that no event after ``now_ms`` can finish (their first
-        event is ``within`` or more before it)."""
-        w = self.pattern.within_ms
-        self.partials = [p for p in self.partials if now_ms - p.start < w]
+    def expire(self, now: int) -> None:
+        """Drop partial matches that no event at ``now`` or later can finish (their
+        first event is WITHIN or more before it)."""
+        self.partials = [p for p in self.partials if now - p.start < self.window]
 
     def feed(self, ms: int, row: dict) -> list[list[list[dict]]]:
-        """Advance every partial match by the event ``(ms, row)`` and start a new one if
-        it satisfies the first variable. Returns the matches completed by it, each a list
-        (per positive stage) of the rows taken, in the order they completed."""
+        """Advance every partial match by the event ``(ms, row)`` (``ms`` in the
+        matcher's unit) and start a new one if it satisfies the first variable. Returns
+        the matches completed by it, each a list (per positive stage) of the rows taken,
+        in the order they completed."""
         self.expire(ms)
         done: list = []
         kept: list[Partial] = []
