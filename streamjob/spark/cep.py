@@ -17,9 +17,14 @@ arrival order) once the watermark reaches them, so a match is emitted when the w
 passes its last event. An event-time timeout at the earliest buffered event (or at the
 time the oldest partial match expires) calls the key again when only the watermark moved.
 
-Processing time (no event time): a micro-batch's events are matched at once, in arrival
-order, each timed by the micro-batch's time (``current_timestamp()``); WITHIN is then
-processing time. A processing-time timeout of WITHIN drops the partial matches of a key
+Processing time (no event time): a micro-batch's events are matched at once, in the
+order Spark delivers a key's rows (the source's order within one Kafka partition: a
+micro-batch's rows of one map task reach the key's task in order, and Spark's sort by
+key is stable; across partitions of a topic there is no order, as in Kafka), each timed
+by the micro-batch's time (``current_timestamp()``); WITHIN is then processing time.
+Events of equal event time are ordered the same way. (Spark refuses
+``monotonically_increasing_id()`` in streaming queries, and the Kafka source does not
+expose offsets as columns, so no explicit arrival number is kept.) A processing-time timeout of WITHIN drops the partial matches of a key
 that stopped receiving events.
 """
 
@@ -30,7 +35,6 @@ import math
 from ..planner.cep import CepPlan
 
 TIME = "__cep_t"  # event time (or batch time) in microseconds since the epoch
-SEQ = "__cep_seq"  # arrival order inside a micro-batch
 KEY = "__cep_key"  # the single key of a pattern without key columns
 
 
@@ -46,8 +50,7 @@ def match_frame(session, plan: CepPlan):
     cols = [c for c, _ in plan.columns]
     t = (F.unix_micros(F.current_timestamp()) if plan.proctime
          else F.unix_micros(F.col(f"`{plan.time_column}`")))
-    df = df.select(*[F.col(f"`{c}`") for c in cols], t.alias(TIME),
-                   F.monotonically_increasing_id().alias(SEQ))
+    df = df.select(*[F.col(f"`{c}`") for c in cols], t.alias(TIME))
     keys = list(plan.key)
     if not keys:
         df = df.withColumn(KEY, F.lit(0))
@@ -109,7 +112,7 @@ class _Function:
         parts = [f for f in frames if len(f)]
         if not parts:
             return [], seq
-        pdf = pd.concat(parts).sort_values([TIME, SEQ], kind="stable")
+        pdf = pd.concat(parts).sort_values(TIME, kind="stable")  # ties: delivery order
         events = []
         for rec in pdf.to_dict("records"):
             row = {c: _plain(rec[c]) for c in self.columns}
