@@ -4,28 +4,33 @@ arbitrary stateful processing (``applyInPandasWithState``).
 Why ``applyInPandasWithState`` and not ``transformWithStateInPandas``: the latter needs
 the RocksDB state store provider (Spark 4.0's requirement for transformWithState), and a
 job's checkpoint is written by the default HDFS-backed state store; the former runs on
-it, in append output mode, with event-time or processing-time timeouts. Its state (one
-binary value per key: the pickled buffer and partial matches) is versioned with each
-micro-batch in the job's checkpoint, so a job restored from a checkpoint resumes the
-partial matches of the batch it records and replays the batches after it from the
-source offsets: matches are written exactly once (with the sink's exactly-once commit).
+it, in append output mode, with event-time timeouts. Its state (one binary value per
+key: the pickled buffer and partial matches) is versioned with each micro-batch in the
+job's checkpoint, so a job restored from a checkpoint resumes the partial matches of the
+batch it records and replays the batches after it from the source offsets: matches are
+written exactly once (with the sink's exactly-once commit).
 
 Event time (the stream declares ``"watermark.column"``/``"watermark.delay"``): a key's
 new events are buffered; an event at or before the watermark is late and dropped (Spark's
-rule for stateful operators); buffered events are matched in event-time order (ties in
-arrival order) once the watermark reaches them, so a match is emitted when the watermark
-passes its last event. An event-time timeout at the earliest buffered event (or at the
-time the oldest partial match expires) calls the key again when only the watermark moved.
+rule for stateful operators); buffered events are matched in event-time order once the
+watermark reaches them, so a match is emitted when the watermark passes its last event.
+An event-time timeout at the earliest buffered event (or at the time the oldest partial
+match expires) calls the key again when only the watermark moved (Spark then runs a
+micro-batch without new data).
 
-Processing time (no event time): a micro-batch's events are matched at once, in the
-order Spark delivers a key's rows (the source's order within one Kafka partition: a
-micro-batch's rows of one map task reach the key's task in order, and Spark's sort by
-key is stable; across partitions of a topic there is no order, as in Kafka), each timed
-by the micro-batch's time (``current_timestamp()``); WITHIN is then processing time.
-Events of equal event time are ordered the same way. (Spark refuses
-``monotonically_increasing_id()`` in streaming queries, and the Kafka source does not
-expose offsets as columns, so no explicit arrival number is kept.) A processing-time timeout of WITHIN drops the partial matches of a key
-that stopped receiving events.
+Processing time (no event time): each event is timed by its micro-batch
+(``current_timestamp()``, watermarked with no delay, as a STREAMWINDOW without event
+time is), and the rules above apply with that time: a micro-batch's events are matched
+by the next micro-batch, and WITHIN is processing time. (Not a processing-time timeout:
+Spark runs a micro-batch after every other one while such a timeout is set, so the job
+would never be idle.)
+
+Events of equal time are matched in the order Spark delivers a key's rows: the source's
+order within one Kafka partition (a map task's rows reach the key's task in order and
+Spark's sort by key is stable); across partitions of a topic there is no order, as in
+Kafka. (Spark refuses ``monotonically_increasing_id()`` in streaming queries and the
+Kafka source has no offset column, so no explicit arrival number is kept; within a key,
+events of later micro-batches come after earlier ones.)
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ..planner.cep import CepPlan
 
 TIME = "__cep_t"  # event time (or batch time) in microseconds since the epoch
 KEY = "__cep_key"  # the single key of a pattern without key columns
+PROC = "__cep_proc"  # a stream without event time: the micro-batch's time, watermarked
 
 
 def match_frame(session, plan: CepPlan):
@@ -48,19 +54,19 @@ def match_frame(session, plan: CepPlan):
 
     df = session.table(plan.view)
     cols = [c for c, _ in plan.columns]
-    t = (F.unix_micros(F.current_timestamp()) if plan.proctime
-         else F.unix_micros(F.col(f"`{plan.time_column}`")))
-    df = df.select(*[F.col(f"`{c}`") for c in cols], t.alias(TIME))
+    time = plan.time_column
+    if plan.proctime:
+        df = df.withColumn(PROC, F.current_timestamp()).withWatermark(PROC, "0 seconds")
+        time = PROC
+    df = df.select(*[F.col(f"`{c}`") for c in cols],
+                   F.unix_micros(F.col(f"`{time}`")).alias(TIME))
     keys = list(plan.key)
     if not keys:
         df = df.withColumn(KEY, F.lit(0))
         keys = [KEY]
     outputs = ddl([{"name": c, "type": t} for c, t in plan.outputs])
-    timeout = (GroupStateTimeout.ProcessingTimeTimeout if plan.proctime
-               else GroupStateTimeout.EventTimeTimeout)
-    func = _Function(plan)
     return df.groupBy(*[F.col(f"`{k}`") for k in keys]).applyInPandasWithState(
-        func, outputs, "state BINARY", "append", timeout)
+        _Function(plan), outputs, "state BINARY", "append", GroupStateTimeout.EventTimeTimeout)
 
 
 class _Function:
@@ -72,7 +78,6 @@ class _Function:
         self.outputs = [c for c, _ in plan.outputs]
         self.timestamps = [c for c, t in plan.outputs if t.strip().lower() == "timestamp"]
         self.variables = list(plan.variables)
-        self.proctime = plan.proctime
 
     def __call__(self, key, frames, state):
         import pickle
@@ -84,20 +89,14 @@ class _Function:
         events, seq = self._events(frames, seq)
         matcher = Matcher(self.pattern, partials, unit=1000)
         matches: list = []
-        if self.proctime:
-            for t, _, row in events:
-                matches += matcher.feed(t, row)
-            if state.hasTimedOut:
-                matcher.expire(state.getCurrentProcessingTimeMs() * 1000)
-        else:
-            wm = state.getCurrentWatermarkMs()
-            buffered += [e for e in events if e[0] > wm * 1000]  # else late: dropped
-            buffered.sort(key=lambda e: (e[0], e[1]))
-            ready = [e for e in buffered if e[0] <= wm * 1000]
-            buffered = buffered[len(ready):]
-            for t, _, row in ready:
-                matches += matcher.feed(t, row)
-            matcher.expire(wm * 1000 + 1)
+        wm = state.getCurrentWatermarkMs()
+        buffered += [e for e in events if e[0] > wm * 1000]  # else late: dropped
+        buffered.sort(key=lambda e: (e[0], e[1]))
+        ready = [e for e in buffered if e[0] <= wm * 1000]
+        buffered = buffered[len(ready):]
+        for t, _, row in ready:
+            matches += matcher.feed(t, row)
+        matcher.expire(wm * 1000 + 1)
         if buffered or matcher.partials:
             state.update((pickle.dumps((buffered, matcher.partials, seq), protocol=4),))
             self._timeout(state, buffered, matcher)
@@ -121,9 +120,6 @@ class _Function:
         return events, seq
 
     def _timeout(self, state, buffered, matcher) -> None:
-        if self.proctime:
-            state.setTimeoutDuration(self.pattern.within_ms)
-            return
         wm = state.getCurrentWatermarkMs()
         due = []
         if buffered:  # the watermark reaches the earliest buffered event

@@ -23,7 +23,7 @@ def plan(proctime: bool = False) -> CepPlan:
     e1 = Stage("e1", ("gt", ("col", "e1", "cnt"), ("lit", 0)))
     e2 = Stage("e2", ("and", ("eq", ("col", "e2", "id"), ("col", "e1", "id")),
                       ("gt", ("col", "e2", "cnt"), ("col", "e1", "cnt"))), "followedby", 2, 2)
-    columns = (("id", "int"), ("cnt", "int"), ("ts", "timestamp"))
+    columns = (("id", "int"), ("cnt", "int"), ("ts", "timestamp"))  # proctime: ts is a plain column
     outputs = tuple((f"{v}__{c}", t) for v in ("e1", "e2") for c, t in columns)
     return CepPlan(Pattern((e1, e2), 60_000), "default", "s", "sj__default__s", columns,
                    ("id",), None if proctime else "ts", outputs, "WITHIN ('1' minute)",
@@ -38,8 +38,7 @@ class Batches:
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         self.fn, self.value, self.timeout = fn, None, -1
-        self.conf = (GroupStateTimeout.ProcessingTimeTimeout if fn.proctime
-                     else GroupStateTimeout.EventTimeTimeout)
+        self.conf = GroupStateTimeout.EventTimeTimeout
 
     def batch(self, watermark_s: int, rows: list[tuple[int, int, int]], now_s: int = 0,
               timed_out: bool = False) -> list[dict]:
@@ -48,7 +47,7 @@ class Batches:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         state = GroupState(Row(self.value) if self.value is not None else None, now_s * 1000,
-                           watermark_s * 1000, self.conf, timed_out, not self.fn.proctime,
+                           watermark_s * 1000, self.conf, timed_out, True,
                            self.value is not None, False, False, self.timeout, b"",
                            StructType([StructField("state", BinaryType())]))
         frame = pd.DataFrame(
@@ -85,8 +84,11 @@ def test_late_events_are_dropped_and_state_is_removed_when_nothing_is_pending():
     assert b.value is None
 
 
-def test_processing_time_matches_each_batch_at_once():
+def test_equal_times_keep_arrival_order_as_processing_time_needs():
+    """Without event time every event of a micro-batch has the batch's time: they are
+    matched, in arrival order, once the next micro-batch's watermark passes it."""
     b = Batches(_Function(plan(proctime=True)))
-    got = b.batch(0, [(1, 1, 5), (1, 3, 5), (1, 2, 5)], now_s=5)
-    assert [(r["e1__cnt"], r["e2__cnt"]) for r in got] == [(1, 2)]  # arrival order kept
-    assert b.timeout == 65_000 and b.value is not None  # batch time + WITHIN
+    assert b.batch(0, [(1, 1, 5), (1, 3, 5), (1, 2, 5)]) == []
+    got = b.batch(5, [(1, 4, 6)], timed_out=False)
+    assert [(r["e1__cnt"], r["e2__cnt"]) for r in got] == [(1, 2)]
+    assert b.timeout == 5999  # the batch-6 event waits for the watermark
