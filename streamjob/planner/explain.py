@@ -231,8 +231,8 @@ def _pattern_state(cep, names: dict, marks: list) -> dict[str, Any]:
     one = ("" if keys else "; no equality between variables (e2.c = e1.c) keys it, so it "
            "runs on one key: one task holds every partial match")
     if cep.proctime:
-        retention = (f"per key, partial matches until {cep.within} passes in processing time "
-                     f"(each event timed by its micro-batch)")
+        retention = (f"per key, events timed by their micro-batch and matched by the next "
+                     f"one, partial matches until {cep.within} passes in processing time")
     else:
         retention = (f"per key, events buffered until the watermark passes them (then matched "
                      f"in event-time order), partial matches until the watermark passes their "
