@@ -58,7 +58,8 @@ def match_frame(session, plan: CepPlan):
     if plan.proctime:
         df = df.withColumn(PROC, F.current_timestamp()).withWatermark(PROC, "0 seconds")
         time = PROC
-    df = df.select(*[F.col(f"`{c}`") for c in cols],
+    kept = cols + ([PROC] if plan.proctime else [])  # the watermark's column stays in
+    df = df.select(*[F.col(f"`{c}`") for c in kept],
                    F.unix_micros(F.col(f"`{time}`")).alias(TIME))
     keys = list(plan.key)
     if not keys:
