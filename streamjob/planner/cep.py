@@ -228,10 +228,11 @@ def _rewrite_select(qt: QueryText, select: exp.Expr, plan: CepPlan,
         if t.name.lower() != PLACEHOLDER:
             raise qt.error("a PATTERN query reads the pattern alone (no joins or subqueries)",
                            qt.node_span(t))
-    for key in ("group", "having", "joins", "order", "limit", "distinct"):
+    for key, word in (("group", "GROUP BY"), ("having", "HAVING"), ("joins", "a JOIN"),
+                      ("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
         if select.args.get(key):
-            raise qt.error(f"a PATTERN query selects from matches: {key.upper()} over matches "
-                           f"is not supported", qt.node_span(select.args[key])
+            raise qt.error(f"a PATTERN query selects from matches: {word} over matches is "
+                           f"not supported", qt.node_span(select.args[key])
                            if isinstance(select.args[key], exp.Expr) else None)
     for agg in select.find_all(exp.AggFunc):
         raise qt.error("a PATTERN query selects from matches: aggregates over matches are "

@@ -88,7 +88,7 @@ def test_a_stream_without_event_time_runs_on_processing_time(ex):
     ("insert into t select e1.id, x.cnt from pattern(e1=s[e1.cnt>0] notnext x=s[x.cnt<0] next e2=s[e2.id=e1.id]) within ('1' minute)",
      "x is a NOT variable", "x.cnt"),
     ("insert into t select e1.id, count(*) from pattern(e1=s[e1.cnt>0] next e2=s[e2.id=e1.id]) within ('1' minute) group by e1.id",
-     "GROUP over matches is not supported", None),
+     "GROUP BY over matches is not supported", None),
     ("insert into t select e1.id, e1.cnt from pattern(e1=s[e1.cnt>0] next e2=p[e2.id=e1.id]) within ('1' minute)",
      "every variable of a PATTERN reads one stream", "p"),
     ("insert into t select e1.id, e1.cnt from pattern(e1=s[e1.cnt>0] soon e2=s[e2.id=e1.id]) within ('1' minute)",
