@@ -133,6 +133,8 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
                     "an implicit job, insert_<8 hex> from the statement's text, created and "
                     "started (as older Slipstream does)")
     items = [head]
+    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto)):
+        items += _pattern_items(stmt.query, line)
     if isinstance(stmt, (st.CreateStream, st.CreateTable)):
         if stmt.row_format is not None:
             items.append(_row_format_item(stmt, line))
@@ -150,6 +152,27 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
     if any(i.verdict == "refused" for i in items[1:]):  # the statement cannot run as is
         items[0] = Item(line, head.clause, "refused", "a clause of it is refused (below)")
     return items
+
+
+def _pattern_items(query: str, line: int) -> list[Item]:
+    """The CEP clause of a job's query (``PATTERN (...) WITHIN (...)``), if it has one:
+    it runs (:mod:`streamjob.cep`); a malformed one is refused with the reader's error."""
+    from .cep.parse import extract_pattern
+    from .planner.text import QueryText
+
+    if "pattern" not in query.lower():
+        return []
+    try:
+        _, clause = extract_pattern(QueryText(query, None), query)
+    except StreamJobError as exc:
+        return [Item(line, "PATTERN (...)", "refused", exc.message.splitlines()[0], 1)]
+    if clause is None:
+        return []
+    ops = " ".join(v.link.upper() for v in clause.variables[1:])
+    return [Item(line, f"PATTERN ({ops}) {clause.within_text}", "runs",
+                 "CEP, matched per key in Spark's stateful processing (applyInPandasWithState, "
+                 "state in the job's checkpoint), with Flink CEP's rules where Slipstream's docs "
+                 "are silent (docs/streamsql.md, CEP)", 1)]
 
 
 def _row_format_item(stmt, line: int) -> Item:

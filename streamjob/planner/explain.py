@@ -194,8 +194,11 @@ def state(plan) -> list[dict[str, Any]]:
     marks = [f"{s.stream.qualified_name}: {c} - {d}" for s in plan.sources
              for c, d in [_watermark(s, plan.props)] if c]
     trees = [parse_one(d.select_sql, read="spark") for d in plan.derived]  # joins of streams
-    trees.append(parse_one(plan.query.select_sql, read="spark"))
     ops: list[dict[str, Any]] = []
+    if plan.query.pattern is not None:
+        ops.append(_pattern_state(plan.query.pattern, names, marks))
+    else:
+        trees.append(parse_one(plan.query.select_sql, read="spark"))
     for select in (s for tree in trees for s in tree.find_all(exp.Select)):
         if not any(t.name in streams for t in select.find_all(exp.Table)):
             continue  # a subquery over static tables only: a batch query, no state
@@ -218,6 +221,24 @@ def state(plan) -> list[dict[str, Any]]:
                         "retention": "every distinct row, without bound (no watermark ends "
                                      "one): the state grows with the number of distinct rows"})
     return ops
+
+
+def _pattern_state(cep, names: dict, marks: list) -> dict[str, Any]:
+    """The state of a PATTERN (:mod:`streamjob.spark.cep`): its partial matches and
+    buffered events, per key."""
+    stream = names.get(cep.view, f"{cep.database}.{cep.stream}")
+    keys = [f"{stream}.{k}" for k in cep.key]
+    one = ("" if keys else "; no equality between variables (e2.c = e1.c) keys it, so it "
+           "runs on one key: one task holds every partial match")
+    if cep.proctime:
+        retention = (f"per key, events timed by their micro-batch and matched by the next "
+                     f"one, partial matches until {cep.within} passes in processing time")
+    else:
+        retention = (f"per key, events buffered until the watermark passes them (then matched "
+                     f"in event-time order), partial matches until the watermark passes their "
+                     f"first event + {cep.within}; later events are dropped")
+    return {"operator": "CEP pattern (applyInPandasWithState)", "keys": keys,
+            "watermark": marks or None, "retention": retention + one}
 
 
 def _aggregate_retention(plan, windowed: bool, what: str = "window") -> str:

@@ -15,10 +15,14 @@ line and column in the script (``position`` is where the query text starts in it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
+from ..cep.parse import extract_pattern
+
 from ..grammar.statements import DEFAULT_DATABASE, Position
+from .cep import analyze_pattern
 from .columns import CatalogSource, ColumnResolver, OutputColumn
 from .lookup import Lookup
 from .streaming import check_streaming
@@ -65,6 +69,7 @@ class AnalyzedSelect:
     sessions: bool = False
     select_span: Span | None = field(default=None, compare=False)
     tree: exp.Expr | None = field(default=None, compare=False, repr=False)
+    pattern: Any = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ class AnalyzedQuery:
     sessions: bool = False
     target_spans: tuple[Span, ...] = field(default=(), compare=False)
     select_span: Span | None = field(default=None, compare=False)
+    pattern: Any = None  # a CEP query's planner.cep.CepPlan
 
     @property
     def streams(self) -> tuple[Reference, ...]:
@@ -123,6 +129,10 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
     """
     qt = QueryText(query, position)
     text, clauses = extract_windows(qt)
+    text, pattern = extract_pattern(qt, text)
+    if pattern is not None and clauses:
+        raise qt.error(f"a PATTERN query has no {clauses[0].word}: a match is its own "
+                       f"window (WITHIN)", clauses[0].keyword)
     statements = parse(qt, text, "job's query")
     if len(statements) != 1 or not isinstance(statements[0], exp.Insert):
         raise qt.error("a streamjob's query must be one 'insert into <table> select ...'")
@@ -143,14 +153,26 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
     select = insert.expression
     if not isinstance(select, (exp.Query, exp.Subquery)):
         raise qt.error("the insert has no select")
-    body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
+    body = (_pattern_body(qt, select, pattern, lookup, default_database) if pattern is not None
+            else _analyze_body(qt, select, clauses, lookup, default_database, "job"))
     return AnalyzedQuery(
         target=target, target_columns=target_columns, select_sql=body.select_sql,
         references=body.references, aggregate=body.aggregate, windowed=body.windowed,
         output_columns=body.output_columns, windows=body.windows,
         output_types=body.output_types, arity_known=body.arity_known, sessions=body.sessions,
-        target_spans=target_spans, select_span=body.select_span,
+        target_spans=target_spans, select_span=body.select_span, pattern=body.pattern,
     )
+
+
+def _pattern_body(qt: QueryText, select: exp.Expr, pattern, lookup: Lookup,
+                  default_database: str) -> AnalyzedSelect:
+    """The select over a PATTERN (:func:`.cep.analyze_pattern`) as an AnalyzedSelect."""
+    cs = analyze_pattern(qt, select, pattern, lookup, default_database, view_name)
+    ref = Reference("stream", cs.plan.database, cs.plan.stream, cs.plan.view)
+    return AnalyzedSelect(
+        select_sql=cs.select_sql, references=(ref,), aggregate=False, windowed=False,
+        windows=(), output_columns=cs.output_columns, output_types=cs.output_types,
+        arity_known=True, select_span=cs.select_span, tree=cs.tree, pattern=cs.plan)
 
 
 def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
@@ -167,6 +189,11 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     """
     qt = QueryText(text, position)
     blanked, clauses = extract_windows(qt)
+    _, pattern = extract_pattern(qt, blanked)
+    if pattern is not None:
+        raise qt.error(f"a {what} cannot read a PATTERN: match it in a streamjob's INSERT "
+                       f"(CREATE STREAMJOB ... AS (\"insert into t select ... from "
+                       f"PATTERN (...) WITHIN (...)\"))", pattern.keyword)
     statements = parse(qt, blanked, f"{what}'s query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error(f"a {what} is defined by one 'select ...'")

@@ -168,6 +168,11 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     for d in plan.derived:
         df = session.sql(d.select_sql)
         (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
+    if plan.query.pattern is not None:  # CEP: the matches of the pattern, as a view
+        from ..planner.cep import MATCH_VIEW
+        from .cep import match_frame
+
+        match_frame(session, plan.query.pattern).createOrReplaceTempView(MATCH_VIEW)
     df = session.sql(plan.query.select_sql)
     declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
     targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])
