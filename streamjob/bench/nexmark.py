@@ -11,6 +11,8 @@ streams of ``streams_kafka.sql``, with ``streamjob.trigger.interval`` 0 (back-to
 micro-batches), at most ``BATCH`` records per source per batch and the default
 checkpoint interval (60 s; Nexmark's Flink setup checkpoints every 3 minutes). Timed
 from START STREAMJOB until every event is committed (``streamjob run --until-idle``).
+Before them, an unmeasured q0 over 2,000 other events warms the JVM and the Python
+workers (as scenario 1's warm-up; not with ``--tiny``).
 
 Reported per query: events/s = all generated events (person + auction + bid, as
 Nexmark counts them, although a query reads only its streams' topics) over those
@@ -94,7 +96,7 @@ def tree_cpu_s(exclude: set[int]) -> float:
     return total
 
 
-def produce_sentinels(bench: Bench, hours: int) -> None:
+def produce_sentinels(bench: Bench, hours: int, prefix: str = PREFIX) -> None:
     """One sentinel bid ``hours`` after the events in each partition of the bid topic,
     flushed (alone, so the broker's end offset shows it)."""
     import json
@@ -108,15 +110,15 @@ def produce_sentinels(bench: Bench, hours: int) -> None:
     producer = KafkaProducer(bootstrap_servers=bench.bootstrap)
     try:
         for p in range(PARTITIONS):
-            producer.send(f"{PREFIX}_bid", record, partition=p)
+            producer.send(f"{prefix}_bid", record, partition=p)
             producer.flush()
     finally:
         producer.close()
 
 
-def run_query(bench: Bench, name: str, data: Path) -> dict:
+def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX) -> dict:
     """Run query ``name`` as a streamjob job until idle; returns seconds, CPU seconds,
-    and the sink's rows (a Counter, sentinels left out)."""
+    and the sink's rows (a Counter, sentinels left out). ``prefix``: of the topics."""
     from ..dev.nexmark import reference
     from ..script import read_script, substitute
     from .jobs import StreamjobSession
@@ -125,7 +127,7 @@ def run_query(bench: Bench, name: str, data: Path) -> dict:
     s = StreamjobSession(bench, name=f"nexmark-{name}")
     job = f"nexmark_{name}_job"
     try:
-        env = {"NEXMARK_BROKER": bench.bootstrap, "NEXMARK_TOPIC": PREFIX,
+        env = {"NEXMARK_BROKER": bench.bootstrap, "NEXMARK_TOPIC": prefix,
                "NEXMARK_DIR": str(data), "STREAMJOB_HOME": str(s.home.root)}
         s.run(substitute(read_script(EXAMPLES / "streams_kafka.sql"), env))
         s.run(substitute(read_script(EXAMPLES / "queries" / f"{name}.sql"), env))
@@ -140,7 +142,7 @@ def run_query(bench: Bench, name: str, data: Path) -> dict:
         cpu = tree_cpu_s(exclude) - cpu0
         if ref.windowed:
             for hours in (1, 2):
-                produce_sentinels(bench, hours)
+                produce_sentinels(bench, hours, prefix)
                 s.wait_idle()
         got = ref.actual(s.home.root / PREFIX / name, s.home.root / "nexmark.db")
         return {"seconds": seconds, "cpu_s": cpu, "rows": got}
@@ -177,6 +179,9 @@ def run(bench: Bench) -> ScenarioResult:
     res.figure("generator: events into Kafka", "events/s").add(into_kafka)
     bench.log(f"  nexmark: {n:,} events ({stats.records}) generated at "
               f"{stats.events_per_s:,.0f}/s, into Kafka at {into_kafka:,.0f}/s")
+    if sz.warmup:  # not measured: the JVM's JIT and the Python workers, as in s1
+        to_kafka(cfg, 2_000, bench.bootstrap, PREFIX + "_warmup", partitions=PARTITIONS)
+        run_query(bench, "q0", data, prefix=PREFIX + "_warmup")
     events = generate(cfg, 0, n)
     res.details.update(events=n, seed=SEED, rate_events_per_s_of_event_time=RATE,
                        partitions=PARTITIONS, records_per_batch=BATCH, job_cores=cores,
