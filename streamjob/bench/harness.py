@@ -473,7 +473,8 @@ def render_table(results: list[ScenarioResult], console=None):
         for t in res.targets:
             met = "-" if t.met is None else ("[green]yes[/green]" if t.met else "[red]no[/red]")
             targets.add_row(res.key, t.text, fmt(t.value, ""), met,
-                            "-" if t.by is None else f"{t.by:+.3g}")
+                            "-" if t.by is None else
+                            f"{t.by:+,.0f}" if abs(t.by) >= 1000 else f"{t.by:+.3g}")
     console.print(targets)
     for res in results:
         bd = res.details.get("breakdown")
