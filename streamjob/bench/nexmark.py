@@ -124,7 +124,7 @@ def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX) -> dict
     from .jobs import StreamjobSession
 
     ref = reference.QUERIES[name]
-    s = StreamjobSession(bench, name=f"nexmark-{name}")
+    s = StreamjobSession(bench, name=f"{prefix}-{name}")  # a fresh home per run
     job = f"nexmark_{name}_job"
     try:
         env = {"NEXMARK_BROKER": bench.bootstrap, "NEXMARK_TOPIC": prefix,

@@ -9,8 +9,10 @@ as not progressing, it is not waited for), committed offsets are sampled over a 
 of ``sizes.s5_window_s`` seconds (cut short when a job nears the end of the topic). Reported: total records/s, the slowest job's records/s,
 how many jobs progressed in the window, the slowest job's share of the fair share (total /
 N; "starved" below 0.5), and the driver's memory (RSS of this Python process plus Spark's
-JVM, MiB) at the end of the window, in all and per job (divided by N); the details hold
-the threads and open file descriptors of both processes and the JVM's child processes.
+JVM, MiB) at the end of the window, in all and per job (divided by N), and apart from it
+the RSS of the Python processes Spark starts below its JVM (workers, one streaming source
+runner per query); the details hold the threads and open file descriptors of the driver's
+two processes and the count of those below the JVM.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 
-from .harness import Bench, ScenarioResult, Target, children_pids, driver_memory_mb
+from .harness import Bench, ScenarioResult, Target, children_pids, driver_memory_mb, rss_mb
 from .jobs import StreamjobSession, committed_rows, parquet_job
 from .stateless import TOPIC
 
@@ -69,6 +71,8 @@ def run(bench: Bench) -> ScenarioResult:
             if mem["total_mb"]:
                 res.figure(f"{count} jobs: driver RSS per job", "MiB", "lower").add(
                     mem["total_mb"] / count)
+            res.figure(f"{count} jobs: RSS of Spark's Python processes", "MiB", "lower").add(
+                handles["rss_below_jvm_mb"])
         res.details["runs"][str(count)] = {"rates": rates, "window_s": elapsed,
                                            "start_all_s": ramp, "memory": mem,
                                            "committed_a_batch_in_ramp": started,
@@ -77,7 +81,8 @@ def run(bench: Bench) -> ScenarioResult:
                   f"{sum(1 for r in rates if r > 0)} progressing, driver {mem['total_mb'] or 0:,.0f} MiB, "
                   f"{started} committed within {ramp:.1f} s, {restarts} failovers; threads python/JVM "
                   f"{handles['python_threads']}/{handles['jvm_threads']}, fds "
-                  f"{handles['python_fds']}/{handles['jvm_fds']}, JVM children {handles['jvm_children']}")
+                  f"{handles['python_fds']}/{handles['jvm_fds']}, {handles['processes_below_jvm']} Python "
+                  f"processes below the JVM ({handles['rss_below_jvm_mb']:,.0f} MiB)")
         if count >= 2:
             res.figure(f"{count} jobs: slowest / fair share", "ratio").add(
                 min(rates) / (sum(rates) / count) if sum(rates) else 0.0)
@@ -100,8 +105,9 @@ from Spark or Slipstream)."""
 
 
 def process_counts(spark) -> dict[str, int | None]:
-    """Threads and open file descriptors of this Python process and of Spark's JVM, and
-    the JVM's direct child processes (Python workers, source runners), from /proc."""
+    """Threads and open file descriptors of this Python process and of Spark's JVM, the
+    JVM's direct children, and the count and summed RSS (MiB) of every process below the
+    JVM (Python worker daemon and workers, streaming source runners), from /proc."""
     def status(pid: int, key: str) -> int | None:
         try:
             with open(f"/proc/{pid}/status") as fh:
@@ -117,7 +123,14 @@ def process_counts(spark) -> dict[str, int | None]:
 
     proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
     jvm = proc.pid if proc is not None else None
+    below, todo = [], children_pids(jvm) if jvm else []
+    while todo:  # every process below the JVM: Python workers, daemons, source runners
+        pid = todo.pop()
+        below.append(pid)
+        todo += children_pids(pid)
     return {"python_threads": status(os.getpid(), "Threads"), "python_fds": fds(os.getpid()),
             "jvm_threads": status(jvm, "Threads") if jvm else None,
             "jvm_fds": fds(jvm) if jvm else None,
-            "jvm_children": len(children_pids(jvm)) if jvm else None}
+            "jvm_children": len(children_pids(jvm)) if jvm else None,
+            "processes_below_jvm": len(below),
+            "rss_below_jvm_mb": round(sum(rss_mb(p) or 0 for p in below), 1)}
