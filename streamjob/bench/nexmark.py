@@ -12,7 +12,8 @@ micro-batches), at most ``BATCH`` records per source per batch and the default
 checkpoint interval (60 s; Nexmark's Flink setup checkpoints every 3 minutes). Timed
 from START STREAMJOB until every event is committed (``streamjob run --until-idle``).
 Before them, an unmeasured q0 over 2,000 other events warms the JVM and the Python
-workers (as scenario 1's warm-up; not with ``--tiny``).
+workers (as scenario 1's warm-up; not with ``--tiny``). With py-spy installed, the first
+query is profiled as scenario 1's job is (:mod:`.profile`).
 
 Reported per query: events/s = all generated events (person + auction + bid, as
 Nexmark counts them, although a query reads only its streams' topics) over those
@@ -116,9 +117,11 @@ def produce_sentinels(bench: Bench, hours: int, prefix: str = PREFIX) -> None:
         producer.close()
 
 
-def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX) -> dict:
+def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX, profile=None) -> dict:
     """Run query ``name`` as a streamjob job until idle; returns seconds, CPU seconds,
-    and the sink's rows (a Counter, sentinels left out). ``prefix``: of the topics."""
+    and the sink's rows (a Counter, sentinels left out). ``prefix``: of the topics;
+    ``profile``: a callable started with the job that returns its stopper (py-spy), or
+    None."""
     from ..dev.nexmark import reference
     from ..script import read_script, substitute
     from .jobs import StreamjobSession
@@ -134,12 +137,15 @@ def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX) -> dict
         s.run(f'ALTER STREAMJOB {job} SET JOBPROPERTIES("streamjob.trigger.interval"="0", '
               f'"morphling.job.max.records.per.batch"="{BATCH}");')
         exclude = {bench.broker.process.pid}
+        stop_profile = profile() if profile else None
         cpu0 = tree_cpu_s(exclude)
         t0 = time.monotonic()
         s.run(f"START STREAMJOB {job};")
         s.wait_idle()
         seconds = time.monotonic() - t0
         cpu = tree_cpu_s(exclude) - cpu0
+        if stop_profile:
+            stop_profile()
         if ref.windowed:
             for hours in (1, 2):
                 produce_sentinels(bench, hours, prefix)
@@ -197,7 +203,9 @@ def run(bench: Bench) -> ScenarioResult:
         ok = res.figure(f"{name}: result equals batch (pandas)", "1 = equal")
         detail: dict = {"flink_per_core": flink}
         try:
-            out = run_query(bench, name, data)
+            profiler = getattr(bench, "profiler", None)  # py-spy of the first query
+            out = run_query(bench, name, data, profile=profiler("nexmark")
+                            if profiler and name == names[0] else None)
             rate.add(n / out["seconds"])
             per_core.add(n / out["seconds"] / cores)
             used.add(out["cpu_s"] / out["seconds"])
