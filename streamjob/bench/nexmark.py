@@ -8,8 +8,10 @@ Then each query of examples/nexmark/queries that has a batch reference
 (:data:`streamjob.dev.nexmark.reference.QUERIES`; ``sizes.nexmark_queries`` picks a
 subset) runs as a streamjob job in its own home and in-process job manager over the
 streams of ``streams_kafka.sql``, with ``streamjob.trigger.interval`` 0 (back-to-back
-micro-batches), at most ``BATCH`` records per source per batch and the default
-checkpoint interval (60 s; Nexmark's Flink setup checkpoints every 3 minutes). Timed
+micro-batches), at most ``BATCH`` records per source per batch, Spark's RocksDB state
+store (:data:`STATE_STORE`) and the default checkpoint interval (60 s; Nexmark's Flink
+setup checkpoints every 3 minutes, also into RocksDB). One run per query, whatever
+``--repeat`` says. Timed
 from START STREAMJOB until every event is committed (``streamjob run --until-idle``).
 Before them, an unmeasured q0 over 2,000 other events warms the JVM and the Python
 workers (as scenario 1's warm-up; not with ``--tiny``). With py-spy installed, the first
@@ -44,6 +46,9 @@ SEED = 19
 RATE = 1_000
 """Events per second of event time: 1,000,000 events span 1,000 s (100 windows of q7)."""
 BATCH = 100_000
+STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+"""The jobs' state store: RocksDB, as Nexmark's Flink setup; Spark's default keeps every
+state (q20 holds every bid) in the driver's heap, 1 GiB in local mode."""
 PREFIX = "nexmark"
 PARTITIONS = 2
 
@@ -135,7 +140,8 @@ def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX, profile
         s.run(substitute(read_script(EXAMPLES / "streams_kafka.sql"), env))
         s.run(substitute(read_script(EXAMPLES / "queries" / f"{name}.sql"), env))
         s.run(f'ALTER STREAMJOB {job} SET JOBPROPERTIES("streamjob.trigger.interval"="0", '
-              f'"morphling.job.max.records.per.batch"="{BATCH}");')
+              f'"morphling.job.max.records.per.batch"="{BATCH}", '
+              f'"spark.sql.streaming.stateStore.providerClass"="{STATE_STORE}");')
         exclude = {bench.broker.process.pid}
         stop_profile = profile() if profile else None
         cpu0 = tree_cpu_s(exclude)
