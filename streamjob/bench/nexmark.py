@@ -84,7 +84,8 @@ def job_cores() -> int:
 
 def tree_cpu_s(exclude: set[int]) -> float:
     """CPU seconds (user + system, with reaped children's) of this process and every
-    process below it, without the subtrees of ``exclude``; from /proc/<pid>/stat."""
+    process below it, without the subtrees of ``exclude`` and py-spy's; from
+    /proc/<pid>/stat."""
     tick = os.sysconf("SC_CLK_TCK")
     total, todo, seen = 0.0, [os.getpid()], set()
     while todo:
@@ -94,7 +95,10 @@ def tree_cpu_s(exclude: set[int]) -> float:
         seen.add(pid)
         try:
             with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
+                head, _, rest = fh.read().rpartition(")")
+            if head.endswith("(py-spy"):  # the profiler of the first query is not the job
+                continue
+            fields = rest.split()
             total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
         except (OSError, IndexError, ValueError):
             continue
