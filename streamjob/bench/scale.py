@@ -10,8 +10,8 @@ of ``sizes.s5_window_s`` seconds (cut short when a job nears the end of the topi
 how many jobs progressed in the window, the slowest job's share of the fair share (total /
 N; "starved" below 0.5), and the driver's memory (RSS of this Python process plus Spark's
 JVM, MiB) at the end of the window, in all and per job (divided by N), and apart from it
-the RSS of the Python processes Spark starts below its JVM (workers, one streaming source
-runner per query); the details hold the threads and open file descriptors of the driver's
+the PSS of the Python processes Spark starts below its JVM (workers, one streaming source
+runner per query; PSS, as their RSS counts the libraries they share once per process); the details hold the threads and open file descriptors of the driver's
 two processes and the count of those below the JVM.
 """
 
@@ -71,8 +71,8 @@ def run(bench: Bench) -> ScenarioResult:
             if mem["total_mb"]:
                 res.figure(f"{count} jobs: driver RSS per job", "MiB", "lower").add(
                     mem["total_mb"] / count)
-            res.figure(f"{count} jobs: RSS of Spark's Python processes", "MiB", "lower").add(
-                handles["rss_below_jvm_mb"])
+            res.figure(f"{count} jobs: PSS of Spark's Python processes", "MiB", "lower").add(
+                handles["pss_below_jvm_mb"])
         res.details["runs"][str(count)] = {"rates": rates, "window_s": elapsed,
                                            "start_all_s": ramp, "memory": mem,
                                            "committed_a_batch_in_ramp": started,
@@ -82,7 +82,8 @@ def run(bench: Bench) -> ScenarioResult:
                   f"{started} committed within {ramp:.1f} s, {restarts} failovers; threads python/JVM "
                   f"{handles['python_threads']}/{handles['jvm_threads']}, fds "
                   f"{handles['python_fds']}/{handles['jvm_fds']}, {handles['processes_below_jvm']} Python "
-                  f"processes below the JVM ({handles['rss_below_jvm_mb']:,.0f} MiB)")
+                  f"processes below the JVM (PSS {handles['pss_below_jvm_mb']:,.0f} MiB, RSS "
+                  f"{handles['rss_below_jvm_mb']:,.0f} MiB)")
         if count >= 2:
             res.figure(f"{count} jobs: slowest / fair share", "ratio").add(
                 min(rates) / (sum(rates) / count) if sum(rates) else 0.0)
@@ -106,8 +107,9 @@ from Spark or Slipstream)."""
 
 def process_counts(spark) -> dict[str, int | None]:
     """Threads and open file descriptors of this Python process and of Spark's JVM, the
-    JVM's direct children, and the count and summed RSS (MiB) of every process below the
-    JVM (Python worker daemon and workers, streaming source runners), from /proc."""
+    JVM's direct children, and the count and summed RSS and PSS (MiB) of every process
+    below the JVM (Python worker daemon and workers, streaming source runners), from
+    /proc."""
     def status(pid: int, key: str) -> int | None:
         try:
             with open(f"/proc/{pid}/status") as fh:
@@ -133,4 +135,20 @@ def process_counts(spark) -> dict[str, int | None]:
             "jvm_fds": fds(jvm) if jvm else None,
             "jvm_children": len(children_pids(jvm)) if jvm else None,
             "processes_below_jvm": len(below),
-            "rss_below_jvm_mb": round(sum(rss_mb(p) or 0 for p in below), 1)}
+            "rss_below_jvm_mb": round(sum(rss_mb(p) or 0 for p in below), 1),
+            "pss_below_jvm_mb": round(sum(pss_mb(p) or 0 for p in below), 1)}
+
+
+def pss_mb(pid: int) -> float | None:
+    """Proportional set size of ``pid`` in MiB (``/proc/<pid>/smaps_rollup``: shared
+    pages divided among the processes mapping them, so a sum over processes does not
+    count the libraries they share several times, as a sum of RSS does); None if
+    unreadable."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
