@@ -11,7 +11,8 @@ how many jobs progressed in the window, the slowest job's share of the fair shar
 N; "starved" below 0.5), and the driver's memory (RSS of this Python process plus Spark's
 JVM, MiB) at the end of the window, in all and per job (divided by N), and apart from it
 the PSS of the Python processes Spark starts below its JVM (workers, one streaming source
-runner per query; PSS, as their RSS counts the libraries they share once per process); the details hold the threads and open file descriptors of the driver's
+runner per query; PSS, as their RSS counts the libraries they share once per process)
+and the memory per job with them; the details hold the threads and open file descriptors of the driver's
 two processes and the count of those below the JVM.
 """
 
@@ -73,6 +74,9 @@ def run(bench: Bench) -> ScenarioResult:
                     mem["total_mb"] / count)
             res.figure(f"{count} jobs: PSS of Spark's Python processes", "MiB", "lower").add(
                 handles["pss_below_jvm_mb"])
+            if mem["total_mb"]:
+                res.figure(f"{count} jobs: memory per job, Python processes included", "MiB",
+                           "lower").add((mem["total_mb"] + handles["pss_below_jvm_mb"]) / count)
         res.details["runs"][str(count)] = {"rates": rates, "window_s": elapsed,
                                            "start_all_s": ramp, "memory": mem,
                                            "committed_a_batch_in_ramp": started,
@@ -94,15 +98,20 @@ def run(bench: Bench) -> ScenarioResult:
                    f"{count} jobs: slowest / fair share", ">=", 0.5),
         ]
         if count >= 20:
-            res.targets.append(Target(f"{count} jobs: driver RSS per job <= {RSS_PER_JOB_MB} MiB",
-                                      f"{count} jobs: driver RSS per job", "<=", RSS_PER_JOB_MB))
+            res.targets += [
+                Target(f"{count} jobs: driver RSS per job <= {RSS_PER_JOB_MB} MiB",
+                       f"{count} jobs: driver RSS per job", "<=", RSS_PER_JOB_MB),
+                Target(f"{count} jobs: with Spark's Python processes <= {RSS_PER_JOB_MB} MiB/job",
+                       f"{count} jobs: memory per job, Python processes included", "<=",
+                       RSS_PER_JOB_MB)]
     return res
 
 
 RSS_PER_JOB_MB = 80
-"""Target of driver memory per job at 20 and more jobs: 50 jobs in a 4 GiB driver
-(bench Python + Spark JVM RSS over the jobs; a choice of issue 19's work, not a rule
-from Spark or Slipstream)."""
+"""Target of memory per job at 20 and more jobs, MiB: 50 jobs in 4 GiB (a choice of
+issue 19's work, not a rule from Spark or Slipstream). Judged on the driver's RSS (bench
+Python + Spark JVM) over the jobs, and on that plus the PSS of Spark's Python processes
+(each query has its own streaming source runner)."""
 
 
 def process_counts(spark) -> dict[str, int | None]:
