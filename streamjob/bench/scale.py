@@ -7,13 +7,14 @@ of at most ``sizes.s5_batch`` records. Once every job has committed a batch (or 
 ramp of at most ``max(60, 6 x N)`` seconds: a job that has not committed by then counts
 as not progressing, it is not waited for), committed offsets are sampled over a window
 of at least ``sizes.s5_window_s`` seconds, longer (up to the ramp's limit) until every
-job has committed in it (cut short when a job nears the end of the topic). Reported: total records/s, the slowest job's records/s,
-how many jobs progressed in the window, the slowest job's share of the fair share (total /
-N; "starved" below 0.5), and the driver's memory (RSS of this Python process plus Spark's
-JVM, MiB) at the end of the window, in all and per job (divided by N), and apart from it
-the PSS of the Python processes Spark starts below its JVM (workers, one streaming source
-runner per query; PSS, as their RSS counts the libraries they share once per process)
-and the memory per job with them; the details hold the threads and open file descriptors of the driver's
+job has committed in it (cut short when a job nears the end of the topic). Reported:
+total records/s, the slowest job's records/s, how many jobs progressed in the window,
+the slowest job's share of the fair share (total / N; "starved" below 0.5), and the
+driver's memory (RSS of this Python process plus Spark's JVM, MiB) at the end of the
+window, in all and per job (divided by N), and apart from it the PSS of the Python
+processes Spark starts below its JVM (workers, one streaming source runner per query;
+PSS, as their RSS counts the libraries they share once per process) and the memory per
+job with them; the details hold the threads and open file descriptors of the driver's
 two processes and the count of those below the JVM.
 """
 
