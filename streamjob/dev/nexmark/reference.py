@@ -180,22 +180,25 @@ def _q14(person, auction, bid):
 
 
 def _q17(person, auction, bid):
-    day = pd.to_datetime(bid.dateTime, unit="ms", utc=True).dt.strftime("%Y-%m-%d")
-    want = Counter()
-    for (a, d), w in bid.groupby([bid.auction, day]):
-        p = w.price
-        want[(a, d, len(p), int((p < 10_000).sum()), int(((p >= 10_000) & (p < 1_000_000)).sum()),
-              int((p >= 1_000_000).sum()), int(p.min()), int(p.max()), int(p.sum() / len(p)),
-              int(p.sum()))] += 1
-    return want
+    p = bid.price
+    per = bid.assign(day=pd.to_datetime(bid.dateTime, unit="ms", utc=True).dt.strftime("%Y-%m-%d"),
+                     r1=(p < 10_000).astype("int64"),
+                     r2=((p >= 10_000) & (p < 1_000_000)).astype("int64"),
+                     r3=(p >= 1_000_000).astype("int64"))
+    agg = per.groupby(["auction", "day"]).agg(
+        total=("price", "size"), r1=("r1", "sum"), r2=("r2", "sum"), r3=("r3", "sum"),
+        lo=("price", "min"), hi=("price", "max"), sum=("price", "sum")).reset_index()
+    agg["avg"] = (agg["sum"] / agg["total"]).astype("int64")  # cast(avg as bigint) truncates
+    return rows(agg, ["auction", "day", "total", "r1", "r2", "r3", "lo", "hi", "avg", "sum"])
 
 
 def _q18(person, auction, bid):
-    cols = ["dateTime", "price", "channel", "url", "extra"]
-    want = Counter()
-    for (a, b), w in bid.groupby(["auction", "bidder"]):
-        want[(a, b) + max(map(tuple, w[cols].itertuples(index=False, name=None)))[1:]] += 1
-    return want
+    # max(struct(dateTime, price, channel, url, extra)) per (auction, bidder): the last
+    # row of each group in that order
+    order = ["auction", "bidder", "dateTime", "price", "channel", "url", "extra"]
+    last = bid.sort_values(order, kind="stable").drop_duplicates(["auction", "bidder"],
+                                                                 keep="last")
+    return rows(last, ["auction", "bidder", "price", "channel", "url", "extra"])
 
 
 def _q20(person, auction, bid):
