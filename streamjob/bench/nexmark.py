@@ -39,7 +39,8 @@ import os
 import time
 from pathlib import Path
 
-from .harness import Bench, ScenarioResult, Target, children_pids, spark_conf
+from .harness import (Bench, ScenarioResult, Target, busy_rate, children_pids,
+                      progress_breakdown, spark_conf)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "nexmark"
 SEED = 19
@@ -128,7 +129,9 @@ def produce_sentinels(bench: Bench, hours: int, prefix: str = PREFIX) -> None:
 
 def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX, profile=None) -> dict:
     """Run query ``name`` as a streamjob job until idle; returns seconds, CPU seconds,
-    and the sink's rows (a Counter, sentinels left out). ``prefix``: of the topics;
+    the sink's rows (a Counter, sentinels left out), Spark's per-batch breakdown and
+    the source rows per busy second (:func:`.harness.busy_rate`; the sentinels'
+    batches included, as Spark keeps them in the same progress). ``prefix``: of the topics;
     ``profile``: a callable started with the job that returns its stopper (py-spy), or
     None."""
     from ..dev.nexmark import reference
@@ -160,8 +163,10 @@ def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX, profile
             for hours in (1, 2):
                 produce_sentinels(bench, hours, prefix)
                 s.wait_idle()
+        progress = s.progresses(job)
         got = ref.actual(s.home.root / PREFIX / name, s.home.root / "nexmark.db")
-        return {"seconds": seconds, "cpu_s": cpu, "rows": got}
+        return {"seconds": seconds, "cpu_s": cpu, "rows": got,
+                "batches": progress_breakdown(progress), "busy_rate": busy_rate(progress)}
     finally:
         s.close()
 
@@ -199,7 +204,8 @@ def run(bench: Bench) -> ScenarioResult:
         to_kafka(cfg, 2_000, bench.bootstrap, PREFIX + "_warmup", partitions=PARTITIONS)
         run_query(bench, "q0", data, prefix=PREFIX + "_warmup")
     events = generate(cfg, 0, n)
-    res.details.update(events=n, seed=SEED, rate_events_per_s_of_event_time=RATE,
+    res.details.update(events=n, generate_s=round(stats.generate_s, 2),
+                       produce_s=round(stats.write_s, 2), seed=SEED, rate_events_per_s_of_event_time=RATE,
                        partitions=PARTITIONS, records_per_batch=BATCH, job_cores=cores,
                        cores_counted_as=f"Spark local[{cores}]: the job's task slots",
                        records=stats.records, flink=FLINK_SOURCE, queries={})
@@ -222,6 +228,7 @@ def run(bench: Bench) -> ScenarioResult:
             best = max(best, n / out["seconds"])
             ref = reference.QUERIES[name]
             detail.update(seconds=round(out["seconds"], 2), cpu_s=round(out["cpu_s"], 2),
+                          batches=out["batches"], busy_rows_per_s=out["busy_rate"],
                           **compare(out["rows"], ref.expected(events.person, events.auction,
                                                               events.bid)))
         except Exception as exc:  # noqa: BLE001 - a failed query is a failed figure
