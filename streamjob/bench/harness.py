@@ -249,19 +249,23 @@ class Sizes:
     s3_window_s: float = 15.0          # records are produced for this long
     s3_repeat: int = 1                 # runs of scenario 3 (a run takes ~4 min)
     s4_kills: int = 1                  # per repeat
-    s5_jobs: tuple[int, ...] = (1, 5, 10, 20)
+    s5_jobs: tuple[int, ...] = (1, 5, 10, 20, 50)
     s5_window_s: float = 20.0
     s5_batch: int = 5_000
     s6_statements: int = 15
+    nexmark_events: int = 1_000_000
+    nexmark_queries: tuple[str, ...] = ()  # () = every query with a batch reference
     warmup: bool = True                # an unmeasured run of each s1 path first
 
 
 QUICK = Sizes(s1_records=100_000, s1_batch=25_000, s2_records=100_000,
               s3_intervals_ms=(0, 60000), s3_rate=2_000, s3_window_s=5.0,
-              s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0, s6_statements=5)
+              s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0, s6_statements=5,
+              nexmark_events=100_000, nexmark_queries=("q0", "q2", "q3", "q7"))
 TINY = Sizes(s1_records=3_000, s1_batch=1_000, s2_records=3_000, s3_intervals_ms=(0, 60000),
              s3_rate=500, s3_window_s=3.0, s4_kills=1, s5_jobs=(1, 2), s5_window_s=4.0,
-             s5_batch=500, s6_statements=2, warmup=False)
+             s5_batch=500, s6_statements=2, nexmark_events=3_000,
+             nexmark_queries=("q1", "q7"), warmup=False)
 
 
 class Bench:
@@ -470,7 +474,8 @@ def render_table(results: list[ScenarioResult], console=None):
         for t in res.targets:
             met = "-" if t.met is None else ("[green]yes[/green]" if t.met else "[red]no[/red]")
             targets.add_row(res.key, t.text, fmt(t.value, ""), met,
-                            "-" if t.by is None else f"{t.by:+.3g}")
+                            "-" if t.by is None else
+                            f"{t.by:+,.0f}" if abs(t.by) >= 1000 else f"{t.by:+.3g}")
     console.print(targets)
     for res in results:
         bd = res.details.get("breakdown")

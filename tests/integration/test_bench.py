@@ -1,7 +1,8 @@
 """The benchmark harness works end to end on a tiny scale: ``python -m streamjob.bench
 --tiny`` runs scenario 1 (raw consumer, hand-written job, streamjob job over a few
 thousand flights) and scenario 6 (control-plane statements on SQLite and PostgreSQL) and
-writes the JSON results. Nothing here judges a timing: only the structure and that every
+writes the JSON results, and the Nexmark scenario over 3,000 events (two queries checked
+against pandas). Nothing here judges a timing: only the structure and that every
 rate is positive."""
 
 from __future__ import annotations
@@ -51,3 +52,35 @@ def test_bench_tiny_writes_results(tmp_path):
     assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}
     assert {"SQLite: CREATE STREAMJOB", "SQLite: DROP STREAMJOB"} <= s6
+
+
+def test_bench_tiny_nexmark(tmp_path):
+    """A tiny Nexmark scenario (3,000 events, q1 and q7): the generator's rates, each
+    query's events/s and per core beside Flink's published figure, and its result equal
+    to the same query computed by pandas (the windowed q7 through its sentinels)."""
+    out = tmp_path / "bench.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "nexmark",
+         "--no-profile", "--out", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    data = json.loads(out.read_text())
+    (s,) = data["scenarios"]
+    assert s["key"] == "nexmark" and s["error"] is None
+    figs = {f["name"]: f for f in s["figures"]}
+    assert figs["generator: events to JSON"]["median"] > 0
+    assert figs["generator: events into Kafka"]["median"] > 0
+    for q, flink in (("q1", "157,940"), ("q7", "12,330")):
+        assert figs[f"{q}: events/s"]["median"] > 0
+        per_core = figs[f"{q}: events/s per core (Flink published {flink})"]
+        assert per_core["median"] == figs[f"{q}: events/s"]["median"] / 2  # local[2]
+        assert figs[f"{q}: result equals batch (pandas)"]["values"] == [1.0]
+        detail = s["details"]["queries"][q]
+        assert detail["equal"] and detail["rows"] == detail["expected_rows"] > 0
+    assert s["details"]["events"] == 3_000 and s["details"]["job_cores"] == 2
+    assert s["details"]["flink"]["commit"] == "6b3646c3baec701f1fa74baf938d235f742e5d3c"
+    targets = {t["text"]: t for t in s["targets"]}
+    assert targets["q1 result equals the same query in pandas"]["met"] is True
+    assert targets["q7 result equals the same query in pandas"]["met"] is True
+    assert targets["q7 per core >= Flink's published 12,330/s"]["met"] is not None
+    assert "Nexmark over Kafka" in res.stdout  # the table was printed
