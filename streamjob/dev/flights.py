@@ -54,24 +54,12 @@ def replay(bootstrap: str, topic: str, records: list[bytes], partitions: int = 1
 
     Every record becomes visible to offset readers: the broker of TESTING.md reports the
     end offset as the last batch's base offset + 1, so each partition's final record is
-    sent alone and flushed.
-    """
-    from kafka import KafkaProducer
+    sent alone and flushed (:func:`streamjob.dev.produce.produce`).
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20,
-                             acks=1, max_request_size=16 << 20)
-    try:
-        last = {}
-        for i, value in enumerate(records):
-            p = i % partitions
-            if i >= len(records) - partitions:
-                last[p] = value
-                continue
-            producer.send(topic, value, partition=p)
-        producer.flush()
-        for p, value in sorted(last.items()):
-            producer.send(topic, value, partition=p)
-            producer.flush()
-    finally:
-        producer.close()
-    return len(records)
+    Raises:
+        ConnectorError: a record was not delivered.
+    """
+    from .produce import produce
+
+    return produce(bootstrap, ((topic, i % partitions, value)
+                               for i, value in enumerate(records)))
