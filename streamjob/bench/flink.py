@@ -39,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from . import flink_job
@@ -98,14 +99,14 @@ def flink_python(log=print) -> tuple[Path | None, str | None]:
 # -- data -----------------------------------------------------------------------------
 
 
-def write_flights_csv(directory: Path, rows: int) -> int:
+def write_flights_csv(directory: Path, rows: int, df=None) -> int:
     """The flights, replayed as often as ``rows`` needs, as headerless CSV files in
     ``directory`` (two per replay; integer columns without ``.0``, NULL as an empty
-    field); returns the row count."""
+    field); returns the row count. ``df``: the flights (default: all 336,776)."""
     from ..dev import flights as nyc
     from .jobs import COLUMN_NAMES
 
-    df = nyc.flights()[COLUMN_NAMES].copy()
+    df = (nyc.flights() if df is None else df)[COLUMN_NAMES].copy()
     for col in ("dep_time", "arr_time"):  # INT columns with NULLs: no "517.0"
         df[col] = df[col].astype("Int64")
     directory.mkdir(parents=True, exist_ok=True)
@@ -158,7 +159,7 @@ def run_flink(py: Path, spec: dict, workdir: Path) -> tuple[float, str, dict]:
 
 def run_streamjob(bench: Bench, name: str, script: str, variables: dict | None = None):
     """Run StreamSQL ``script`` with ``streamjob run --until-idle`` in a fresh home;
-    (seconds from start to exit, the home's path, the checkpoints' busy ms)."""
+    (seconds from start to exit, the home's path, the phases of :func:`phases`)."""
     home = bench.home(name).root
     sql = home / "job.sql"
     sql.write_text(script)
@@ -167,6 +168,7 @@ def run_streamjob(bench: Bench, name: str, script: str, variables: dict | None =
         args += ["--var", f"{k}={v}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    began = datetime.now(timezone.utc)
     t0 = time.monotonic()
     proc = subprocess.run([*args, str(sql)], capture_output=True, text=True, timeout=1800,
                           env=env)
@@ -175,24 +177,41 @@ def run_streamjob(bench: Bench, name: str, script: str, variables: dict | None =
     if proc.returncode != 0:
         raise RuntimeError(f"streamjob run failed (exit {proc.returncode}): "
                            f"{(proc.stdout + proc.stderr).strip().splitlines()[-1:]}")
-    return dt, home, _batch_ms(home)
+    return dt, home, phases(home, began, began + timedelta(seconds=dt))
 
 
-def _batch_ms(home: Path) -> dict:
-    """The jobs' committed batches from the home's catalog: count, rows, summed ms."""
+def phases(home: Path, began: datetime, ended: datetime) -> dict:
+    """Where a ``streamjob run`` process's time went, from its home's catalog (s):
+    ``sj_start_s`` process start -> the job's run row (imports, statements, Spark's JVM
+    and session, the plan), ``sj_first_batch_s`` run row -> the first batch's start,
+    ``sj_batches_s`` the committed batches' summed durations (``sj_batches``, ``sj_rows``),
+    ``sj_exit_s`` last commit -> process exit (idle check, Spark's stop, JVM exit)."""
     from ..catalog import Catalog
 
     cat = Catalog(f"sqlite:///{home / 'catalog.db'}")
     try:
-        out = {"batches": 0, "rows": 0, "batch_ms": 0}
+        runs, ckpts = [], []
         for job in cat.list_jobs():
-            for c in cat.list_checkpoints(job.uid):
-                out["batches"] += 1
-                out["rows"] += c.input_rows or 0
-                out["batch_ms"] += c.duration_ms or 0
-        return out
+            runs += cat.list_runs(job.uid)
+            ckpts += cat.list_checkpoints(job.uid)
     finally:
         cat.close()
+    out = {"sj_batches": len(ckpts), "sj_rows": sum(c.input_rows or 0 for c in ckpts),
+           "sj_batches_s": round(sum(c.duration_ms or 0 for c in ckpts) / 1000, 2)}
+    if runs:
+        run_at = min(_utc(r.started_at) for r in runs)
+        out["sj_start_s"] = round((run_at - began).total_seconds(), 2)
+        if ckpts:
+            out["sj_first_batch_s"] = round(
+                (min(_utc(c.started_at) for c in ckpts) - run_at).total_seconds(), 2)
+            last = max(_utc(c.ended_at or c.started_at) for c in ckpts)
+            out["sj_exit_s"] = round((ended - last).total_seconds(), 2)
+    return out
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC datetime (a naive one read back from SQLite is UTC)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def flights_script(csv_dir: Path) -> str:
@@ -321,14 +340,14 @@ def run(bench: Bench) -> ScenarioResult:
                     script, variables = sscript()
                     got["streamjob"] = run_streamjob(bench, f"flink-sj{n}", script, variables)
             f_s, f_out, f_split = got["flink"]
-            s_s, home, s_batches = got["streamjob"]
+            s_s, home, s_phases = got["streamjob"]
             if name.startswith("A"):
                 checked = {"groups": check_flights(f_out, home / "flights.db")}
             else:
                 checked = check_nexmark(name.split()[-1], fdir / "out", home,
                                         records.get("bid", 0))
             run_info = {"workload": name, "warmup": i < warm, "flink_s": round(f_s, 2),
-                        "streamjob_s": round(s_s, 2), **f_split, **s_batches, **checked}
+                        "streamjob_s": round(s_s, 2), **f_split, **s_phases, **checked}
             res.details["runs"].append(run_info)
             bench.log(f"  {name}{' (warm-up)' if i < warm else ''}: Flink {f_s:.1f} s, "
                       f"streamjob {s_s:.1f} s (ratio {s_s / f_s:.2f}); "
