@@ -46,3 +46,31 @@ def test_bench_tiny_writes_results(tmp_path):
     assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}
     assert {"SQLite: CREATE STREAMJOB", "SQLite: DROP STREAMJOB"} <= s6
+
+
+def test_bench_tiny_flink_beside_streamjob(tmp_path):
+    """Scenario flink on a tiny scale against a real Flink mini-cluster (the bench creates
+    .venv-flink on first use; without PyPI or Java it reports why, and this test skips)."""
+    out = tmp_path / "bench.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "flink", "--no-profile",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (scenario,) = json.loads(out.read_text())["scenarios"]
+    if scenario["details"].get("skipped"):
+        pytest.skip(scenario["details"]["skipped"])
+    assert scenario["error"] is None
+    figures = {f["name"]: f for f in scenario["figures"]}
+    for work in ("A flights", "B nexmark q2", "B nexmark q7"):
+        for side in ("Flink", "streamjob", "streamjob/Flink"):
+            assert figures[f"{work}: {side}"]["n"] == 1 and figures[f"{work}: {side}"]["min"] > 0
+    assert {t["figure"] for t in scenario["targets"]} == {
+        "A flights: streamjob/Flink", "B nexmark q2: streamjob/Flink",
+        "B nexmark q7: streamjob/Flink"}
+    runs = {r["workload"]: r for r in scenario["details"]["runs"]}
+    assert runs["A flights"]["groups"] > 0 and runs["A flights"]["sj_rows"] == 3000
+    assert runs["B nexmark q2"]["flink_rows"] == runs["B nexmark q2"]["streamjob_rows"] > 0
+    for run in runs.values():
+        assert run["flink_job_s"] > 0 and run["sj_batches"] >= 1
+        assert 0 < run["sj_jvm_launch_s"] < run["sj_start_s"] < run["streamjob_s"]
