@@ -81,8 +81,8 @@ def flink_python(log=print) -> tuple[Path | None, str | None]:
     try:
         subprocess.run([base, "-m", "venv", "--clear", str(VENV)], check=True,
                        capture_output=True, timeout=300)
-        pip = subprocess.run([str(py), "-m", "pip", "install", "-q",
-                              f"apache-flink=={FLINK_VERSION}"],
+        pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--retries", "2",
+                              "--timeout", "60", f"apache-flink=={FLINK_VERSION}"],
                              capture_output=True, text=True, timeout=1800)
     except (OSError, subprocess.SubprocessError) as exc:
         shutil.rmtree(VENV, ignore_errors=True)

@@ -74,3 +74,19 @@ def test_bench_tiny_flink_beside_streamjob(tmp_path):
     for run in runs.values():
         assert run["flink_job_s"] > 0 and run["sj_batches"] >= 1
         assert 0 < run["sj_jvm_launch_s"] < run["sj_start_s"] < run["streamjob_s"]
+
+
+def test_flink_venv_without_pypi_says_why(tmp_path, monkeypatch):
+    """No index to install from: no Flink figures, a reason naming the package, and no
+    half-made venv left behind (the next run tries again)."""
+    from streamjob.bench import flink
+
+    monkeypatch.setattr(flink, "VENV", tmp_path / ".venv-flink")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))  # an empty directory
+    logged = []
+    py, reason = flink.flink_python(logged.append)
+    assert py is None and f"apache-flink {flink.FLINK_VERSION} not installable" in reason
+    assert "apache-flink" in reason.split(": ", 1)[1], reason  # pip's own last line
+    assert not (tmp_path / ".venv-flink").exists()
+    assert len(logged) == 1 and "creating" in logged[0]
