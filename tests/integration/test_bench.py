@@ -84,3 +84,47 @@ def test_bench_tiny_nexmark(tmp_path):
     assert targets["q7 result equals the same query in pandas"]["met"] is True
     assert targets["q7 per core >= Flink's published 12,330/s"]["met"] is not None
     assert "Nexmark over Kafka" in res.stdout  # the table was printed
+
+
+def test_bench_tiny_flink_beside_streamjob(tmp_path):
+    """Scenario flink on a tiny scale against a real Flink mini-cluster (the bench creates
+    .venv-flink on first use). CI reaches PyPI and has Java (TESTING.md): a Flink that
+    cannot be installed fails this test with the bench's reason, it is never skipped."""
+    out = tmp_path / "bench.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "flink", "--no-profile",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (scenario,) = json.loads(out.read_text())["scenarios"]
+    assert not scenario["details"].get("skipped"), scenario["details"].get("skipped")
+    assert scenario["error"] is None
+    figures = {f["name"]: f for f in scenario["figures"]}
+    for work in ("A flights", "B nexmark q2", "B nexmark q7"):
+        for side in ("Flink", "streamjob", "streamjob/Flink"):
+            assert figures[f"{work}: {side}"]["n"] == 1 and figures[f"{work}: {side}"]["min"] > 0
+    assert {t["figure"] for t in scenario["targets"]} == {
+        "A flights: streamjob/Flink", "B nexmark q2: streamjob/Flink",
+        "B nexmark q7: streamjob/Flink"}
+    runs = {r["workload"]: r for r in scenario["details"]["runs"]}
+    assert runs["A flights"]["groups"] > 0 and runs["A flights"]["sj_rows"] == 3000
+    assert runs["B nexmark q2"]["flink_rows"] == runs["B nexmark q2"]["streamjob_rows"] > 0
+    for run in runs.values():
+        assert run["flink_job_s"] > 0 and run["sj_batches"] >= 1
+        assert 0 < run["sj_jvm_launch_s"] < run["sj_start_s"] < run["streamjob_s"]
+
+
+def test_flink_venv_without_pypi_says_why(tmp_path, monkeypatch):
+    """No index to install from: no Flink figures, a reason naming the package, and no
+    half-made venv left behind (the next run tries again)."""
+    from streamjob.bench import flink
+
+    monkeypatch.setattr(flink, "VENV", tmp_path / ".venv-flink")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))  # an empty directory
+    logged = []
+    py, reason = flink.flink_python(logged.append)
+    assert py is None and f"apache-flink {flink.FLINK_VERSION} not installable" in reason
+    assert "apache-flink" in reason.split(": ", 1)[1], reason  # pip's own last line
+    assert not (tmp_path / ".venv-flink").exists()
+    assert len(logged) == 1 and "creating" in logged[0]
