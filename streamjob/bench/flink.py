@@ -2,7 +2,7 @@
 
 Apache Flink (PyPI ``apache-flink``, :data:`FLINK_VERSION`) runs as a local mini-cluster
 (PyFlink's Table API in streaming mode, parallelism 2 as Spark's ``local[2]``) in its own
-virtual environment, ``<repo>/.venv-flink``, created here on first use with this
+virtual environment, ``~/.cache/streamjob/venv-flink-<version>`` (:data:`VENV`), created here on first use with this
 interpreter's base Python (never the project's venv: Flink pins its own pyarrow, pandas
 and numpy). Without PyPI or Java the Flink figures are skipped, with the reason shown.
 
@@ -45,11 +45,14 @@ from pathlib import Path
 
 from . import flink_job
 from .harness import QUICK, TINY, Bench, ScenarioResult, Target
+from ..spark.home import cache_dir
 from .jobs import job_props
 
 FLINK_VERSION = "2.3.0"
 REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".venv-flink"
+VENV = cache_dir() / f"venv-flink-{FLINK_VERSION}"
+"""Flink's venv: in streamjob's per-user cache (``~/.cache/streamjob``, as the CDS
+archive), so every checkout and CI clone on a machine shares one (about 850 MB)."""
 PARALLELISM = 2
 FLIGHTS_PER_REPLAY = 336_776
 NEXMARK_DIR = REPO / "examples" / "nexmark"
