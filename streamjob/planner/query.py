@@ -170,7 +170,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     statements = parse(qt, blanked, f"{what}'s query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error(f"a {what} is defined by one 'select ...'")
-    session = next((c for c in clauses if c.kind == "session"), None)
+    session = next((c for c in clauses if c.kind != "stream"), None)
     if session is not None:
         raise qt.error(f"a {what} cannot use SESSIONWINDOW yet: group by sessions in the "
                        f"streamjob that reads it", session.keyword)
@@ -207,7 +207,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
             is_window_call(n) and n.name.lower() == "window"
                       for n in select.find_all(exp.Anonymous)):
         pseudo.add("window")
-    if any(c.kind == "session" for c in clauses) or any(
+    if any(c.kind != "stream" for c in clauses) or any(
             is_window_call(n) and n.name.lower() == "session_window"
             for n in select.find_all(exp.Anonymous)):
         pseudo.add("session_window")
@@ -269,7 +269,7 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
         raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
-    struct = "session_window" if clause.kind == "session" else "window"
+    struct = "window" if clause.kind == "stream" else "session_window"
     if any(c["name"].lower() == struct for c in info.columns):
         for col in select.find_all(exp.Column):
             if (col.table or col.name).lower() == struct and not col.db:
@@ -279,13 +279,31 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
                     f"stream's column; select it under another name in {info.name} "
                     f"({struct} AS win)", qt.node_span(col))
     alias = table.alias_or_name
+    predicate = None
+    if clause.kind == "predicate":
+        predicate = _predicate(qt, clause, table, info, tables)
     window = StreamWindow(
         name=clause.name, database=info.database, stream=info.name,
         view=view_name(info.database, info.name), alias=alias,
         time_column=event_time[0] if event_time else PROCTIME_COLUMN,
-        proctime=event_time is None, length=clause.length.spark,
-        slide=clause.slide.spark if clause.slide else None, kind=clause.kind)
+        proctime=event_time is None,
+        length=clause.length.spark if clause.length else "",
+        slide=clause.slide.spark if clause.slide else None, kind=clause.kind, predicate=predicate)
     return select, alias, window
+
+
+def _predicate(qt: QueryText, clause: WindowClause, table: exp.Table, info: CatalogSource,
+               tables: dict[int, CatalogSource]):
+    """Resolve a predicate SESSIONWINDOW (:func:`.sessions.resolve`) on a stream the
+    query reads once (its view is replaced by the sessionized stream)."""
+    from .sessions import resolve
+
+    if sum(1 for t in tables.values() if (t.database, t.name) == (info.database, info.name)) > 1:
+        raise qt.error(f"a predicate SESSIONWINDOW needs a query that reads stream "
+                       f"{info.database}.{info.name} once; it reads it more than once",
+                       clause.keyword)
+    names = {table.name.lower(), table.alias_or_name.lower()}
+    return resolve(qt, clause.predicate, info.columns, names)
 
 
 def _select_span(qt: QueryText, select: exp.Expr, outputs: list[OutputColumn]) -> Span | None:
