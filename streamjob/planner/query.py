@@ -294,14 +294,16 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
 
 def _predicate(qt: QueryText, clause: WindowClause, table: exp.Table, info: CatalogSource,
                tables: dict[int, CatalogSource]):
-    """Resolve a predicate SESSIONWINDOW (:func:`.sessions.resolve`) on a stream the
-    query reads once (its view is replaced by the sessionized stream)."""
+    """Resolve a predicate SESSIONWINDOW (:func:`.sessions.resolve`) in a query that
+    reads that one stream, once: its view is replaced by the sessionized stream, whose
+    watermark policy (:mod:`streamjob.spark.sessions`) assumes no other stream."""
     from .sessions import resolve
 
-    if sum(1 for t in tables.values() if (t.database, t.name) == (info.database, info.name)) > 1:
-        raise qt.error(f"a predicate SESSIONWINDOW needs a query that reads stream "
-                       f"{info.database}.{info.name} once; it reads it more than once",
-                       clause.keyword)
+    streams = [(t.database, t.name) for t in tables.values() if t.kind == "stream"]
+    if len(streams) > 1:
+        raise qt.error(f"a query with a predicate SESSIONWINDOW reads one stream, once "
+                       f"({info.database}.{info.name}); join other streams in a derived stream "
+                       f"or another job", clause.keyword)
     names = {table.name.lower(), table.alias_or_name.lower()}
     return resolve(qt, clause.predicate, info.columns, names)
 
