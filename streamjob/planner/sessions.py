@@ -19,8 +19,8 @@ touches time:
 * **Close by END.** An event satisfying END (other than the opener) closes the session
   and belongs to it, unless EXCLUDE is written; the session ends at that event's time.
 * **Close by TIMEOUT** (optional): a session whose last event is older than the timeout
-  closes at ``last event + timeout`` (Spark's session gap: an event at exactly that time
-  is already outside). Without TIMEOUT an unended session, and its events, stay in state
+  closes at ``last event + timeout``; an event at exactly that time still belongs to it
+  (as Spark's ``session_window`` merges an event exactly one gap after the last). Without TIMEOUT an unended session, and its events, stay in state
   until its END (EXPLAIN says so).
 * **Outside.** Events while no session is open belong to no session and are not read by
   the query (like a WHERE). A NULL predicate is false.
@@ -320,7 +320,7 @@ class SessionMachine:
         closed: list[Closed] = []
         for ev in events:
             if open_ is not None and self.timeout_ms is not None \
-                    and ev.time >= open_.last + self.timeout_ms:
+                    and ev.time > open_.last + self.timeout_ms:
                 closed.append(Closed(open_.start, open_.last + self.timeout_ms, tuple(open_.rows)))
                 open_ = None
             if open_ is None:

@@ -141,13 +141,13 @@ def test_an_init_inside_a_session_is_an_ordinary_event_and_the_opener_is_not_an_
     assert sessions(m, events) == [(1, 3, (1, 2, 3))]
 
 
-def test_timeout_closes_at_last_event_plus_timeout_and_an_event_at_it_is_outside():
+def test_timeout_closes_at_last_event_plus_timeout_and_an_event_at_it_still_belongs():
     m = SessionMachine(timeout_ms=10)
-    events = [ev(0, init=True), ev(5), ev(15), ev(25, init=True), ev(30, end=True),
+    events = [ev(0, init=True), ev(5), ev(15), ev(26), ev(27, init=True), ev(30, end=True),
               ev(40, init=True)]
-    # [0, 5] times out at 15; the event at 15 is outside; 25 opens, 30 ends; 40 opens
-    # and times out at 50 (the end of the input)
-    assert sessions(m, events) == [(0, 15, (0, 5)), (25, 30, (25, 30)), (40, 50, (40,))]
+    # [0, 5, 15]: 15 is exactly 10 after 5, so it belongs; the session times out at 25;
+    # 26 is outside; 27 opens, 30 ends; 40 opens and times out at 50 (end of the input)
+    assert sessions(m, events) == [(0, 25, (0, 5, 15)), (27, 30, (27, 30)), (40, 50, (40,))]
 
 
 def test_without_timeout_an_unended_session_is_never_closed():
