@@ -60,7 +60,10 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, poll_s: float,
 def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     from ..manager.server import JobServer
+    from ..properties import engine_notices
 
+    for note in engine_notices(obj.home.conf):  # Slipstream server-template settings
+        report(note)
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report)
     service = None
