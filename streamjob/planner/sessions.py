@@ -29,8 +29,9 @@ touches time:
   watermark has passed it (buffered until then), so out-of-order events within the
   delay are ordered, and events later than the watermark are dropped as Spark drops late
   rows. Without event time, processing time: each event is stamped with its micro-batch's
-  time and processed in the next batch; events of one key with equal times keep the
-  order Spark hands them over.
+  time and processed once a later micro-batch has read data (the watermark, that time
+  with no delay, is then past it); events of one key with equal times keep the order
+  Spark hands them over.
 * **Output.** The query groups by the session (its GROUP BY gets the session added):
   one row per session and key, written once, when the session closes (append). The
   session is read as ``session_window.start`` / ``session_window.end``, as with
