@@ -51,8 +51,8 @@ class AnalyzedSelect:
     (None for an unnamed expression); ``output_types`` the declared type of each output
     that passes a source column through (else None); ``arity_known`` False when a ``*``
     could not be expanded; ``sessions`` True when it groups by ``session_window(...)``
-    (written or from SESSIONWINDOW). ``tree`` is the rewritten sqlglot tree (not
-    compared)."""
+    (written or from SESSIONWINDOW) or by predicate sessions (appended, never
+    updated). ``tree`` is the rewritten sqlglot tree (not compared)."""
 
     select_sql: str
     references: tuple[Reference, ...]
@@ -236,7 +236,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
         output_columns=tuple(o.name for o in outputs),
         output_types=tuple(o.type for o in outputs),
         arity_known=resolver.arity_known,
-        sessions=groups_by_session(select),
+        sessions=groups_by_session(select) or any(c.kind == "predicate" for c in clauses),
         select_span=_select_span(qt, select, outputs),
         tree=select,
     )
