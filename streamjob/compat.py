@@ -145,7 +145,15 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
         for key, value in stmt.properties:
             verdict, detail = connector_verdict(scope, key, pairs)
             items.append(Item(at(f"key:{key}"), f'"{key}"="{value}"', verdict, detail, 1))
-    elif isinstance(stmt, (st.CreateStreamJob, st.AlterStreamJob)):
+    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto)):
+        start = getattr(stmt, "query_position", None)
+        items += query_clause_items(stmt.query, line + (start.line - stmt.position.line
+                                                        if start else 0))
+    elif isinstance(stmt, st.CreateStream) and stmt.as_select:
+        start = stmt.as_select_position
+        items += query_clause_items(stmt.as_select, line + (start.line - stmt.position.line
+                                                            if start else 0), derived=True)
+    if isinstance(stmt, (st.CreateStreamJob, st.AlterStreamJob)):
         for key, value in stmt.properties:
             verdict, detail = job_property_verdict(key, value)
             items.append(Item(at(f"key:{key}"), f"{key}={value}", verdict, detail, 1))
@@ -173,6 +181,40 @@ def _pattern_items(query: str, line: int) -> list[Item]:
                  "CEP, matched per key in Spark's stateful processing (applyInPandasWithState, "
                  "state in the job's checkpoint), with Flink CEP's rules where Slipstream's docs "
                  "are silent (docs/streamsql.md, CEP)", 1)]
+
+
+def query_clause_items(query: str, line: int, derived: bool = False) -> list[Item]:
+    """The window clauses of a job's query (STREAMWINDOW, both SESSIONWINDOW forms), one
+    item each, at their line (``line`` is where the query starts). Clauses are found by their tokens; the full check is
+    ``streamjob check``."""
+    from .planner.sessions import is_predicate_form
+    from .planner.text import tokenize
+
+    from sqlglot.tokens import TokenType
+
+    tokens = tokenize(query) or []
+    items = []
+    for i, tok in enumerate(tokens):
+        word = tok.text.upper()
+        if tok.token_type != TokenType.VAR or word not in ("STREAMWINDOW", "SESSIONWINDOW"):
+            continue
+        at = line + query.count("\n", 0, tok.start)
+        if word == "STREAMWINDOW":
+            items.append(Item(at, "STREAMWINDOW", "mapped", "Spark's window(<event time or "
+                              "processing time>, length[, slide]) in the GROUP BY", 1))
+        elif derived:
+            items.append(Item(at, "SESSIONWINDOW", "refused", "a derived stream cannot use "
+                              "SESSIONWINDOW; group by sessions in the streamjob that reads it",
+                              1))
+        elif is_predicate_form(tokens, i):
+            items.append(Item(at, "SESSIONWINDOW(INIT[...] END[...] KEYEDBY(...))", "runs",
+                              "predicate sessions per KEYEDBY key, Spark's applyInPandasWithState "
+                              "with state in the checkpoint; one row per session, appended when "
+                              "it closes (rules: docs/streamsql.md)", 1))
+        else:
+            items.append(Item(at, "SESSIONWINDOW ... (GAP ...)", "mapped",
+                              "Spark's session_window(<time>, gap) in the GROUP BY", 1))
+    return items
 
 
 def _row_format_item(stmt, line: int) -> Item:

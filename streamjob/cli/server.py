@@ -74,7 +74,10 @@ def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: f
            http: str | None, tls_cert: str | None, tls_key: str | None,
            lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
     from ..manager.server import JobServer
+    from ..properties import engine_notices
 
+    for note in engine_notices(obj.home.conf):  # Slipstream server-template settings
+        report(note)
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
                            warm_up=warm_up and not until_idle)

@@ -22,6 +22,7 @@ from sqlglot import exp, parse_one
 from ..connectors import spec as cspec
 from ..secrets import mask_url
 from ..shapes import EXPLAIN_SOURCE_KEYS
+from .sessions import CLOSE_COLUMN
 from .window import PROCTIME_COLUMN
 
 
@@ -194,7 +195,8 @@ def state(plan) -> list[dict[str, Any]]:
     marks = [f"{s.stream.qualified_name}: {c} - {d}" for s in plan.sources
              for c, d in [_watermark(s, plan.props)] if c]
     trees = [parse_one(d.select_sql, read="spark") for d in plan.derived]  # joins of streams
-    ops: list[dict[str, Any]] = []
+    ops: list[dict[str, Any]] = [_predicate_sessions(w, names, marks)
+                                 for w in plan.query.windows if w.kind == "predicate"]
     if plan.query.pattern is not None:
         ops.append(_pattern_state(plan.query.pattern, names, marks))
     else:
@@ -208,9 +210,11 @@ def state(plan) -> list[dict[str, Any]]:
                          if a.find_ancestor(exp.Select) is select)
         if group is not None or aggregates:
             keys = [_sql(k, names) for k in (group.expressions if group is not None else [])]
-            windowed = any(k.lower().startswith(("window(", "session_window(")) for k in keys)
-            what = ("session" if any(k.lower().startswith("session_window(") for k in keys)
-                    else "window")
+            closes = any(CLOSE_COLUMN in k for k in keys)  # a predicate session's close time
+            windowed = closes or any(k.lower().startswith(("window(", "session_window("))
+                                     for k in keys)
+            what = ("session" if closes or any(k.lower().startswith("session_window(")
+                                               for k in keys) else "window")
             ops.append({"operator": "streaming aggregation", "keys": keys,
                         "watermark": marks if windowed and marks else None,
                         "retention": _aggregate_retention(plan, windowed and bool(marks), what)})
@@ -239,6 +243,23 @@ def _pattern_state(cep, names: dict, marks: list) -> dict[str, Any]:
                      f"first event + {cep.within}; later events are dropped")
     return {"operator": "CEP pattern (applyInPandasWithState)", "keys": keys,
             "watermark": marks or None, "retention": retention + one}
+
+
+def _predicate_sessions(w, names: dict, marks: list) -> dict[str, Any]:
+    """The per-key operator of a predicate SESSIONWINDOW (:mod:`.sessions`)."""
+    spec = w.predicate
+    if spec.timeout_ms is not None:
+        unended = f"a session never ended is closed {spec.timeout_text} after its last event"
+    else:
+        unended = ("a session never ended, and its events, stay in state until its END "
+                   "(no TIMEOUT): the state grows with unended sessions")
+    when = ("a micro-batch after it arrives (processing time)" if w.proctime
+            else "the watermark passes it")
+    return {"operator": f"predicate sessions: SESSIONWINDOW({spec.describe()})",
+            "keys": [f"{names.get(w.view, w.stream)}.{k}" for k in spec.keys],
+            "watermark": marks or None,
+            "retention": (f"per key, each event until {when}, then the open session's events "
+                          f"until it ends; {unended}")}
 
 
 def _aggregate_retention(plan, windowed: bool, what: str = "window") -> str:

@@ -55,8 +55,8 @@ class AnalyzedSelect:
     (None for an unnamed expression); ``output_types`` the declared type of each output
     that passes a source column through (else None); ``arity_known`` False when a ``*``
     could not be expanded; ``sessions`` True when it groups by ``session_window(...)``
-    (written or from SESSIONWINDOW). ``tree`` is the rewritten sqlglot tree (not
-    compared)."""
+    (written or from SESSIONWINDOW) or by predicate sessions (appended, never
+    updated). ``tree`` is the rewritten sqlglot tree (not compared)."""
 
     select_sql: str
     references: tuple[Reference, ...]
@@ -197,7 +197,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     statements = parse(qt, blanked, f"{what}'s query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error(f"a {what} is defined by one 'select ...'")
-    session = next((c for c in clauses if c.kind == "session"), None)
+    session = next((c for c in clauses if c.kind != "stream"), None)
     if session is not None:
         raise qt.error(f"a {what} cannot use SESSIONWINDOW yet: group by sessions in the "
                        f"streamjob that reads it", session.keyword)
@@ -234,7 +234,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
             is_window_call(n) and n.name.lower() == "window"
                       for n in select.find_all(exp.Anonymous)):
         pseudo.add("window")
-    if any(c.kind == "session" for c in clauses) or any(
+    if any(c.kind != "stream" for c in clauses) or any(
             is_window_call(n) and n.name.lower() == "session_window"
             for n in select.find_all(exp.Anonymous)):
         pseudo.add("session_window")
@@ -263,7 +263,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
         output_columns=tuple(o.name for o in outputs),
         output_types=tuple(o.type for o in outputs),
         arity_known=resolver.arity_known,
-        sessions=groups_by_session(select),
+        sessions=groups_by_session(select) or any(c.kind == "predicate" for c in clauses),
         select_span=_select_span(qt, select, outputs),
         tree=select,
     )
@@ -296,7 +296,7 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
         event_time = lookup.event_time(info.database, info.name)
     except Exception as exc:  # noqa: BLE001 - a ValidationError: place it at the clause
         raise qt.error(getattr(exc, "message", str(exc)), clause.keyword) from None
-    struct = "session_window" if clause.kind == "session" else "window"
+    struct = "window" if clause.kind == "stream" else "session_window"
     if any(c["name"].lower() == struct for c in info.columns):
         for col in select.find_all(exp.Column):
             if (col.table or col.name).lower() == struct and not col.db:
@@ -306,13 +306,33 @@ def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,
                     f"stream's column; select it under another name in {info.name} "
                     f"({struct} AS win)", qt.node_span(col))
     alias = table.alias_or_name
+    predicate = None
+    if clause.kind == "predicate":
+        predicate = _predicate(qt, clause, table, info, tables)
     window = StreamWindow(
         name=clause.name, database=info.database, stream=info.name,
         view=view_name(info.database, info.name), alias=alias,
         time_column=event_time[0] if event_time else PROCTIME_COLUMN,
-        proctime=event_time is None, length=clause.length.spark,
-        slide=clause.slide.spark if clause.slide else None, kind=clause.kind)
+        proctime=event_time is None,
+        length=clause.length.spark if clause.length else "",
+        slide=clause.slide.spark if clause.slide else None, kind=clause.kind, predicate=predicate)
     return select, alias, window
+
+
+def _predicate(qt: QueryText, clause: WindowClause, table: exp.Table, info: CatalogSource,
+               tables: dict[int, CatalogSource]):
+    """Resolve a predicate SESSIONWINDOW (:func:`.sessions.resolve`) in a query that
+    reads that one stream, once: its view is replaced by the sessionized stream, whose
+    watermark policy (:mod:`streamjob.spark.sessions`) assumes no other stream."""
+    from .sessions import resolve
+
+    streams = [(t.database, t.name) for t in tables.values() if t.kind == "stream"]
+    if len(streams) > 1:
+        raise qt.error(f"a query with a predicate SESSIONWINDOW reads one stream, once "
+                       f"({info.database}.{info.name}); join other streams in a derived stream "
+                       f"or another job", clause.keyword)
+    names = {table.name.lower(), table.alias_or_name.lower()}
+    return resolve(qt, clause.predicate, info.columns, names)
 
 
 def _select_span(qt: QueryText, select: exp.Expr, outputs: list[OutputColumn]) -> Span | None:

@@ -23,7 +23,8 @@ ksqlDB's ``WINDOW SESSION``): per group, events closer than the gap form one ses
 that end. Slipstream 5.1 documents SESSIONWINDOW only in its predicate form
 (``SESSIONWINDOW(INIT[...] END[... EXCLUDE] KEYEDBY(...))``); no gap option of it is
 published, so the GAP form is streamjob's, shaped like STREAMWINDOW's. The predicate
-form needs per-key arbitrary state and is refused for now (:func:`extract_windows`).
+form is read by :mod:`.sessions` (clause kind ``"predicate"``): its GROUP BY gets the
+sessionized stream's ``session_window`` struct and close time (:func:`add_window_group`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from .sessions import (CLOSE_COLUMN, STRUCT, PredicateClause, PredicateSpec, is_predicate_form,
+                       read_predicate_clause)
 from .text import QueryText, Span, is_window_call, tokenize
 
 #: The processing-time column added to the view of a stream windowed without event time.
@@ -50,8 +53,6 @@ _UNITS = {
 }
 _FORMS = {"STREAMWINDOW": "STREAMWINDOW w AS (LENGTH '10' SECOND [SLIDE '5' SECOND])",
           "SESSIONWINDOW": "SESSIONWINDOW w AS (GAP '30' SECOND)"}
-#: Words of Slipstream's predicate SESSIONWINDOW form (refused for now).
-_PREDICATE_WORDS = ("INIT", "END", "KEYEDBY", "EXCLUDE")
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,22 @@ class WindowClause:
 
     ``keyword`` is the span of the STREAMWINDOW/SESSIONWINDOW keyword; ``follows`` the
     end offset of the token before it (the stream's name or alias), -1 if none. ``kind``
-    is ``"stream"`` (``length``/``slide``) or ``"session"`` (``length`` is the GAP)."""
+    is ``"stream"`` (``length``/``slide``), ``"session"`` (``length`` is the GAP) or
+    ``"predicate"`` (Slipstream's predicate sessions: ``predicate`` holds the parts,
+    ``length`` is unused)."""
 
     name: str
-    length: Duration
+    length: Duration | None
     slide: Duration | None
     keyword: Span
     follows: int
     kind: str = "stream"
+    predicate: PredicateClause | None = None
 
     @property
     def word(self) -> str:
         """The clause's keyword: ``STREAMWINDOW`` or ``SESSIONWINDOW``."""
-        return "SESSIONWINDOW" if self.kind == "session" else "STREAMWINDOW"
+        return "STREAMWINDOW" if self.kind == "stream" else "SESSIONWINDOW"
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class StreamWindow:
     name the query reads it by; ``time_column`` is its event-time column, or
     :data:`PROCTIME_COLUMN` when ``proctime`` (the view must then add that column, see
     :func:`streamjob.spark.query.source_frame`); ``length``/``slide`` are Spark interval
-    texts (``slide`` None: tumbling)."""
+    texts (``slide`` None: tumbling). A predicate session (``kind`` ``"predicate"``)
+    has ``predicate`` (its resolved parts) and an empty ``length``."""
 
     name: str
     database: str
@@ -111,12 +116,13 @@ class StreamWindow:
     length: str
     slide: str | None
     kind: str = "stream"
+    predicate: PredicateSpec | None = None
 
     @property
     def function(self) -> str:
         """Spark's grouping function: ``window`` or ``session_window`` (also the name of
         the struct column it adds)."""
-        return "session_window" if self.kind == "session" else "window"
+        return "window" if self.kind == "stream" else "session_window"
 
 
 def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
@@ -130,8 +136,8 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
         ValidationError: a malformed clause (saying what is expected), an unknown time
             unit, a length, slide or gap that is not a positive whole number, a SLIDE
             longer than the LENGTH, more than one window clause, or SESSIONWINDOW's
-            predicate form (``INIT[...] END[...] KEYEDBY(...)``, not supported yet), each
-            at its token.
+            predicate form's errors (:func:`.sessions.read_predicate_clause`), each at
+            its token.
     """
     tokens = tokenize(qt.text)
     if not tokens:
@@ -148,9 +154,10 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
                 raise qt.error(f"only one {word} per query is supported" if first == word
                                else f"a query has one window clause, and this one already has "
                                     f"a {first}", qt.token_span(tok))
-            if word == "SESSIONWINDOW":
-                _refuse_predicate_form(qt, tokens, i)
-            clause, last = _read_clause(qt, tokens, i)
+            if word == "SESSIONWINDOW" and is_predicate_form(tokens, i):
+                clause, last = _read_predicate(qt, tokens, i)
+            else:
+                clause, last = _read_clause(qt, tokens, i)
             clauses.append(clause)
             blank = "".join(c if c == "\n" else " " for c in text[tok.start:last.end + 1])
             text = text[:tok.start] + blank + text[last.end + 1:]
@@ -160,25 +167,15 @@ def extract_windows(qt: QueryText) -> tuple[str, list[WindowClause]]:
     return text, clauses
 
 
-def _refuse_predicate_form(qt: QueryText, tokens: list[Token], i: int) -> None:
-    """Refuse Slipstream's predicate sessions (``SESSIONWINDOW(INIT[...] END[...]
-    KEYEDBY(...))``) at their first INIT/END/KEYEDBY/EXCLUDE word inside the clause's
-    parentheses: they need per-key arbitrary state, which streamjob does not run yet."""
-    depth = 0
-    for tok in tokens[i + 1:]:
-        if tok.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tok.token_type == TokenType.R_PAREN:
-            depth -= 1
-            if depth <= 0:
-                return
-        elif depth == 0 and tok.token_type not in (TokenType.VAR, TokenType.IDENTIFIER,
-                                                   TokenType.ALIAS):
-            return
-        elif depth > 0 and tok.text.upper() in _PREDICATE_WORDS:
-            raise qt.error("predicate sessions are not supported yet; for sessions closed by "
-                           "inactivity use SESSIONWINDOW w AS (GAP '30' SECOND)",
-                           qt.token_span(tok))
+def _read_predicate(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClause, Token]:
+    def duration(expect, peek):
+        return _duration(qt, expect, peek, "TIMEOUT", "SESSIONWINDOW")
+
+    name, pc, last = read_predicate_clause(qt, tokens, i, duration)
+    follows = tokens[i - 1] if i > 0 else None
+    is_name = follows is not None and follows.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    return WindowClause(name, None, None, qt.token_span(tokens[i]),
+                        follows.end if is_name else -1, "predicate", pc), last
 
 
 def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClause, Token]:
@@ -289,7 +286,18 @@ def aggregates(select: exp.Select) -> bool:
 
 def add_window_group(select: exp.Select, alias: str, window: StreamWindow) -> None:
     """Add ``window(alias.time_column, length[, slide])`` (a STREAMWINDOW) or
-    ``session_window(alias.time_column, gap)`` (a SESSIONWINDOW) to the select's GROUP BY."""
+    ``session_window(alias.time_column, gap)`` (a SESSIONWINDOW) to the select's GROUP BY;
+    for a predicate session, the sessionized stream's ``alias.session_window`` struct and
+    its close time (the event-time column the aggregation appends by)."""
+    if window.kind == "predicate":
+        cols = [exp.column(STRUCT, table=alias), exp.column(CLOSE_COLUMN, table=alias)]
+        group = select.args.get("group")
+        if group is None:
+            select.set("group", exp.Group(expressions=cols))
+        else:
+            for c in cols:
+                group.append("expressions", c)
+        return
     args = [exp.column(window.time_column, table=alias),
             exp.Literal.string(window.length)]
     if window.slide:

@@ -157,6 +157,13 @@ def validate_connector(scope: str, pairs: Mapping[str, str], what: str) -> dict[
     return out
 
 
+def engine_notices(conf: Mapping[str, str]) -> list[str]:
+    """One ``note: ...`` line for each engine property in ``conf`` (streamjob.conf,
+    --conf) taken from Slipstream's server template that has no effect here, saying why."""
+    return [p.notice for p in (ENGINE.get(name.strip().lower()) for name in conf)
+            if p is not None and p.ignored]
+
+
 def validate_engine(conf: Mapping[str, str]) -> None:
     """Check engine properties: known ``spark.morphling.*``/``streamjob.*`` names, any
     other ``spark.*`` passed to Spark.

@@ -192,6 +192,34 @@ ENGINE = Registry([
              "znode under the namespace holding checkpoint records", scopes=("engine",)),
     Property("spark.morphling.submitted.job.path", "string", "jobs",
              "znode under the namespace listing running jobs", scopes=("engine",)),
+    # Slipstream's server template (transwarpio/application-metainfo, the StreamSQL
+    # service's env template: MORPHLING_* exported from these spark.morphling.* settings)
+    Property("spark.morphling.recovery.mode", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="a job always resumes from its last checkpoint when it starts again "
+             "(streamjob server resumes every job whose desired state is RUNNING)"),
+    Property("spark.morphling.taskstate.backend", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="checkpoint state is Spark's, under "
+             "spark.morphling.taskstate.checkpoint.directory; where checkpoint metadata is "
+             "recorded is the job property morphling.checkpoint.backend"),
+    Property("spark.morphling.zookeeper.session.timeout", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="the ZooKeeper client's session timeout is fixed (10 s)"),
+    Property("spark.morphling.zookeeper.connect.timeout", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="the ZooKeeper client's connection timeout is fixed (10 s)"),
+    Property("spark.morphling.zookeeper.max.retries", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="the ZooKeeper client retries each command 3 times"),
+    Property("spark.morphling.zookeeper.retry.wait", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="the ZooKeeper client's retry backoff is fixed (0.1 s up to 2 s)"),
+    Property("spark.morphling.completed.checkpoints.storage.dir", "string", None,
+             "accepted, no effect (see the notice)", scopes=("engine",),
+             ignored="completed checkpoints are Spark's checkpoint directories under "
+             "spark.morphling.taskstate.checkpoint.directory; the catalog (or the "
+             "morphling.checkpoint.backend) records them"),
     Property("streamjob.catalog.url", "string", None,
              "catalog database (SQLAlchemy URL); default: SQLite catalog.db in the home; "
              "PostgreSQL for shared use", scopes=("engine",), secret=False),

@@ -55,8 +55,19 @@ def refuse_what_spark_refuses(session, plan) -> None:
                            plan.output_mode.capitalize())()
             execution = df._jdf.queryExecution()
             execution.assertAnalyzed()
-            jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker \
-                .checkForStreaming(execution.analyzed(), mode)
+            # Spark's checker reads the active session's SQL conf: the clone's, which may
+            # turn a check off (a predicate SESSIONWINDOW, streamjob.spark.sessions)
+            spark_session = jvm.org.apache.spark.sql.SparkSession
+            previous = spark_session.getActiveSession()
+            spark_session.setActiveSession(clone._jsparkSession)
+            try:
+                jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker \
+                    .checkForStreaming(execution.analyzed(), mode)
+            finally:
+                if previous.isDefined():
+                    spark_session.setActiveSession(previous.get())
+                else:
+                    spark_session.clearActiveSession()
         except (PySparkException, Py4JJavaError) as exc:
             span = plan.query.select_span
             message = f"Spark cannot run this query as a stream: {_reason(exc)}"

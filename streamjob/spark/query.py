@@ -173,6 +173,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
         from .cep import match_frame
 
         match_frame(session, plan.query.pattern).createOrReplaceTempView(MATCH_VIEW)
+    sessionize_views(session, plan.query.windows)
     df = session.sql(plan.query.select_sql)
     declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
     targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])
@@ -228,4 +229,15 @@ def preview_frame(session, plan):
     for d in plan.derived:
         df = session.sql(d.select_sql)
         (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
+    sessionize_views(session, plan.select.windows)
     return session.sql(plan.select.select_sql)
+
+
+def sessionize_views(session, windows) -> None:
+    """Replace the view of each stream read with a predicate SESSIONWINDOW by its
+    sessionized stream (:func:`streamjob.spark.sessions.sessionize`)."""
+    for w in windows:
+        if w.kind == "predicate":
+            from .sessions import sessionize
+
+            sessionize(session, session.table(w.view), w).createOrReplaceTempView(w.view)

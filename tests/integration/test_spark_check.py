@@ -61,6 +61,17 @@ def test_a_query_spark_accepts_is_created(world):
     assert "created" in res.message
 
 
+def test_a_predicate_session_job_passes_sparks_analysis(world):
+    # its session clone turns off Spark's check against chained stateful operators
+    # (streamjob.spark.sessions); the analysis must read the clone's conf (it failed with
+    # "global watermark" when the checker read the process's session)
+    world.run(f"CREATE TABLE sess (id INT, n BIGINT) STORED AS PARQUET "
+              f"LOCATION '{world.root / 'sess'}';")
+    [res] = world.run('CREATE STREAMJOB sess_job AS ("insert into sess select id, count(*) '
+                      'from a SESSIONWINDOW(INIT[v > 1] END[v < 0] KEYEDBY(id)) group by id");')
+    assert "created" in res.message
+
+
 def test_check_asks_spark_and_offline_does_not(tmp_path):
     (tmp_path / "in").mkdir()
     script = tmp_path / "job.sql"

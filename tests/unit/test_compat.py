@@ -36,6 +36,7 @@ def test_compat_lists_every_clause_and_property_of_the_slipstream_example(tmp_pa
         f"{f}:26: CREATE TABLE clicks_per_minute: runs",
         f"{f}:26:   STORED AS PARQUET: runs",
         f"{f}:31: CREATE STREAMJOB clicks_per_minute_job: runs",
+        f"{f}:34:   STREAMWINDOW: mapped: Spark's window(",
         f"{f}:40:   morphling.maxlag.on.disorder=5000: mapped: the watermark delay",
         f"{f}:41:   morphling.hdfs.flush.interval.ms=60000: mapped: the trigger interval",
         f"{f}:42:   morphling.hdfs.flush.size=100000: ignored: ",
@@ -44,7 +45,26 @@ def test_compat_lists_every_clause_and_property_of_the_slipstream_example(tmp_pa
     ]
     for want in expected:
         assert any(line.startswith(want) for line in lines), (want, res.output)
-    assert lines[-1] == "7 statements: 14 runs, 3 mapped, 6 ignored, 0 refused"
+    assert lines[-1] == "7 statements: 14 runs, 4 mapped, 6 ignored, 0 refused"
+
+
+def test_compat_reports_both_session_window_kinds(tmp_path):
+    script = tmp_path / "sessions.sql"
+    script.write_text(
+        "CREATE STREAM s (id STRING, op STRING) TBLPROPERTIES(\"topic\"=\"t\",\n"
+        "  \"kafka.broker.list\"=\"b:9092\");\n"
+        "CREATE TABLE t (id STRING, n BIGINT) STORED AS PARQUET;\n"
+        "CREATE STREAMJOB j AS (\"insert into t select id, count(*) from s\n"
+        "  SESSIONWINDOW(INIT[op='in'] END[op='out' EXCLUDE] KEYEDBY(id)) group by id\");\n"
+        "INSERT INTO t SELECT id, count(*) FROM s SESSIONWINDOW w AS (GAP '1' MINUTE) "
+        "GROUP BY id;\n")
+    res = invoke(tmp_path, "check", "--compat", str(script))
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert f"{script}:5:   SESSIONWINDOW(INIT[...] END[...] KEYEDBY(...)): runs: predicate " \
+           f"sessions per KEYEDBY key" in res.output
+    assert any(line.startswith(f"{script}:6:   SESSIONWINDOW ... (GAP ...): mapped: Spark's "
+                               f"session_window") for line in lines), res.output
 
 
 def test_compat_refuses_with_the_rewrite_and_goes_on(tmp_path):

@@ -1,6 +1,6 @@
 """SESSIONWINDOW w AS (GAP ...) -> Spark's session_window(...) grouping (no Spark): the
 emitted SQL, event vs processing time, the output mode, and each refusal at its place
-(Slipstream's predicate form, derived streams, a written session_window without event
+(derived streams, a written session_window without event
 time, malformed clauses)."""
 
 import pytest
@@ -87,12 +87,11 @@ def test_written_session_window_with_event_time_appends(ex):
 
 
 @pytest.mark.parametrize("clause, message, at", [
-    # Slipstream 5.1's predicate form, at its first predicate word
-    ("SESSIONWINDOW(INIT[latency_ms > 5] END[latency_ms < 1 EXCLUDE] KEYEDBY(host))",
-     "predicate sessions are not supported yet; for sessions closed by inactivity use "
-     "SESSIONWINDOW w AS (GAP '30' SECOND)", (4, 16, "INIT")),
+    # Slipstream 5.1's predicate form (tests/unit/test_predicate_sessions.py has the rest)
+    ("SESSIONWINDOW(INIT[latency_ms > 5 EXCLUDE] END[latency_ms < 1] KEYEDBY(host))",
+     "EXCLUDE applies to END only", (4, 36, "EXCLUDE")),
     ("SESSIONWINDOW w AS (KEYEDBY(host) END[latency_ms < 1])",
-     "predicate sessions are not supported yet", (4, 22, "KEYEDBY")),
+     "SESSIONWINDOW needs INIT[<condition>]", (4, 2, "SESSIONWINDOW")),
     ("SESSIONWINDOW w AS (GAP '0' SECOND)",
      "SESSIONWINDOW GAP must be a positive whole number, not '0'", (4, 26, "'0'")),
     ("SESSIONWINDOW w AS (GAP '5' FORTNIGHT)",
