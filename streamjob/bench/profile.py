@@ -2,8 +2,8 @@
 below it (Spark's JVM starts the Python workers and the streaming source runner, so
 ``--subprocesses`` reaches the Kafka source's ``read`` and ``latestOffset``).
 
-py-spy is not a dependency: it is used when ``$PYSPY`` or ``py-spy`` on PATH names it
-(``pip install py-spy``). The summary groups samples by the innermost frame's area.
+py-spy comes with the ``bench`` extra (in ``dev``, so ``make setup`` installs it); ``$PYSPY``
+names another. The summary groups samples by the innermost frame's area.
 """
 
 from __future__ import annotations
@@ -29,8 +29,14 @@ AREAS = (
 
 
 def pyspy() -> str | None:
-    """The py-spy executable, or None."""
-    return os.environ.get("PYSPY") or shutil.which("py-spy")
+    """The py-spy executable: ``$PYSPY``, else the one installed beside this interpreter
+    (the ``bench`` extra, in ``dev``: ``make setup`` installs it), else ``py-spy`` on
+    PATH; None without one."""
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return (os.environ.get("PYSPY") or (beside if os.access(beside, os.X_OK) else None)
+            or shutil.which("py-spy"))
 
 
 def start(out: Path, rate_hz: int = 100) -> Callable[[], dict] | None:
