@@ -22,6 +22,7 @@ def _checkpoint_ids(home, job: str, log: str = "commits") -> list[int]:
         if (ck / log).is_dir() else []
 
 
+@pytest.mark.slow  # 50-60 s of a worker: the whole flights twice; `make demo` runs the same job
 def test_run_until_idle_matches_batch_and_keeps_five_checkpoints(cli, expected):
     # 50,000 records per checkpoint: 7 checkpoints per job over 336,776 flights (enough to
     # purge 2 of them; each micro-batch costs CPU that the parallel test run shares)
@@ -71,7 +72,7 @@ def _restorable(version: int, deltas: set[int], snapshots: set[int]) -> bool:
     return all(v in deltas for v in range(base + 1, version + 1))
 
 
-@pytest.mark.slow  # 1-2 min each; crash and resume stay in `make test` (hosts, failover)
+@pytest.mark.slow  # 1-2 min each; `make test` resumes jobs in-process (test_failover, test_latency)
 @pytest.mark.parametrize("resume", ["file", "server"])
 def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
     """SIGKILL of the whole process; then the same file runs again, or the job manager
