@@ -48,3 +48,94 @@ def test_keys_in_another_case_than_declared_are_read_in_bulk():
     assert got is not None
     assert got.schema == schema
     assert got.to_pylist() == _per_record(schema, values).to_pylist()
+
+
+COLUMNS = pa.schema([("id", pa.int64()), ("datetime", pa.string()), ("price", pa.float64()),
+                     ("ok", pa.bool_()), ("k", pa.string())])
+
+
+def _json_key(draw, hs, key: str) -> str:
+    """``key`` as JSON text: plain, or with some characters as ``\\u`` escapes."""
+    out = []
+    for ch in key:
+        out.append(f"\\u{ord(ch):04{draw(hs.sampled_from(['x', 'X']))}}"
+                   if draw(hs.integers(0, 5)) == 0 else json.dumps(ch)[1:-1])
+    return '"' + "".join(out) + '"'
+
+
+def _record(draw, hs) -> bytes:
+    """One JSON object over COLUMNS' names: keys in random case (the Kelvin sign for
+    `k` too), some twice or in two spellings, some missing, nulls, values holding
+    key-like text and escapes, undeclared keys; sometimes not a valid record at all."""
+    values = {"id": hs.one_of(hs.none(), hs.integers(-2**40, 2**40)),
+              "datetime": hs.one_of(hs.none(), hs.text(max_size=6),
+                                    hs.sampled_from(['"ID":', 'dateTime', '{"k":1}', '\\u0069d'])),
+              "price": hs.one_of(hs.none(), hs.floats(-1e6, 1e6, allow_nan=False), hs.integers(-99, 99)),
+              "ok": hs.one_of(hs.none(), hs.booleans()),
+              "k": hs.one_of(hs.none(), hs.text(max_size=4), hs.integers(0, 9))}
+    spellings = {"id": ["id", "ID", "Id"], "datetime": ["datetime", "dateTime", "DATETIME"],
+                 "price": ["price", "Price"], "ok": ["ok", "OK", "oK"], "k": ["k", "K", "\u212a"]}
+    names = draw(hs.lists(hs.sampled_from([*spellings, "x", "nested"]), max_size=8))
+    parts = []
+    for name in names:
+        if name == "x":
+            parts.append(f'"x":{json.dumps(draw(hs.sampled_from(["ID", "a", "Price"])))}')
+        elif name == "nested":
+            parts.append('"nested":{"ID":7,"Datetime":"z"}')
+        else:
+            key = draw(hs.sampled_from(spellings[name]))
+            parts.append(f"{_json_key(draw, hs, key)}:{json.dumps(draw(values[name]))}")
+    text = "{" + ",".join(parts) + "}"
+    return (text if draw(hs.integers(0, 30)) else text[:-1]).encode()
+
+
+def test_the_bulk_decoder_equals_the_per_record_path_or_declines():
+    """Property: for any slice, the whole-slice decoder's batch equals the per-record
+    path's, or it declines (None); a slice the per-record path refuses is declined."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+
+    taken = []
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(hs.data())
+    def check(data):
+        uniform = data.draw(hs.booleans())  # one spelling per column: the bulk case
+        if uniform:
+            casing = {n: data.draw(hs.sampled_from([n, n.upper(), n.title()])) for n in COLUMNS.names}
+            rows = data.draw(hs.lists(hs.fixed_dictionaries(
+                {n: hs.one_of(hs.none(), hs.just(v)) for n, v in
+                 [("id", 1), ("datetime", "t"), ("price", 2.5), ("ok", True), ("k", "v")]}),
+                min_size=1, max_size=6))
+            values = [json.dumps({casing[n]: v for n, v in r.items()
+                                  if data.draw(hs.booleans())}).encode() for r in rows]
+        else:
+            values = data.draw(hs.lists(hs.composite(lambda draw: _record(draw, hs))(),
+                                        min_size=1, max_size=6))
+        got = _JsonDecoder(COLUMNS)(_slice(values))
+        want = _per_record(COLUMNS, values)
+        if got is not None:
+            taken.append(uniform)
+            assert want is not None, values
+            assert got.schema == COLUMNS
+            assert got.to_pylist() == want.to_pylist(), values
+
+    check()
+    assert True in taken and False in taken  # both kinds of slice were taken in bulk too
+
+
+def test_nexmark_bids_decode_alike_in_bulk_and_record_by_record():
+    """The bids of the Nexmark generator (keys `dateTime` as Nexmark's DDL, the stream's
+    columns as the catalog stores them, lower-case): taken in bulk, per-record's values."""
+    from streamjob.dev.nexmark.generator import NexmarkConfig, generate
+    from streamjob.dev.nexmark.output import json_lines
+
+    bids = json_lines(generate(NexmarkConfig(seed=19), 0, 2_000))["bid"]
+    assert b'"dateTime":' in bids[0]
+    schema = pa.schema([("auction", pa.int64()), ("bidder", pa.int64()), ("price", pa.int64()),
+                        ("channel", pa.string()), ("url", pa.string()),
+                        ("datetime", pa.timestamp("us", tz="UTC")), ("extra", pa.string())])
+    got = _JsonDecoder(schema)(_slice(bids))
+    assert got is not None and got.num_rows == len(bids) > 1_500
+    assert got.column("datetime").null_count == 0
+    assert got.to_pylist() == _per_record(schema, bids).to_pylist()
