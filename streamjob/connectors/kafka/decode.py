@@ -86,7 +86,8 @@ class _JsonDecoder:
     read is repeated once with that one (the declared name then shows up if present). A
     record holding one key twice fails Arrow's reader (declined; :func:`json.loads` keeps
     the last). With one spelling per column in the slice, Arrow's value of that key is
-    the per-record path's. Declined slices (None) go to :mod:`.formats`, record by record.
+    the per-record path's. Declined slices (None) go to :mod:`.formats`, record by record;
+    so does every slice of a stream declaring two columns equal ignoring case.
     Cost: the undeclared keys are parsed into columns and dropped (about 40% more than
     ignoring them when most keys are undeclared, nothing when all are declared), and
     undeclared keys whose values change JSON type between records (number, then string)
