@@ -1,6 +1,7 @@
 """Decoding on the executors: one slice of Kafka records into one Arrow record batch
 (``_decoder``: strict or tolerant of malformed records, with dead letters), the
-whole-slice Arrow JSON path (``_JsonDecoder``), and whether kafka-python checks CRCs
+whole-slice Arrow JSON path (``_JsonDecoder``: keys in another case than declared
+included, with the per-record path's result or not at all), and whether kafka-python checks CRCs
 natively (``native_crc32c``). Used by :func:`.kafka_source.read_range`."""
 
 from __future__ import annotations
@@ -69,13 +70,39 @@ _EXACT_FLOAT = 2 ** 53  # integers beyond this may have been rounded when read a
 class _JsonDecoder:
     """Whole-slice JSON decoding with Arrow's reader, for slices that decode cleanly.
 
-    JSON writers often put integer columns as floats (``517.0``: pandas does for any
-    column with a null), which Arrow's reader refuses for an integer field, and the
-    per-record path of :mod:`.formats` then costs ~30x more. So a second attempt reads
-    integer fields as float64 and casts them back with Arrow's safe cast (a fraction or
-    an overflow fails it), refusing values beyond 2**53 (they may have been rounded).
+    **Keys.** A column takes the key spelled exactly as declared, else the first key equal
+    to it ignoring case (:func:`.formats._field`, docs "missing.columns"), while Arrow's
+    reader matches field names exactly. So each declared column is read under the one
+    spelling of its key in the slice, which is then renamed to the declared name. The
+    spellings are guessed from the first record (its keys through :func:`json.loads`) and
+    proven by the same read: Arrow is given the guessed spellings as the explicit schema
+    and ``unexpected_field_behavior="infer"``, so every other top-level key of any record
+    of the slice, even one whose value is always null, comes back as a column of its own,
+    named by the key as decoded (``\\u`` escapes resolved). A column whose declared name
+    equals such a key ignoring case (Python's ``str.lower``, as the per-record path) has
+    a second spelling in the slice: which key wins then depends on each record (exact
+    first, else the first in key order), so the slice is declined. A column absent from
+    the first record is read under its declared name; when another spelling shows up, the
+    read is repeated once with that one (the declared name then shows up if present). A
+    record holding one key twice fails Arrow's reader (declined; :func:`json.loads` keeps
+    the last). With one spelling per column in the slice, Arrow's value of that key is
+    the per-record path's. Declined slices (None) go to :mod:`.formats`, record by record;
+    so does every slice of a stream declaring two columns equal ignoring case.
+    Cost: the undeclared keys are parsed into columns and dropped (about 40% more than
+    ignoring them when most keys are undeclared, nothing when all are declared), and
+    undeclared keys whose values change JSON type between records (number, then string)
+    fail the read, so such slices are decoded record by record.
+
+    **Integers.** JSON writers often put integer columns as floats (``517.0``: pandas
+    does for any column with a null), which Arrow's reader refuses for an integer field,
+    and the per-record path of :mod:`.formats` then costs ~30x more. So a second attempt
+    reads integer fields as float64 and casts them back with Arrow's safe cast (a fraction
+    or an overflow fails it), refusing values beyond 2**53 (they may have been rounded).
     The attempt that worked last is tried first. Returns None when neither works: the
-    caller's per-record path then names the bad record, as before."""
+    caller's per-record path then names the bad record, as before.
+
+    ``schema``: the declared columns (pa.Schema); ``__call__(RecordSlice)`` returns a
+    pa.RecordBatch of that schema or None."""
 
     def __init__(self, schema):
         import pyarrow as pa
@@ -85,26 +112,32 @@ class _JsonDecoder:
         self.loose = pa.schema([pa.field(f.name, pa.float64()) if f.name in self.ints else f
                                 for f in schema]) if self.ints else None
         self.prefer_loose = False
-        self._declared = {n.lower(): n for n in schema.names}
+        self._lower = [n.lower() for n in schema.names]
+        # two declared columns equal ignoring case: which key goes where is per record
+        self._distinct = len(set(self._lower)) == len(self._lower)
 
-    def _other_case(self, value: bytes) -> bool:
-        """True if a key of this record equals a declared column only ignoring case:
-        Arrow's reader would leave that column NULL, the per-record path matches it
-        (issue 13 point 1). The first record of each slice is looked at."""
+    def _spellings(self, value: bytes) -> tuple[list[str], list[bool]]:
+        """Per declared column, the key of this record it takes (the per-record rule) or
+        the declared name when none; and whether that key is in the record."""
         import json
 
         try:
             obj = json.loads(value)
         except ValueError:
-            return False  # the reader below refuses it and names it
-        return isinstance(obj, dict) and any(
-            k not in self.schema.names and k.lower() in self._declared for k in obj)
+            obj = None  # the reader below refuses it and the per-record path names it
+        keys = list(obj) if isinstance(obj, dict) else []
+        spelt, seen = [], []
+        for name, lower in zip(self.schema.names, self._lower):
+            key = name if name in keys else next((k for k in keys if k.lower() == lower), None)
+            spelt.append(key if key is not None else name)
+            seen.append(key is not None)
+        return spelt, seen
 
     def __call__(self, records):
         import pyarrow as pa
 
         values = records.values
-        if not values:
+        if not values or not self._distinct:
             return None
         try:  # checks per buffer, not per record:
             data = b"\n".join(values)
@@ -112,35 +145,61 @@ class _JsonDecoder:
             return None  # a null value
         if data.count(b"\n") != len(values) - 1:
             return None  # a value holding a newline: one record would be two lines
-        if self._other_case(values[0]):
-            return None
+        spelt, seen = self._spellings(values[0])
         order = [self.loose, self.schema] if self.prefer_loose else [self.schema, self.loose]
         for schema in order:
             if schema is None:
                 continue
             try:
-                batch = self._read(data, schema, len(values))
+                batch = self._read(data, schema, len(values), list(spelt), list(seen))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 continue
             if batch is not None:
                 self.prefer_loose = schema is self.loose
-                return batch
+            return batch  # None: declined for its keys, whatever the types
         return None
 
-    def _read(self, data: bytes, schema, rows: int):
+    def _read(self, data: bytes, schema, rows: int, spelt: list[str], seen: list[bool]):
+        """Read ``data`` under the spellings ``spelt``; None when a column has two
+        spellings in the slice (or the row count is off). Raises Arrow's errors."""
+        for _ in range(2):  # at most one retry, with a spelling found by the first read
+            table = self._arrow(data, schema, spelt)
+            if table.num_rows != rows:
+                return None
+            named = set(spelt)
+            extra = [c for c in table.column_names if c not in named]
+            retry = False
+            for i, lower in enumerate(self._lower):
+                others = [c for c in extra if c.lower() == lower]
+                if not others:
+                    continue
+                if seen[i] or len(others) > 1:
+                    return None  # two spellings of one column in the slice
+                spelt[i], seen[i], retry = others[0], True, True
+            if not retry:
+                return self._finish(table.select(spelt), schema)
+        return None
+
+    @staticmethod
+    def _arrow(data: bytes, schema, spelt: list[str]):
         import io
 
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.json as pajson
 
-        table = pajson.read_json(
+        named = pa.schema([f.with_name(s) for f, s in zip(schema, spelt)])
+        return pajson.read_json(
             io.BytesIO(data), read_options=pajson.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
-            parse_options=pajson.ParseOptions(explicit_schema=schema,
-                                              unexpected_field_behavior="ignore"))
-        if table.num_rows != rows:
-            return None
-        table = table.select(self.schema.names).combine_chunks()
+            parse_options=pajson.ParseOptions(explicit_schema=named,
+                                              unexpected_field_behavior="infer"))
+
+    def _finish(self, table, schema):
+        """The declared columns' table (in declared order, under their keys) as one batch of
+        the declared schema, integers read as float64 cast back (None if unsafe)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = table.rename_columns(self.schema.names).combine_chunks()
         if schema is self.loose:
             cols = []
             for f in self.schema:

@@ -179,8 +179,20 @@ def _decode_json(records: RecordSlice, schema: pa.Schema) -> pa.RecordBatch:
             # a key differs from its column only in case: the per-record path matches it
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # fall through to the per-record path, which names the bad record
+    return decode_json_records(records, schema)
+
+
+def decode_json_records(records: RecordSlice, schema: pa.Schema) -> pa.RecordBatch:
+    """The per-record JSON path: each value parsed by :func:`json.loads`, each column
+    taken by :func:`_field` (exact key, else the first key equal ignoring case) and
+    converted by :func:`_convert`. The reference the whole-slice paths must equal.
+
+    Raises:
+        MalformedRecord: the first record that is not a JSON object or whose value does
+            not convert (names topic, partition and offset).
+    """
     rows = []
-    for offset, value in zip(records.offsets, values):
+    for offset, value in zip(records.offsets, records.values):
         try:
             obj = json.loads(value) if value is not None else None
             if not isinstance(obj, dict):
