@@ -5,7 +5,7 @@ their line and column, without Spark. Everything else Spark's streaming analysis
 (a stream-stream join without an equality, EXCEPT against a stream, several streaming
 aggregations in update mode, ...) would still fail only at START. So where a Spark
 session is at hand, ``check`` and CREATE/ALTER STREAMJOB plan the query over *empty*
-inputs (each source a stream of JSON files from an empty directory, each static table an
+inputs (each source a stream of Parquet files from an empty directory, each static table an
 empty DataFrame, with the declared columns and watermarks: :func:`.plan.result_frame`)
 and run the two checks Spark's ``StreamingQueryManager.createQuery`` runs at start:
 the analyzer (``QueryExecution.assertAnalyzed``) and

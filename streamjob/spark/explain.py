@@ -1,7 +1,7 @@
 """Spark's physical plan of a job's query, for ``EXPLAIN EXTENDED`` (issue 18).
 
 The query is planned as Spark's analysis of :mod:`.analysis` plans it: in a session
-clone, over *empty* inputs (each source a stream of JSON files from an empty directory,
+clone, over *empty* inputs (each source a stream of Parquet files from an empty directory,
 each static table an empty DataFrame, with the declared columns and watermarks:
 :func:`.query.result_frame`), so nothing is read, no source or sink is contacted and no
 secret (Kafka security settings) reaches the plan. The operators above the sources,

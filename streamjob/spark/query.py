@@ -149,7 +149,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
 
     Views are created in dependency order: source streams, static tables, then each
     derived stream (its select over the views before it). With ``empty_dir`` (an empty
-    directory) every source is read as a stream of JSON files from it and every static
+    directory) every source is read as a stream of Parquet files from it and every static
     table is an empty DataFrame, each with its declared columns and watermark: the same
     query over empty inputs, for Spark's analysis (:mod:`.spark_check`); nothing is
     read or connected to."""
@@ -158,8 +158,9 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     from ..types import ddl
 
     for src in plan.sources:
-        if empty_dir is not None:
-            src = replace(src, spec=cspec.FileSourceSpec(empty_dir, "json"))
+        if empty_dir is not None:  # Spark's Parquet source with the declared schema: no
+            # per-column key matching of JSON text to build, typed as declared
+            src = replace(src, spec=cspec.FileSourceSpec(empty_dir, "parquet"))
         source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
     for st in plan.statics:
         frame = (session.createDataFrame([], ddl(st.table.columns))
