@@ -100,15 +100,17 @@ def test_bench_tiny_flink_beside_streamjob(tmp_path):
     assert not scenario["details"].get("skipped"), scenario["details"].get("skipped")
     assert scenario["error"] is None
     figures = {f["name"]: f for f in scenario["figures"]}
-    for work in ("A flights", "B nexmark q2", "B nexmark q7"):
+    for work in ("A flights", "B nexmark q7"):
         for side in ("Flink", "streamjob", "streamjob/Flink"):
             assert figures[f"{work}: {side}"]["n"] == 1 and figures[f"{work}: {side}"]["min"] > 0
     assert {t["figure"] for t in scenario["targets"]} == {
-        "A flights: streamjob/Flink", "B nexmark q2: streamjob/Flink",
-        "B nexmark q7: streamjob/Flink"}
+        "A flights: streamjob/Flink", "B nexmark q7: streamjob/Flink"}
     runs = {r["workload"]: r for r in scenario["details"]["runs"]}
     assert runs["A flights"]["groups"] > 0 and runs["A flights"]["sj_rows"] == 3000
-    assert runs["B nexmark q2"]["flink_rows"] == runs["B nexmark q2"]["streamjob_rows"] > 0
+    # q7: each streamjob row is among Flink's highest bids (checked by the bench); 5,000
+    # events may close no window in Spark (its watermark never passes the last ones)
+    assert runs["B nexmark q7"]["flink_rows"] > 0
+    assert runs["B nexmark q7"]["streamjob_rows"] <= runs["B nexmark q7"]["flink_rows"]
     for run in runs.values():
         assert run["flink_job_s"] > 0 and run["sj_batches"] >= 1
         assert 0 < run["sj_jvm_launch_s"] < run["sj_start_s"] < run["streamjob_s"]
