@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def _execute_text(text: str, source: str | None, session, as_json: bool = False,
-                  previews=None, ends_session: bool = True) -> None:
+                  previews=None, ends_session: bool = True, on_checked=None) -> None:
     """Apply ``text`` through ``session`` (a :class:`~streamjob.session.ClientSession`:
     parsed and checked whole first, so an error there executes nothing), printing each
     statement's result as it is executed; a statement failing while applying stops it
@@ -35,6 +35,8 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
     SELECTs are applied as one script, in order. Without it a SELECT is the grammar's
     error. ``ends_session``: nothing runs in this session after ``text``, so a ``SET`` as
     its last statement says it applies to nothing (the session ends with the command).
+    ``on_checked``: called once, with no arguments, when the first statement has been
+    applied, i.e. after the whole script passed its check (``run`` starts Spark then).
 
     Raises:
         StreamJobError: a statement's error, located in ``text``; later statements and
@@ -54,6 +56,9 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
 
         count = len(parse_script(part, source=source))
         for n, (stmt, result) in enumerate(session.execute_script(part, source), 1):
+            if on_checked is not None:
+                on_checked()
+                on_checked = None
             if last_run and n == count and isinstance(stmt, st.SetProperty) \
                     and stmt.key is not None:
                 result = replace(result, message=f"{result.message}; {SET_ENDS}")

@@ -57,9 +57,10 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         text = _read_script(file, _pairs(variables, "--var"), obj.home)
-        if _STARTS_A_JOB.search(text):
-            _prestart_spark(manager)
-        _execute_text(text, file, session)
+        # Spark starts beside the statements once the whole file passed its check: a
+        # file refused as a whole starts no JVM
+        prestart = (lambda: _prestart_spark(manager)) if _STARTS_A_JOB.search(text) else None
+        _execute_text(text, file, session, on_checked=prestart)
         _supervise(manager, until_idle)
     finally:
         session.close()

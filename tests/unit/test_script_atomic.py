@@ -60,6 +60,9 @@ def run_it(env, how: str, text: str):
 @pytest.mark.parametrize("how", ["submit", "run", "-e"])
 def test_a_wrong_third_statement_changes_nothing_and_the_fixed_script_applies(env, how):
     cli(env, "-e", "SHOW STREAMS")  # the catalog exists, empty
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # noqa: SLF001 - whether this test launches a JVM
     result = run_it(env, how, BAD)
     assert result.exit_code == 1, (result.stdout, result.stderr)
     lines = result.stderr.splitlines()
@@ -68,6 +71,13 @@ def test_a_wrong_third_statement_changes_nothing_and_the_fixed_script_applies(en
     assert lines[1] == BAD.splitlines()[2] and lines[2].strip() == "^"  # located, caret
     assert len(lines) == 3 and result.stdout == ""  # no result printed, no "took effect"
     assert objects(env) == ([], [], [])
+    # a refused file starts no Spark either: `run` starts Spark beside the statements
+    # only once the whole file passed its check (it launched a JVM here before, whose
+    # gateway then made test_spark_log's launch a no-op on the same worker)
+    import threading
+
+    assert not [t for t in threading.enumerate() if t.name == "spark-prestart"]
+    assert SparkContext._gateway is gateway  # noqa: SLF001
 
     if how == "run":  # run hosts the job it starts: submit the fixed file instead
         how = "submit"
