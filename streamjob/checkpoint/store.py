@@ -363,3 +363,39 @@ def committed_source_files(checkpoint_dir: str) -> set[str]:
                 if int(entry.get("batchId", 1 << 62)) <= commits[-1]:
                     done.add(entry["path"])
     return done
+
+
+#: A file Spark's atomic write leaves behind when its process dies mid-write: the temp
+#: file ``.<batch>.<uuid>.tmp`` of CheckpointFileManager.createAtomic (written, then
+#: renamed to ``<batch>``) and its checksum ``..<batch>.<uuid>.tmp.crc``.
+_TORN = re.compile(r"^\.+\d+\.[0-9a-f-]+\.tmp(\.crc)?$")
+
+
+def remove_torn_writes(checkpoint_dir: str) -> list[str]:
+    """Delete the temp files a SIGKILL left in ``offsets`` and ``commits`` of a checkpoint
+    while Spark wrote an entry atomically (``_TORN``); returns the names deleted.
+
+    They are never part of the checkpoint (Spark reads only ``<batch>`` files), but Spark
+    4.3 refuses to start a query at batch 0 when ``offsets`` holds any file
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY), so a process killed while writing
+    ``offsets/0`` left a job that could never start again (found by the chaos test).
+
+    Raises:
+        CheckpointError: a directory cannot be listed or a file deleted.
+    """
+    fs = _fs(checkpoint_dir)
+    deleted = []
+    for log_name in ("offsets", "commits"):
+        d = _join(checkpoint_dir, log_name)
+        try:
+            names = fs.list_names(d)
+        except OSError as exc:
+            raise CheckpointError(f"cannot list {d}: {_why(exc)}") from None
+        for name in names:
+            if _TORN.match(name):
+                try:
+                    fs.delete(_join(d, name))
+                except OSError as exc:
+                    raise CheckpointError(f"cannot delete {_join(d, name)}: {_why(exc)}") from None
+                deleted.append(f"{log_name}/{name}")
+    return deleted

@@ -68,6 +68,9 @@ class AttemptMixin:
                           exactly_once=plan.guarantee == "exactly-once",
                           upsert=plan.output_mode == "update", checkpointed=durable)
         if durable:
+            for name in store.remove_torn_writes(ckdir):  # a write cut by a SIGKILL
+                log.info("job %s: removed %s, a write its last run did not finish",
+                         self.job.qualified_name, name)
             fresh = not store.log_ids(ckdir, "offsets")
             if fresh:
                 sink.on_new_checkpoint()  # e.g. a file table whose manifest lists batches
