@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from sqlglot import exp, parse_one
 from sqlglot.tokens import Token, TokenType
 
-from ..planner.text import QueryText, Span, tokenize
+from ..planner.text import QueryText, Span, TokenCursor, tokenize
 
 #: The table name the pattern clause is replaced by in the query text.
 PLACEHOLDER = "sjcep"
@@ -95,24 +95,10 @@ def extract_pattern(qt: QueryText, text: str) -> tuple[str, PatternClause | None
     return text[:start] + blank + text[end + 1:], clause
 
 
-class _Reader:
+class _Reader(TokenCursor):
     def __init__(self, qt: QueryText, text: str, tokens: list[Token], at: int):
-        self.qt, self.text, self.tokens, self.pos = qt, text, tokens, at
-        self.last = tokens[at]
-
-    def peek(self) -> Token | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def expect(self, what: str, ok) -> Token:
-        tok = self.peek()
-        if tok is None or not ok(tok):
-            found = f"'{tok.text}'" if tok is not None else "the end of the query"
-            span = self.qt.token_span(tok if tok is not None else self.last)
-            raise self.qt.error(f"malformed PATTERN: expected {what} but found {found}; the "
-                                f"form is {FORM}", span)
-        self.pos += 1
-        self.last = tok
-        return tok
+        super().__init__(qt, tokens, at, "PATTERN", FORM)
+        self.text = text
 
     def word(self, w: str):
         return lambda t: t.text.upper() == w

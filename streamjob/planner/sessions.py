@@ -49,7 +49,7 @@ from typing import Any, Callable, Iterable
 
 from sqlglot.tokens import Token, TokenType
 
-from .text import QueryText, Span
+from .text import QueryText, Span, TokenCursor
 
 #: The words that start a part of the predicate form.
 PARTS = ("INIT", "END", "KEYEDBY", "TIMEOUT")
@@ -130,28 +130,15 @@ def read_predicate_clause(qt: QueryText, tokens: list[Token], i: int, duration
             TIMEOUT, an empty condition or key list, EXCLUDE on INIT, unbalanced brackets,
             each at its token with the form.
     """
-    pos = i + 1
+    cursor = TokenCursor(qt, tokens, i + 1, "SESSIONWINDOW clause", FORM)
+    peek, expect = cursor.peek, cursor.expect
     name = "session"
-
-    def peek() -> Token | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def expect(what: str, ok: Callable[[Token], bool]) -> Token:
-        nonlocal pos
-        tok = peek()
-        if tok is None or not ok(tok):
-            found = f"'{tok.text}'" if tok is not None else "the end of the query"
-            span = qt.token_span(tok) if tok is not None else qt.token_span(tokens[pos - 1])
-            raise qt.error(f"malformed SESSIONWINDOW clause: expected {what} but found {found}; "
-                           f"the form is {FORM}", span)
-        pos += 1
-        return tok
 
     if peek() is not None and peek().token_type != TokenType.L_PAREN:
         name = expect("a window name or '('", lambda t: t.token_type in (
             TokenType.VAR, TokenType.IDENTIFIER)).text
         if peek() is not None and peek().text.upper() == "AS":
-            pos += 1
+            cursor.pos += 1
     expect("'('", lambda t: t.token_type == TokenType.L_PAREN)
     seen: dict[str, Any] = {}
     while True:
@@ -169,7 +156,7 @@ def read_predicate_clause(qt: QueryText, tokens: list[Token], i: int, duration
         if word in ("INIT", "END"):
             open_ = expect("'['", lambda t: t.token_type == TokenType.L_BRACKET)
             body, close = _bracket(qt, tokens, tokens.index(open_), word)
-            pos = tokens.index(close) + 1
+            cursor.pos = tokens.index(close) + 1
             exclude = bool(body) and body[-1].text.upper() == "EXCLUDE"
             if exclude:
                 if word == "INIT":

@@ -313,3 +313,35 @@ def _rename_window_calls(text: str) -> str:
                 and t.end - t.start + 1 == len(WINDOW_PLACEHOLDER):
             text = text[:t.start] + WINDOW_PLACEHOLDER + text[t.end + 1:]
     return text
+
+
+class TokenCursor:
+    """Reads a hand-written clause (STREAMWINDOW, SESSIONWINDOW, predicate sessions,
+    CEP's PATTERN) token by token from ``tokens`` (sqlglot's tokens of the query ``qt``),
+    starting at index ``pos``.
+
+    ``expect(what, ok)`` takes the next token when ``ok(token)`` holds (it becomes
+    ``last``), else raises a :class:`~streamjob.exceptions.ValidationError` at that token
+    (or at the token before, at the end of the query): ``malformed <label>: expected
+    <what> but found '<text>'; the form is <form>``. ``peek()`` is the next token or
+    None; readers may move ``pos`` themselves (e.g. past a bracketed condition)."""
+
+    def __init__(self, qt: QueryText, tokens: list[Token], pos: int, label: str,
+                 form: str) -> None:
+        self.qt, self.tokens, self.pos = qt, tokens, pos
+        self.label, self.form = label, form
+        self.last = tokens[pos] if pos < len(tokens) else tokens[-1]
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def expect(self, what: str, ok) -> Token:
+        tok = self.peek()
+        if tok is None or not ok(tok):
+            found = f"'{tok.text}'" if tok is not None else "the end of the query"
+            at = tok if tok is not None else self.tokens[self.pos - 1]
+            raise self.qt.error(f"malformed {self.label}: expected {what} but found {found}; "
+                                f"the form is {self.form}", self.qt.token_span(at))
+        self.pos += 1
+        self.last = tok
+        return tok

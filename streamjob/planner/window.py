@@ -36,7 +36,7 @@ from sqlglot.tokens import Token, TokenType
 
 from .sessions import (CLOSE_COLUMN, STRUCT, PredicateClause, PredicateSpec, is_predicate_form,
                        read_predicate_clause)
-from .text import QueryText, Span, is_window_call, tokenize
+from .text import QueryText, Span, TokenCursor, is_window_call, tokenize
 
 #: The processing-time column added to the view of a stream windowed without event time.
 PROCTIME_COLUMN = "__proctime"
@@ -181,21 +181,8 @@ def _read_predicate(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowC
 def _read_clause(qt: QueryText, tokens: list[Token], i: int) -> tuple[WindowClause, Token]:
     keyword = tokens[i]
     kw = keyword.text.upper()
-    pos = i + 1
-
-    def peek() -> Token | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def expect(what: str, ok) -> Token:
-        nonlocal pos
-        tok = peek()
-        if tok is None or not ok(tok):
-            found = f"'{tok.text}'" if tok is not None else "the end of the query"
-            span = qt.token_span(tok) if tok is not None else qt.token_span(tokens[pos - 1])
-            raise qt.error(f"malformed {kw} clause: expected {what} but found {found}; "
-                           f"the form is {_FORMS[kw]}", span)
-        pos += 1
-        return tok
+    cursor = TokenCursor(qt, tokens, i + 1, f"{kw} clause", _FORMS[kw])
+    peek, expect = cursor.peek, cursor.expect
 
     def word(w: str):
         return lambda t: t.text.upper() == w
