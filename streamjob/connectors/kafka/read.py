@@ -21,8 +21,11 @@ from streamjob.connectors.kafka.policy import lost_start
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.values import LazyValues
 
-DEFAULT_BATCH_ROWS = 50_000
-"""Rows per Arrow batch handed to Spark by ``read`` (bounds executor memory)."""
+DEFAULT_BATCH_ROWS = 10_000
+"""Rows per Arrow batch handed to Spark by ``read`` (bounds executor memory). Several per
+task, so the JVM converts and writes one batch while the Python worker decodes the next:
+10,000 against 50,000 (one batch per task in s1), hand-written s1 job side by side over 6
+alternating rounds, median 1.10x (0.61-1.20) records/s."""
 
 READ_CONSUMER_SETTINGS = dict(
     fetch_max_bytes=64 << 20,            # per fetch response
