@@ -74,7 +74,7 @@ def test_joined_buffer_equals_joining_the_values(fetch, data):
     assert lazy.joined() == _joined(plain)
     if plain:
         i = data.draw(hs.integers(-len(plain), len(plain) - 1))
-        assert lazy[i] == plain[i]
+        assert lazy.peek(i % len(plain)) == plain[i] and lazy[i] == plain[i]
     a = data.draw(hs.integers(0, len(plain)))
     b = data.draw(hs.integers(a, len(plain)))
     assert lazy[a:b] == plain[a:b] and lazy[a:b].joined() == _joined(plain[a:b])
@@ -85,10 +85,14 @@ def test_lazy_values_make_no_bytes_per_record_until_asked():
     raw = batch(0, [(i, T0, None, b'{"a":%d}' % i, []) for i in range(50)])
     lazy = LazyValues([(batches.parse(raw, 0).columns, 0, 50)])
     assert lazy.joined() == b"\n".join(b'{"a":%d}' % i for i in range(50))
-    assert lazy._list is None and lazy[3] == b'{"a":3}' and lazy._list is None
-    assert lazy.tolist()[49] == b'{"a":49}' and lazy._list is not None
+    assert lazy._list is None and lazy.peek(3) == b'{"a":3}' and lazy._list is None
+    assert lazy[10:20].joined() == b"\n".join(b'{"a":%d}' % i for i in range(10, 20))
+    assert lazy._list is None
+    assert lazy[49] == b'{"a":49}' and lazy._list is not None  # indexing: the list, once
     with pytest.raises(IndexError):
         lazy[50]
+    with pytest.raises(IndexError):
+        lazy.peek(50)
 
 
 JSON_VALUES = hs.one_of(
@@ -108,15 +112,38 @@ def test_json_decoder_answers_the_same_on_lazy_values(values, cut):
     raw = batch(0, [(i, T0, None, v, []) for i, v in enumerate(values)])
     cols = batches.parse(raw, 0).columns
     cut = min(cut, len(values))
-    lazy = LazyValues.concat([LazyValues([(cols, 0, cut)]), LazyValues([(cols, cut, len(values))])])
+    def fresh():  # a new one each time: a per-record path makes a LazyValues' list
+        return LazyValues.concat([LazyValues([(cols, 0, cut)]),
+                                  LazyValues([(cols, cut, len(values))])])
+
     schema = pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.string())])
     n = len(values)
     out = []
-    for vals in (values, lazy):
+    for vals in (values, fresh()):
         dec._LOOSE_WORKED.clear()
         got = dec._JsonDecoder(schema)(RecordSlice("t", 0, list(range(n)), vals, [None] * n, [T0] * n))
         out.append(None if got is None else got.to_pylist())
     assert out[0] == out[1]
+    # the whole decoders of read_range, strict (a malformed record fails, named) and
+    # tolerant (malformed rows carry their error), on both kinds of values
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from streamjob.connectors.kafka.formats import MALFORMED_COLUMN, MalformedRecord
+
+    fields = [StructField("a", LongType()), StructField("b", StringType())]
+    for tolerant in (False, True):
+        spark_schema = StructType(fields + [StructField(MALFORMED_COLUMN, StringType())]
+                                  if tolerant else fields)
+        out = []
+        for vals in (values, fresh()):
+            dec._LOOSE_WORKED.clear()
+            decoder = dec._decoder(spark_schema, "json", ",", None)
+            try:
+                got = decoder(RecordSlice("t", 0, list(range(n)), vals, [None] * n, [T0] * n))
+                out.append(got.to_pylist())
+            except MalformedRecord as exc:
+                out.append(str(exc))
+        assert out[0] == out[1]
 
 
 def test_pending_chunks_cut_batches_like_slicing_the_concatenation():

@@ -157,7 +157,8 @@ class _JsonDecoder:
                 return None  # a null value
         if data.count(b"\n") != len(values) - 1:
             return None  # a value holding a newline: one record would be two lines
-        spelt, seen = self._spellings(values[0])
+        peek = getattr(values, "peek", values.__getitem__)  # LazyValues: no list
+        spelt, seen = self._spellings(peek(0))
         loose_first = _LOOSE_WORKED.get(self._key, False)
         order = [self.loose, self.schema] if loose_first else [self.schema, self.loose]
         for schema in order:

@@ -79,7 +79,7 @@ class LazyValues(Sequence):
     """The values (bytes, None for null) of records taken from ``parts``: each part a
     ``(Columns, lo, hi)`` range of one fetch's records, or a list of values.
 
-    Indexing one value or slicing with step 1 is cheap; iterating, other indexing and
+    Slicing with step 1 and :meth:`peek` are cheap; iterating, indexing and
     :meth:`tolist` make (once) the list of per-record bytes. :meth:`joined` gives the
     newline-joined buffer without it."""
 
@@ -107,10 +107,12 @@ class LazyValues(Sequence):
             if step != 1:
                 return self.tolist()[i]
             return self._range(lo, max(lo, hi))
+        return self.tolist()[i]  # record by record from here on: the list, made once
+
+    def peek(self, i: int):
+        """Value ``i`` (0 <= i < len) without making the list (one bytes object)."""
         if self._list is not None:
             return self._list[i]
-        if i < 0:
-            i += self._len
         if not 0 <= i < self._len:
             raise IndexError("LazyValues index out of range")
         for part in self._parts:
