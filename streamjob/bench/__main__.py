@@ -145,20 +145,30 @@ def _profiler(bench, out: Path, enabled: bool):
 
 
 def _load_source(path: str):
-    """The KafkaDataSource class of another version of ``kafka_source.py`` (a file or a
-    git revision), loaded as
-    module ``streamjob.bench._compare_source`` (importable by Spark's Python workers)
-    under the name ``streamjob_kafka_before``."""
+    """The KafkaDataSource class of another version of the Kafka source (a file or a git
+    revision), registered under the name ``streamjob_kafka_before``.
+
+    A revision with the ``streamjob/connectors/kafka/`` package: every module of that
+    package at that revision, as package ``streamjob.bench._compare_kafka`` (importable by
+    Spark's Python workers), so the executor side (``read``, ``fetch``, ``batches``,
+    ``decode``, ``formats``) is the revision's too, not only ``source.py``. Older
+    revisions and files: that one module as ``streamjob.bench._compare_source``."""
     import subprocess
 
+    root = Path(__file__).resolve().parents[2]
+    if not Path(path).is_file():
+        listed = subprocess.run(["git", "ls-tree", "--name-only", f"{path}:streamjob/connectors/kafka"],
+                                cwd=root, capture_output=True, text=True)
+        names = [n for n in listed.stdout.split() if n.endswith(".py")]
+        if listed.returncode == 0 and "source.py" in names:
+            return _load_package(path, names, root)
     target = Path(__file__).with_name("_compare_source.py")
     if Path(path).is_file():
         text = Path(path).read_text()
     else:  # a git revision: read-only `git show` (the module moved in the house issue)
         for rel in ("streamjob/connectors/kafka/source.py", "streamjob/connectors/kafka_source.py"):
             shown = subprocess.run(["git", "show", f"{path}:{rel}"],
-                                   cwd=Path(__file__).resolve().parents[2], capture_output=True,
-                                   text=True)
+                                   cwd=root, capture_output=True, text=True)
             if shown.returncode == 0:
                 text = shown.stdout
                 break
@@ -176,6 +186,29 @@ def _load_source(path: str):
     from . import _compare_source
 
     return _compare_source.KafkaDataSource
+
+
+def _load_package(rev: str, names: list, root: Path):
+    """The revision's ``streamjob/connectors/kafka`` modules ``names``, written to
+    ``streamjob/bench/_compare_kafka/`` with their imports of the package renamed."""
+    import shutil
+    import subprocess
+
+    target = Path(__file__).with_name("_compare_kafka")
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir()
+    for name in names:
+        text = subprocess.run(["git", "show", f"{rev}:streamjob/connectors/kafka/{name}"],
+                              cwd=root, capture_output=True, text=True, check=True).stdout
+        text = text.replace("streamjob.connectors.kafka", "streamjob.bench._compare_kafka")
+        if name == "source.py":
+            text = text.replace('SOURCE_NAME = "streamjob_kafka"',
+                                'SOURCE_NAME = "streamjob_kafka_before"')
+        (target / name).write_text(text)
+    (target / "__init__.py").touch()
+    from ._compare_kafka import source
+
+    return source.KafkaDataSource
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ import collections
 import pytest
 
 from streamjob.connectors.kafka.fetch import PartitionFetcher
-from streamjob.connectors.kafka.read import (READ_CONSUMER_SETTINGS, _consumer,
-                                             _reader_consumer, read_range)
+from streamjob.connectors.kafka.read import (DEFAULT_BATCH_ROWS, READ_CONSUMER_SETTINGS,
+                                             _consumer, _reader_consumer, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.source import KafkaStreamReader
 from streamjob.dev.broker import create_topic
@@ -193,7 +193,8 @@ def test_broker_requests_per_micro_batch(broker):
         assert driver.counts["ListOffsetsRequest"] == 2
         assert driver.counts["FetchRequest"] == 0
         # the executor: the worker's kept consumer, counted from its first task on
-        _, consumer = _reader_consumer(broker.bootstrap, "read_uncommitted", True, 50_000,
+        _, consumer = _reader_consumer(broker.bootstrap, "read_uncommitted", True,
+                                       DEFAULT_BATCH_ROWS,
                                        KafkaSecurity())
         task = Counted(consumer)
         for _ in range(2):  # two micro-batches' tasks on the same worker

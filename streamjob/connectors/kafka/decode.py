@@ -66,6 +66,11 @@ def _decoder(schema: StructType, fmt: str, delimiter: str,
 
 _EXACT_FLOAT = 2 ** 53  # integers beyond this may have been rounded when read as float64
 
+_LOOSE_WORKED: dict[str, bool] = {}
+"""Per declared schema (its text), whether the float64-then-cast attempt of
+:class:`_JsonDecoder` worked last in this process: a Python worker's next task (a new
+decoder) tries it first. Only the order of the attempts depends on it, not the result."""
+
 
 class _JsonDecoder:
     """Whole-slice JSON decoding with Arrow's reader, for slices that decode cleanly.
@@ -98,7 +103,8 @@ class _JsonDecoder:
     and the per-record path of :mod:`.formats` then costs ~30x more. So a second attempt
     reads integer fields as float64 and casts them back with Arrow's safe cast (a fraction
     or an overflow fails it), refusing values beyond 2**53 (they may have been rounded).
-    The attempt that worked last is tried first. Returns None when neither works: the
+    The attempt that worked last (in this process, for this schema: a failed attempt
+    costs about as much as one that works) is tried first. Returns None when neither works: the
     caller's per-record path then names the bad record, as before.
 
     ``schema``: the declared columns (pa.Schema); ``__call__(RecordSlice)`` returns a
@@ -111,7 +117,7 @@ class _JsonDecoder:
         self.ints = [f.name for f in schema if pa.types.is_integer(f.type)]
         self.loose = pa.schema([pa.field(f.name, pa.float64()) if f.name in self.ints else f
                                 for f in schema]) if self.ints else None
-        self.prefer_loose = False
+        self._key = str(schema)
         self._lower = [n.lower() for n in schema.names]
         # two declared columns equal ignoring case: which key goes where is per record
         self._distinct = len(set(self._lower)) == len(self._lower)
@@ -137,16 +143,24 @@ class _JsonDecoder:
         import pyarrow as pa
 
         values = records.values
-        if not values or not self._distinct:
+        if not len(values) or not self._distinct:
             return None
-        try:  # checks per buffer, not per record:
-            data = b"\n".join(values)
-        except TypeError:
-            return None  # a null value
+        joined = getattr(values, "joined", None)  # the bulk path's: no bytes per record
+        if joined is not None:
+            data = joined()
+            if data is None:
+                return None  # a null value
+        else:
+            try:  # checks per buffer, not per record:
+                data = b"\n".join(values)
+            except TypeError:
+                return None  # a null value
         if data.count(b"\n") != len(values) - 1:
             return None  # a value holding a newline: one record would be two lines
-        spelt, seen = self._spellings(values[0])
-        order = [self.loose, self.schema] if self.prefer_loose else [self.schema, self.loose]
+        peek = getattr(values, "peek", values.__getitem__)  # LazyValues: no list
+        spelt, seen = self._spellings(peek(0))
+        loose_first = _LOOSE_WORKED.get(self._key, False)
+        order = [self.loose, self.schema] if loose_first else [self.schema, self.loose]
         for schema in order:
             if schema is None:
                 continue
@@ -155,7 +169,7 @@ class _JsonDecoder:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 continue
             if batch is not None:
-                self.prefer_loose = schema is self.loose
+                _LOOSE_WORKED[self._key] = schema is self.loose
             return batch  # None: declined for its keys, whatever the types
         return None
 
@@ -181,15 +195,14 @@ class _JsonDecoder:
         return None
 
     @staticmethod
-    def _arrow(data: bytes, schema, spelt: list[str]):
-        import io
-
+    def _arrow(data, schema, spelt: list[str]):
+        """Arrow's JSON reader over ``data`` (bytes or bytearray, not copied)."""
         import pyarrow as pa
         import pyarrow.json as pajson
 
         named = pa.schema([f.with_name(s) for f, s in zip(schema, spelt)])
         return pajson.read_json(
-            io.BytesIO(data), read_options=pajson.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
+            pa.BufferReader(data), read_options=pajson.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
             parse_options=pajson.ParseOptions(explicit_schema=named,
                                               unexpected_field_behavior="infer"))
 

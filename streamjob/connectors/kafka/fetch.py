@@ -27,10 +27,12 @@ with records from it); the caller applies ``failOnDataLoss`` (:func:`.policy.los
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streamjob.exceptions import ConnectorError
 from streamjob.connectors.kafka import batches
+from streamjob.connectors.kafka.values import LazyValues
 
 PARSERS = ("bulk", "kafka-python")
 """Values of the source's ``recordParser`` option: ``bulk`` (default: our parser,
@@ -50,13 +52,14 @@ class OffsetLost(Exception):
 
 @dataclass
 class Fetched:
-    """Records of one fetch below the range end, as lists aligned by index (``keys`` and
-    ``stamps`` only when asked for, else None), ``next_offset`` where the next fetch
+    """Records of one fetch below the range end, as sequences aligned by index (``keys``
+    and ``stamps`` only when asked for, else None; ``values`` of the bulk path a
+    :class:`.values.LazyValues`, else a list), ``next_offset`` where the next fetch
     starts, and which ``path`` decoded them (``bulk``, ``kafka-python bytes``: the same
     bytes parsed by kafka-python, ``kafka-python poll``)."""
 
     offsets: list
-    values: list
+    values: Sequence
     keys: list | None
     stamps: list | None
     next_offset: int
@@ -131,7 +134,7 @@ class PartitionFetcher:
             self._prefetch(leader, parsed.next_offset)
         cols = parsed.columns
         hi = int(cols.offsets.searchsorted(end)) if len(cols) else 0
-        return Fetched(cols.offsets[:hi].tolist(), cols.values(0, hi),
+        return Fetched(cols.offsets[:hi].tolist(), LazyValues([(cols, 0, hi)]),
                        cols.keys(0, hi) if self.meta else None,
                        cols.timestamps[:hi].tolist() if self.meta else None,
                        parsed.next_offset, "bulk")
