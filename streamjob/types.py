@@ -11,28 +11,28 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-import pyarrow as pa
-
 from .exceptions import ValidationError
 
-_SIMPLE: dict[str, pa.DataType] = {
-    "tinyint": pa.int8(),
-    "byte": pa.int8(),
-    "smallint": pa.int16(),
-    "short": pa.int16(),
-    "int": pa.int32(),
-    "integer": pa.int32(),
-    "bigint": pa.int64(),
-    "long": pa.int64(),
-    "float": pa.float32(),
-    "real": pa.float32(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-    "bool": pa.bool_(),
-    "string": pa.string(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
+#: Simple type names -> the pyarrow factory and its arguments (pyarrow is imported only
+#: by :func:`arrow_type`: checking statements does not need it, issue 20).
+_SIMPLE: dict[str, tuple] = {
+    "tinyint": ("int8",),
+    "byte": ("int8",),
+    "smallint": ("int16",),
+    "short": ("int16",),
+    "int": ("int32",),
+    "integer": ("int32",),
+    "bigint": ("int64",),
+    "long": ("int64",),
+    "float": ("float32",),
+    "real": ("float32",),
+    "double": ("float64",),
+    "boolean": ("bool_",),
+    "bool": ("bool_",),
+    "string": ("string",),
+    "binary": ("binary",),
+    "date": ("date32",),
+    "timestamp": ("timestamp", "us", "UTC"),
 }
 
 _DECIMAL = re.compile(r"^(?:decimal|numeric|dec)\((\d+),(\d+)\)$")
@@ -51,9 +51,12 @@ def arrow_type(type_text: str) -> pa.DataType:
         ValidationError: the type is not one streamjob can read from a source
             (complex types are accepted in DDL but not yet decoded by the Kafka source).
     """
+    import pyarrow as pa
+
     t = normalize_type(type_text)
     if t in _SIMPLE:
-        return _SIMPLE[t]
+        factory, *args = _SIMPLE[t]
+        return getattr(pa, factory)(*args)
     if t == "decimal":
         return pa.decimal128(10, 0)
     m = _DECIMAL.match(t)
@@ -79,6 +82,8 @@ def ddl(columns: Iterable[Mapping[str, str]]) -> str:
 
 def arrow_schema(columns: Iterable[Mapping[str, str]]) -> pa.Schema:
     """An Arrow schema from ``[{"name", "type"}, ...]``; every field nullable."""
+    import pyarrow as pa
+
     return pa.schema([pa.field(c["name"], arrow_type(c["type"])) for c in columns])
 
 

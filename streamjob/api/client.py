@@ -89,15 +89,18 @@ class RemoteSession:
         [result] = body["results"] or [{}]
         return result_from_wire(result)
 
-    def execute_script(self, text: str, source: str | None = None) -> Iterator:
+    def execute_script(self, text: str, source: str | None = None,
+                       statements: list | None = None) -> Iterator:
         """Parse ``text`` whole here (a parse error sends nothing), then send it whole in
         one request: the server tries it on a scratch copy of its catalog before it
         applies it (:meth:`streamjob.session.ClientSession.execute_script`). Yields
         ``(statement, Result)``; an error is located in ``text`` (``source`` names the
-        file), after the results of the statements that took effect before it."""
-        from ..grammar import parse_script
+        file), after the results of the statements that took effect before it.
+        ``statements``: ``text`` already parsed."""
+        if statements is None:
+            from ..grammar import parse_script
 
-        statements = parse_script(text, source=source)
+            statements = parse_script(text, source=source)
         try:
             body = self._request("POST", "/v1/statements",
                                  json={"sql": text, "properties": self.properties,

@@ -6,7 +6,8 @@ is absent, ``~`` expanded and the parent directory created for a SQLite file, on
 serialized connection for an in-memory SQLite database), installs the SQLite connection
 events (WAL journal, busy timeout, foreign keys, ``BEGIN IMMEDIATE`` for writers),
 brings the schema to this code's revision (alembic migrations of
-:mod:`streamjob.catalog.migrations`), and runs each method's transaction (:meth:`_tx`),
+:mod:`streamjob.catalog.migrations`; an empty database is made at it in one step,
+:mod:`streamjob.catalog.fresh`), and runs each method's transaction (:meth:`_tx`),
 turning database errors into :class:`~streamjob.exceptions.CatalogError` naming the URL
 with its password masked. The method groups (:mod:`~streamjob.catalog.objects`,
 :mod:`~streamjob.catalog.jobs`, :mod:`~streamjob.catalog.checkpoints`) build on it and
@@ -230,13 +231,34 @@ class CatalogEngine:
                     versions = []
                 if versions == [SCHEMA_VERSION]:
                     return  # at head: alembic is not even imported
+                conn = conn.execution_options(**{_WRITE: True})
+                if not versions and self._create_fresh(conn):
+                    return  # an empty database, made at head: alembic is not imported
                 from streamjob.catalog import migrations
 
-                conn = conn.execution_options(**{_WRITE: True})
                 with migrations.foreign_keys_off(conn), conn.begin():
-                    if self._backend == "postgresql":
-                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
+                    self._lock_schema(conn)
                     migrations.upgrade_to_head(conn, self._masked)
+
+    def _create_fresh(self, conn) -> bool:
+        """If the database is empty, make it at the head revision from the models
+        (:mod:`streamjob.catalog.fresh`) in one write transaction under the schema lock
+        (as :meth:`_ensure_schema`'s migrations: concurrent first starts make it once)
+        and return True; False, changing nothing, if it has any table."""
+        from streamjob.catalog import fresh
+
+        with conn.begin():
+            self._lock_schema(conn)
+            if not fresh.is_empty(conn):
+                return False
+            fresh.create_at_head(conn)
+            return True
+
+    def _lock_schema(self, conn) -> None:
+        """PostgreSQL: the schema's advisory lock for the transaction (SQLite's writer
+        transaction, ``BEGIN IMMEDIATE``, is the lock there)."""
+        if self._backend == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
 
     # ------------------------------------------------------------ transactions
 

@@ -9,9 +9,11 @@ API's ``api_tokens`` (hashes only), the ``statement_log`` of who submitted what,
 ``progress_samples`` (a job's progress over time, for the console's charts); (revision
 0008) the ``databases`` declared by CREATE DATABASE.
 
-The database schema is made and changed only by the alembic migrations of
-:mod:`streamjob.catalog.migrations` (never ``create_all``): a change here needs a new
-revision there, and a test checks that the migrations at head equal these models.
+The database schema is changed only by the alembic migrations of
+:mod:`streamjob.catalog.migrations`: a change here needs a new revision there, and a test
+checks that the migrations at head equal these models. An empty database is made from
+these models at the head revision in one step (:mod:`streamjob.catalog.fresh`, alembic's
+"create, then stamp" recipe), and a test checks that it equals the migrated one.
 
 Only the :class:`~streamjob.catalog.api.Catalog` modules (``engine``, ``objects``,
 ``jobs``, ``checkpoints``, ``servers``) use these classes; everyone else gets the records of
@@ -259,10 +261,12 @@ class Checkpoint(Base):
     source_offsets: Mapped[Any] = mapped_column(_json(), nullable=True)
     input_rows: Mapped[int] = mapped_column(BigInteger, default=0)
     state_rows: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    #: bytes of state after it (revision 0007); NULL for stateless jobs and older rows.
-    state_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default=CheckpointStatus.COMPLETED)
     fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    #: bytes of state after it (revision 0007); NULL for stateless jobs and older rows.
+    #: Last, as the migration added it (a fresh catalog's columns are in the same order:
+    #: fresh.py).
+    state_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Server(Base):

@@ -158,6 +158,9 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, serve
         os.environ["STREAMJOB_DEBUG"] = "1"
     configure_logging(debug)
     from ..phases import mark_start
+    from .exit import freeze_at_exit
+
+    freeze_at_exit()  # the heap left at exit is not collected again (exit.py)
 
     mark_start()
     if statements:

@@ -54,8 +54,10 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
             continue
         from ..grammar import parse_script
 
-        count = len(parse_script(part, source=source))
-        for n, (stmt, result) in enumerate(session.execute_script(part, source), 1):
+        statements = parse_script(part, source=source)  # parsed once (issue 20)
+        count = len(statements)
+        for n, (stmt, result) in enumerate(
+                session.execute_script(part, source, statements=statements), 1):
             if on_checked is not None:
                 on_checked()
                 on_checked = None

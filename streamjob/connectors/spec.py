@@ -18,7 +18,7 @@ from typing import Mapping
 from .. import properties as registry
 from ..exceptions import ValidationError
 from . import hive_forms
-from .kafka.formats import FORMATS
+from .kafka import FORMATS
 from .kafka.security import KafkaSecurity
 
 log = logging.getLogger(__name__)

@@ -221,6 +221,7 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
         os.environ["SPARK_HOME"] = mirror
     out = _open_log(log) if log is not None else None
     start = out.tell() if out is not None else 0
+    preimport = _import_beside(LAUNCH_IMPORTS)  # while the JVM starts (issue 20)
     try:
         gateway = launch_gateway(spark_conf, popen_kwargs=None if out is None
                                  else {"stdout": out, "stderr": out})
@@ -238,7 +239,35 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
                 os.environ.pop("SPARK_HOME", None)
             else:
                 os.environ["SPARK_HOME"] = saved
+        preimport.join()
     SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
+
+
+#: Modules the session's start imports right after the JVM is up, imported on a thread
+#: while the JVM starts instead (:func:`_import_beside`): pyspark's first ``SparkConf``
+#: call converts its arguments through ``NumpyArrayConverter.can_convert``, which imports
+#: ``pyspark.testing.utils`` and with it pandas, numpy and pyarrow (0.4 s on a quiet
+#: machine, 0.6 s under load; py-spy of a cold ``streamjob run``), and the Python side
+#: waits on the JVM's launch for 1-2 s meanwhile.
+LAUNCH_IMPORTS = ("pyspark.testing.utils", "pyspark.sql.streaming")
+
+
+def _import_beside(modules) -> threading.Thread:
+    """Import ``modules`` (names) on a daemon thread, started here; returns the thread
+    (join it before relying on them). A module that fails to import is skipped: the code
+    that needs it imports it again and raises there. Never raises."""
+    import importlib
+
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - raised again by whoever needs it
+                pass
+
+    thread = threading.Thread(target=run, name="spark-preimport", daemon=True)
+    thread.start()
+    return thread
 
 
 def spark_session(home: Home, debug: bool = False):

@@ -32,7 +32,8 @@ import pyarrow.json as pajson
 
 from streamjob.exceptions import ConnectorError
 
-FORMATS = ("json", "delimited", "raw")
+from . import FORMATS  # noqa: F401 - re-exported; defined in the package (no pyarrow)
+
 RAW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
 _NULLS = ("\\N",)
 
