@@ -1,4 +1,4 @@
-"""A quicker exit for the ``streamjob`` command (issue 20: workload A of the Flink side
+"""A quicker exit for the ``streamjob`` command (issue 19: workload A of the Flink side
 by side spent 0.4-1.6 s, under load, after its last statement in the interpreter's own
 shutdown).
 
