@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from .exceptions import ValidationError
 
 #: Simple type names -> the pyarrow factory and its arguments (pyarrow is imported only
-#: by :func:`arrow_type`: checking statements does not need it, issue 20).
+#: by :func:`arrow_type`: checking statements does not need it, issue 19).
 _SIMPLE: dict[str, tuple] = {
     "tinyint": ("int8",),
     "byte": ("int8",),

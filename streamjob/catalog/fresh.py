@@ -1,4 +1,4 @@
-"""A fresh catalog database made at the head revision in one step (issue 20).
+"""A fresh catalog database made at the head revision in one step (issue 19).
 
 Alembic's recipe for a new database: create the schema from the models and *stamp* it at
 the head revision, instead of running every migration from the first. For streamjob's

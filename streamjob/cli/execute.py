@@ -54,7 +54,7 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
             continue
         from ..grammar import parse_script
 
-        statements = parse_script(part, source=source)  # parsed once (issue 20)
+        statements = parse_script(part, source=source)  # parsed once (issue 19)
         count = len(statements)
         for n, (stmt, result) in enumerate(
                 session.execute_script(part, source, statements=statements), 1):

@@ -221,7 +221,7 @@ def _launch_gateway(conf: dict[str, str], log: Path | None = None) -> None:
         os.environ["SPARK_HOME"] = mirror
     out = _open_log(log) if log is not None else None
     start = out.tell() if out is not None else 0
-    preimport = _import_beside(LAUNCH_IMPORTS)  # while the JVM starts (issue 20)
+    preimport = _import_beside(LAUNCH_IMPORTS)  # while the JVM starts (issue 19)
     try:
         gateway = launch_gateway(spark_conf, popen_kwargs=None if out is None
                                  else {"stdout": out, "stderr": out})

@@ -1,5 +1,5 @@
 """An empty catalog database is made from the models at the head revision in one step
-(streamjob/catalog/fresh.py, issue 20): it must equal the database the migrations make,
+(streamjob/catalog/fresh.py, issue 19): it must equal the database the migrations make,
 on SQLite and PostgreSQL, to the column order, defaults, constraints and rows."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_a_fresh_catalog_equals_the_migrated_one(catalog_url, migrated_url):
     Catalog(catalog_url).close()  # empty: made at head from the models (fresh.py)
     engine = sa.create_engine(migrated_url)
     try:
-        with engine.begin() as conn:  # every revision from the first, as before issue 20
+        with engine.begin() as conn:  # every revision from the first, as before issue 19
             command.upgrade(migrations.alembic_config(conn), "head")
     finally:
         engine.dispose()

@@ -1,4 +1,4 @@
-"""The cold ``streamjob run`` path of issue 20 (workload A of the Flink side by side):
+"""The cold ``streamjob run`` path of issue 19 (workload A of the Flink side by side):
 the interpreter's exit skips collecting the heap again (``cli/exit.py``), checking
 statements does not import pyarrow, Spark's start imports pandas while its JVM starts,
 and a file is parsed once."""

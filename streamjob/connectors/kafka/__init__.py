@@ -3,5 +3,5 @@ malformed-record policies and dead letters, consumer-group commits), the sink, a
 security settings every client of theirs takes."""
 
 #: A Kafka stream's record formats (``"format"``). Here rather than in :mod:`.formats`,
-#: which imports pyarrow: checking a statement needs only the names (issue 20).
+#: which imports pyarrow: checking a statement needs only the names (issue 19).
 FORMATS = ("json", "delimited", "raw")
