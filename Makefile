@@ -48,7 +48,7 @@ test-all: test test-slow
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
 
-## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a run of about 4 minutes.
+## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a run of about 3 minutes (184 s on 2026-11-27).
 bench: $(STAMP)
 	$(PY) -m streamjob.bench $(BENCH_ARGS)
 
