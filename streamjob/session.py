@@ -56,13 +56,21 @@ class ClientSession:
         dry_run: check instead of run (``streamjob check`` on a scratch catalog).
         principal: who executes the statements, as the statement log records it
             (``token:NAME`` through the HTTP API; default ``local:<OS user>``).
+        role: the principal's :class:`~streamjob.catalog.records.Role` (DESIGN §9):
+            ``ADMIN`` for a local client (it holds the catalog), a token's role through
+            the HTTP API. What an operator may reach is checked against the admin's
+            policy by the executor.
     """
 
     def __init__(self, catalog, home, *, manager=None, host_jobs: bool = False,
                  spark: Callable | None = None, debug: bool = False,
-                 dry_run: bool = False, principal: str | None = None) -> None:
+                 dry_run: bool = False, principal: str | None = None,
+                 role=None) -> None:
+        from .catalog.records import Role
+
         self.catalog, self.home = catalog, home
         self.principal = principal or local_principal()
+        self.role = Role(role) if role is not None else Role.ADMIN
         self.manager = manager
         self.host_jobs = host_jobs
         self.debug, self.dry_run = debug, dry_run
@@ -109,7 +117,8 @@ class ClientSession:
         from .executor import Executor
 
         return Executor(self.catalog, self.home, manager, self.properties,
-                        dry_run=self.dry_run, spark=self._spark, database=self.database)
+                        dry_run=self.dry_run, spark=self._spark, database=self.database,
+                        role=self.role)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.
@@ -207,7 +216,8 @@ class ClientSession:
 
         scratch = scratch_catalog(self.catalog)
         try:
-            dry = ClientSession(scratch, self.home, dry_run=True, principal=self.principal)
+            dry = ClientSession(scratch, self.home, dry_run=True, principal=self.principal,
+                                role=self.role)
             dry.properties.update(self.properties)
             dry.database = self.database
             for _ in dry.execute_script(text, source, statements):

@@ -185,7 +185,7 @@ def create_app(catalog, home, spark: Callable | None = None,
         from ..grammar import parse_script
         from ..grammar import statements as st
 
-        session = ClientSession(catalog, home, spark=spark, principal=who.name)
+        session = ClientSession(catalog, home, spark=spark, principal=who.name, role=who.role)
         session.properties.update(properties)
         session.database = database
         results: list[dict] = []

@@ -243,11 +243,15 @@ class CheckpointInfo:
 
 
 class Role(StrEnum):
-    """A bearer token's role in the HTTP API: a viewer reads (jobs, status, metrics,
-    read-only statements); an operator also changes (any statement, start/stop/drop)."""
+    """A principal's role (DESIGN §9, docs/security.md): a viewer reads (jobs, status,
+    metrics, read-only statements on declared objects); an operator also changes (any
+    statement, start/stop/drop) within what the admin allowed; the admin holds the
+    catalog and the home (local clients working on the catalog directly, and admin
+    tokens of the HTTP API) and also manages tokens and server settings."""
 
     VIEWER = "viewer"
     OPERATOR = "operator"
+    ADMIN = "admin"
 
 
 @dataclass(frozen=True)

@@ -50,12 +50,18 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
             there is one, CREATE and ALTER STREAMJOB also ask Spark's streaming analysis
             (:mod:`streamjob.spark.analysis`), so a query Spark would refuse at
             START is refused here, at its select.
+        role: the session principal's :class:`~streamjob.catalog.records.Role` (default
+            ADMIN, a local client); an OPERATOR is confined to what the admin allowed
+            (DESIGN §9, docs/security.md).
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
-                 spark=None, database: str = st.DEFAULT_DATABASE) -> None:
+                 spark=None, database: str = st.DEFAULT_DATABASE, role=None) -> None:
+        from ..catalog.records import Role
+
         self.catalog = catalog
+        self.role = Role(role) if role is not None else Role.ADMIN  # DESIGN §9
         self.home = home
         self.manager = manager
         self.spark = spark if spark is not None else getattr(manager, "spark", None)
