@@ -85,6 +85,12 @@ class PropertyError(ValidationError):
     """A job, engine or connector property is unknown, mistyped or out of range."""
 
 
+class AccessDeniedError(ValidationError):
+    """The principal's role does not allow the statement (docs/security.md): a viewer
+    reaching beyond the declared objects, for one. Located like a ValidationError; the
+    HTTP API answers it with 403."""
+
+
 class CatalogError(StreamJobError):
     """The catalog database cannot be reached or refused an operation."""
 

@@ -29,6 +29,14 @@ log = logging.getLogger(__name__)
 #: What a pending START says when no job manager holds the catalog's lease.
 NO_SERVER = "no job manager is running: start one with `streamjob server`"
 
+#: Statements that read the catalog or change only the session: a viewer may execute
+#: them (:mod:`streamjob.api.auth`), and the statement log does not record them (issue
+#: 28: a log row per read let a reader grow the catalog at will; changes are logged).
+READS = (st.ShowStreams, st.ShowTables, st.Describe, st.ShowStreamJobs,
+         st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty,
+         st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic,
+         st.Explain)
+
 
 def local_principal() -> str:
     """``local:<OS user>``: who works on the catalog directly (no HTTP API between)."""
@@ -158,8 +166,8 @@ class ClientSession:
 
     def _log(self, stmt: st.Statement, result, error: StreamJobError | None) -> None:
         """Record the statement in the catalog's statement log (who, what, outcome); a
-        dry run records nothing, and a failed write only warns."""
-        if self.dry_run or not hasattr(self.catalog, "log_statement"):
+        dry run and a read (:data:`READS`) record nothing, and a failed write only warns."""
+        if self.dry_run or isinstance(stmt, READS) or not hasattr(self.catalog, "log_statement"):
             return
         name = getattr(stmt, "name", None)
         target = (result.object if result is not None else None) or (

@@ -31,8 +31,13 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 * ``GET /openapi.json``: the OpenAPI schema. (No ``/docs``: Swagger UI loads its assets
   from a CDN, and nothing here needs the network.)
 
-Authentication and roles: :mod:`streamjob.api.auth`. Request bodies over
-:data:`MAX_BODY_BYTES` get 413 before any is parsed.
+The front door (:mod:`streamjob.api.door`): the Host and Origin checks, POSTs as
+``application/json`` only, the body limit; then the bearer token and its role
+(:mod:`streamjob.api.auth`), the rate limit per token (429 with ``Retry-After``,
+:mod:`streamjob.api.limits`) and at most :attr:`FrontDoor.max_statements` statements
+per request (413). An event stream ends, with ``event: end`` saying why, within a
+second of its token being revoked. Bad input of any kind is a 4xx with a JSON error,
+never a 500 with a trace; a bug is a 500 saying so, its trace in the server's log only.
 """
 
 from __future__ import annotations
@@ -48,14 +53,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ..exceptions import ObjectNotFoundError, StreamJobError
+from ..exceptions import AccessDeniedError, ObjectNotFoundError, StreamJobError
 from .auth import READ_ONLY, Principal, Unauthorized, authenticate
+from .door import MAX_BODY_BYTES, FrontDoor, FrontDoorMiddleware
+from .limits import RateLimiter
 from .wire import error_to_wire, jsonable, result_to_wire
 
 log = logging.getLogger(__name__)
-
-#: Largest request body, bytes (4 MiB: a script of a few thousand statements).
-MAX_BODY_BYTES = 4 << 20
 #: Seconds between two status reads of an event stream, and between its keep-alives.
 EVENTS_POLL_S, EVENTS_KEEPALIVE_S = 1.0, 15.0
 #: Seconds PRINT through the API waits without a new record before it answers with
@@ -92,49 +96,9 @@ def _plain(status: int, kind: str, message: str, **extra) -> ApiError:
     return ApiError(status, {"type": kind, "message": message}, **extra)
 
 
-class _BodyLimit:
-    """Pure ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed."""
-
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or ()).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self._too_large(send)
-        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
-            return await self.app(scope, receive, send)
-        # read the body whole first (at most limit + one chunk): over the limit, 413
-        # before the app parses any of it; else hand the app the same messages
-        buffered, seen = [], 0
-        while True:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                return await self._too_large(send)
-            if not message.get("more_body"):
-                break
-
-        async def replay():
-            return buffered.pop(0) if buffered else await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _too_large(self, send) -> None:
-        body = json.dumps({"error": {"type": "RequestTooLarge", "message":
-                           f"request body over {self.limit} bytes"}}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
-
-
 def create_app(catalog, home, spark: Callable | None = None,
-               lease_held: Callable[[], bool] | None = None) -> FastAPI:
+               lease_held: Callable[[], bool] | None = None,
+               door: FrontDoor | None = None) -> FastAPI:
     """The API over ``catalog`` (a :class:`~streamjob.catalog.Catalog`) and ``home``.
 
     Args:
@@ -142,7 +106,11 @@ def create_app(catalog, home, spark: Callable | None = None,
             STREAMJOB (the server's); None: the session starts one when needed.
         lease_held: ``() -> bool``, whether this process holds the job manager lease
             (the ``streamjob_server_lease_held`` metric); None: not a job manager.
+        door: the front door's settings (default :class:`FrontDoor`: bound to
+            127.0.0.1, tokens required, the default limits).
     """
+    door = door or FrontDoor()
+    limiter = RateLimiter(door.rate_per_s, door.burst)
     from ..session import ClientSession
     from ..shapes import runs_json
     from ..status import status_snapshot
@@ -157,6 +125,19 @@ def create_app(catalog, home, spark: Callable | None = None,
         return JSONResponse({"error": exc.error, **exc.extra}, status_code=exc.status,
                             headers=exc.headers)
 
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_request, _exc: RecursionError):
+        return JSONResponse({"error": {"type": "ValidationError", "message":
+                             "the request is nested too deeply to handle"}}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _bug(request, exc: Exception):  # a bug: said so, the trace in the log only
+        log.error("HTTP API: %s %s failed", request.method, request.url.path,
+                  exc_info=(type(exc), exc, exc.__traceback__))
+        return JSONResponse({"error": {"type": "InternalError", "message":
+                             f"the server failed on this request ({type(exc).__name__}); "
+                             "its log has the details"}}, status_code=500)
+
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_request, exc: RequestValidationError):
         first = (exc.errors() or [{}])[0]
@@ -168,12 +149,20 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     def principal(request: Request) -> Principal:
         try:
-            return authenticate(catalog, request.headers.get("authorization"))
+            who = authenticate(catalog, request.headers.get("authorization"), door.no_auth)
         except Unauthorized as exc:
             raise ApiError(401, {"type": "Unauthorized", "message": str(exc)},
                            headers={"WWW-Authenticate": 'Bearer realm="streamjob"'}) from None
         except StreamJobError as exc:
             raise ApiError(503, error_to_wire(exc)) from None
+        wait = limiter.take(who.name)
+        if wait:
+            retry = limiter.retry_after(wait)
+            raise ApiError(429, {"type": "TooManyRequests", "message":
+                                 f"{who.name} is over its rate limit ({door.rate_per_s:g} "
+                                 f"requests/s, bursts of {door.burst}): retry in {retry} s"},
+                           headers={"Retry-After": retry})
+        return who
 
     def operator(who: Principal = Depends(principal)) -> Principal:
         if not who.may_change:
@@ -191,6 +180,11 @@ def create_app(catalog, home, spark: Callable | None = None,
         results: list[dict] = []
         try:
             statements = parse_script(sql, source="<request>")
+            if len(statements) > door.max_statements:
+                raise _plain(413, "TooManyStatements", f"{len(statements)} statements in one "
+                             f"request: at most {door.max_statements} (send a longer script "
+                             "in parts; the server's --http-max-statements sets the cap)",
+                             extra={"results": []})
             if not who.may_change:
                 for stmt in statements:
                     if not isinstance(stmt, READ_ONLY):
@@ -206,8 +200,12 @@ def create_app(catalog, home, spark: Callable | None = None,
                 if result.records is not None:  # no request waits forever for records
                     result.records.idle_timeout_s = PRINT_IDLE_S
                 results.append(result_to_wire(result))
+        except RecursionError:
+            raise _plain(400, "ValidationError", "the statement is nested too deeply to "
+                         "handle", extra={"results": results}) from None
         except StreamJobError as exc:
-            status = 404 if isinstance(exc, ObjectNotFoundError) else 400
+            status = 404 if isinstance(exc, ObjectNotFoundError) else \
+                403 if isinstance(exc, AccessDeniedError) else 400
             raise ApiError(status, error_to_wire(exc),
                            extra={"results": results, "properties": session.properties,
                                   "database": session.database}) from None
@@ -297,12 +295,20 @@ def create_app(catalog, home, spark: Callable | None = None,
     def get_table(name: str, who: Principal = Depends(principal)):
         return describe(who, "table", name)
 
+    def still_valid(who: Principal) -> bool:
+        return who.token_hash is None or catalog.token_valid(who.token_hash)
+
     @app.get("/v1/events", summary="Server-sent events: the status snapshot on change")
-    async def get_events(request: Request, _who: Principal = Depends(principal)):
+    async def get_events(request: Request, who: Principal = Depends(principal)):
         async def stream():
             last, quiet = None, 0.0
             yield "retry: 2000\n\n"
             while not await request.is_disconnected():
+                if not await asyncio.to_thread(still_valid, who):  # revoked: the stream ends
+                    end = {"reason": "token revoked", "message": f"{who.name} was revoked: "
+                           "this stream ends (reconnect with a valid token)"}
+                    yield f"event: end\ndata: {json.dumps(end)}\n\n"
+                    return
                 snapshot = await asyncio.to_thread(status_snapshot, catalog)
                 key = json.dumps([{k: v for k, v in j.items() if k != "last_checkpoint_age_s"}
                                   for j in snapshot["jobs"]], default=str, sort_keys=True)
@@ -326,13 +332,13 @@ def create_app(catalog, home, spark: Callable | None = None,
     from .console import mount_console
 
     mount_console(app)
-    return _limited(app)
+    return _limited(app, door)
 
 
-def _limited(app: FastAPI) -> FastAPI:
-    """``app`` with the body limit as its outermost middleware (it stays a FastAPI, so
-    its ``openapi()`` is reachable)."""
-    app.add_middleware(_BodyLimit, limit=MAX_BODY_BYTES)
+def _limited(app: FastAPI, door: FrontDoor) -> FastAPI:
+    """``app`` with the front door's checks as its outermost middleware (it stays a
+    FastAPI, so its ``openapi()`` is reachable)."""
+    app.add_middleware(FrontDoorMiddleware, door=door)
     return app
 
 

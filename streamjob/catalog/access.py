@@ -36,6 +36,9 @@ SAMPLE_EVERY_S = 5.0
 SAMPLE_RETENTION_S = 24 * 3600.0
 #: Characters of an error kept in the statement log.
 LOG_ERROR_CHARS = 2000
+#: Seconds between two writes of a token's ``last_used_at`` (a request is a read; it
+#: writes the catalog at most this often per token).
+LAST_USED_EVERY_S = 60.0
 
 
 def hash_token(token: str) -> str:
@@ -94,23 +97,36 @@ class AccessMixin(CatalogEngine):
             return info
 
     def tokens_exist(self) -> bool:
-        """True when at least one token exists (then every request must carry one)."""
+        """True when at least one token exists (``streamjob server --http`` creates the
+        first one when none does; having none never opens the API)."""
         with self._tx() as session:
             return bool(session.scalar(select(func.count()).select_from(ApiToken)))
 
+    def token_valid(self, digest: str) -> bool:
+        """True while a token of SHA-256 ``digest`` exists (not revoked); a read only."""
+        with self._tx() as session:
+            return session.scalar(select(ApiToken.name).where(ApiToken.token_hash == digest)) is not None
+
     def authenticate(self, token: str) -> TokenInfo | None:
-        """The token's record if ``token`` is a valid one (its ``last_used_at`` set to
-        now), else None; an invalid token changes nothing."""
+        """The token's record if ``token`` is a valid one, else None; an invalid token
+        changes nothing. A valid one's ``last_used_at`` is set to now when it is unset
+        or older than :data:`LAST_USED_EVERY_S` (so requests do not each write)."""
         digest = hash_token(token)
         with self._tx() as session:
             row = session.scalars(select(ApiToken).where(ApiToken.token_hash == digest)).first()
             if row is None:
                 return None
+            info = _token_info(row)
+        now = now_utc()
+        last = info.last_used_at
+        if last is not None and last.tzinfo is None:
+            last = last.replace(tzinfo=now.tzinfo)
+        if last is not None and (now - last).total_seconds() < LAST_USED_EVERY_S:
+            return info
         with self._tx(write=True) as session:
-            now = now_utc()
-            session.execute(update(ApiToken).where(ApiToken.name == row.name)
+            session.execute(update(ApiToken).where(ApiToken.name == info.name)
                             .values(last_used_at=now))
-        return TokenInfo(name=row.name, role=row.role, created_at=row.created_at,
+        return TokenInfo(name=info.name, role=info.role, created_at=info.created_at,
                          last_used_at=now)
 
     # ------------------------------------------------------------------ statement log

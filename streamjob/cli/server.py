@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..api.door import BURST, MAX_STATEMENTS, RATE_PER_S
 from .app import _Context, client_options
 
 
@@ -32,11 +33,27 @@ from .app import _Context, client_options
               help="Serve HTTPS with this certificate (chain) file; with --tls-key.")
 @click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), metavar="PEM",
               help="The certificate's private key file.")
+@click.option("--http-host-name", "host_names", multiple=True, metavar="NAME",
+              help="Another name clients reach the API by (a reverse proxy's, a DNS "
+                   "name); repeatable. Requests whose Host header names none of these, "
+                   "nor the bound address, get 403 (DNS rebinding).")
+@click.option("--no-auth", is_flag=True,
+              help="Development only: requests without a token act as an operator. "
+                   "Accepted only with --http on a loopback address (127.0.0.1, ::1).")
+@click.option("--http-rate", type=click.FloatRange(min=0.1), default=RATE_PER_S,
+              show_default=True, metavar="N",
+              help="Requests per second each token may sustain (then 429).")
+@click.option("--http-burst", type=click.IntRange(min=1), default=BURST, show_default=True,
+              metavar="N", help="Requests a token may make at once after a quiet spell.")
+@click.option("--http-max-statements", type=click.IntRange(min=1), default=MAX_STATEMENTS,
+              show_default=True, metavar="N",
+              help="Most statements one request may carry (then 413).")
 @client_options
 @click.pass_obj
 def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
            warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
-           tls_key: str | None) -> None:
+           tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
+           http_burst: int, http_max_statements: int) -> None:
     """Run every job whose desired state is RUNNING (the job manager).
 
     Follows the catalog: jobs other clients start, stop or drop are started, stopped
@@ -51,28 +68,72 @@ def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: i
     also goes to <home>/logs/server.log, with the process's warnings and errors; Spark's
     own logs go to <home>/logs/spark.log (both on the terminal with --debug).
 
-    With --http the server is also the front door (DESIGN §8): clients given
-    `--server URL` submit and read through it without the catalog's credentials; once a
-    token exists (`streamjob token create`), every request needs one.
+    With --http the server is also the front door (DESIGN §8, docs/security.md): clients
+    given `--server URL` submit and read through it without the catalog's credentials,
+    and every request needs a token (`streamjob token create`). Started on a catalog
+    without any token, it creates an admin token and prints it once (never to
+    server.log).
     """
     from ..manager.serverlog import ServerLog, server_log
 
     if (tls_cert or tls_key) and not http:
         raise click.UsageError("--tls-cert/--tls-key need --http")
+    if (no_auth or host_names) and not http:
+        raise click.UsageError("--no-auth and --http-host-name need --http")
+    door = None
+    if http:
+        door = _front_door(http, host_names, no_auth, http_rate, http_burst,
+                           http_max_statements)
     if lease_renew_ms is not None and lease_renew_ms * 2 > lease_ttl_ms:
         raise click.UsageError(f"--lease-renew {lease_renew_ms} must be at most half of "
                                f"--lease-ttl {lease_ttl_ms}")
     report = ServerLog(server_log(obj.home), click.echo).attach()
     try:
         _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key,
-               lease_renew_ms=lease_renew_ms, warm_up=warm_up)
+               lease_renew_ms=lease_renew_ms, warm_up=warm_up, door=door)
     finally:
         report.close()
 
 
+def _front_door(http: str, host_names, no_auth: bool, rate: float, burst: int,
+                max_statements: int):
+    """The :class:`~streamjob.api.door.FrontDoor` of the --http options (a usage error
+    for a bad address, or --no-auth off loopback)."""
+    from ..api.door import FrontDoor
+    from ..api.serve import parse_address
+    from ..exceptions import StreamJobError
+
+    try:
+        host, _port = parse_address(http)
+        return FrontDoor(bind_host=host, names=frozenset(host_names), no_auth=no_auth,
+                         rate_per_s=rate, burst=burst, max_statements=max_statements)
+    except (StreamJobError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _announce(report, door, url: str, admin_token: str | None) -> None:
+    """Say where the API listens, warn of --no-auth, and show a new admin token once:
+    printed, never written to server.log (``report`` writes there)."""
+    from ..api.door import is_wildcard, local_addresses
+
+    port = url.rsplit(":", 1)[1]
+    if is_wildcard(door.bind_host):
+        scheme = url.split("://", 1)[0]
+        shown = ", ".join(f"{scheme}://{f'[{a}]' if ':' in a else a}:{port}"
+                          for a in local_addresses())
+        report(f"HTTP API listening on every address of this machine, among them {shown}")
+    if door.no_auth:
+        report(f"WARNING: --no-auth: {url} accepts requests without a token, as an operator, "
+               "from anyone on this machine; use it for local development only")
+    if admin_token:
+        click.echo(f"admin token (new; shown only now, not logged): {admin_token}")
+        click.echo("  use it with --token or STREAMJOB_TOKEN, or in the console's token "
+                   "field; more tokens: streamjob token create NAME --role admin|operator|viewer")
+
+
 def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None,
-           lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
+           lease_renew_ms: int | None = None, warm_up: bool = True, door=None) -> None:
     from ..manager.server import JobServer
     from ..properties import engine_notices
 
@@ -84,15 +145,19 @@ def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: f
     service = None
     if http:
         from ..api import create_app
+        from ..api.auth import first_admin_token
+        from ..api.door import FrontDoor
         from ..api.serve import HttpService
 
+        door = door or FrontDoor()
         service = HttpService(create_app(obj.catalog.clone(), obj.home,
                                          spark=job_server.manager.spark,
-                                         lease_held=lambda: job_server.holding),
+                                         lease_held=lambda: job_server.holding, door=door),
                               http, tls_cert, tls_key)
         url = service.start()
         report(f"server {job_server.server_id}: HTTP API on {url}/v1 "
                f"(console {url}/, metrics {url}/metrics)")
+        _announce(report, door, url, None if door.no_auth else first_admin_token(obj.catalog))
     from ..alerts import AlertService
 
     alerts = AlertService(obj.catalog, active=lambda: job_server.holding).start()

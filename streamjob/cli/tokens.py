@@ -16,15 +16,18 @@ from .app import _Context, client_options
 def token() -> None:
     """Bearer tokens of the HTTP API (`streamjob server --http`).
 
-    Once one token exists, every request to the API needs a valid one: a viewer reads,
-    an operator also submits, starts, stops and drops.
+    Every request to the API needs a valid token: a viewer reads declared objects, an
+    operator also submits, starts, stops and drops within what the admin allowed, an
+    admin acts as the admin. Revoking a token (even the last one) never opens the API;
+    `streamjob server --http` creates an admin token when the catalog holds none.
     """
 
 
 @token.command("create")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["viewer", "operator"]), required=True,
-              help="viewer: read; operator: read and change.")
+@click.option("--role", type=click.Choice(["viewer", "operator", "admin"]), required=True,
+              help="viewer: read declared objects; operator: also change, within what "
+                   "the admin allowed; admin: everything a local admin may.")
 @client_options
 @click.pass_obj
 def create(obj: _Context, name: str, role: str) -> None:
@@ -51,7 +54,9 @@ def list_tokens(obj: _Context, as_json: bool) -> None:
              t.last_used_at.isoformat(timespec="seconds") if t.last_used_at else None)
             for t in obj.catalog.list_tokens()]
     render(Result(columns=("name", "role", "created", "last used"), rows=rows,
-                  title="tokens", message=None if rows else "no tokens: the HTTP API is open"),
+                  title="tokens", message=None if rows else (
+                      "no tokens: the HTTP API lets no one in; `streamjob server --http` "
+                      "creates an admin token at its start")),
            as_json or obj.json)
 
 
@@ -60,6 +65,7 @@ def list_tokens(obj: _Context, as_json: bool) -> None:
 @client_options
 @click.pass_obj
 def revoke(obj: _Context, name: str) -> None:
-    """Revoke token NAME: requests carrying it get 401 from now on."""
+    """Revoke token NAME: requests carrying it get 401 from now on, and its open event
+    streams end within a second. Revoking the last token leaves the API closed."""
     info = obj.catalog.revoke_token(name)
     click.echo(f"token {info.name} ({info.role}) revoked")

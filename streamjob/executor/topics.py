@@ -11,6 +11,12 @@ Which broker:
   by ``FROM 'host:port'``, else the broker of the declared Kafka objects naming that
   topic, else the only broker of the declared Kafka objects.
 
+A viewer (an HTTP API viewer token, docs/security.md) reads declared objects only:
+``FROM 'host:port'`` is refused (it would connect anywhere, a probe), SHOW TOPICS lists
+only the topics a stream or table declares, and PRINT takes the name of a declared Kafka
+stream or table, never a bare topic (which would fall back to a declared broker with the
+job manager's credentials).
+
 PRINT starts at each partition's end (new records only) or, ``FROM BEGINNING``, at its
 start, and stops after ``LIMIT n`` records or when interrupted (Ctrl-C).
 """
@@ -24,7 +30,8 @@ from typing import Any, Iterator
 
 from ..connectors import spec as cspec
 from ..connectors.kafka.security import KafkaSecurity
-from ..exceptions import ObjectNotFoundError, ValidationError
+from ..catalog.records import Role
+from ..exceptions import AccessDeniedError, ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from .result import Result
 
@@ -148,7 +155,14 @@ class TopicStatements:
                                   "SHOW TOPICS and PRINT read Kafka topics")
         return spec
 
+    def _viewer(self) -> bool:
+        return getattr(self, "role", Role.ADMIN) is Role.VIEWER
+
     def _do_ShowTopics(self, s: st.ShowTopics) -> Result:
+        if s.broker is not None and self._viewer():
+            raise AccessDeniedError(f"a viewer reads declared objects only: SHOW TOPICS FROM "
+                                    f"'{s.broker}' would connect to a broker no stream or table "
+                                    "declares (SHOW TOPICS lists the declared topics)")
         declared = self._kafka_objects()
         if s.source is not None:
             obj = self._object(s.source)
@@ -179,6 +193,8 @@ class TopicStatements:
             for topic in topics:
                 users = sorted(o.qualified_name for o, spec in declared
                                if spec.topic == topic and spec.bootstrap == broker.bootstrap)
+                if not users and self._viewer():
+                    continue  # a viewer sees declared topics only
                 rows.append((broker.bootstrap, topic, parts[topic], ", ".join(users) or None))
         return Result(columns=("broker", "topic", "partitions", "declared as"), rows=rows,
                       title="topics")
@@ -192,6 +208,11 @@ class TopicStatements:
                                       "FROM 'host:port' is for a topic: PRINT 'topic' FROM 'host:port'")
             spec = self._kafka_of(obj)
             return spec.topic, _broker(spec)
+        if self._viewer():
+            shown = f"'{s.topic}'" if s.topic is not None else str(s.name)
+            raise AccessDeniedError(f"a viewer reads declared objects only: PRINT {shown} names "
+                                    "no declared stream or table (PRINT takes a Kafka stream's "
+                                    "or table's name: SHOW STREAMS, SHOW TABLES)")
         if s.name is not None and s.name.database is not None:
             db, name = self._names(s.name, "stream or table")
             raise ObjectNotFoundError(f"stream or table {db}.{name} does not exist; to print a "

@@ -32,15 +32,17 @@ CREATE STREAMJOB j AS ("insert into out select id, name from s");
 
 
 class Api:
-    """A served app and a client of it."""
+    """A served app and a client of it (``http`` carries an operator token, ``token``)."""
 
     def __init__(self, tmp_path, catalog_url: str) -> None:
         self.tmp = tmp_path
         self.home = Home.open(str(tmp_path / "home"), {}, catalog_url)
         self.catalog = Catalog(catalog_url)
+        self.token = new_token()
+        self.catalog.create_token("test", "operator", self.token)
         self.service = HttpService(create_app(self.catalog, self.home), "127.0.0.1:0")
         self.url = self.service.start()
-        self.http = httpx.Client(base_url=self.url, timeout=30)
+        self.http = httpx.Client(base_url=self.url, timeout=30, headers=_auth(self.token))
 
     def sql(self, text: str, token: str | None = None, **props) -> httpx.Response:
         return self.http.post("/v1/statements", json={"sql": text, "properties": props},
@@ -131,10 +133,10 @@ def test_jobs_checkpoints_runs_progress_start_stop_and_drop(api):
     samples = api.http.get("/v1/jobs/j/progress").json()["samples"]
     assert [s["lag_records"] for s in samples] == [100, 99, 98]  # oldest first
 
-    started = api.http.post("/v1/jobs/j/start").json()["results"][0]
+    started = api.http.post("/v1/jobs/j/start", json={}).json()["results"][0]
     assert started["pending"] is True and started["runs_in"] is None  # no job manager here
     assert api.catalog.require_job("default", "j").desired_state == "RUNNING"
-    assert api.http.post("/v1/jobs/j/stop").status_code == 200
+    assert api.http.post("/v1/jobs/j/stop", json={}).status_code == 200
     assert api.catalog.require_job("default", "j").desired_state == "STOPPED"
     assert api.http.post("/v1/jobs/j/start", json={"from_checkpoint": 5}).status_code == 400
     assert api.http.delete("/v1/jobs/default.j").status_code == 200
@@ -166,7 +168,7 @@ def test_status_streams_and_tables_read_as_describe_shows_them(api):
 
 
 def test_tokens_and_roles(api):
-    _create_job(api)  # no token yet: the API is open
+    _create_job(api)
     viewer, operator = new_token(), new_token()
     api.catalog.create_token("ci", "viewer", viewer)
     api.catalog.create_token("ops", "operator", operator)
@@ -176,27 +178,29 @@ def test_tokens_and_roles(api):
                     {"Authorization": f"Bearer {viewer}x"}):
         for method, path in (("GET", "/v1/jobs"), ("GET", "/metrics"), ("GET", "/v1/events"),
                              ("POST", "/v1/statements"), ("DELETE", "/v1/jobs/j")):
-            r = api.http.request(method, path, headers=headers, json={"sql": "DROP STREAMJOB j"})
+            with httpx.Client(base_url=api.url, timeout=30) as bare:
+                r = bare.request(method, path, headers=headers, json={"sql": "DROP STREAMJOB j"})
             assert r.status_code == 401, (method, path, headers, r.text)
             assert r.headers["WWW-Authenticate"].startswith("Bearer")
     assert len(api.catalog.statement_log(1000)) == log_before  # no trace in the catalog
     assert api.catalog.require_job("default", "j")
-    assert {t.name: t.last_used_at for t in api.catalog.list_tokens()} == {"ci": None, "ops": None}
+    assert {t.name: t.last_used_at for t in api.catalog.list_tokens() if t.name != "test"} == \
+        {"ci": None, "ops": None}
 
     assert api.http.get("/v1/jobs", headers=_auth(viewer)).status_code == 200
     assert api.sql("SHOW STREAMJOBS; DESCRIBE STREAMJOB j", viewer).status_code == 200
     refused = api.sql("SHOW STREAMS; STOP STREAMJOB j", viewer)
     assert refused.status_code == 403 and "StopStreamJob needs an operator" in refused.text
-    assert api.http.post("/v1/jobs/j/start", headers=_auth(viewer)).status_code == 403
+    assert api.http.post("/v1/jobs/j/start", json={}, headers=_auth(viewer)).status_code == 403
     assert api.catalog.require_job("default", "j").desired_state == "STOPPED"
 
-    assert api.http.post("/v1/jobs/j/start", headers=_auth(operator)).status_code == 200
+    assert api.http.post("/v1/jobs/j/start", json={}, headers=_auth(operator)).status_code == 200
     [latest] = api.catalog.statement_log(1)
     assert (latest.principal, latest.kind, latest.object, latest.ok) == \
         ("token:ops", "StartStreamJob", "default.j", True)
-    assert {t.name for t in api.catalog.list_tokens() if t.last_used_at} == {"ci", "ops"}
+    assert {t.name for t in api.catalog.list_tokens() if t.last_used_at} == {"ci", "ops", "test"}
     api.catalog.revoke_token("ops")
-    assert api.http.post("/v1/jobs/j/stop", headers=_auth(operator)).status_code == 401
+    assert api.http.post("/v1/jobs/j/stop", json={}, headers=_auth(operator)).status_code == 401
 
 
 def test_bad_json_huge_bodies_and_concurrent_submits(api):
@@ -223,7 +227,7 @@ def test_bad_json_huge_bodies_and_concurrent_submits(api):
     outcomes: list[tuple[int, int]] = []
 
     def client(i: int) -> None:
-        with httpx.Client(base_url=api.url, timeout=60) as http:
+        with httpx.Client(base_url=api.url, timeout=60, headers=_auth(api.token)) as http:
             barrier.wait()
             mine = http.post("/v1/statements", json={"sql": (
                 f"CREATE STREAM own{i} (id BIGINT) TBLPROPERTIES (\"topic\"=\"t{i}\", "
@@ -311,11 +315,13 @@ def test_https_with_a_certificate(tmp_path):
     ca.cert_pem.write_to_path(str(ca_pem))
     home = Home.open(str(tmp_path / "home"), {}, None)
     catalog = Catalog(home.catalog_url)
+    token = new_token()
+    catalog.create_token("t", "viewer", token)
     service = HttpService(create_app(catalog, home), "127.0.0.1:0", str(cert_pem), str(key_pem))
     try:
         url = service.start()
         assert url.startswith("https://127.0.0.1:")
-        with httpx.Client(verify=str(ca_pem)) as https:
+        with httpx.Client(verify=str(ca_pem), headers=_auth(token)) as https:
             assert https.get(url + "/v1/jobs").json() == {"jobs": []}
         with httpx.Client() as untrusting:  # the system's CAs do not know this one
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):

@@ -19,8 +19,14 @@ function headers(extra) {
   return h;
 }
 
+// Every POST is JSON (the server refuses any other POST with 415: a cross-site form
+// cannot send JSON without the server's leave, so it cannot act through a browser).
 async function api(path, options) {
   const opts = Object.assign({}, options || {});
+  if (opts.method === "POST") {
+    opts.headers = Object.assign({ "Content-Type": "application/json" }, opts.headers || {});
+    if (opts.body === undefined) opts.body = "{}";
+  }
   opts.headers = headers(opts.headers);
   const resp = await fetch(path, opts);
   const body = await resp.json().catch(() => ({}));
@@ -91,7 +97,11 @@ async function followEvents() {
     try {
       const resp = await fetch("/v1/events", { headers: headers({ "Accept": "text/event-stream" }),
                                                signal: ctrl.signal });
-      if (!resp.ok) { $("#jobs-updated").textContent = "events: HTTP " + resp.status; }
+      if (!resp.ok) {
+        $("#jobs-updated").textContent = resp.status === 401
+          ? "enter a token (the server printed an admin token at its first start; more: streamjob token create)"
+          : "events: HTTP " + resp.status;
+      }
       else {
         const reader = resp.body.getReader();
         const decoder = new TextDecoder();
@@ -104,9 +114,12 @@ async function followEvents() {
           while ((end = buffer.indexOf("\n\n")) >= 0) {
             const block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
-            const data = block.split("\n").filter((l) => l.startsWith("data: "))
+            const lines = block.split("\n");
+            const kind = (lines.find((l) => l.startsWith("event: ")) || "event: status").slice(7);
+            const data = lines.filter((l) => l.startsWith("data: "))
               .map((l) => l.slice(6)).join("\n");
-            if (data) { showStatus(JSON.parse(data)); }
+            if (data && kind === "end") { $("#jobs-updated").textContent = JSON.parse(data).message; }
+            else if (data) { showStatus(JSON.parse(data)); }
           }
         }
       }
