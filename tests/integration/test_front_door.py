@@ -125,13 +125,13 @@ START STREAMJOB j;
                 env.wait_job("j", 120, "failed: its sink is down", status="FAILED")
                 fired = receiver.wait("firing", "failed", 60)
                 assert fired["job"] == "default.j"
-            started = http.post("/v1/jobs/j/start")
+            started = http.post("/v1/jobs/j/start", json={})
             assert started.status_code == 200, started.text
             env.wait_job("j", 120, "running again", status="RUNNING")
             resolved = receiver.wait("resolved", "failed", 60)
             assert resolved["fingerprint"] == fired["fingerprint"]
             assert [(b["status"], b["rule"]) for b in receiver.bodies].count(("firing", "failed")) == 1
-            http.post("/v1/jobs/j/stop")
+            http.post("/v1/jobs/j/stop", json={})
             env.wait_job("j", 120, "stopped", status="STOPPED")
         server.terminate()
         assert server.wait_exit(90) == 0, server.output

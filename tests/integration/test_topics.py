@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamjob.api import create_app
+from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob.catalog import Catalog
 from streamjob.cli import main
@@ -103,10 +104,13 @@ def test_print_and_use_through_the_command_line_and_the_http_api(session, tmp_pa
     [line] = [x for x in out.stdout.splitlines() if x.startswith("offset: ")]
     assert "partition: " in line and "timestamp: " in line and "value: {\"id\": " in line
 
+    token = new_token()
+    session.catalog.create_token("topics", "operator", token)
     service = HttpService(create_app(session.catalog, session.home), "127.0.0.1:0")
     base = service.start()
     try:
-        with httpx.Client(base_url=base, timeout=30) as http:
+        with httpx.Client(base_url=base, timeout=30,
+                          headers={"Authorization": f"Bearer {token}"}) as http:
             r = http.post("/v1/statements", json={"sql": "USE d; SHOW CREATE STREAM default.s"})
             assert r.status_code == 200, r.text
             assert r.json()["database"] == "d"

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamjob.api import create_app
+from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob.catalog import Catalog
 from streamjob.cli import main
@@ -26,10 +27,12 @@ STREAM = ('CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="t", '
 def served(tmp_path):
     home = Home.open(str(tmp_path / "server-home"), {}, None)
     catalog = Catalog(home.catalog_url)
+    token = new_token()
+    catalog.create_token("cli", "operator", token)
     service = HttpService(create_app(catalog, home), "127.0.0.1:0")
     url = service.start()
     yield {"url": url, "catalog": catalog, "home": str(tmp_path / "server-home"),
-           "client_home": str(tmp_path / "client-home"), "tmp": tmp_path}
+           "client_home": str(tmp_path / "client-home"), "tmp": tmp_path, "token": token}
     service.stop()
     catalog.close()
 
@@ -39,9 +42,15 @@ def cli(home: str, *args, **env):
                               env={"STREAMJOB_HOME": home, "COLUMNS": "200", **env})
 
 
+def remote(served, *args, **env):
+    """``streamjob --server URL ...`` from the client's home, with the operator token."""
+    return cli(served["client_home"], "--server", served["url"], *args,
+               **{"STREAMJOB_TOKEN": served["token"], **env})
+
+
 def test_a_client_with_server_needs_no_catalog(served):
     client = served["client_home"]
-    out = cli(client, "--server", served["url"], "-e", STREAM + "; SHOW STREAMS")
+    out = remote(served, "-e", STREAM + "; SHOW STREAMS")
     assert out.exit_code == 0, out.output
     assert "stream default.s created" in out.stdout
     assert [s.name for s in served["catalog"].list_streams()] == ["s"]
@@ -53,34 +62,34 @@ def test_a_client_with_server_needs_no_catalog(served):
         f"\"url\"=\"sqlite:///{served['tmp']}/out.db\");\n"
         "CREATE STREAMJOB j AS (\"insert into out select id from s\");\n"
         "START STREAMJOB j;\n")
-    out = cli(client, "--server", served["url"], "submit", str(script))
+    out = remote(served, "submit", str(script))
     assert out.exit_code == 0, out.output
     job = served["catalog"].require_job("default", "j")
     assert job.desired_state == "RUNNING"
     assert job.session_properties == {"streamjob.trigger.interval": "2s"}  # SET carried over
 
-    listed = cli(client, "--server", served["url"], "list", "--json")
+    listed = remote(served, "list", "--json")
     assert [j["job"] for j in json.loads(listed.stdout)] == ["default.j"]
-    status = cli(client, "--server", served["url"], "status", "--json")
+    status = remote(served, "status", "--json")
     assert [j["job"] for j in json.loads(status.stdout)["jobs"]] == ["default.j"]
-    described = cli(client, "--server", served["url"], "describe", "s")
+    described = remote(served, "describe", "s")
     assert described.exit_code == 0 and "columns" in described.stdout
-    assert cli(client, "--server", served["url"], "stop", "j").exit_code == 0
+    assert remote(served, "stop", "j").exit_code == 0
     assert served["catalog"].require_job("default", "j").desired_state == "STOPPED"
-    assert cli(client, "--server", served["url"], "drop", "j").exit_code == 0
+    assert remote(served, "drop", "j").exit_code == 0
     assert served["catalog"].get_job("default", "j") is None
 
     # nothing of it touched the client's home: it has no catalog at all
     assert not (served["tmp"] / "client-home" / "catalog.db").exists()
     [who] = {e.principal for e in served["catalog"].statement_log(100)}
-    assert who == "anonymous"
+    assert who == "token:cli"
 
 
 def test_errors_through_the_server_are_located_in_the_file(served):
     script = served["tmp"] / "bad.sql"
     script.write_text(f"{STREAM};\n\nCREATE STREAM s2 (id BIGINT) TBLPROPERTIES "
                       "(\"topic\"=\"t\", \"kafka.broker.lst\"=\"x\");\n")
-    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    out = remote(served, "submit", str(script))
     assert out.exit_code == 1
     first = out.stderr.splitlines()[0]
     column = script.read_text().splitlines()[2].index('"kafka.broker.lst"') + 1
@@ -92,7 +101,7 @@ def test_errors_through_the_server_are_located_in_the_file(served):
     assert down.exit_code == 1
     assert "cannot reach the streamjob server at http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in down.output
-    refused = cli(served["client_home"], "--server", served["url"], "token", "list")
+    refused = remote(served, "token", "list")
     assert refused.exit_code == 1 and "works on the catalog directly" in refused.stderr
 
 
@@ -107,7 +116,7 @@ def test_token_verbs_and_a_client_with_a_token(served):
 
     listed = cli(home, "token", "list", "--json")
     assert {t["name"]: t["role"] for t in json.loads(listed.stdout)} == \
-        {"ci": "viewer", "ops": "operator"}
+        {"ci": "viewer", "ops": "operator", "cli": "operator"}
     assert token not in listed.stdout and viewer not in listed.stdout
     with served["catalog"]._tx() as session:  # only hashes are stored
         from sqlalchemy import text
@@ -119,15 +128,14 @@ def test_token_verbs_and_a_client_with_a_token(served):
     client = served["client_home"]
     anonymous = cli(client, "--server", served["url"], "-e", STREAM)
     assert anonymous.exit_code == 1 and "(401)" in anonymous.stderr
-    as_viewer = cli(client, "--server", served["url"], "--token", viewer, "-e", STREAM)
+    as_viewer = remote(served, "--token", viewer, "-e", STREAM)
     assert as_viewer.exit_code == 1 and "(403)" in as_viewer.stderr
-    assert cli(client, "--server", served["url"], "-e", STREAM,
-               STREAMJOB_TOKEN=token).exit_code == 0
+    assert remote(served, "-e", STREAM, STREAMJOB_TOKEN=token).exit_code == 0
     [entry] = [e for e in served["catalog"].statement_log(100) if e.kind == "CreateStream"]
     assert entry.principal == "token:ops"
 
     assert cli(home, "token", "revoke", "ops").exit_code == 0
-    again = cli(client, "--server", served["url"], "--token", token, "list")
+    again = remote(served, "--token", token, "list")
     assert again.exit_code == 1 and "(401)" in again.stderr
     assert cli(home, "token", "revoke", "ops").exit_code == 1
 
@@ -136,7 +144,8 @@ def test_the_shell_through_the_server(served):
     script = f"{STREAM};\nSHOW STREAMS;\nSELECT * FROM s LIMIT 1;\n\\d s\n{STREAM};\n"
     out = CliRunner().invoke(main, ["--server", served["url"], "shell"], input=script,
                              catch_exceptions=False,
-                             env={"STREAMJOB_HOME": served["client_home"], "COLUMNS": "200"})
+                             env={"STREAMJOB_HOME": served["client_home"], "COLUMNS": "200",
+                                  "STREAMJOB_TOKEN": served["token"]})
     assert out.exit_code == 1  # two errors: the preview and the duplicate
     assert "stream default.s created" in out.stdout
     assert "SELECT previews run Spark in this shell" in out.stderr
@@ -150,7 +159,7 @@ def test_the_shell_through_the_server(served):
     from streamjob.home import Home as ClientHome
     from streamjob.shell.app import Shell
 
-    session = RemoteSession(served["url"])
+    session = RemoteSession(served["url"], served["token"])
     shell = Shell(None, ClientHome.open(served["client_home"], {}, None), interactive=False,
                   session=session)
     try:
@@ -167,7 +176,7 @@ def test_a_script_through_the_server_is_checked_whole_then_applied(served, monke
     table = "CREATE TABLE t{n} (id BIGINT) STORED AS JSON;"
     script.write_text(f"{STREAM};\n{table.format(n=1)}\nCREATE TABLE t2 (id BIGINT) "
                       "STORED AS JSON TBLPROPERTIES (\"nope\"=\"1\");\n")
-    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    out = remote(served, "submit", str(script))
     assert out.exit_code == 1 and out.stderr.startswith(f"Error: {script}:3:"), out.output
     assert out.stdout == "" and served["catalog"].list_streams() == []  # nothing applied
 
@@ -180,7 +189,7 @@ def test_a_script_through_the_server_is_checked_whole_then_applied(served, monke
         self.execute(parse_statement(table.format(n=2)))
 
     monkeypatch.setattr(ClientSession, "validate", then_t2_appears)
-    out = cli(served["client_home"], "--server", served["url"], "submit", str(script))
+    out = remote(served, "submit", str(script))
     assert out.exit_code == 1, out.output
     assert "stream default.s created" in out.stdout and "table default.t1 created" in out.stdout
     lines = out.stderr.splitlines()
