@@ -139,6 +139,15 @@ def test_token_verbs_and_a_client_with_a_token(served):
     assert again.exit_code == 1 and "(401)" in again.stderr
     assert cli(home, "token", "revoke", "ops").exit_code == 1
 
+    admin = cli(home, "token", "create", "root", "--role", "admin")
+    assert admin.exit_code == 0 and "(admin)" in admin.stderr
+    assert remote(served, "-e", "CREATE DATABASE d", STREAMJOB_TOKEN=admin.stdout.strip()).exit_code == 0
+    for name in ("ci", "cli", "root"):  # revoking every token leaves the API closed
+        assert cli(home, "token", "revoke", name).exit_code == 0
+    assert "lets no one in" in cli(home, "token", "list").stdout
+    closed = cli(client, "--server", served["url"], "list")
+    assert closed.exit_code == 1 and "(401)" in closed.stderr
+
 
 def test_the_shell_through_the_server(served):
     script = f"{STREAM};\nSHOW STREAMS;\nSELECT * FROM s LIMIT 1;\n\\d s\n{STREAM};\n"
