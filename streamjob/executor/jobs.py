@@ -7,7 +7,7 @@ import logging
 from .. import properties as jp
 from ..checkpoint import fingerprint, identity, store
 from ..connectors import spec as cspec
-from ..exceptions import JobError, ObjectExistsError
+from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
 from .result import Result
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
@@ -183,9 +183,15 @@ class JobStatements:
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
             identity.prepare(ckdir, job, None)  # raises: the directory is another job's
+        if old is None and store.holds_anything(ckdir):  # never deleted (issue 28 point 5)
+            raise CheckpointError(
+                f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
+                f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
+                f"delete it: START STREAMJOB {job.name} (without FROM) adopts it as this "
+                "job's, or move it away; then start over")
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             backend.purge(job)
-        store.purge(ckdir, self.home.checkpoint_root)
+        identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
         new = identity.start_over(ckdir, job, s.start_from)
         return f" over from {what.lower()} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
@@ -241,16 +247,18 @@ class JobStatements:
 
         with backend_for_job(self.catalog, self.home, job) as backend:
             backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
-        ckdir = self.home.checkpoint_dir(db, name)
-        owner = identity.read(ckdir)
-        kept = ""
-        if owner is not None and owner.job_uid != job.uid:  # another catalog's job: not ours
-            kept = f"; its checkpoint directory {ckdir} belongs to another job and was kept"
-        else:
-            store.purge(ckdir, self.home.checkpoint_root)
-        self._purge_sink_markers(job, owner.epoch if owner and not kept else "")
-        self.catalog.drop_job(db, name, if_exists=True)
-        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged{kept}")
+        # by uid, never by name (issue 28 point 5): the directory goes only if its
+        # identity is this job's; one of another incarnation, or without identity, stays
+        purged = identity.purge_owned(self.home.checkpoint_dir(db, name),
+                                      self.home.checkpoint_root, job.uid)
+        mine = purged.identity is not None and purged.identity.job_uid == job.uid
+        self._purge_sink_markers(job, purged.identity.epoch if mine else "")
+        dropped = self.catalog.drop_job(db, name, if_exists=True, uid=job.uid)
+        again = "" if dropped is not None else (
+            f"; a new streamjob {db}.{name} was created meanwhile and stays")
+        kept = purged.kept
+        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged{again}"
+                      + (f"\n{kept}" if kept.startswith("warning") else f"; {kept}" if kept else ""))
 
     def _purge_sink_markers(self, job, epoch: str = "") -> None:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid
