@@ -45,6 +45,7 @@ class JobStatements:
             raise ObjectExistsError(f"streamjob {db}.{name} already exists")
         props = jp.validate(st.props(s.properties))
         session = dict(self.session_props)
+        jp.refuse_contradictions(props, session, here=props)
         plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
         created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
                                           if_not_exists=s.if_not_exists,
@@ -58,6 +59,7 @@ class JobStatements:
         job = self.catalog.require_job(db, name)
         changes = jp.validate(st.props(s.properties))
         props = {**job.properties, **changes}
+        jp.refuse_contradictions(props, job.session_properties, here=changes)
         plan = self._plan(db, name, job.query, props, job.session_properties, analyze=True)
         self.catalog.update_job(db, name, properties=props, uid=job.uid)
         when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""

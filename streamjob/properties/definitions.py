@@ -9,7 +9,7 @@ Slipstream's TBLPROPERTIES (``"topic"``, ``"kafka.broker.list"``,
 
 from __future__ import annotations
 
-from .registry import Property, Registry
+from .registry import Contradiction, Property, Registry
 
 
 _CD = "Slipstream 5.2.2 confdesc: "
@@ -172,7 +172,36 @@ JOB = Registry([
     # Each is mapped to its Spark meaning (maps_to, or read by the planner) or accepted
     # with a notice saying why it has no effect (ignored); never an error.
     *_SLIPSTREAM,
-], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
+], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"},
+   contradictions=[
+    Contradiction(
+        ("morphling.job.enable.checkpoint", "morphling.checkpoint.backend"),
+        lambda v: (not v["morphling.job.enable.checkpoint"]
+                   and v["morphling.checkpoint.backend"] in ("zookeeper", "kafka")),
+        "morphling.job.enable.checkpoint=false with morphling.checkpoint.backend "
+        "zookeeper or kafka",
+        "a job without durable checkpoints records none, so an external checkpoint backend "
+        "has nothing to hold; drop one of the two"),
+    Contradiction(
+        ("streamsql.use.eventmode", "streamjob.trigger.interval"),
+        lambda v: v["streamsql.use.eventmode"] and v["streamjob.trigger.interval"] > 0,
+        "streamsql.use.eventmode=true with streamjob.trigger.interval above 0",
+        "event mode runs micro-batches back to back (trigger 0), so the trigger interval "
+        "would be ignored; drop one of the two"),
+    Contradiction(
+        ("morphling.task.max.failures", "morphling.job.enable.auto.failover"),
+        lambda v: (v["morphling.task.max.failures"] == -1
+                   and v["morphling.job.enable.auto.failover"]),
+        "morphling.task.max.failures=-1 with morphling.job.enable.auto.failover=true",
+        "-1 means never restart, auto failover means restart a failed job; say "
+        "morphling.job.enable.auto.failover=false, or allow a number of failures"),
+    Contradiction(
+        ("streamjob.failover.initial.backoff", "streamjob.failover.max.backoff"),
+        lambda v: v["streamjob.failover.initial.backoff"] > v["streamjob.failover.max.backoff"],
+        "streamjob.failover.initial.backoff above streamjob.failover.max.backoff",
+        "the first wait would already exceed the longest one; lower the first or raise "
+        "the longest", all_given=False),
+   ])
 
 # ------------------------------------------------------------------------- engine
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..exceptions import PropertyError
 
@@ -240,6 +240,24 @@ def _human_ms(ms: int) -> str:
     return f"{ms} ms"
 
 
+@dataclass(frozen=True)
+class Contradiction:
+    """Values of properties that cannot hold together (issue 28 point 5), refused at
+    CREATE and ALTER at the later of them in the statement.
+
+    ``names``: the properties involved, each of which must have been given (JOBPROPERTIES
+    or SET; defaults never contradict each other), or, with ``all_given`` False, at
+    least one of them; ``holds``: ``{name: typed effective value}`` -> True when they
+    contradict; ``rule``: the combination in words (for the docs); ``why``: what is
+    wrong and what to do."""
+
+    names: tuple[str, ...]
+    holds: Callable[[Mapping[str, Any]], bool]
+    rule: str
+    why: str
+    all_given: bool = True
+
+
 class Registry:
     """Properties by lower-case name, for one or more scopes.
 
@@ -247,11 +265,14 @@ class Registry:
         properties: the entries.
         prefixes: ``{prefix: description}`` of name families passed through unchecked
             (e.g. ``spark.sql.``: any Spark SQL setting).
+        contradictions: combinations of values refused together (:class:`Contradiction`).
     """
 
-    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None):
+    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None,
+                 contradictions: Iterable[Contradiction] = ()):
         self._by_name = {p.name: p for p in properties}
         self.prefixes = dict(prefixes or {})
+        self.contradictions = tuple(contradictions)
 
     def __iter__(self) -> Iterator[Property]:
         return iter(self._by_name.values())
