@@ -306,13 +306,15 @@ def check_sql_tables(plan) -> None:
 
 def what_drop_deletes(home, job) -> list[str]:
     """What DROP STREAMJOB deletes for ``job`` (a JobInfo), as phrases for a
-    confirmation: its checkpoint directory, its records in its checkpoint backend, its
+    confirmation: its checkpoint directory (only when its identity names the job's uid,
+    issue 28 point 5), its records in its checkpoint backend (of its uid), its
     exactly-once markers in the tables it writes. What it wrote to its sinks stays."""
     from .. import properties as jp
 
     props = jp.values(job.properties, job.session_properties)
     db, name = job.database, job.name
-    out = [f"its checkpoint directory {home.checkpoint_dir(db, name)}",
+    out = [f"its checkpoint directory {home.checkpoint_dir(db, name)} (if its "
+           f"{identity.FILE_NAME} names this job)",
            f"its checkpoint records in the {props.checkpoint_backend} backend"]
     sinks = [f"{d}.{n}" for _kind, d, n, role in job.dependencies if role == "sink"]
     if sinks:

@@ -434,7 +434,22 @@ def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path
                 ".3.crc", ".4.crc", "3", "4"]
         with pytest.raises(CheckpointError, match="not inside"):
             store.purge(dirs["hadoop"], "viewfs://elsewhere/ck")
-        assert store.purge(dirs["hadoop"], roots["hadoop"]) is True
+        # issue 28 point 5: a Hadoop directory carries its identity too, and only the
+        # uid it names deletes it; one without identity is never deleted
+        from types import SimpleNamespace
+
+        from streamjob.checkpoint import identity
+
+        kept = identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A")
+        assert not kept.deleted and "no identity" in kept.kept
+        assert (hadoop / "default" / "job" / "commits" / "3").exists()
+        job = SimpleNamespace(uid="A", qualified_name="default.job", name="job")
+        adopted = identity.prepare(dirs["hadoop"], job, None)  # logs, no identity: adopted
+        assert adopted == identity.Identity("A", "")
+        assert identity.read(dirs["hadoop"]) == adopted
+        assert (hadoop / "default" / "job" / identity.FILE_NAME).exists()
+        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "B").kept  # not B's
+        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A").deleted
         assert not (hadoop / "default" / "job").exists()
     finally:
         if owned:
