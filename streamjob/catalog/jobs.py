@@ -323,11 +323,8 @@ class JobsMixin(CatalogEngine):
 
     def drop_job(self, database: str, name: str, if_exists: bool = False,
                  uid: str | None = None) -> JobInfo | None:
-        """Delete a job with its dependencies, runs and checkpoints (one transaction).
-
-        With ``uid``, only the incarnation of that uid is deleted: a job dropped and
-        created again meanwhile (another uid) stays, and None is returned (DROP acts by
-        uid, issue 28 point 5).
+        """Delete a job with its dependencies, runs and checkpoints (one transaction);
+        with ``uid`` only that incarnation (one created again meanwhile stays: None).
 
         Returns the deleted job, or None if it did not exist and ``if_exists``; raises
         :class:`ObjectNotFoundError` if it did not exist otherwise. (Stopping the job and

@@ -32,10 +32,8 @@ is never deleted: it is left, and the caller says so.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from ..exceptions import CheckpointError
 from . import store
