@@ -197,8 +197,8 @@ def purge_owned(checkpoint_dir: str, root: str, job_uid: str) -> Purged:
             "nothing you need"))
     if found.job_uid != job_uid:
         return Purged(False, found, (
-            f"its checkpoint directory {shown} belongs to another job (uid {found.job_uid}) "
-            "and was kept"))
+            f"its checkpoint directory {shown} belongs to another job and was kept "
+            f"(its {FILE_NAME} names uid {found.job_uid})"))
     return Purged(store.purge(checkpoint_dir, root), found)
 
 
