@@ -182,3 +182,19 @@ def test_what_is_not_a_contradiction_passes(ex):
 
     doc = render()
     assert all(c.rule in doc and c.why in doc for c in jp.JOB.contradictions)
+
+
+@pytest.mark.parametrize("props, at, words", [
+    ('"topic"="t", "kafka.broker.list"="h:1",\n  "watermark.column"="ts"', (2, 3),
+     '"watermark.column" and "watermark.delay" go together'),
+    ('"topic"="t", "kafka.broker.list"="h:1",\n  "kafka.sasl.username"="u"', (2, 3),
+     '"kafka.sasl.username" would be ignored under "kafka.security.protocol"="PLAINTEXT"'),
+    ('"topic"="t", "kafka.broker.list"="h:1",\n  "kafka.security.protocol"="SASL_SSL"', (2, 29),
+     'needs "kafka.sasl.mechanism"'),
+    ('"topic"="t", "kafka.broker.list"="h:1",\n  "malformed.policy"="dead-letter"', (2, 3),
+     '"malformed.policy"="dead-letter" and "malformed.dead.letter.table" go together'),
+])
+def test_connector_contradictions_are_located_at_their_key(ex, props, at, words):
+    """Contradictory TBLPROPERTIES were refused at the statement's name (line 1)."""
+    err = refused(ex, f"CREATE STREAM c (a INT, ts TIMESTAMP) TBLPROPERTIES ({props})")
+    assert words in err.message and (err.line, err.column) == at, err.message
