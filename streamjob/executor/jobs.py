@@ -135,7 +135,10 @@ class JobStatements:
             if self.dry_run:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
-            removed = store.truncate_after(self.home.checkpoint_dir(job.database, job.name), n)
+            ckdir = self.home.checkpoint_dir(job.database, job.name)
+            if identity.owner_uid(ckdir) not in (None, job.uid):
+                identity.prepare(ckdir, job, None)  # raises: another incarnation's directory
+            removed = store.truncate_after(ckdir, n)
             backend.truncate(job, after=n)
         later = [c for c in retained if c > n]
         return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "

@@ -167,3 +167,17 @@ def test_the_old_incarnations_retention_never_trims_the_new_ones_logs(tmp_path, 
         rec.record(progress)
     assert sorted(int(p.name) for p in (ckdir / "commits").iterdir()) == list(range(6))
     assert "belongs to job uid the-new-uid" in caplog.text
+
+
+def test_start_from_checkpoint_never_truncates_another_incarnations_directory(ex):
+    run(ex, JOB)
+    job = ex.catalog.get_job("default", "j")
+    ckdir = _logs(Path(ex.home.checkpoint_dir("default", "j")), ids=range(4))
+    identity._write(str(ckdir), identity.Identity("another-uid", "e"))
+    now = datetime.now(timezone.utc)
+    for i in range(4):
+        ex.catalog.record_checkpoint(job.uid, i, started_at=now, ended_at=now, duration_ms=1,
+                                     source_offsets={}, input_rows=1, retained=5)
+    with pytest.raises(CheckpointError, match="belongs to another job"):
+        run(ex, "START STREAMJOB j FROM CHECKPOINT 1")
+    assert sorted(int(p.name) for p in (ckdir / "commits").iterdir()) == [0, 1, 2, 3]
