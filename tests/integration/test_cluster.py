@@ -346,6 +346,9 @@ def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
     ids = [c["checkpoint_id"] for c in retained]
     assert len(ids) == 2 and ids[-1] >= 2, ids  # 1,000 records at most 400 a batch
     assert _commits(job_dir) == ids  # trimmed through Hadoop right after each checkpoint
+    # its identity, written through Hadoop: only this job's uid may delete it (issue 28)
+    job_uid = json.loads(run.cli("describe", "cluster_job", "--json"))["uid"]
+    assert json.loads((job_dir / "streamjob.json").read_text())["job_uid"] == job_uid
     assert _commits(job_dir, "offsets") == [ids[0] - 1, *ids]
     assert retained[-1]["source_offsets"] == {run.topic: {"0": RECORDS}}
     print(f"viewfs job: {run.seconds:.1f} s, checkpoints {ids}")
