@@ -261,9 +261,11 @@ class JobStatements:
         dropped = self.catalog.drop_job(db, name, if_exists=True, uid=job.uid)
         again = "" if dropped is not None else (
             f"; a new streamjob {db}.{name} was created meanwhile and stays")
-        kept = purged.kept
-        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged{again}"
-                      + (f"\n{kept}" if kept.startswith("warning") else f"; {kept}" if kept else ""))
+        kept, what = purged.kept, "checkpoints"
+        if kept.startswith("warning"):  # its own line: the directory is left to the user
+            kept, what = f"\n{kept}", "checkpoint records"
+        return Result(f"streamjob {db}.{name} dropped; its {what} were purged{again}"
+                      + (f"; {kept}" if kept and not kept.startswith("\n") else kept))
 
     def _purge_sink_markers(self, job, epoch: str = "") -> None:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid

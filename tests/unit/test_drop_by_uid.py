@@ -64,7 +64,7 @@ def test_drop_leaves_a_directory_without_identity_and_says_so(ex):
     ckdir = _logs(Path(ex.home.checkpoint_dir("default", "j")))  # no streamjob.json
     msg = run(ex, "DROP STREAMJOB j").message
     assert (ckdir / "commits" / "1").exists(), "an identity-less directory was deleted"
-    assert msg.startswith("streamjob default.j dropped")
+    assert msg.startswith("streamjob default.j dropped; its checkpoint records were purged\n")
     warning = msg.splitlines()[-1]
     assert warning.startswith("warning: checkpoint directory") and str(ckdir) in warning
     assert "no identity (streamjob.json)" in warning
