@@ -321,8 +321,10 @@ class JobsMixin(CatalogEngine):
         with self._tx(write=True) as session:
             session.execute(update(Job).where(Job.uid == job_uid).values(progress=value))
 
-    def drop_job(self, database: str, name: str, if_exists: bool = False) -> JobInfo | None:
-        """Delete a job with its dependencies, runs and checkpoints (one transaction).
+    def drop_job(self, database: str, name: str, if_exists: bool = False,
+                 uid: str | None = None) -> JobInfo | None:
+        """Delete a job with its dependencies, runs and checkpoints (one transaction);
+        with ``uid`` only that incarnation (one created again meanwhile stays: None).
 
         Returns the deleted job, or None if it did not exist and ``if_exists``; raises
         :class:`ObjectNotFoundError` if it did not exist otherwise. (Stopping the job and
@@ -332,8 +334,8 @@ class JobsMixin(CatalogEngine):
             job = session.scalars(
                 select(Job).where(Job.database == database, Job.name == name).with_for_update()
             ).first()
-            if job is None:
-                if if_exists:
+            if job is None or (uid is not None and job.uid != uid):
+                if if_exists or job is not None:
                     return None
                 raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
             info = self._job_info(session, job)

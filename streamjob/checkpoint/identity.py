@@ -18,21 +18,29 @@ Spark's batch ids restart at 0 with a new checkpoint: a marker of the old epoch 
    was lost. The start is refused with the ways out (restore it, or START ... FROM);
 4. it holds nothing and nothing is recorded: a first start, with a new epoch.
 
-Only local directories carry identities (Hadoop URIs are used as before, epoch "").
+Directories on a Hadoop URI carry their identity too, read and written through the
+process's Spark session (:func:`streamjob.checkpoint.store.read_file`).
+
+Ownership (issue 28 point 5): a directory is deleted only by its owner. DROP STREAMJOB,
+the job manager's purge after a drop and START ... FROM go through :func:`purge_owned`,
+which deletes the directory only when its identity names the job's uid: a job dropped
+and created again under the same name, or a job of another catalog on the same home,
+never loses its checkpoints to the other incarnation. A directory without an identity
+is never deleted: it is left, and the caller says so.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from ..exceptions import CheckpointError
-from .store import _local_path, is_local_uri, log_ids
+from . import store
+from .store import _join, _local_path, is_local_uri, log_ids
 
-__all__ = ["FILE_NAME", "Identity", "marker_key", "prepare", "read", "start_over"]
+__all__ = ["FILE_NAME", "Identity", "Purged", "marker_key", "owner_uid", "prepare",
+           "purge_owned", "read", "start_over"]
 
 FILE_NAME = "streamjob.json"
 #: Where a START ... FROM asks the next start to read its sources from.
@@ -57,34 +65,34 @@ def marker_key(job_uid: str, epoch: str) -> str:
     return f"{job_uid}:{epoch}" if epoch else job_uid
 
 
-def _path(checkpoint_dir: str) -> Path | None:
-    return _local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
+def _uri(checkpoint_dir: str) -> str:
+    return _join(checkpoint_dir, FILE_NAME)
 
 
 def read(checkpoint_dir: str) -> Identity | None:
-    """The directory's identity, or None (no file, or not a local directory).
+    """The directory's identity, or None (no directory, or no ``streamjob.json`` in it).
 
     Raises:
-        CheckpointError: the file exists but cannot be read as an identity.
+        CheckpointError: the file exists but cannot be read as an identity, or the
+            directory is on a Hadoop URI and this process hosts no Spark session.
     """
-    path = _path(checkpoint_dir)
-    if path is None or not path.exists():
+    text = store.read_file(_uri(checkpoint_dir))
+    if text is None:
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
         return Identity(str(data["job_uid"]), str(data["epoch"]), data.get("start"))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"cannot read the checkpoint identity {path}: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"cannot read the checkpoint identity {_uri(checkpoint_dir)}: "
+                              f"{exc}") from None
 
 
 def _write(checkpoint_dir: str, identity: Identity) -> None:
-    path = _path(checkpoint_dir)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(FILE_NAME + ".tmp")
-    tmp.write_text(json.dumps(asdict(identity), indent=1))
-    os.replace(tmp, path)
+    store.write_file(_uri(checkpoint_dir), json.dumps(asdict(identity), indent=1))
+
+
+def _shown(checkpoint_dir: str) -> str:
+    return str(_local_path(checkpoint_dir)) if is_local_uri(checkpoint_dir) else checkpoint_dir
 
 
 def _has_logs(checkpoint_dir: str) -> bool:
@@ -104,13 +112,11 @@ def prepare(checkpoint_dir: str, job, recorded) -> Identity:
             while the backend records checkpoints (both refuse the start; the message
             names the directory and the ways out).
     """
-    if not is_local_uri(checkpoint_dir):
-        return Identity(job.uid, "")
     found = read(checkpoint_dir)
     if found is not None:
         if found.job_uid != job.uid:
             raise CheckpointError(
-                f"checkpoint directory {_local_path(checkpoint_dir)} belongs to another job "
+                f"checkpoint directory {_shown(checkpoint_dir)} belongs to another job "
                 f"(uid {found.job_uid}; this streamjob {job.qualified_name} is {job.uid}), "
                 "e.g. one of another catalog on the same home; streamjob does not take it "
                 "over. Move it away, or give this job another checkpoint root")
@@ -120,7 +126,7 @@ def prepare(checkpoint_dir: str, job, recorded) -> Identity:
     elif recorded is not None:
         raise CheckpointError(
             f"streamjob {job.qualified_name} has checkpoints up to {recorded.checkpoint_id} "
-            f"recorded, but its checkpoint directory {_local_path(checkpoint_dir)} holds none "
+            f"recorded, but its checkpoint directory {_shown(checkpoint_dir)} holds none "
             "(deleted, or on a disk that was replaced): starting afresh would re-read or skip "
             "input silently. Restore the directory, or start over explicitly with START "
             f"STREAMJOB {job.name} FROM EARLIEST | LATEST | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' "
@@ -144,6 +150,56 @@ def start_over(checkpoint_dir: str, job, start: str) -> Identity:
     identity = Identity(job.uid, uuid.uuid4().hex[:12], start)
     _write(checkpoint_dir, identity)
     return identity
+
+
+def owner_uid(checkpoint_dir: str) -> str | None:
+    """The uid the directory's identity names, or None (no directory or no identity)."""
+    found = read(checkpoint_dir)
+    return found.job_uid if found is not None else None
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What :func:`purge_owned` did: ``deleted`` True if the directory was removed;
+    ``identity`` the one it held (None if none); ``kept`` a sentence saying why a
+    directory that exists was left ("" when nothing was left)."""
+
+    deleted: bool
+    identity: Identity | None
+    kept: str = ""
+
+
+def purge_owned(checkpoint_dir: str, root: str, job_uid: str) -> Purged:
+    """Delete ``checkpoint_dir`` (under the checkpoint ``root``) if and only if its
+    identity names ``job_uid`` (issue 28 point 5: deletion by uid, never by name).
+
+    - identity of ``job_uid``: deleted (:func:`streamjob.checkpoint.store.purge`);
+    - identity of another uid: kept (another incarnation of the name, or another
+      catalog's job);
+    - no identity but the directory holds something: kept (it may be anyone's: a
+      directory of a streamjob before identities, a copy, a mistake); the caller shows
+      ``kept`` as a warning, naming the directory;
+    - no directory, or an empty one: nothing to keep (an empty one is removed).
+
+    Raises:
+        CheckpointError: the identity cannot be read, the directory cannot be deleted or
+            is not inside ``root``.
+    """
+    found = read(checkpoint_dir)
+    shown = _shown(checkpoint_dir)
+    if found is None:
+        if not store.holds_anything(checkpoint_dir):
+            store.purge(checkpoint_dir, root)  # absent or empty: nothing anyone owns
+            return Purged(False, None)
+        return Purged(False, None, (
+            f"warning: checkpoint directory {shown} has no identity ({FILE_NAME}), so "
+            "streamjob cannot tell whose it is and left it; delete it by hand if it holds "
+            "nothing you need"))
+    if found.job_uid != job_uid:
+        return Purged(False, found, (
+            f"its checkpoint directory {shown} belongs to another job and was kept "
+            f"(its {FILE_NAME} names uid {found.job_uid})"))
+    return Purged(store.purge(checkpoint_dir, root), found)
 
 
 def job_directories(root: str) -> list[str]:

@@ -35,7 +35,8 @@ For a checkpoint (a due batch, or the pending one at :meth:`CheckpointRecorder.c
 6. Spark's offset and commit logs and its state versions (the HDFS state store's files)
    are trimmed back to the oldest retained checkpoint (:func:`~.store.trim_logs`,
    :func:`~.store.trim_state`): what a restore of a retained checkpoint needs stays, no
-   more; Spark's own purge is held off by :func:`batches_to_retain`;
+   more; never in a directory whose identity names another job uid (a job dropped and
+   created again under the name owns it now); Spark's own purge is held off by :func:`batches_to_retain`;
 7. ``on_checkpoint`` runs (the Kafka consumer-group offset commits, DESIGN §7), never
    failing the checkpoint, and waiters on checkpoints are woken.
 
@@ -60,6 +61,7 @@ from ..spark import observe
 from ..spark.listener import merge_offsets
 from .backends import CatalogBackend, CheckpointBackend
 from .backends.base import JobRef
+from .identity import owner_uid
 from .store import is_committed, trim_logs, trim_state
 
 log = logging.getLogger(__name__)
@@ -221,8 +223,14 @@ class CheckpointRecorder:
                                 retained=self.retained)
             mark("first commit", self.job_name)
             oldest = self._retain(batch_id)
-            trim_logs(self.checkpoint_dir, oldest)
-            trim_state(self.checkpoint_dir, oldest)
+            owner = owner_uid(self.checkpoint_dir)
+            if owner is None or owner == self.job_uid:
+                trim_logs(self.checkpoint_dir, oldest)
+                trim_state(self.checkpoint_dir, oldest)
+            else:  # by uid, never by name (issue 28 point 5): another incarnation's now
+                log.warning("job {%s}: checkpoint directory %s belongs to job uid %s, not "
+                            "to this one (%s): its logs are not trimmed", self.job_name,
+                            self.checkpoint_dir, owner, self.job_uid)
         self._pending, self._rows = None, 0
         if self.on_checkpoint is not None:
             try:

@@ -64,6 +64,17 @@ class _LocalFs:
     def mtime(self, uri: str) -> float:
         return _local_path(uri).stat().st_mtime
 
+    def write_text(self, uri: str, text: str) -> None:
+        """Write ``text`` atomically (a temp file renamed over ``uri``), creating the
+        directory owner-only."""
+        import os
+
+        path = _local_path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
 
 class _HadoopFs:
     """Checkpoint files on a Hadoop file system, through the JVM of the Spark session
@@ -109,6 +120,23 @@ class _HadoopFs:
     def mtime(self, uri: str) -> float:
         return self._call(uri, lambda fs, p: fs.getFileStatus(p).getModificationTime()) / 1000
 
+    def write_text(self, uri: str, text: str) -> None:
+        """Write ``text`` to ``uri`` (overwriting it): a temp file beside it, then renamed
+        (Hadoop's rename does not replace, so the old file is deleted first)."""
+        data = bytearray(text.encode())
+
+        def write(fs, p):
+            tmp = self._jvm.org.apache.hadoop.fs.Path(p.getParent(), "." + p.getName() + ".tmp")
+            out = fs.create(tmp, True)
+            try:
+                out.write(data)
+            finally:
+                out.close()
+            fs.delete(p, False)
+            if not fs.rename(tmp, p):
+                raise OSError(f"{uri}: cannot rename {tmp} over it")
+        self._call(uri, write)
+
 
 _LOCAL = _LocalFs()
 
@@ -130,6 +158,45 @@ def _fs(uri: str):
             "through the Spark session of a process that runs jobs (streamjob server, "
             "run, shell), and none runs here; local paths and file: URIs work anywhere")
     return _HadoopFs(_spark)
+
+
+def read_file(uri: str) -> str | None:
+    """The text of a small file in a checkpoint directory (local or Hadoop), or None if
+    it does not exist.
+
+    Raises:
+        CheckpointError: it exists but cannot be read, or a Hadoop URI in a process
+            without Spark.
+    """
+    fs = _fs(uri)
+    try:
+        return fs.read_text(uri) if fs.exists(uri) else None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {uri}: {_why(exc)}") from None
+
+
+def write_file(uri: str, text: str) -> None:
+    """Replace a small file of a checkpoint directory (local or Hadoop) with ``text``.
+
+    Raises:
+        CheckpointError: it cannot be written, or a Hadoop URI in a process without Spark.
+    """
+    try:
+        _fs(uri).write_text(uri, text)
+    except OSError as exc:
+        raise CheckpointError(f"cannot write {uri}: {_why(exc)}") from None
+
+
+def holds_anything(checkpoint_dir: str) -> bool:
+    """True if the directory exists and holds any entry (a file or a folder).
+
+    Raises:
+        CheckpointError: it cannot be listed, or a Hadoop URI in a process without Spark.
+    """
+    try:
+        return bool(_fs(checkpoint_dir).list_names(checkpoint_dir))
+    except OSError as exc:
+        raise CheckpointError(f"cannot list {checkpoint_dir}: {_why(exc)}") from None
 
 
 def is_committed(checkpoint_dir: str, batch_id: int) -> bool:

@@ -182,8 +182,10 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
                               text=source)
     typed = registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
     if ("watermark.column" in p) != ("watermark.delay" in p):
-        raise ValidationError(f"stream '{name}': \"watermark.column\" and \"watermark.delay\" "
+        err = ValidationError(f"stream '{name}': \"watermark.column\" and \"watermark.delay\" "
                               "go together (the event-time column and how late events may be)")
+        err.key = "watermark.column" if "watermark.column" in p else "watermark.delay"
+        raise err  # located at the one given (issue 28 point 5)
     if source == "rate":
         return RateSourceSpec(typed.get("rows.per.second", 1))
     if source == "files":
@@ -208,10 +210,12 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     malformed = typed.get("malformed.policy", "fail")
     dead_letter = typed.get("malformed.dead.letter.table")
     if (malformed == "dead-letter") != (dead_letter is not None):
-        raise ValidationError(
+        err = ValidationError(
             f"stream '{name}': \"malformed.policy\"=\"dead-letter\" and "
             f"\"malformed.dead.letter.table\" go together (the policy and the SQL table "
             f"receiving the malformed records)")
+        err.key = "malformed.policy" if dead_letter is None else "malformed.dead.letter.table"
+        raise err
     return KafkaSourceSpec(
         p["topic"], bootstrap, fmt, delimiter,
         typed.get("transwarp.consumer.reset.offset.strategy", "earliest"),

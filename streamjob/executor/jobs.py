@@ -7,7 +7,7 @@ import logging
 from .. import properties as jp
 from ..checkpoint import fingerprint, identity, store
 from ..connectors import spec as cspec
-from ..exceptions import JobError, ObjectExistsError
+from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
 from .result import Result
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
@@ -45,6 +45,7 @@ class JobStatements:
             raise ObjectExistsError(f"streamjob {db}.{name} already exists")
         props = jp.validate(st.props(s.properties))
         session = dict(self.session_props)
+        jp.refuse_contradictions(props, session, here=props)
         plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
         created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
                                           if_not_exists=s.if_not_exists,
@@ -58,6 +59,7 @@ class JobStatements:
         job = self.catalog.require_job(db, name)
         changes = jp.validate(st.props(s.properties))
         props = {**job.properties, **changes}
+        jp.refuse_contradictions(props, job.session_properties, here=changes)
         plan = self._plan(db, name, job.query, props, job.session_properties, analyze=True)
         self.catalog.update_job(db, name, properties=props, uid=job.uid)
         when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""
@@ -133,7 +135,10 @@ class JobStatements:
             if self.dry_run:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
-            removed = store.truncate_after(self.home.checkpoint_dir(job.database, job.name), n)
+            ckdir = self.home.checkpoint_dir(job.database, job.name)
+            if identity.owner_uid(ckdir) not in (None, job.uid):
+                identity.prepare(ckdir, job, None)  # raises: another incarnation's directory
+            removed = store.truncate_after(ckdir, n)
             backend.truncate(job, after=n)
         later = [c for c in retained if c > n]
         return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "
@@ -183,9 +188,15 @@ class JobStatements:
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
             identity.prepare(ckdir, job, None)  # raises: the directory is another job's
+        if old is None and store.holds_anything(ckdir):  # never deleted (issue 28 point 5)
+            raise CheckpointError(
+                f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
+                f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
+                f"delete it: START STREAMJOB {job.name} (without FROM) adopts it as this "
+                "job's, or move it away; then start over")
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             backend.purge(job)
-        store.purge(ckdir, self.home.checkpoint_root)
+        identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
         new = identity.start_over(ckdir, job, s.start_from)
         return f" over from {what.lower()} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
@@ -241,16 +252,20 @@ class JobStatements:
 
         with backend_for_job(self.catalog, self.home, job) as backend:
             backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
-        ckdir = self.home.checkpoint_dir(db, name)
-        owner = identity.read(ckdir)
-        kept = ""
-        if owner is not None and owner.job_uid != job.uid:  # another catalog's job: not ours
-            kept = f"; its checkpoint directory {ckdir} belongs to another job and was kept"
-        else:
-            store.purge(ckdir, self.home.checkpoint_root)
-        self._purge_sink_markers(job, owner.epoch if owner and not kept else "")
-        self.catalog.drop_job(db, name, if_exists=True)
-        return Result(f"streamjob {db}.{name} dropped; its checkpoints were purged{kept}")
+        # by uid, never by name (issue 28 point 5): the directory goes only if its
+        # identity is this job's; one of another incarnation, or without identity, stays
+        purged = identity.purge_owned(self.home.checkpoint_dir(db, name),
+                                      self.home.checkpoint_root, job.uid)
+        mine = purged.identity is not None and purged.identity.job_uid == job.uid
+        self._purge_sink_markers(job, purged.identity.epoch if mine else "")
+        dropped = self.catalog.drop_job(db, name, if_exists=True, uid=job.uid)
+        again = "" if dropped is not None else (
+            f"; a new streamjob {db}.{name} was created meanwhile and stays")
+        kept, what = purged.kept, "checkpoints"
+        if kept.startswith("warning"):  # its own line: the directory is left to the user
+            kept, what = f"\n{kept}", "checkpoint records"
+        return Result(f"streamjob {db}.{name} dropped; its {what} were purged{again}"
+                      + (f"; {kept}" if kept and not kept.startswith("\n") else kept))
 
     def _purge_sink_markers(self, job, epoch: str = "") -> None:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid
@@ -296,13 +311,15 @@ def check_sql_tables(plan) -> None:
 
 def what_drop_deletes(home, job) -> list[str]:
     """What DROP STREAMJOB deletes for ``job`` (a JobInfo), as phrases for a
-    confirmation: its checkpoint directory, its records in its checkpoint backend, its
+    confirmation: its checkpoint directory (only when its identity names the job's uid,
+    issue 28 point 5), its records in its checkpoint backend (of its uid), its
     exactly-once markers in the tables it writes. What it wrote to its sinks stays."""
     from .. import properties as jp
 
     props = jp.values(job.properties, job.session_properties)
     db, name = job.database, job.name
-    out = [f"its checkpoint directory {home.checkpoint_dir(db, name)}",
+    out = [f"its checkpoint directory {home.checkpoint_dir(db, name)} (if its "
+           f"{identity.FILE_NAME} names this job)",
            f"its checkpoint records in the {props.checkpoint_backend} backend"]
     sinks = [f"{d}.{n}" for _kind, d, n, role in job.dependencies if role == "sink"]
     if sinks:

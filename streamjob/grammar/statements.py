@@ -69,7 +69,7 @@ Properties = tuple[tuple[str, str], ...]
 
 
 def props(pairs: Properties) -> dict[str, str]:
-    """The pairs as a dict (a later duplicate key wins, as in Hive)."""
+    """The pairs as a dict (the parser refuses a key given twice, at the second one)."""
     return dict(pairs)
 
 

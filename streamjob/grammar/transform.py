@@ -113,12 +113,23 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder):
         return None
 
     def properties(self, tree: Tree) -> tuple[tuple[str, str], ...]:
+        """The ``(key, value)`` pairs of a TBLPROPERTIES / JOBPROPERTIES / WITH
+        SERDEPROPERTIES list, keys lower-cased. A key given twice (names are
+        case-insensitive) is an error at the second one (issue 28 point 5: the last one
+        silently won)."""
         plist = tree.children[0]
         pairs = []
+        seen: dict[str, int] = {}
         for prop in plist.children:
             key, value = prop.children
             key_text = unescape_string(key.value) if key.type == "STRING" else key.value
             value_text = unescape_string(value.value) if value.type == "STRING" else value.value
+            if key_text.lower() in seen:
+                first = self.lines.position(seen[key_text.lower()])
+                raise self.error(
+                    f"property '{key_text.lower()}' is given twice (first at line {first[0]}, "
+                    f"column {first[1]}); give it once", key.start_pos, key.value)
+            seen[key_text.lower()] = key.start_pos
             pairs.append((key_text.lower(), value_text))
             self.locations[f"key:{key_text.lower()}"] = self.position(key.start_pos)
             self.locations[f"value:{key_text.lower()}"] = self.position(value.start_pos)

@@ -364,19 +364,20 @@ class JobServer(LeaseMixin):
 
     def _purge_dropped(self, job: JobInfo) -> None:
         """Purge the checkpoint directory of a dropped job again, after its query
-        stopped, unless a job of that name runs here meanwhile (it cannot: a job of a
-        name being stopped is not started)."""
-        from ..checkpoint import store
+        stopped: only if its identity is still the dropped job's uid (a job created
+        again under the name, running anywhere, owns it by then; one without identity
+        is left, issue 28 point 5)."""
+        from ..checkpoint import identity
 
-        current = self.catalog.get_job(job.database, job.name)
-        if current is not None and current.uid in self.manager.runners:
-            return
         try:
-            store.purge(self.home.checkpoint_dir(job.database, job.name),
-                        self.home.checkpoint_root)
+            purged = identity.purge_owned(self.home.checkpoint_dir(job.database, job.name),
+                                          self.home.checkpoint_root, job.uid)
         except StreamJobError as exc:
             log.warning("streamjob %s: checkpoint directory not purged: %s",
                         job.qualified_name, exc)
+            return
+        if purged.kept:
+            log.info("streamjob %s (dropped): %s", job.qualified_name, purged.kept)
 
     def _disown(self, job: JobInfo) -> None:
         """A stopped job still naming an owner: its job manager died meanwhile."""

@@ -23,7 +23,7 @@ from .job import JobProperties, job_properties
 
 __all__ = [
     "CONNECTOR", "ENGINE", "JOB", "Effective", "JobProperties", "Property", "Registry",
-    "display", "effective", "notices",
+    "display", "effective", "notices", "refuse_contradictions",
     "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
     "validate_engine", "values",
 ]
@@ -91,6 +91,38 @@ def effective(job: Mapping[str, str], session: Mapping[str, str] | None = None) 
             value = given.value if JOB.get(prop.maps_to) else str(given.value)
             out[prop.maps_to] = Effective(value, f"{given.origin} ({prop.name})")
     return out
+
+
+def refuse_contradictions(job: Mapping[str, str], session: Mapping[str, str] | None = None,
+                          here: Mapping[str, str] | None = None) -> None:
+    """Refuse effective job properties that contradict each other (the registry's
+    :attr:`~.registry.Registry.contradictions`, DESIGN §3; issue 28 point 5).
+
+    Args:
+        job: the job's JOBPROPERTIES (canonical names, validated).
+        session: the SET values the job is created under.
+        here: the properties of the statement being run, in their order in its text
+            (CREATE: its JOBPROPERTIES; ALTER: its SET JOBPROPERTIES); the error names the
+            last of the contradicting ones given there (``err.key``), so it is located at
+            its line, else at the statement's name.
+
+    Raises:
+        PropertyError: naming both values, where each came from, and why.
+    """
+    eff = effective(job, session)
+    values = {name: e.value for name, e in eff.items()}
+    for rule in JOB.contradictions:
+        given = [n for n in rule.names if n in eff and eff[n].origin != "default"]
+        if (len(given) < len(rule.names) if rule.all_given else not given):
+            continue
+        if not rule.holds(values):
+            continue
+        shown = " with ".join(f"{n}={display(n, values[n])} (from {eff[n].origin})"
+                              for n in rule.names)
+        err = PropertyError(f"contradictory job properties: {shown}: {rule.why}")
+        mine = [n for n in (here or {}) if n in rule.names]
+        err.key, err.bad_value = (mine[-1] if mine else None), False
+        raise err
 
 
 def notices(pairs: Mapping[str, str]) -> list[str]:

@@ -72,6 +72,21 @@ def render() -> str:
         "",
         *_table(JOB),
         "",
+        "### Contradictions",
+        "",
+        "Every value is range-checked (a duration at most 7 days unless its row says "
+        "otherwise, a Spark interval at most 30 days, a count within Java's int, a port "
+        "1-65535), a key given twice in one TBLPROPERTIES, JOBPROPERTIES or WITH "
+        "SERDEPROPERTIES list is an error at the second one, and these combinations are "
+        "refused at CREATE and ALTER STREAMJOB, at the later of the two in the statement "
+        "(a value only counts when it was given, in JOBPROPERTIES or SET, unless the row "
+        "says a default counts too):",
+        "",
+        "| combination | why |",
+        "|---|---|",
+        *[f"| {c.rule}{'' if c.all_given else ' (either given)'} | {c.why} |"
+          for c in JOB.contradictions],
+        "",
         "## Slipstream's job properties",
         "",
         "Every job property of Slipstream 5.2.2's own catalogue "

@@ -9,7 +9,7 @@ Slipstream's TBLPROPERTIES (``"topic"``, ``"kafka.broker.list"``,
 
 from __future__ import annotations
 
-from .registry import Property, Registry
+from .registry import Contradiction, Property, Registry
 
 
 _CD = "Slipstream 5.2.2 confdesc: "
@@ -19,6 +19,7 @@ _SLIPSTREAM = (
              "the watermark delay of every event-time stream the job reads (one with "
              "\"watermark.column\"), in place of its \"watermark.delay\": how late an event "
              "may arrive; -1 = events arrive in order (delay 0)", unit="ms", minimum=0,
+             maximum=30 * 86_400_000,
              special={-1: "in order: delay 0"},
              slipstream=_CD + "设置事件时间乱序情况下可容忍的最大延迟，-1表示数据有序，无乱序 "
              "(the largest lateness tolerated when event times are out of order; -1 = in "
@@ -26,14 +27,14 @@ _SLIPSTREAM = (
     Property("mapred.reduce.tasks", "int", None,
              "the job's shuffle partitions (spark.sql.shuffle.partitions of its session, as "
              "Spark's own SET mapred.reduce.tasks does); -1 = the engine's. Spark keeps the "
-             "number a stateful job's checkpoint was started with", minimum=1,
+             "number a stateful job's checkpoint was started with", minimum=1, maximum=100_000,
              special={-1: "the engine's spark.sql.shuffle.partitions"},
              maps_to="spark.sql.shuffle.partitions",
              slipstream=_CD + "reduce任务数量 (number of reduce tasks)" + _NO_DEFAULT),
     Property("morphling.infinitewindow.reduce.tasks", "int", None,
              "the job's shuffle partitions, as mapred.reduce.tasks (which wins when both "
              "are given): streamjob's aggregations without a window are Spark's stateful "
-             "aggregations over spark.sql.shuffle.partitions", minimum=1,
+             "aggregations over spark.sql.shuffle.partitions", minimum=1, maximum=100_000,
              maps_to="spark.sql.shuffle.partitions",
              slipstream=_CD + "无限滑动窗口默认的Reduce Task数量 (default number of reduce "
              "tasks of an infinite sliding window)" + _NO_DEFAULT),
@@ -123,7 +124,7 @@ JOB = Registry([
              slipstream="Slipstream 5.2.2 confdesc: 是否允许失败任务自动恢复 (restart failed jobs automatically); default not stated there"),
     Property("morphling.task.max.failures", "int", 5,
              "failures allowed within morphling.task.failure.window before the job is "
-             "FAILED; -1 = never restart", minimum=0, special={-1: "never restart"},
+             "FAILED; -1 = never restart", minimum=0, maximum=10_000, special={-1: "never restart"},
              slipstream="Slipstream 5.2.2 confdesc: 任务失败重试次数，-1表示不进行重试恢复 (retries of a failed job; -1 = none); default not stated there"),
     Property("morphling.task.failure.window", "duration", 60_000,
              "failures are counted within this window (Flink's failure-rate strategy); a "
@@ -171,7 +172,36 @@ JOB = Registry([
     # Each is mapped to its Spark meaning (maps_to, or read by the planner) or accepted
     # with a notice saying why it has no effect (ignored); never an error.
     *_SLIPSTREAM,
-], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
+], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"},
+   contradictions=[
+    Contradiction(
+        ("morphling.job.enable.checkpoint", "morphling.checkpoint.backend"),
+        lambda v: (not v["morphling.job.enable.checkpoint"]
+                   and v["morphling.checkpoint.backend"] in ("zookeeper", "kafka")),
+        "morphling.job.enable.checkpoint=false with morphling.checkpoint.backend "
+        "zookeeper or kafka",
+        "a job without durable checkpoints records none, so an external checkpoint backend "
+        "has nothing to hold; drop one of the two"),
+    Contradiction(
+        ("streamsql.use.eventmode", "streamjob.trigger.interval"),
+        lambda v: v["streamsql.use.eventmode"] and v["streamjob.trigger.interval"] > 0,
+        "streamsql.use.eventmode=true with streamjob.trigger.interval above 0",
+        "event mode runs micro-batches back to back (trigger 0), so the trigger interval "
+        "would be ignored; drop one of the two"),
+    Contradiction(
+        ("morphling.task.max.failures", "morphling.job.enable.auto.failover"),
+        lambda v: (v["morphling.task.max.failures"] == -1
+                   and v["morphling.job.enable.auto.failover"]),
+        "morphling.task.max.failures=-1 with morphling.job.enable.auto.failover=true",
+        "-1 means never restart, auto failover means restart a failed job; say "
+        "morphling.job.enable.auto.failover=false, or allow a number of failures"),
+    Contradiction(
+        ("streamjob.failover.initial.backoff", "streamjob.failover.max.backoff"),
+        lambda v: v["streamjob.failover.initial.backoff"] > v["streamjob.failover.max.backoff"],
+        "streamjob.failover.initial.backoff above streamjob.failover.max.backoff",
+        "the first wait would already exceed the longest one; lower the first or raise "
+        "the longest", all_given=False),
+   ])
 
 # ------------------------------------------------------------------------- engine
 
@@ -181,7 +211,7 @@ ENGINE = Registry([
     Property("spark.morphling.taskstate.checkpoint.directory", "string", None,
              "root of the jobs' checkpoint directories, any Hadoop URI "
              "(default: checkpoints/ in the streamjob home)", scopes=("engine",)),
-    Property("spark.morphling.zookeeper.quorum", "string", None,
+    Property("spark.morphling.zookeeper.quorum", "quorum", None,
              "ZooKeeper hosts (host:port,...) of the zookeeper checkpoint backend",
              scopes=("engine",)),
     Property("spark.morphling.zookeeper.root.path", "string", "/morphling",
@@ -267,9 +297,9 @@ CONNECTOR = Registry([
     Property("source", "choice", "kafka", "what the stream reads",
              choices=("kafka", "files", "rate"), scopes=_STREAM),
     Property("topic", "string", None, "Kafka topic", scopes=("kafka stream", "kafka table")),
-    Property("kafka.broker.list", "string", None, "Kafka bootstrap servers (host:port,...)",
+    Property("kafka.broker.list", "hostports", None, "Kafka bootstrap servers (host:port,...)",
              scopes=("kafka stream", "kafka table")),
-    Property("kafka.zookeeper", "string", None,
+    Property("kafka.zookeeper", "quorum", None,
              "ZooKeeper of the Kafka cluster (host:port,...[/chroot], Kafka's zookeeper.connect), "
              "from old Slipstream scripts: without \"kafka.broker.list\" the brokers are those "
              "Kafka registers there (/brokers/ids), looked up at each CREATE and job start; "
@@ -306,7 +336,7 @@ CONNECTOR = Registry([
              "naming the broker's address and failover takes over; a topic the broker "
              "does not list is waited for this long (a topic just created) (Kafka's consumer "
              "request.timeout.ms, which Spark's Kafka source takes as kafka.request.timeout.ms)",
-             unit="ms", minimum=1_000, scopes=("kafka stream",)),
+             unit="ms", minimum=1_000, maximum=3_600_000, scopes=("kafka stream",)),
     Property("kafka.isolation.level", "choice", "read_uncommitted",
              "read_committed: records of aborted transactions are not read, and reading "
              "stops at the last stable offset (use it to read a Kafka table an exactly-once "
@@ -333,7 +363,7 @@ CONNECTOR = Registry([
     Property("path", "string", None, "directory of the stream's files (any Hadoop URI)",
              scopes=("file stream",)),
     Property("rows.per.second", "int", 1, "rows generated per second", unit="rows/s",
-             minimum=1, scopes=("rate stream",)),
+             minimum=1, maximum=10_000_000, scopes=("rate stream",)),
     *_WATERMARK,
     Property("connector", "choice", "files", "what the table is",
              choices=("files", "file", "sql", "console", "kafka"),
@@ -341,7 +371,9 @@ CONNECTOR = Registry([
     Property("skip.header.line.count", "int", 0,
              "header lines of CSV files read as static data (Hive's name)", minimum=0,
              scopes=("file table",)),
-    Property("url", "string", None, "SQLAlchemy URL of the database (password masked in output)",
+    Property("url", "sqlurl", None, "SQLAlchemy URL of the database (password masked in "
+             "output); its dialect and driver must be installed where streamjob runs "
+             "(an unknown one is refused at CREATE, naming the nearest installed one)",
              scopes=("sql table",)),
     Property("table", "string", None, "table name in that database (default: the table's own)",
              scopes=("sql table",)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..exceptions import PropertyError
 
@@ -25,6 +25,15 @@ DURATION_UNITS: dict[str, int] = {
     "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
 }
 _DURATION = re.compile(r"^(\d+)\s*([a-z]*)$")
+#: Bounds every value of a kind has unless its entry sets its own (issue 28 point 5: a
+#: 23-digit interval overflowed Spark's long microseconds; a count past Java's int
+#: overflowed Spark's settings): a duration at most 7 days, a Spark interval at most 30
+#: days, an integer within Java's int.
+DURATION_MAX_MS = 7 * 86_400_000
+INTERVAL_MAX_MS = 30 * 86_400_000
+INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
+_INTERVAL_PART = re.compile(r"(\d+)\s*([a-z]+)")
+_INTERVAL_UNITS = {**DURATION_UNITS, "week": 604_800_000, "weeks": 604_800_000}
 # A Spark interval such as "10 seconds", "1 minute 30 seconds", "500 milliseconds".
 _INTERVAL = re.compile(
     r"^(?:interval\s+)?(?:\d+\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?"
@@ -41,7 +50,12 @@ class Property:
     ``(regex, words)``, any value matching the regex, e.g. a timestamp in ms besides
     ``earliest``/``latest``); ``string`` (non-empty text);
     ``list`` (comma-separated names, lower-cased); ``url`` (an ``http://`` or
-    ``https://`` URL with a host; empty text means none, parsed as None). ``scopes`` says where the property may be given (``job``,
+    ``https://`` URL with a host; empty text means none, parsed as None); ``hostports``
+    (``host:port,...``, ports 1-65535; ``quorum`` also allows a ZooKeeper ``/chroot``);
+    ``sqlurl`` (an SQLAlchemy URL whose dialect and driver are installed,
+    :mod:`~streamjob.properties.kinds`). Integers and durations are bounded even when
+    ``minimum``/``maximum`` are not given (:data:`INT_MIN`, :data:`INT_MAX`,
+    :data:`DURATION_MAX_MS`), intervals by :data:`INTERVAL_MAX_MS` (or ``maximum``, ms). ``scopes`` says where the property may be given (``job``,
     ``engine``, ``kafka stream`` ...); ``secret`` values are masked in output.
 
     Slipstream compatibility (issue 18): ``slipstream`` says where a name comes from
@@ -99,9 +113,14 @@ class Property:
                 return low
             raise self._bad(raw, self.describe_range().replace(" | ", ", ").join(("one of ", "")))
         if self.kind == "interval":
-            if _INTERVAL.match(low):
-                return text
-            raise self._bad(raw, "a Spark interval such as '10 seconds' or '1 minute'")
+            if not _INTERVAL.match(low):
+                raise self._bad(raw, "a Spark interval such as '10 seconds' or '1 minute'")
+            total = sum(int(n) * _INTERVAL_UNITS[u] for n, u in _INTERVAL_PART.findall(low))
+            if total > self.high:
+                raise self._bad(raw, self.describe_range())
+            return text
+        if self.kind in ("hostports", "quorum", "sqlurl"):
+            return self._checked(text)
         if self.kind == "list":
             items = tuple(x.strip().lower() for x in text.split(",") if x.strip())
             if items:
@@ -122,21 +141,53 @@ class Property:
         if self.kind == "choice":
             return " | ".join(self.choices + ((self.other[1],) if self.other else ()))
         if self.kind in ("int", "duration"):
-            if self.minimum is not None and self.maximum is not None:
-                parts = [f"between {self.minimum} and {self.maximum}"]
-            else:
-                lo = "" if self.minimum is None else f">= {self.minimum}"
-                hi = "" if self.maximum is None else f"<= {self.maximum}"
-                parts = [p for p in (lo, hi) if p]
+            shown = _human_ms if self.kind == "duration" and self.unit == "ms" else str
+            parts = [f"between {shown(self.low)} and {shown(self.high)}"]
             parts += [f"{k} ({v})" for k, v in (self.special or {}).items()]
-            return ", ".join(parts) or "any integer"
+            return ", ".join(parts)
         if self.kind == "interval":
-            return "a Spark interval ('10 seconds')"
+            return f"a Spark interval ('10 seconds') of at most {_human_ms(self.high)}"
+        if self.kind == "hostports":
+            return "host:port,... (ports 1-65535)"
+        if self.kind == "quorum":
+            return "host:port,...[/chroot] (ports 1-65535)"
+        if self.kind == "sqlurl":
+            return "an SQLAlchemy URL of an installed dialect+driver"
         if self.kind == "list":
             return "comma-separated columns"
         if self.kind == "url":
             return "an http:// or https:// URL, empty = none"
         return "text"
+
+    @property
+    def low(self) -> int:
+        """The smallest allowed value (``minimum``, else :data:`INT_MIN`, 0 for a duration)."""
+        if self.minimum is not None:
+            return self.minimum
+        return 0 if self.kind in ("duration", "interval") else INT_MIN
+
+    @property
+    def high(self) -> int:
+        """The largest allowed value (``maximum``, else the kind's bound: :data:`INT_MAX`,
+        :data:`DURATION_MAX_MS` in ms, :data:`INTERVAL_MAX_MS` for an interval)."""
+        if self.maximum is not None:
+            return self.maximum
+        return {"duration": DURATION_MAX_MS, "interval": INTERVAL_MAX_MS}.get(self.kind, INT_MAX)
+
+    def _checked(self, text: str) -> str:
+        """A ``hostports``, ``quorum`` or ``sqlurl`` value (:mod:`.kinds`); the error
+        shows the value with its password masked."""
+        from ..secrets import mask_url
+        from . import kinds
+
+        try:
+            if self.kind == "sqlurl":
+                return kinds.sql_url(text)
+            return kinds.host_ports(text, chroot=self.kind == "quorum")
+        except ValueError as exc:
+            err = PropertyError(f"property '{self.name}': {exc}, got '{mask_url(text)}'")
+            err.key, err.bad_value = self.name, True
+            raise err from None
 
     def _url(self, text: str) -> str | None:
         """``text`` if it is an http(s) URL with a host, None if empty; the error shows
@@ -171,14 +222,40 @@ class Property:
         raise self._bad(text, what)
 
     def _check_range(self, value: int, raw: Any) -> None:
-        if (self.minimum is not None and value < self.minimum) or (
-                self.maximum is not None and value > self.maximum):
+        if not self.low <= value <= self.high:
             raise self._bad(raw, self.describe_range())
 
     def _bad(self, raw: Any, allowed: str) -> PropertyError:
         err = PropertyError(f"property '{self.name}' must be {allowed}, got '{raw}'")
         err.key, err.bad_value = self.name, True
         return err
+
+
+def _human_ms(ms: int) -> str:
+    """``604800000`` -> ``7 days``, ``60000`` -> ``1 min``, ``1500`` -> ``1500 ms``."""
+    for size, unit in ((86_400_000, "day"), (3_600_000, "hour"), (60_000, "min"), (1000, "s")):
+        if ms and ms % size == 0:
+            n = ms // size
+            return f"{n} {unit}" + ("s" if unit in ("day", "hour") and n != 1 else "")
+    return f"{ms} ms"
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """Values of properties that cannot hold together (issue 28 point 5), refused at
+    CREATE and ALTER at the later of them in the statement.
+
+    ``names``: the properties involved, each of which must have been given (JOBPROPERTIES
+    or SET; defaults never contradict each other), or, with ``all_given`` False, at
+    least one of them; ``holds``: ``{name: typed effective value}`` -> True when they
+    contradict; ``rule``: the combination in words (for the docs); ``why``: what is
+    wrong and what to do."""
+
+    names: tuple[str, ...]
+    holds: Callable[[Mapping[str, Any]], bool]
+    rule: str
+    why: str
+    all_given: bool = True
 
 
 class Registry:
@@ -188,11 +265,14 @@ class Registry:
         properties: the entries.
         prefixes: ``{prefix: description}`` of name families passed through unchecked
             (e.g. ``spark.sql.``: any Spark SQL setting).
+        contradictions: combinations of values refused together (:class:`Contradiction`).
     """
 
-    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None):
+    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None,
+                 contradictions: Iterable[Contradiction] = ()):
         self._by_name = {p.name: p for p in properties}
         self.prefixes = dict(prefixes or {})
+        self.contradictions = tuple(contradictions)
 
     def __iter__(self) -> Iterator[Property]:
         return iter(self._by_name.values())

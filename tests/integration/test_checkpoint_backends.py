@@ -156,6 +156,33 @@ def test_purge_removes_the_job_and_nothing_of_another(backend, make_job):
 
 
 @pytest.mark.component
+@pytest.mark.parametrize("which", ["zookeeper", "kafka"])
+def test_purge_acts_by_uid_never_by_name(which, env, make_job):
+    """Issue 28 point 5: a job dropped and created again under its name is another
+    incarnation (another uid). The old incarnation's purge (a late DROP) must not delete
+    the new one's records, nor the reverse. On the main of 2026-11-27 the ZooKeeper and
+    Kafka backends purged every uid of the name."""
+    from streamjob.checkpoint.backends.base import JobRef
+
+    job = make_job()
+    old = JobRef(uuid.uuid4().hex, job.database, job.name)  # the same name, another uid
+    with open_backend(which, catalog=env.catalog, home=env.home, bootstrap=env.bootstrap) as b:
+        for cid in range(3):
+            b.record(old, _cp(old, cid), retained=5)
+        for cid in range(2):
+            b.record(job, _cp(job, cid), retained=5)
+        assert b.purge(old) == 3
+        assert b.list(old) == []
+        assert _ids(b.list(job)) == [0, 1]
+        b.record(old, _cp(old, 7), retained=5)
+        assert b.purge(job) == 2  # and the reverse
+        assert b.list(job) == [] and _ids(b.list(old)) == [7]
+        assert b.purge(old) == 1
+    with open_backend(which, catalog=env.catalog, home=env.home, bootstrap=env.bootstrap) as b:
+        assert b.list(job) == [] and b.list(old) == []  # read afresh from the store
+
+
+@pytest.mark.component
 def test_list_is_ascending_and_latest_is_the_highest(backend, make_job):
     job, empty = make_job(), make_job()
     for cid in (7, 3, 11, 5, 0):

@@ -346,6 +346,9 @@ def test_checkpoints_on_a_hadoop_uri_are_read_and_trimmed_through_hadoop(
     ids = [c["checkpoint_id"] for c in retained]
     assert len(ids) == 2 and ids[-1] >= 2, ids  # 1,000 records at most 400 a batch
     assert _commits(job_dir) == ids  # trimmed through Hadoop right after each checkpoint
+    # its identity, written through Hadoop: only this job's uid may delete it (issue 28)
+    job_uid = json.loads(run.cli("describe", "cluster_job", "--json"))["uid"]
+    assert json.loads((job_dir / "streamjob.json").read_text())["job_uid"] == job_uid
     assert _commits(job_dir, "offsets") == [ids[0] - 1, *ids]
     assert retained[-1]["source_offsets"] == {run.topic: {"0": RECORDS}}
     print(f"viewfs job: {run.seconds:.1f} s, checkpoints {ids}")
@@ -434,7 +437,22 @@ def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path
                 ".3.crc", ".4.crc", "3", "4"]
         with pytest.raises(CheckpointError, match="not inside"):
             store.purge(dirs["hadoop"], "viewfs://elsewhere/ck")
-        assert store.purge(dirs["hadoop"], roots["hadoop"]) is True
+        # issue 28 point 5: a Hadoop directory carries its identity too, and only the
+        # uid it names deletes it; one without identity is never deleted
+        from types import SimpleNamespace
+
+        from streamjob.checkpoint import identity
+
+        kept = identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A")
+        assert not kept.deleted and "no identity" in kept.kept
+        assert (hadoop / "default" / "job" / "commits" / "3").exists()
+        job = SimpleNamespace(uid="A", qualified_name="default.job", name="job")
+        adopted = identity.prepare(dirs["hadoop"], job, None)  # logs, no identity: adopted
+        assert adopted == identity.Identity("A", "")
+        assert identity.read(dirs["hadoop"]) == adopted
+        assert (hadoop / "default" / "job" / identity.FILE_NAME).exists()
+        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "B").kept  # not B's
+        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A").deleted
         assert not (hadoop / "default" / "job").exists()
     finally:
         if owned:

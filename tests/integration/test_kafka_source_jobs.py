@@ -237,7 +237,8 @@ def test_waiting_for_a_job_whose_end_offsets_cannot_be_read_fails_it_with_the_er
                     "format"="json", "kafka.request.timeout.ms"="1 s");""")
     _sqlite_table(world, f"{name}_sink")
     world.run(f"""CREATE STREAMJOB {name}_job AS ("insert into {name}_sink select id, amount from {name}")
-      JOBPROPERTIES("streamjob.failover.initial.backoff"="60 s");""")  # no restart meanwhile
+      JOBPROPERTIES("streamjob.failover.initial.backoff"="60 s",
+                    "streamjob.failover.max.backoff"="60 s");""")  # no restart meanwhile
     runner = world.manager.start(world.catalog.require_job("default", f"{name}_job"))
     with pytest.raises(JobError) as failed:
         world.manager.wait_until_idle(timeout=120)

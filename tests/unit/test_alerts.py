@@ -311,6 +311,6 @@ def test_alert_properties_are_checked_and_typed():
     with pytest.raises(PropertyError, match="must be an http:// or https:// URL, got "
                                             r"'ftp://u:\*\*\*@h/x'"):
         jp.validate({"streamjob.alert.webhook": "ftp://u:pw@h/x"})
-    with pytest.raises(PropertyError, match="must be >= 0"):
+    with pytest.raises(PropertyError, match="must be between 0 and 2147483647"):
         jp.validate({"streamjob.alert.lag.records": "-5"})
     assert jp.mask("streamjob.alert.webhook", "https://u:pw@h/x") == "https://u:***@h/x"

@@ -441,7 +441,8 @@ def test_drop_on_a_terminal_says_what_goes_and_asks(job):
     child = pexpect.spawn(STREAMJOB, ["drop", "j"], env=env, dimensions=(30, 200),
                           encoding="utf-8", timeout=30)
     try:
-        child.expect(r"Dropping streamjob default\.j deletes its checkpoint directory (\S+); "
+        child.expect(r"Dropping streamjob default\.j deletes its checkpoint directory (\S+) "
+                     r"\(if its streamjob\.json names this job\); "
                      r"its checkpoint records in the catalog backend; its commit markers in "
                      r"default\.out \(the rows it wrote stay\)\.")
         assert child.match.group(1) == f"{job['home']}/checkpoints/default/j"

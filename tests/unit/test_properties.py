@@ -24,7 +24,7 @@ def test_wrong_type_and_range_name_property_value_and_rule():
     with pytest.raises(PropertyError, match=r"'morphling.job.checkpoint.interval' must be a duration "
                        r"in ms, or with a unit such as '60 s' or '1 min', got 'soon'"):
         jp.validate({"morphling.job.checkpoint.interval": "soon"})
-    with pytest.raises(PropertyError, match=r"must be >= 0, -1 \(never restart\), got '-2'"):
+    with pytest.raises(PropertyError, match=r"must be between 0 and 10000, -1 \(never restart\), got '-2'"):
         jp.validate({"morphling.task.max.failures": "-2"})
     with pytest.raises(PropertyError, match="true or false, got 'yes'"):
         jp.validate({"morphling.result.auto.flush": "yes"})

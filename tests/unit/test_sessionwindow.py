@@ -21,7 +21,7 @@ CREATE STREAM pings (host STRING, latency_ms INT, ts TIMESTAMP)
 CREATE TABLE sessions (user_id STRING, s TIMESTAMP, e TIMESTAMP, n BIGINT) STORED AS PARQUET;
 CREATE TABLE per_host (host STRING, n BIGINT) STORED AS PARQUET;
 CREATE TABLE keyed (host STRING, n BIGINT) TBLPROPERTIES("connector"="sql",
-  "url"="jdbc:sqlite:/tmp/x.db", "primary.key"="host");
+  "url"="sqlite:////tmp/x.db", "primary.key"="host");
 """
 
 HEAD = "\nCREATE STREAMJOB j AS (\""

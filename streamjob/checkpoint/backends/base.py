@@ -108,9 +108,11 @@ class CheckpointBackend(abc.ABC):
 
     @abc.abstractmethod
     def purge(self, job: JobInfo) -> int:
-        """Delete every record of the job ``<db>.<job>``, of any uid (DROP STREAMJOB), and
-        nothing of another job; returns how many checkpoint records were deleted.
-        Errors as :meth:`record`."""
+        """Delete every record of this incarnation of the job (``job.uid``; DROP
+        STREAMJOB, START ... FROM) and nothing else: neither another job's nor another
+        incarnation's of the same name (a job dropped and created again gets a new uid;
+        the old one's late DROP must not touch the new one's records, nor the reverse).
+        Returns how many checkpoint records were deleted. Errors as :meth:`record`."""
 
     def mark_running(self, job: JobInfo) -> None:
         """Announce that this process runs ``job`` (zookeeper: an ephemeral znode that

@@ -233,11 +233,12 @@ class KafkaBackend(CheckpointBackend):
         return len(doomed)
 
     def purge(self, job: JobInfo) -> int:
-        job_prefix = f"{job_key(job)}/"
-        for prefix in [p for p in self._known if p.startswith(job_prefix)]:
-            del self._known[prefix]
+        """Tombstones for this incarnation's records (keys ``<db>.<job>/<uid>/...``);
+        another incarnation of the same name keeps its records (DROP acts by uid)."""
+        prefix = self._prefix(job)
+        self._known.pop(prefix, None)
         with self._errors(f"purge the checkpoints of job {job.qualified_name}"):
-            doomed = sorted(k for k in self._scan() if k.startswith(job_prefix))
+            doomed = sorted(k for k in self._scan() if k.startswith(prefix))
             if doomed:
                 self._send([(key, None) for key in doomed])
         return len(doomed)

@@ -9,7 +9,8 @@ Layout under the engine properties (DESIGN §3; defaults in brackets)::
     [/morphling]/[default]/[jobs]            EPHEMERAL, data: {"host", "pid", "uid", "since"}
 
 A record's upsert and the deletion of the ids beyond the retained ones are one ZooKeeper
-transaction (multi). DROP deletes the subtree ``.../<checkpoints.path>/<db>.<job>`` and
+transaction (multi). DROP deletes the subtree ``.../<checkpoints.path>/<db>.<job>/<uid>`` of
+the dropped incarnation only (then ``<db>.<job>`` itself once no uid is left under it), and
 never anything above it (job and database names are validated identifiers). The running
 mark (Slipstream keeps running jobs in ZooKeeper) lives as long as this process's
 session: a crashed manager's mark disappears after the session timeout (10 s).
@@ -28,7 +29,8 @@ from typing import Iterator, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException,
-                              NodeExistsError, NoNodeError, OperationTimeoutError,
+                              NodeExistsError, NoNodeError, NotEmptyError,
+                              OperationTimeoutError,
                               SessionExpiredError)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import RetryFailedError
@@ -209,19 +211,24 @@ class ZooKeeperBackend(CheckpointBackend):
         return deleted
 
     def purge(self, job: JobInfo) -> int:
+        """Delete this incarnation's records, the subtree ``<job path>/<uid>``, and the
+        job's node once no other uid's records hang under it. Another incarnation of
+        the same name (a job dropped and created again, or one of another catalog on
+        the same quorum) keeps its records: DROP acts by uid, never by name."""
         path = self.job_path(job)
         if posixpath.dirname(path) != self.checkpoints_root or path == self.checkpoints_root:
             raise CheckpointError(f"refusing to delete znode {path}: it is not one job's node "
                                   f"directly under {self.checkpoints_root}")
+        mine = self.uid_path(job)
         with self._errors(f"purge the checkpoints of job {job.qualified_name}"):
+            count = len(self._ids(mine))
             try:
-                uids = self._zk.retry(self._zk.get_children, path)
+                self._zk.retry(self._zk.delete, mine, recursive=True)
             except NoNodeError:
-                return 0
-            count = sum(len(self._ids(f"{path}/{u}")) for u in uids)
-            try:
-                self._zk.retry(self._zk.delete, path, recursive=True)
-            except NoNodeError:
+                pass
+            try:  # the name's node goes with its last incarnation
+                self._zk.retry(self._zk.delete, path)
+            except (NoNodeError, NotEmptyError):
                 pass
             return count
 

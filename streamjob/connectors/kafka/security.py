@@ -103,15 +103,19 @@ class KafkaSecurity:
         if sasl and not (sec.mechanism and sec.username and sec.password):
             missing = [p for p in ("kafka.sasl.mechanism", "kafka.sasl.username",
                                    "kafka.sasl.password") if PROPERTIES[p] not in values]
-            raise ValidationError(f"{what}: \"kafka.security.protocol\"=\"{sec.protocol}\" needs "
+            err = ValidationError(f"{what}: \"kafka.security.protocol\"=\"{sec.protocol}\" needs "
                                   + ", ".join(f'"{m}"' for m in missing))
+            err.key, err.bad_value = "kafka.security.protocol", True
+            raise err
         stray = [p for p in given if (p.startswith("kafka.sasl.") and not sasl)
                  or (p.startswith("kafka.ssl.") and not sec.protocol.endswith("SSL"))]
-        if stray:
-            raise ValidationError(
+        if stray:  # a contradiction, located at the first stray key (issue 28 point 5)
+            err = ValidationError(
                 f"{what}: {', '.join(repr(s).replace(chr(39), chr(34)) for s in stray)} "
                 f"would be ignored under \"kafka.security.protocol\"=\"{sec.protocol}\" "
                 f"(SASL needs SASL_PLAINTEXT or SASL_SSL, certificates SSL or SASL_SSL)")
+            err.key = stray[0]
+            raise err
         return sec
 
     @property
