@@ -8,6 +8,9 @@ The home is ``--home``, else ``$STREAMJOB_HOME``, else ``~/.streamjob``. It hold
 - ``warehouse/<db>/<table>``: file tables declared without LOCATION;
 - ``streamjob.conf``: optional engine properties, one ``key=value`` per line (``#`` comments),
   the format of Spark's ``spark-defaults.conf``.
+- ``secrets/``: files ``${file:...}`` secret references may read (owner-only;
+  ``streamjob.security.secret.dirs``); ``secret.key``: the key sealing literal secrets in
+  the catalog (:mod:`streamjob.security.sealed`);
 - ``logs/spark.log``: what Spark's JVM and its Python workers print, unless --debug
   (:func:`streamjob.spark.session.spark_log`); ``logs/server.log``: the lines of
   ``streamjob server`` and its warnings (:mod:`streamjob.manager.serverlog`).
@@ -86,10 +89,8 @@ class Home:
         """
         path = Path(root).expanduser() if root else default_home()
         try:
-            created = not path.exists()
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if created:  # owner-only (DESIGN §9): it holds the catalog and checkpoints
-                path.chmod(0o700)
+            _owner_only(path)
         except OSError as exc:
             raise StreamJobError(f"cannot create streamjob home {path}: {exc.strerror}") from None
         conf = dict(ENGINE_DEFAULTS)
@@ -100,7 +101,25 @@ class Home:
         from .properties import validate_engine
 
         validate_engine(conf)
-        return cls(path.resolve(), conf)
+        home = cls(path.resolve(), conf)
+        from .security import AdminPolicy, activate
+
+        policy = AdminPolicy.of(home)
+        activate(policy)  # secret references of this process resolve by its rules
+        default_secrets = home.root / "secrets"
+        if default_secrets in policy.secret_dirs and not default_secrets.exists():
+            try:
+                default_secrets.mkdir(mode=0o700)
+            except OSError:
+                pass  # a read-only home: references into it fail when resolved, named
+        return home
+
+    @property
+    def policy(self):
+        """The admin's :class:`~streamjob.security.AdminPolicy` of this home."""
+        from .security import AdminPolicy
+
+        return AdminPolicy.of(self)
 
     @property
     def catalog_url(self) -> str:
@@ -156,6 +175,16 @@ class Home:
         """The ``spark.*`` settings handed to the SparkSession builder."""
         return {k: v for k, v in self.conf.items()
                 if k.startswith("spark.") and not k.startswith("spark.morphling.")}
+
+
+def _owner_only(path: Path) -> None:
+    """Make the home owner-only (0700; DESIGN §9: it holds the catalog, checkpoints,
+    secrets and the key): a new home is created so, and an existing one of this user
+    whose group or others may enter is tightened. A home of another user is left alone
+    (its owner decides; opening the catalog will tell)."""
+    info = path.stat()
+    if info.st_mode & 0o077 and info.st_uid == os.getuid():
+        path.chmod(0o700)
 
 
 def is_local_uri(uri: str) -> bool:
