@@ -96,13 +96,6 @@ class ObjectStatements:
                                     self.home.table_location(db, name),
                                     partitioned_by=partitioned_by, row_format=row_format)
         columns = _columns(s.columns, s)
-        try:
-            checks.check_table(self.home.policy, f"{db}.{name}", spec, props, self.confined)
-        except ValidationError as exc:
-            if getattr(exc, "key", None) == "location" and s.location is not None:
-                pos = s.where("location")
-                exc.locate(pos.line, pos.column)
-            raise
         if isinstance(spec, cspec.FileTableSpec) and "\x00" in spec.location:
             pos = s.where("location")
             raise ValidationError(f"table {db}.{name}: LOCATION holds a NUL character, which no "
@@ -113,6 +106,13 @@ class ObjectStatements:
                 f"table {db}.{name}: LOCATION {spec.location} overlaps the checkpoint root "
                 f"{self.home.checkpoint_root}, whose job directories DROP STREAMJOB deletes; "
                 "put the table elsewhere", pos.line, pos.column)
+        try:
+            checks.check_table(self.home.policy, f"{db}.{name}", spec, props, self.confined)
+        except ValidationError as exc:
+            if getattr(exc, "key", None) == "location" and s.location is not None:
+                pos = s.where("location")
+                exc.locate(pos.line, pos.column)
+            raise
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
             declared = {c["name"].lower() for c in columns}
