@@ -342,8 +342,8 @@ class AdminPolicy:
                                   f"{', '.join(sorted(SAFE_QUERY_KEYS))}", key)
         if backend == "sqlite":
             if parsed.database and parsed.database != ":memory:":
-                self.check_path(_sqlite_file(parsed), f"{what}'s SQLite file", operator, key)
                 self._not_catalog_file(parsed, what, shown, key)
+                self.check_path(_sqlite_file(parsed), f"{what}'s SQLite file", operator, key)
             return
         host = str(parsed.query.get("host") or parsed.host or "localhost")
         port = parsed.port or _DEFAULT_PORTS.get(backend)
