@@ -378,7 +378,8 @@ class AdminPolicy:
 
     # ------------------------------------------------------------------ Kafka, webhooks
 
-    def check_kafka(self, servers: str, what: str, operator: bool, key: str = "kafka.broker.list") -> None:
+    def check_kafka(self, servers: str, what: str, operator: bool,
+                    key: str | None = "kafka.broker.list") -> None:
         """Kafka bootstrap servers (``host:port,...``) or a ZooKeeper connect string:
         for an operator, every host among ``streamjob.security.kafka.hosts``.
 

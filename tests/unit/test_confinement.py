@@ -477,3 +477,11 @@ def test_errors_are_statement_errors_never_a_crash(home):
     with pytest.raises(ValidationError) as e:
         _run(op, "CREATE TABLE t (a INT) STORED AS CSV LOCATION '/etc';")
     assert e.value.line == 1
+
+
+def test_an_operator_names_no_kafka_host_outside_the_list_in_show_topics_or_print(home):
+    op = _executor(home, Role.OPERATOR)
+    for text in ("SHOW TOPICS FROM '10.0.0.1:9092';", "PRINT 'x' FROM '10.0.0.1:9092' LIMIT 1;"):
+        with pytest.raises(PolicyError) as e:
+            _run(op, text)
+        assert "streamjob.security.kafka.hosts" in str(e.value)
