@@ -151,7 +151,22 @@ def check_plan(policy: AdminPolicy, plan, operator: bool = False) -> None:
     Raises:
         PolicyError: names the object and the rule.
     """
-    for src in plan.sources:
+    check_reads(policy, plan.sources, plan.statics, operator)
+    _check_table_spec(policy, f"table {plan.sink.qualified_name}", plan.sink_spec,
+                      plan.sink.properties, operator)
+    webhook = getattr(plan.props, "alert_webhook", None)
+    if webhook:
+        policy.check_webhook(webhook, "\"streamjob.alert.webhook\"", operator)
+
+
+def check_reads(policy: AdminPolicy, sources, statics, operator: bool = False) -> None:
+    """The sources (with their dead-letter tables) and static tables of a job or of a
+    SELECT preview (:mod:`streamjob.planner.preview`), as :func:`check_plan`.
+
+    Raises:
+        PolicyError: names the object and the rule.
+    """
+    for src in sources:
         what = f"stream {src.stream.qualified_name}"
         if isinstance(src.spec, cspec.FileSourceSpec):
             policy.check_path(src.spec.path, f"{what}: \"path\"", operator, key="path")
@@ -161,11 +176,6 @@ def check_plan(policy: AdminPolicy, plan, operator: bool = False) -> None:
         if src.dead_letter is not None:
             policy.check_sql_url(src.dead_letter.url,
                                  f"dead-letter table of {what}: \"url\"", operator)
-    for static in plan.statics:
+    for static in statics:
         _check_table_spec(policy, f"table {static.table.qualified_name}", static.spec,
                           static.table.properties, operator)
-    _check_table_spec(policy, f"table {plan.sink.qualified_name}", plan.sink_spec,
-                      plan.sink.properties, operator)
-    webhook = getattr(plan.props, "alert_webhook", None)
-    if webhook:
-        policy.check_webhook(webhook, "\"streamjob.alert.webhook\"", operator)

@@ -485,3 +485,15 @@ def test_an_operator_names_no_kafka_host_outside_the_list_in_show_topics_or_prin
         with pytest.raises(PolicyError) as e:
             _run(op, text)
         assert "streamjob.security.kafka.hosts" in str(e.value)
+
+
+def test_a_preview_over_a_row_written_before_is_refused(home):
+    """A SELECT preview reads declared objects as a job does: the same rules for everyone."""
+    from streamjob.planner.preview import plan_preview
+
+    catalog = Catalog(home.catalog_url)
+    catalog.create_stream("default", "s", [{"name": "a", "type": "int"}],
+                          {"source": "files", "path": str(home.root / "logs")}, None)
+    with pytest.raises(PolicyError) as e:
+        plan_preview(catalog, home, "select a from s")
+    assert "own state" in str(e.value)
