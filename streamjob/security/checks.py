@@ -138,6 +138,7 @@ def check_job_properties(policy: AdminPolicy, pairs: Mapping[str, str], operator
         PolicyError: ``key`` the property.
     """
     check_values(pairs)
+    check_references(policy, pairs)
     for name, value in pairs.items():
         if str(name).strip().lower() == "streamjob.alert.webhook":
             policy.check_webhook(str(value), "\"streamjob.alert.webhook\"", operator)

@@ -402,13 +402,15 @@ class AdminPolicy:
         Raises:
             PolicyError: the host is not allowed (the URL shown masked).
         """
-        from ..secrets import has_reference, mask_url
+        from ..secrets import _userinfo_span, has_reference, mask_url
 
         if not url or not url.strip():
             return
-        if has_reference(url):
-            raise self._error(f"{what} {mask_url(url)}: a webhook URL takes no secret "
-                              "reference", key)
+        span = _userinfo_span(url)
+        rest = url[:span[0]] + "x" + url[span[1]:] if span and span[1] > span[0] else url
+        if has_reference(rest):
+            raise self._error(f"{what} {mask_url(url)}: a secret reference may stand only for "
+                              "the URL's password, never for its host, path or parameters", key)
         if not operator:
             return
         try:
