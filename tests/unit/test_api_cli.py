@@ -24,7 +24,9 @@ STREAM = ('CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="t", '
 
 @pytest.fixture
 def served(tmp_path):
-    home = Home.open(str(tmp_path / "server-home"), {}, None)
+    # the admin lets operators (anonymous here) use the test's directory (issue 28)
+    home = Home.open(str(tmp_path / "server-home"), {"streamjob.security.file.roots": str(tmp_path)},
+                     None)
     catalog = Catalog(home.catalog_url)
     service = HttpService(create_app(catalog, home), "127.0.0.1:0")
     url = service.start()
