@@ -158,7 +158,7 @@ class WebhookSender:
 
     def _deliver(self, client: httpx.Client, url: str, alert: Alert) -> bool:
         from ..exceptions import StreamJobError
-        from ..secrets import resolve_url
+        from ..security.resolve import resolve_url
 
         try:  # a password sealed in the catalog (streamjob/security/sealed.py)
             target, auth = split_credentials(resolve_url(url, "the alert webhook"))

@@ -6,6 +6,9 @@ this be reached" question.
   webhook hosts, secret directories and the environment pattern; the rules that hold for
   everyone (the home's own state and the catalog database are never a data path or a
   SQL table's database) and those that confine an operator.
+* :mod:`.hosts` — host lists (names, addresses, patterns, ports).
+* :mod:`.resolve` — secret references (``${env:}``, ``${file:}``) and sealed secrets
+  resolved under the policy, when a connection is made.
 * :mod:`.sealed` — literal secrets encrypted at rest in the catalog (Fernet, with the key
   the admin holds).
 * :mod:`.checks` — the policy applied to statements and job plans.

@@ -42,7 +42,6 @@ setting that would allow it.
 from __future__ import annotations
 
 import fnmatch
-import ipaddress
 import os
 import re
 import threading
@@ -52,6 +51,7 @@ from typing import TYPE_CHECKING, Iterable
 from urllib.parse import unquote, urlsplit
 
 from ..exceptions import ValidationError
+from .hosts import host_allowed, host_port as _host_port, loopback as _loopback
 
 if TYPE_CHECKING:
     from ..home import Home
@@ -119,34 +119,6 @@ class PolicyError(ValidationError):
 
 def _split(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def host_allowed(host: str, port: int | None, patterns: Iterable[str]) -> bool:
-    """True if ``host`` (and ``port``) match one of ``patterns``: ``name``, ``name:port``,
-    ``[v6]:port`` or ``fnmatch`` patterns of either; names compare case-insensitively."""
-    host = host.strip("[]").lower()
-    for pattern in patterns:
-        p = pattern.strip().lower()
-        want_port = None
-        if p.startswith("["):
-            inner, _, rest = p[1:].partition("]")
-            p, want_port = inner, rest.lstrip(":") or None
-        elif p.count(":") == 1:
-            p, want_port = p.split(":")
-        if want_port is not None and (port is None or not fnmatch.fnmatchcase(str(port), want_port)):
-            continue
-        if fnmatch.fnmatchcase(host, p):
-            return True
-    return False
 
 
 def _local_path(value: str) -> Path | None:
@@ -481,20 +453,6 @@ def _sqlite_file(url) -> str:
     return db
 
 
-def _host_port(item: str) -> tuple[str, int | None]:
-    item = item.strip()
-    if "://" in item:
-        item = item.split("://", 1)[1]
-    if item.startswith("["):
-        host, _, rest = item[1:].partition("]")
-        port = rest.lstrip(":")
-    elif item.count(":") == 1:
-        host, port = item.split(":")
-    else:
-        host, port = item, ""
-    return host, int(port) if port.isdigit() else None
-
-
 _ACTIVE: AdminPolicy | None = None
 _LOCK = threading.Lock()
 
@@ -511,8 +469,6 @@ def active() -> AdminPolicy:
     """This process's policy: the last activated one, else the default home's."""
     if _ACTIVE is not None:
         return _ACTIVE
-    from ..home import ENGINE_DEFAULTS, default_home
-
-    root = _real(default_home())
-    return AdminPolicy(root, f"sqlite:///{root / 'catalog.db'}", str(root / "checkpoints"),
-                       tuple((k, v) for k, v in ENGINE_DEFAULTS.items() if k.startswith(PREFIX)))
+    # streamjob.home.default_home's rule, not imported: home.py imports this module
+    root = _real(Path(os.environ.get("STREAMJOB_HOME") or Path.home() / ".streamjob").expanduser())
+    return AdminPolicy(root, f"sqlite:///{root / 'catalog.db'}", str(root / "checkpoints"))

@@ -107,7 +107,7 @@ def static_frame(session, st: Static):
                 .load())
     if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
         return spark_file_frame(session, sp, st.table.columns)
-    from ..secrets import resolve_url
+    from ..security.resolve import resolve_url
 
     static.check_sql_table(sp.url, sp.table, names)
     # resolved here, in the job manager that holds the admin's key and secret files (as

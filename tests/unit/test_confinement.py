@@ -29,7 +29,7 @@ from streamjob.exceptions import ConnectorError, PropertyError, StreamJobError, 
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
-from streamjob.secrets import resolve, resolve_url
+from streamjob.security.resolve import resolve, resolve_url
 from streamjob.security import PolicyError
 
 pytestmark = pytest.mark.component

@@ -63,7 +63,7 @@ def engine_for(url: str) -> Engine:
     """
     eng = _ENGINES.get(url)
     if eng is None:
-        from streamjob.secrets import resolve_url
+        from streamjob.security.resolve import resolve_url
 
         written, url = url, resolve_url(url, "a SQL table's \"url\"")  # password only
         kwargs: dict[str, Any] = {"connect_args": _timeouts(url)}
