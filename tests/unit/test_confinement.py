@@ -497,3 +497,37 @@ def test_a_preview_over_a_row_written_before_is_refused(home):
     with pytest.raises(PolicyError) as e:
         plan_preview(catalog, home, "select a from s")
     assert "own state" in str(e.value)
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_through_the_http_api_a_refusal_is_a_located_400_never_a_500(tmp_path, catalog_url):
+    """An operator token against a real server (uvicorn on 127.0.0.1): the file reference,
+    /proc/self/environ and the catalog as a table are 400s naming the rule; a FIFO in the
+    secret directory at START neither hangs nor 500s."""
+    from streamjob.api.auth import new_token
+    from tests.unit.test_api import Api
+
+    api = Api(tmp_path, catalog_url)
+    try:
+        token = new_token()
+        api.catalog.create_token("ops", "operator", token)
+        os.mkfifo(api.home.root / "secrets" / "fifo")
+        for url, words in ((f"postgresql+psycopg://u:${{file:{_outside(tmp_path)}}}@127.0.0.1:9/db",
+                            "secret directories"),
+                           ("postgresql+psycopg://u:${file:/proc/self/environ}@127.0.0.1:9/db",
+                            "secret directories"),
+                           (api.home.catalog_url, "catalog's own database")):
+            r = api.sql(f'CREATE TABLE t (value BIGINT)\nTBLPROPERTIES("connector"="sql", "url"="{url}");',
+                        token)
+            assert r.status_code == 400, r.text
+            error = r.json()["error"]
+            assert error["type"] == "PolicyError" and words in error["message"]
+            assert error["line"] == 2 and SECRET not in r.text
+        r = api.sql('CREATE STREAM s (value BIGINT) TBLPROPERTIES("source"="rate");'
+                    'CREATE TABLE t (value BIGINT) TBLPROPERTIES("connector"="sql", '
+                    '"url"="postgresql+psycopg://u:${file:fifo}@127.0.0.1:9/db");'
+                    'CREATE STREAMJOB j AS ("insert into t select value from s");'
+                    "START STREAMJOB j;", token)
+        assert r.status_code == 200, r.text  # START's schema check names the FIFO, the job retries
+    finally:
+        api.close()
