@@ -531,3 +531,30 @@ def test_through_the_http_api_a_refusal_is_a_located_400_never_a_500(tmp_path, c
         assert r.status_code == 200, r.text  # START's schema check names the FIFO, the job retries
     finally:
         api.close()
+
+
+def test_a_webhooks_password_is_sealed_and_still_sent_as_basic_auth(tmp_path):
+    """``streamjob.alert.webhook`` with ``user:password``: sealed in the catalog, the
+    receiver (a real HTTP server) still gets the decoded basic auth."""
+    import base64
+
+    from streamjob.alerts import AlertEvaluator, WebhookSender
+    from tests.unit.test_alerts import Receiver, at, deliver, evaluate
+
+    home = Home.open(tmp_path / "home", {})
+    ex = _executor(home, Role.ADMIN)
+    receiver, sender = Receiver(), WebhookSender(retries=0, backoff_s=0.01, timeout_s=5)
+    try:
+        _run(ex, 'CREATE STREAM s (value BIGINT) TBLPROPERTIES("source"="rate");'
+                 "CREATE TABLE t (value BIGINT) STORED AS PARQUET;"
+                 f"SET streamjob.alert.webhook='{receiver.url(userinfo='alice:pa%40' + SECRET + '@')}';"
+                 'CREATE STREAMJOB j AS ("insert into t select value from s");')
+        raw = b"".join(p.read_bytes() for p in home.root.glob("catalog.db*"))
+        assert SECRET.encode() not in raw
+        ex.catalog.update_job("default", "j", status="FAILED")
+        deliver(sender, evaluate(AlertEvaluator(), ex.catalog, at(0)))
+        (post,) = receiver.wait_for(1)
+        assert post["auth"] == "Basic " + base64.b64encode(f"alice:pa@{SECRET}".encode()).decode()
+    finally:
+        sender.close()
+        receiver.close()
