@@ -47,6 +47,7 @@ class ObjectStatements:
         if not s.columns:
             raise ValidationError(f"stream {db}.{name} declares no columns")
         row_format = _row_format(s.row_format, s)
+        checks.check_declared(self.home.policy, st.props(s.properties), self.confined)
         spec = cspec.source_spec(name, st.props(s.properties), row_format)
         checks.check_source(self.home.policy, f"{db}.{name}", spec, st.props(s.properties),
                             self.confined)
@@ -78,6 +79,7 @@ class ObjectStatements:
         partitioned_by = tuple(c.lower() for c in s.partitioned_by)
         row_format = _row_format(s.row_format, s)
         stored_as = s.stored_as
+        checks.check_declared(self.home.policy, props, self.confined)
         try:
             spec = cspec.table_spec(name, props, stored_as, s.location,
                                     self.home.table_location(db, name),

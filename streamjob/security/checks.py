@@ -68,6 +68,22 @@ def check_references(policy: AdminPolicy, pairs: Mapping[str, Any]) -> None:
                 raise
 
 
+def check_declared(policy: AdminPolicy, props: Mapping[str, str], operator: bool) -> None:
+    """What a stream's or table's TBLPROPERTIES say before any connector spec is built
+    (building one asks the ZooKeeper of ``"kafka.zookeeper"`` for its brokers): no sealed
+    value, references the admin allows, Kafka hosts of the list (for an operator).
+
+    Raises:
+        PolicyError: ``key`` the property.
+    """
+    check_values(props)
+    check_references(policy, props)
+    low = {str(k).strip().lower(): str(v) for k, v in props.items()}
+    for key in ("kafka.broker.list", "kafka.zookeeper"):
+        if low.get(key, "").strip():
+            policy.check_kafka(low[key], f"property \"{key}\"", operator, key=key)
+
+
 def check_source(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
                  operator: bool) -> None:
     """A stream's declaration: a file stream's ``"path"``; a Kafka stream's brokers

@@ -558,3 +558,21 @@ def test_a_webhooks_password_is_sealed_and_still_sent_as_basic_auth(tmp_path):
     finally:
         sender.close()
         receiver.close()
+
+
+def test_an_operators_zookeeper_is_checked_before_it_is_asked(home):
+    """``"kafka.zookeeper"`` (old scripts) makes the spec ask ZooKeeper for brokers: a host
+    outside the list is refused before any connection (a listener sees nothing)."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    lst.settimeout(0)
+    wide = Home.open(home.root, {"streamjob.security.kafka.hosts": "localhost"})
+    try:
+        with pytest.raises(PolicyError) as e:
+            _run(_executor(wide, Role.OPERATOR),
+                 f'CREATE STREAM k (a INT) TBLPROPERTIES("topic"="t",\n'
+                 f'"kafka.zookeeper"="127.0.0.1:{lst.getsockname()[1]}");')
+        assert e.value.line == 2 and "kafka.zookeeper" in str(e.value)
+        with pytest.raises(BlockingIOError):
+            lst.accept()  # nobody connected
+    finally:
+        lst.close()
