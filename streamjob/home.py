@@ -90,7 +90,11 @@ class Home:
         path = Path(root).expanduser() if root else default_home()
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            _owner_only(path)
+            _owner_only(path, 0o700)
+            for name in ("catalog.db", "catalog.db-wal", "catalog.db-shm", "catalog.db-journal",
+                         "secret.key", "streamjob.conf"):
+                if (path / name).is_file():
+                    _owner_only(path / name, 0o600)
         except OSError as exc:
             raise StreamJobError(f"cannot create streamjob home {path}: {exc.strerror}") from None
         conf = dict(ENGINE_DEFAULTS)
@@ -177,14 +181,14 @@ class Home:
                 if k.startswith("spark.") and not k.startswith("spark.morphling.")}
 
 
-def _owner_only(path: Path) -> None:
-    """Make the home owner-only (0700; DESIGN §9: it holds the catalog, checkpoints,
-    secrets and the key): a new home is created so, and an existing one of this user
-    whose group or others may enter is tightened. A home of another user is left alone
-    (its owner decides; opening the catalog will tell)."""
+def _owner_only(path: Path, mode: int) -> None:
+    """Make ``path`` owner-only (``mode``: 0700 for the home, 0600 for its catalog file,
+    key and configuration; DESIGN §9): a new home is created so, and an existing one of
+    this user that its group or others may read is tightened. Another user's files are
+    left alone (their owner decides; opening the catalog will tell)."""
     info = path.stat()
     if info.st_mode & 0o077 and info.st_uid == os.getuid():
-        path.chmod(0o700)
+        path.chmod(mode)
 
 
 def is_local_uri(uri: str) -> bool:

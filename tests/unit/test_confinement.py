@@ -244,8 +244,13 @@ def test_an_existing_open_home_is_made_owner_only(tmp_path):
     root = tmp_path / "home"
     root.mkdir(mode=0o755)
     root.chmod(0o755)
+    for name in ("catalog.db", "streamjob.conf"):
+        (root / name).touch()
+        (root / name).chmod(0o644)
     Home.open(root, {})
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    for name in ("catalog.db", "streamjob.conf"):
+        assert stat.S_IMODE((root / name).stat().st_mode) == 0o600
 
 
 # ---------------------------------------------------------------- the home and the catalog
