@@ -288,12 +288,12 @@ class AdminPolicy:
         """
         from sqlalchemy.engine import make_url
 
-        from ..secrets import _userinfo_span, has_reference, is_sealed, mask_url
+        from ..secrets import _userinfo_span, has_reference, mask_url
 
         shown = mask_url(url)
         span = _userinfo_span(url)
         rest = url[:span[0]] + "x" + url[span[1]:] if span and span[1] > span[0] else url
-        if has_reference(rest) or is_sealed(rest):
+        if has_reference(rest):  # (a sealed value is streamjob's own: check_values)
             raise self._error(f"{what} {shown}: a secret reference (${{env:...}}, "
                               "${file:...}) may stand only for the URL's password, never for "
                               "its host, database or parameters", key)

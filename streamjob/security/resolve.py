@@ -9,7 +9,10 @@ import os
 import re
 from pathlib import Path
 
-from ..secrets import _ANY, _userinfo_span, mask_url, remember
+from ..secrets import _ANY, _SECRET_KEYS, _userinfo_span, mask_url, remember
+
+#: the end of ``?password=`` (and the other secret query keys) just before a value
+_QUERY_KEY = re.compile(rf"[?&;]{_SECRET_KEYS}=$", re.IGNORECASE)
 
 __all__ = ["resolve", "resolve_url"]
 
@@ -59,7 +62,13 @@ def resolve_url(url: str, what: str = "a URL", policy=None) -> str:
     if not isinstance(url, str) or "${" not in url:
         return url
     span = _userinfo_span(url)
-    inside = (lambda m: span is not None and span[0] <= m.start() and m.end() <= span[1])
+
+    def inside(m: re.Match) -> bool:
+        if span is not None and span[0] <= m.start() and m.end() <= span[1]:
+            return True  # the password
+        # a sealed ?password= (streamjob sealed it there: security/sealed.py)
+        return m.group(1) == "sealed" and _QUERY_KEY.search(url[:m.start()]) is not None
+
     for m in _ANY.finditer(url):
         if not inside(m):
             raise PolicyError(f"{what} {mask_url(url)}: a secret reference may stand only for "

@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..exceptions import ConnectorError
+from ..secrets import _SECRET_KEYS
 
 if TYPE_CHECKING:
     from .policy import AdminPolicy
 
+#: a secret query parameter: ``(?password=)(value)`` (the keys of :mod:`streamjob.secrets`)
+_QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_KEYS}=)([^&\s'\"]*)", re.IGNORECASE)
 #: ``${sealed:TOKEN}``: a Fernet token (URL-safe base64).
 SEALED = re.compile(r"\$\{sealed:([A-Za-z0-9_\-=]+)\}")
 _KEY_BYTES = 44  # a Fernet key: 32 bytes, URL-safe base64
@@ -111,5 +114,9 @@ def seal_properties(props: Mapping[str, Any], policy: "AdminPolicy") -> dict[str
             span = _userinfo_span(value)
             if span and span[1] > span[0] and not has_reference(value[span[0]:span[1]]):
                 # sealed as written (percent-encoded or not), put back as written
-                out[name] = value[:span[0]] + seal(value[span[0]:span[1]], policy) + value[span[1]:]
+                value = value[:span[0]] + seal(value[span[0]:span[1]], policy) + value[span[1]:]
+            # ?password=... (and the other secret query keys) too
+            out[name] = _QUERY_SECRET.sub(
+                lambda m: m.group(0) if not m.group(2) or "${" in m.group(2)
+                else m.group(1) + seal(m.group(2), policy), value)
     return out

@@ -581,3 +581,14 @@ def test_an_operators_zookeeper_is_checked_before_it_is_asked(home):
             lst.accept()  # nobody connected
     finally:
         lst.close()
+
+
+def test_a_query_password_is_sealed_too(home):
+    from streamjob.connectors.sql.engine import engine_for
+
+    ex = _executor(home, Role.ADMIN)
+    _run(ex, 'CREATE TABLE q (a INT) TBLPROPERTIES("connector"="sql", '
+             f'"url"="postgresql+psycopg://127.0.0.1:5432/test?user=postgres&password={SECRET}");')
+    stored = ex.catalog.get_table("default", "q").properties["url"]
+    assert SECRET not in stored and "password=${sealed:" in stored
+    assert engine_for(stored).url.query["password"] == SECRET
