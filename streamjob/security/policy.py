@@ -235,6 +235,11 @@ class AdminPolicy:
         """
         if "\x00" in value:
             raise self._error(f"{what} holds a NUL character", key)
+        if operator and ("{" in value or "}" in value
+                         or ".." in re.split(r"[/\\,{}]", value)):
+            # Hadoop globs expand {a,../../etc} after any check of the text could
+            raise self._error(f"{what} '{value}': an operator's path may not use '{{...}}' "
+                              "alternatives or '..' (write the directory itself)", key)
         local = _local_path(value)
         if local is None:
             if operator and not self._uri_allowed(value):

@@ -314,11 +314,15 @@ def test_a_job_over_a_row_written_before_is_refused_at_start(home):
 
 def test_operator_paths_lie_under_the_file_roots(tmp_path, home):
     op = _executor(home, Role.OPERATOR)
-    for where in ("/etc", str(tmp_path / "elsewhere"), f"{home.root}/data/../flights",
-                  f"file://{tmp_path}/elsewhere", "hdfs://nn/data"):
+    for where in ("/etc", str(tmp_path / "elsewhere"), f"file://{tmp_path}/elsewhere",
+                  "hdfs://nn/data"):
         with pytest.raises(PolicyError) as e:
             _run(op, f"CREATE TABLE t (a INT) STORED AS CSV LOCATION '{where}';")
         assert "streamjob.security.file.roots" in str(e.value)
+    for where in (f"{home.root}/data/../flights", f"{home.root}/data/{{a,../../etc}}"):
+        with pytest.raises(PolicyError) as e:  # a Hadoop glob expands after any check
+            _run(op, f'CREATE STREAM g (a INT) TBLPROPERTIES("source"="files", "path"="{where}");')
+        assert "'..'" in str(e.value)
     (tmp_path / "link").symlink_to("/etc")
     (home.root / "data").mkdir()
     (home.root / "data" / "etc").symlink_to("/etc")
