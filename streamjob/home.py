@@ -8,6 +8,9 @@ The home is ``--home``, else ``$STREAMJOB_HOME``, else ``~/.streamjob``. It hold
 - ``warehouse/<db>/<table>``: file tables declared without LOCATION;
 - ``streamjob.conf``: optional engine properties, one ``key=value`` per line (``#`` comments),
   the format of Spark's ``spark-defaults.conf``.
+- ``secrets/``: files ``${file:...}`` secret references may read (owner-only;
+  ``streamjob.security.secret.dirs``); ``secret.key``: the key sealing literal secrets in
+  the catalog (:mod:`streamjob.security.sealed`);
 - ``logs/spark.log``: what Spark's JVM and its Python workers print, unless --debug
   (:func:`streamjob.spark.session.spark_log`); ``logs/server.log``: the lines of
   ``streamjob server`` and its warnings (:mod:`streamjob.manager.serverlog`).
@@ -86,10 +89,12 @@ class Home:
         """
         path = Path(root).expanduser() if root else default_home()
         try:
-            created = not path.exists()
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if created:  # owner-only (DESIGN §9): it holds the catalog and checkpoints
-                path.chmod(0o700)
+            _owner_only(path, 0o700)
+            for name in ("catalog.db", "catalog.db-wal", "catalog.db-shm", "catalog.db-journal",
+                         "secret.key", "streamjob.conf"):
+                if (path / name).is_file():
+                    _owner_only(path / name, 0o600)
         except OSError as exc:
             raise StreamJobError(f"cannot create streamjob home {path}: {exc.strerror}") from None
         conf = dict(ENGINE_DEFAULTS)
@@ -100,7 +105,25 @@ class Home:
         from .properties import validate_engine
 
         validate_engine(conf)
-        return cls(path.resolve(), conf)
+        home = cls(path.resolve(), conf)
+        from .security import AdminPolicy, activate
+
+        policy = AdminPolicy.of(home)
+        activate(policy)  # secret references of this process resolve by its rules
+        default_secrets = home.root / "secrets"
+        if default_secrets in policy.secret_dirs and not default_secrets.exists():
+            try:
+                default_secrets.mkdir(mode=0o700)
+            except OSError:
+                pass  # a read-only home: references into it fail when resolved, named
+        return home
+
+    @property
+    def policy(self):
+        """The admin's :class:`~streamjob.security.AdminPolicy` of this home."""
+        from .security import AdminPolicy
+
+        return AdminPolicy.of(self)
 
     @property
     def catalog_url(self) -> str:
@@ -156,6 +179,16 @@ class Home:
         """The ``spark.*`` settings handed to the SparkSession builder."""
         return {k: v for k, v in self.conf.items()
                 if k.startswith("spark.") and not k.startswith("spark.morphling.")}
+
+
+def _owner_only(path: Path, mode: int) -> None:
+    """Make ``path`` owner-only (``mode``: 0700 for the home, 0600 for its catalog file,
+    key and configuration; DESIGN §9): a new home is created so, and an existing one of
+    this user that its group or others may read is tightened. Another user's files are
+    left alone (their owner decides; opening the catalog will tell)."""
+    info = path.stat()
+    if info.st_mode & 0o077 and info.st_uid == os.getuid():
+        path.chmod(mode)
 
 
 def is_local_uri(uri: str) -> bool:

@@ -12,8 +12,11 @@ One place answers "what is secret in this text":
   given (e.g. the passwords of the job's own tables), wherever they appear.
 
 A secret property may hold a reference instead of the secret: ``${env:NAME}`` or
-``${file:/path}`` (:func:`resolve`, as Kafka Connect's config providers), resolved only
-when a connection is made, so the secret never reaches the catalog.
+``${file:/path}`` (as Kafka Connect's config providers), resolved only when a connection
+is made and only within the admin's rules (:mod:`streamjob.security.resolve`), so the
+secret never reaches the catalog. In a URL a reference may stand only for the password.
+A secret written literally is sealed (encrypted) in the catalog
+(:mod:`streamjob.security.sealed`). This module only finds and masks them.
 
 The catalog masks every error it stores (runs' causes, jobs' ``last_error``) with
 :func:`mask_text`; property display masks secret properties wholesale
@@ -27,7 +30,8 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["MASK", "has_reference", "mask_text", "mask_url", "resolve", "url_password"]
+__all__ = ["MASK", "has_reference", "is_sealed", "mask_text", "mask_url", "references",
+           "remember", "url_password"]
 
 MASK = "***"
 #: Query parameters and ``key=value`` pairs whose values are secrets.
@@ -78,6 +82,7 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
     secret values masked. None stays None."""
     if not text:
         return text
+    text = _SEALED.sub(MASK, text)  # ciphertext, but never shown (streamjob/security/sealed.py)
     known = set(secrets) | _REMEMBERED
     for value in sorted({s for s in known if s and len(s) >= 3}, key=len, reverse=True):
         text = text.replace(value, MASK)
@@ -107,6 +112,9 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 #: ``${env:NAME}`` / ``${file:/path}``: a secret reference (Kafka Connect's config
 #: providers' form), resolved when a connection is made, never stored resolved.
 _REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
+#: a reference, or a literal secret sealed in the catalog (:mod:`streamjob.security.sealed`)
+_ANY = re.compile(r"\$\{(env|file|sealed):([^}]+)\}")
+_SEALED = re.compile(r"\$\{sealed:[^}]*\}")
 _REMEMBERED: set[str] = set()
 
 
@@ -115,39 +123,18 @@ def has_reference(text: str) -> bool:
     return isinstance(text, str) and _REFERENCE.search(text) is not None
 
 
-def resolve(text: str, what: str = "a property") -> str:
-    """``text`` with each secret reference replaced by its value: an environment
-    variable of this process, or a file's content (trailing newline removed). Inside a
-    URL's user part the value is percent-encoded, so a password may hold ``@``, ``/`` or
-    ``:``. Resolved values are remembered and masked by :func:`mask_text` from then on.
+def is_sealed(text: str) -> bool:
+    """True if ``text`` holds a sealed secret (``${sealed:...}``, written by streamjob)."""
+    return isinstance(text, str) and _SEALED.search(text) is not None
 
-    Raises:
-        ConnectorError: a variable is not set or a file cannot be read; the message names
-            the reference, never a value.
-    """
-    from urllib.parse import quote
 
-    from .exceptions import ConnectorError
+def references(text: str) -> list[tuple[str, str]]:
+    """The ``(kind, name)`` of every ``${env:}``/``${file:}`` reference in ``text``."""
+    if not isinstance(text, str):
+        return []
+    return [(m.group(1), m.group(2).strip()) for m in _REFERENCE.finditer(text)]
 
-    if not has_reference(text):
-        return text
-    span = _userinfo_span(text)
 
-    def value(m: re.Match) -> str:
-        kind, name = m.group(1), m.group(2).strip()
-        if kind == "env":
-            found = os.environ.get(name)
-            if found is None:
-                raise ConnectorError(f"the secret reference ${{env:{name}}} in {what} is not set "
-                                     "in the environment of this process")
-        else:
-            try:
-                found = Path(name).expanduser().read_text().rstrip("\r\n")
-            except OSError as exc:
-                raise ConnectorError(f"the secret reference ${{file:{name}}} in {what} cannot be "
-                                     f"read: {exc.strerror}") from None
-        _REMEMBERED.add(found)
-        inside_user = span is not None and span[0] <= m.start() < span[1]
-        return quote(found, safe="") if inside_user else found
-
-    return _REFERENCE.sub(value, text)
+def remember(value: str) -> None:
+    """Mask ``value`` (a secret just resolved) in every later :func:`mask_text`."""
+    _REMEMBERED.add(value)

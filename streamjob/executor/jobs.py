@@ -9,6 +9,7 @@ from ..checkpoint import fingerprint, identity, store
 from ..connectors import spec as cspec
 from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
+from ..security import checks
 from .result import Result
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
 
@@ -30,6 +31,9 @@ class JobStatements:
 
         plan = plan_job(self.catalog, self.home, db, name, query, props, session, position)
         check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
+        # the admin's rules for everyone over every object it reads or writes (objects
+        # were checked against the declaring role when declared: streamjob/security)
+        checks.check_plan(self.home.policy, plan)
         session = self.spark() if analyze and self.spark is not None else None
         if session is not None:  # what Spark would refuse at START, refused now
             from ..spark.analysis import refuse_what_spark_refuses
@@ -46,10 +50,12 @@ class JobStatements:
         props = jp.validate(st.props(s.properties))
         session = dict(self.session_props)
         jp.refuse_contradictions(props, session, here=props)
+        checks.check_job_properties(self.home.policy, props, self.confined)
+        checks.check_job_properties(self.home.policy, jp.validate(session), self.confined)
         plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
-        created = self.catalog.create_job(db, name, s.query, props, plan.dependencies,
+        created = self.catalog.create_job(db, name, s.query, self._sealed(props), plan.dependencies,
                                           if_not_exists=s.if_not_exists,
-                                          session_properties=session)
+                                          session_properties=self._sealed(session))
         return Result("\n".join([f"streamjob {db}.{name} {'created' if created else 'exists'} "
                                  f"({plan.guarantee}, output mode {plan.output_mode})",
                                  *jp.notices(props)]))
@@ -58,10 +64,12 @@ class JobStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         changes = jp.validate(st.props(s.properties))
+        checks.check_job_properties(self.home.policy, changes, self.confined)
         props = {**job.properties, **changes}
         jp.refuse_contradictions(props, job.session_properties, here=changes)
         plan = self._plan(db, name, job.query, props, job.session_properties, analyze=True)
-        self.catalog.update_job(db, name, properties=props, uid=job.uid)
+        self.catalog.update_job(db, name, properties={**job.properties, **self._sealed(changes)},
+                                uid=job.uid)
         when = " (applies at its next start)" if job.status in ACTIVE_STATUSES else ""
         return Result(f"streamjob {db}.{name} altered: "
                       + ", ".join(f"{k}={jp.mask(k, v)}" for k, v in changes.items())

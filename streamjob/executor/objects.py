@@ -9,12 +9,32 @@ from ..connectors import spec as cspec
 from ..exceptions import ObjectInUseError, ValidationError
 from ..grammar import statements as st
 from ..home import validate_name
+from ..security import checks
 from ..types import check_type
 from .result import Result
 
 
 class ObjectStatements:
     """Stream and table statements of :class:`~streamjob.executor.Executor`."""
+
+    @property
+    def confined(self) -> bool:
+        """True if this session's principal is confined to the admin's allowlists (an
+        operator; DESIGN §9, streamjob/security/policy.py). The rules for everyone apply
+        to every role."""
+        from ..catalog.records import Role
+
+        return self.role is not Role.ADMIN
+
+    def _sealed(self, props: dict) -> dict:
+        """``props`` as the catalog stores them: literal secrets sealed with the admin's
+        key (streamjob/security/sealed.py); a dry run's scratch catalog keeps them as
+        given (``check`` touches nothing, not even the key)."""
+        if self.dry_run:
+            return props
+        from ..security.sealed import seal_properties
+
+        return seal_properties(props, self.home.policy)
 
     def _names(self, name: st.QualifiedName, what: str) -> tuple[str, str]:
         db, obj = name.resolve(self.database)
@@ -27,13 +47,16 @@ class ObjectStatements:
         if not s.columns:
             raise ValidationError(f"stream {db}.{name} declares no columns")
         row_format = _row_format(s.row_format, s)
+        checks.check_declared(self.home.policy, st.props(s.properties), self.confined)
         spec = cspec.source_spec(name, st.props(s.properties), row_format)
+        checks.check_source(self.home.policy, f"{db}.{name}", spec, st.props(s.properties),
+                            self.confined)
         columns = _columns(s.columns, s)
         _check_event_time(s, columns)
         if isinstance(spec, cspec.RateSourceSpec):
             _check_rate_columns(s, columns)
         created = self.catalog.create_stream(
-            db, name, columns, st.props(s.properties), row_format,
+            db, name, columns, self._sealed(st.props(s.properties)), row_format,
             if_not_exists=s.if_not_exists)
         return Result(f"stream {db}.{name} {'created' if created else 'exists'}")
 
@@ -56,6 +79,7 @@ class ObjectStatements:
         partitioned_by = tuple(c.lower() for c in s.partitioned_by)
         row_format = _row_format(s.row_format, s)
         stored_as = s.stored_as
+        checks.check_declared(self.home.policy, props, self.confined)
         try:
             spec = cspec.table_spec(name, props, stored_as, s.location,
                                     self.home.table_location(db, name),
@@ -84,6 +108,13 @@ class ObjectStatements:
                 f"table {db}.{name}: LOCATION {spec.location} overlaps the checkpoint root "
                 f"{self.home.checkpoint_root}, whose job directories DROP STREAMJOB deletes; "
                 "put the table elsewhere", pos.line, pos.column)
+        try:
+            checks.check_table(self.home.policy, f"{db}.{name}", spec, props, self.confined)
+        except ValidationError as exc:
+            if getattr(exc, "key", None) == "location" and s.location is not None:
+                pos = s.where("location")
+                exc.locate(pos.line, pos.column)
+            raise
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
         if isinstance(spec, cspec.SqlTableSpec):
             declared = {c["name"].lower() for c in columns}
@@ -96,7 +127,7 @@ class ObjectStatements:
         if isinstance(spec, cspec.KafkaTableSpec):
             cspec.check_kafka_key(spec, columns, f"{db}.{name}")  # err.key: the property
         created = self.catalog.create_table(
-            db, name, columns, props, row_format,
+            db, name, columns, self._sealed(props), row_format,
             stored_as=stored_as, location=s.location, if_not_exists=s.if_not_exists,
             partitioned_by=partitioned_by)
         return Result(f"table {db}.{name} {'created' if created else 'exists'}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import properties as jp
 from ..grammar import statements as st
+from ..security import checks
 from .result import Result
 
 
@@ -31,6 +32,7 @@ class SessionStatements:
                           title="session properties")
         value = (s.value or "").strip()
         checked = jp.validate({s.key: value})
+        checks.check_job_properties(self.home.policy, checked, self.confined)
         self.session_props.update(checked)
         (name, raw), = checked.items()
         return Result("\n".join([f"{name}={jp.mask(name, raw)}{set_scope(name)}",

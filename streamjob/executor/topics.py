@@ -170,7 +170,8 @@ class TopicStatements:
                 db, name = self._names(s.source, "stream or table")
                 raise ObjectNotFoundError(f"stream or table {db}.{name} does not exist")
             brokers = [_broker(self._kafka_of(obj))]
-        elif s.broker is not None:
+        elif s.broker is not None:  # a Kafka host of the admin's list (streamjob/security)
+            self.home.policy.check_kafka(s.broker, "SHOW TOPICS FROM", self.confined, key=None)
             brokers = [_Broker(s.broker, KafkaSecurity())]
         else:
             brokers = list({_broker(spec): None for _, spec in declared})
@@ -218,7 +219,8 @@ class TopicStatements:
             raise ObjectNotFoundError(f"stream or table {db}.{name} does not exist; to print a "
                                       f"topic, write PRINT '{s.name}'")
         topic = s.topic if s.topic is not None else s.name.name
-        if s.broker is not None:
+        if s.broker is not None:  # a Kafka host of the admin's list (streamjob/security)
+            self.home.policy.check_kafka(s.broker, "PRINT ... FROM", self.confined, key=None)
             return topic, _Broker(s.broker, KafkaSecurity())
         declared = self._kafka_objects()
         naming = list({_broker(spec): None for _, spec in declared if spec.topic == topic})

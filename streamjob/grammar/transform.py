@@ -265,6 +265,8 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder):
             stored_by = unescape_string(token.value).strip()
         elif "stored_as" in found:
             self.locations["stored_as"] = self.position(found["stored_as"].meta.start_pos)
+        if "location" in found:  # the path's string, where a refused LOCATION is reported
+            self.locations["location"] = self.position(found["location"].children[0].start_pos)
         return CreateTable, dict(
             name=name,
             columns=columns,

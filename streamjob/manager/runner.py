@@ -54,6 +54,7 @@ from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
+from ..security.checks import check_plan
 from .attempt import AttemptMixin, group_committers
 from .failures import permanent_failure
 from .progress import ProgressReporter
@@ -243,6 +244,9 @@ class JobRunner(AttemptMixin, threading.Thread):
                     return
                 self.plan = plan_job(self.catalog, self.manager.home, job.database, job.name,
                                      job.query, job.properties, job.session_properties)
+                # the admin's rules for everyone, again here: a row written before them
+                # (or by another client) never reaches the home's state or the catalog
+                check_plan(self.manager.home.policy, self.plan)
                 mark("plan done", job.qualified_name)
                 if self._stop_requested.is_set():
                     break

@@ -44,8 +44,16 @@ def validate(pairs: Mapping[str, str]) -> dict[str, str]:
     ``spark.sql.*`` settings pass through unchecked (they apply to the job's session).
 
     Raises:
-        PropertyError: the first unknown name or bad value.
+        PropertyError: the first unknown name or bad value; a ``streamjob.security.*``
+            name (the admin's engine settings, docs/security.md).
     """
+    for name in pairs:
+        if str(name).strip().lower().startswith("streamjob.security."):
+            err = PropertyError(f"'{name}' is the admin's setting: it is an engine property "
+                                "(streamjob.conf or --conf of the server), never SET or "
+                                "JOBPROPERTIES")
+            err.key, err.bad_value = str(name).strip().lower(), False
+            raise err
     return JOB.validate(pairs)
 
 

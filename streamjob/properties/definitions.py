@@ -205,6 +205,8 @@ JOB = Registry([
 
 # ------------------------------------------------------------------------- engine
 
+from ..security.policy import SETTINGS as _SECURITY  # noqa: E402 - the admin's settings
+
 ENGINE = Registry([
     Property("spark.master", "string", "local[*]",
              "Spark master: local[*], or a cluster URL (spark://host:7077)", scopes=("engine",)),
@@ -253,6 +255,10 @@ ENGINE = Registry([
     Property("streamjob.catalog.url", "string", None,
              "catalog database (SQLAlchemy URL); default: SQLite catalog.db in the home; "
              "PostgreSQL for shared use", scopes=("engine",), secret=False),
+    # the admin's policy (streamjob/security/policy.py, docs/security.md): engine only,
+    # never SET or JOBPROPERTIES
+    *(Property(key, "string", default, meaning + " (docs/security.md)", scopes=("engine",))
+      for key, (default, meaning) in _SECURITY.items()),
 ], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
 
 # --------------------------------------------------------------------- connectors

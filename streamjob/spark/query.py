@@ -107,9 +107,15 @@ def static_frame(session, st: Static):
                 .load())
     if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
         return spark_file_frame(session, sp, st.table.columns)
+    from ..security.resolve import resolve_url
+
     static.check_sql_table(sp.url, sp.table, names)
+    # resolved here, in the job manager that holds the admin's key and secret files (as
+    # Kafka's security options): Spark's Python workers need neither; Spark redacts
+    # "url" options in plans (spark.sql.redaction.options.regex)
+    url = resolve_url(sp.url, f"table {st.table.qualified_name}'s \"url\"")
     return (session.read.format(static.SQL_SOURCE_NAME).schema(ddl)
-            .option("url", sp.url).option("table", sp.table).load())
+            .option("url", url).option("table", sp.table).load())
 
 
 def spark_file_frame(session, sp, columns):

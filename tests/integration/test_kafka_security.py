@@ -155,9 +155,9 @@ def test_a_broker_certificate_that_is_not_trusted_fails_the_job_naming_the_broke
 
 def test_sasl_is_attempted_and_its_password_stays_out_of_everything(world, monkeypatch):
     secret = "s3cr3t-" + uuid.uuid4().hex[:8]
-    monkeypatch.setenv("SJ_TEST_SASL_PASSWORD", secret)
+    monkeypatch.setenv("STREAMJOB_SECRET_TEST_SASL", secret)
     sasl = (', "kafka.security.protocol"="SASL_PLAINTEXT", "kafka.sasl.mechanism"="SCRAM-SHA-256", '
-            '"kafka.sasl.username"="etl", "kafka.sasl.password"="${env:SJ_TEST_SASL_PASSWORD}", '
+            '"kafka.sasl.username"="etl", "kafka.sasl.password"="${env:STREAMJOB_SECRET_TEST_SASL}", '
             '"kafka.request.timeout.ms"="1000"')  # fails after 1 s of connecting, not 10
     world.run(f"""
     CREATE STREAM sasl_in (id INT, amount DOUBLE)
@@ -168,7 +168,7 @@ def test_sasl_is_attempted_and_its_password_stays_out_of_everything(world, monke
       JOBPROPERTIES("morphling.task.max.failures"="0");
     """)
     stored = world.catalog.get_stream("default", "sasl_in").properties
-    assert stored["kafka.sasl.password"] == "${env:SJ_TEST_SASL_PASSWORD}"  # the reference only
+    assert stored["kafka.sasl.password"] == "${env:STREAMJOB_SECRET_TEST_SASL}"  # the reference only
     runner = world.manager.start(world.catalog.require_job("default", "sasl_job"))
     runner.join(180)
     world.manager.stop(runner.job.uid)
@@ -179,4 +179,4 @@ def test_sasl_is_attempted_and_its_password_stays_out_of_everything(world, monke
     runs = json.dumps([r.cause for r in world.catalog.list_runs(job.uid)])
     for text in (job.last_error, described, runs, (world.home.root / "catalog.db").read_bytes().decode("latin-1")):
         assert secret not in text
-    assert "SJ_TEST_SASL_PASSWORD" not in described  # masked wholesale, reference too
+    assert "STREAMJOB_SECRET_TEST_SASL" not in described  # masked wholesale, reference too

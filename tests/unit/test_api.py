@@ -36,7 +36,9 @@ class Api:
 
     def __init__(self, tmp_path, catalog_url: str) -> None:
         self.tmp = tmp_path
-        self.home = Home.open(str(tmp_path / "home"), {}, catalog_url)
+        # the admin lets operators (anonymous here) use the test's directory (issue 28)
+        self.home = Home.open(str(tmp_path / "home"),
+                              {"streamjob.security.file.roots": str(tmp_path)}, catalog_url)
         self.catalog = Catalog(catalog_url)
         self.token = new_token()
         self.catalog.create_token("test", "operator", self.token)

@@ -25,7 +25,9 @@ STREAM = ('CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="t", '
 
 @pytest.fixture
 def served(tmp_path):
-    home = Home.open(str(tmp_path / "server-home"), {}, None)
+    # the admin lets operators (anonymous here) use the test's directory (issue 28)
+    home = Home.open(str(tmp_path / "server-home"), {"streamjob.security.file.roots": str(tmp_path)},
+                     None)
     catalog = Catalog(home.catalog_url)
     token = new_token()
     catalog.create_token("cli", "operator", token)

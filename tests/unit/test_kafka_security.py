@@ -24,14 +24,16 @@ def test_plaintext_is_the_default_and_adds_nothing():
 
 
 def test_sasl_ssl_maps_to_kafka_python_settings_with_references_resolved(monkeypatch, tmp_path):
-    monkeypatch.setenv("SJ_PW", "pa/ss @word")
-    key_pw = tmp_path / "key.pw"
+    from streamjob.home import Home
+
+    monkeypatch.setenv("STREAMJOB_SECRET_SJ_PW", "pa/ss @word")  # the admin's pattern
+    key_pw = Home.open(tmp_path / "home", {}).root / "secrets" / "key.pw"  # the secret dir
     key_pw.write_text("k3y\n")
     sec = _spec(**{"kafka.security.protocol": "sasl_ssl", "kafka.sasl.mechanism": "scram-sha-512",
-                   "kafka.sasl.username": "etl", "kafka.sasl.password": "${env:SJ_PW}",
+                   "kafka.sasl.username": "etl", "kafka.sasl.password": "${env:STREAMJOB_SECRET_SJ_PW}",
                    "kafka.ssl.ca.location": "/ca.pem", "kafka.ssl.key.password": f"${{file:{key_pw}}}",
                    "kafka.ssl.endpoint.identification.algorithm": "none"}).security
-    assert sec.password == "${env:SJ_PW}"  # kept as written (what the catalog holds)
+    assert sec.password == "${env:STREAMJOB_SECRET_SJ_PW}"  # kept as written (what the catalog holds)
     assert sec.client_config() == {
         "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_plain_username": "etl", "sasl_plain_password": "pa/ss @word",
@@ -65,9 +67,9 @@ def test_kafka_tables_take_the_same_settings():
 
 
 def test_an_unset_reference_names_itself_never_a_value(monkeypatch):
-    monkeypatch.delenv("SJ_MISSING", raising=False)
-    sec = KafkaSecurity("SASL_PLAINTEXT", "PLAIN", "u", "${env:SJ_MISSING}")
-    with pytest.raises(ConnectorError, match=r"\$\{env:SJ_MISSING\} in \"kafka.sasl.password\""):
+    monkeypatch.delenv("STREAMJOB_SECRET_MISSING", raising=False)
+    sec = KafkaSecurity("SASL_PLAINTEXT", "PLAIN", "u", "${env:STREAMJOB_SECRET_MISSING}")
+    with pytest.raises(ConnectorError, match=r"\$\{env:STREAMJOB_SECRET_MISSING\} in \"kafka.sasl.password\""):
         sec.client_config()
 
 

@@ -72,27 +72,27 @@ def test_a_secret_reference_reaches_the_driver_never_the_catalog(tmp_path, monke
     from streamjob.grammar import parse_script
 
     secret = "p@ss/w:rd-4815162342"
-    monkeypatch.setenv("SJ_TEST_PG_PASSWORD", secret)
-    (tmp_path / "pw").write_text(secret + "\n")
+    monkeypatch.setenv("STREAMJOB_SECRET_TEST_PG", secret)  # the admin's pattern (issue 28)
     home = Home.open(tmp_path / "home", {})
+    (home.root / "secrets" / "pw").write_text(secret + "\n")  # the admin's secret directory
     catalog = Catalog(home.catalog_url)
     ex = Executor(catalog, home)
-    for ref in ("${env:SJ_TEST_PG_PASSWORD}", f"${{file:{tmp_path / 'pw'}}}"):
+    for ref in ("${env:STREAMJOB_SECRET_TEST_PG}", f"${{file:{home.root / 'secrets' / 'pw'}}}", "${file:pw}"):
         url = f"postgresql+psycopg://postgres:{ref}@127.0.0.1:5432/test"
         engine = engine_for(url)
         assert engine.url.password == secret  # percent-encoded in the URL, whole for the driver
         with engine.connect() as conn:  # trust auth here: the connection itself is real
             assert conn.execute(sa.text("select 1")).scalar() == 1
     [stmt] = parse_script('CREATE TABLE t (a INT) TBLPROPERTIES ("connector"="sql", '
-                          '"url"="postgresql+psycopg://postgres:${env:SJ_TEST_PG_PASSWORD}@127.0.0.1:5432/test");')
+                          '"url"="postgresql+psycopg://postgres:${env:STREAMJOB_SECRET_TEST_PG}@127.0.0.1:5432/test");')
     ex.execute(stmt)
-    SqlSink(SqlTableSpec("postgresql+psycopg://postgres:${env:SJ_TEST_PG_PASSWORD}@127.0.0.1:5432/test",
+    SqlSink(SqlTableSpec("postgresql+psycopg://postgres:${env:STREAMJOB_SECRET_TEST_PG}@127.0.0.1:5432/test",
                          "sj_secret_ref_t", ()), [{"name": "a", "type": "int"}], "u", True, False).check()
     raw = b"".join(p.read_bytes() for p in (tmp_path / "home").glob("*.db*"))
-    assert b"${env:SJ_TEST_PG_PASSWORD}" in raw and secret.encode() not in raw
+    assert b"${env:STREAMJOB_SECRET_TEST_PG}" in raw and secret.encode() not in raw
     assert secret not in mask_text(f"driver said: password {secret} rejected")
 
-    monkeypatch.delenv("SJ_TEST_PG_PASSWORD")
+    monkeypatch.delenv("STREAMJOB_SECRET_TEST_PG")
     with pytest.raises(ConnectorError) as e:
-        engine_for("postgresql+psycopg://postgres:${env:SJ_TEST_PG_PASSWORD}@127.0.0.1:5432/other")
-    assert "${env:SJ_TEST_PG_PASSWORD}" in str(e.value) and "not set" in str(e.value)
+        engine_for("postgresql+psycopg://postgres:${env:STREAMJOB_SECRET_TEST_PG}@127.0.0.1:5432/other")
+    assert "${env:STREAMJOB_SECRET_TEST_PG}" in str(e.value) and "not set" in str(e.value)

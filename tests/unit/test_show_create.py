@@ -101,13 +101,13 @@ def test_show_create_masks_secrets_but_keeps_references(home):
         CREATE TABLE pg (a int) TBLPROPERTIES ('connector'='sql',
           'url'='postgresql://u:s3cret@h:5432/db', 'table'='x');
         CREATE TABLE pg2 (a int) TBLPROPERTIES ('connector'='sql',
-          'url'='postgresql://u:${env:PGPASS}@h:5432/db', 'table'='x');
+          'url'='postgresql://u:${env:STREAMJOB_SECRET_PGPASS}@h:5432/db', 'table'='x');
     """)
     stream = _show_create(session, "STREAM", "s")
     assert "hunter2" not in stream and "'kafka.sasl.password' = '******'" in stream
     table = _show_create(session, "TABLE", "pg")
     assert "s3cret" not in table and "u:***@h:5432" in table
-    assert "${env:PGPASS}" in _show_create(session, "TABLE", "pg2")
+    assert "${env:STREAMJOB_SECRET_PGPASS}" in _show_create(session, "TABLE", "pg2")
 
 
 def test_show_create_of_a_missing_object_suggests_the_nearest(home):

@@ -22,7 +22,7 @@ property                              meaning                                   
 ====================================  ==========================================  =====================
 
 Secrets (``kafka.sasl.password``, ``kafka.ssl.key.password``) may be written as a
-reference, ``${env:NAME}`` or ``${file:/path}`` (:func:`streamjob.secrets.resolve`), so
+reference, ``${env:NAME}`` or ``${file:/path}`` (:func:`streamjob.security.resolve.resolve`), so
 that only the reference reaches the catalog; references are resolved when a client is
 made, in the process that makes it (the job manager; Spark's executors for the reads).
 Every secret is masked wherever a property is shown (``streamjob.properties.mask``),
@@ -132,7 +132,7 @@ class KafkaSecurity:
         """
         if self.plaintext:
             return {}
-        from streamjob.secrets import resolve
+        from streamjob.security.resolve import resolve
 
         out: dict[str, Any] = {"security_protocol": self.protocol}
         if self.protocol.startswith("SASL_"):
@@ -159,7 +159,7 @@ class KafkaSecurity:
         """
         from dataclasses import replace
 
-        from streamjob.secrets import resolve
+        from streamjob.security.resolve import resolve
 
         return replace(self, **{f: resolve(getattr(self, f), f"\"{_NAMES[f]}\"")
                                 for f in SECRETS if getattr(self, f)})

@@ -63,9 +63,9 @@ def engine_for(url: str) -> Engine:
     """
     eng = _ENGINES.get(url)
     if eng is None:
-        from streamjob.secrets import resolve
+        from streamjob.security.resolve import resolve_url
 
-        written, url = url, resolve(url, "a SQL table's \"url\"")  # ${env:X}, ${file:/p}
+        written, url = url, resolve_url(url, "a SQL table's \"url\"")  # password only
         kwargs: dict[str, Any] = {"connect_args": _timeouts(url)}
         if not url.startswith("sqlite"):
             kwargs["pool_timeout"] = CONNECT_TIMEOUT_S

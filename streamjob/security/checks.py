@@ -1,0 +1,198 @@
+"""The admin's policy (:mod:`.policy`) applied to what statements declare and to job
+plans: the one place that knows which value of a stream, table or job is a path, a
+database, a Kafka host, a webhook or a secret.
+
+* :func:`check_source` / :func:`check_table` — a stream's or table's connector spec and
+  TBLPROPERTIES, when it is declared (CREATE STREAM/TABLE), with the declaring role.
+* :func:`check_job_properties` — JOBPROPERTIES and SET values (the alert webhook).
+* :func:`check_plan` — every object a job reads or writes, when a job is planned
+  (CREATE/ALTER/START STREAMJOB, and the job manager's start): the rules that hold for
+  everyone, so that a row written before them cannot slip through.
+* :func:`check_values` — no statement writes a sealed secret (``${sealed:...}``).
+
+Every refusal is a :class:`~.policy.PolicyError` whose ``key`` names the property, so the
+executor reports it at the property's value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..connectors import spec as cspec
+from ..connectors.kafka.security import PROPERTIES as KAFKA_SECURITY, SECRETS, KafkaSecurity
+from .policy import AdminPolicy, PolicyError
+
+#: Kafka TLS settings naming files the client reads (PEM).
+_TLS_FILES = {"ca_location": "kafka.ssl.ca.location",
+              "certificate_location": "kafka.ssl.certificate.location",
+              "key_location": "kafka.ssl.key.location"}
+_SECRET_PROPS = {name for name, field in KAFKA_SECURITY.items() if field in SECRETS}
+
+
+def check_values(pairs: Mapping[str, Any]) -> None:
+    """No value given in a statement is a sealed secret: those are streamjob's own
+    (:mod:`.sealed`), and a copied token must not be opened towards another host.
+
+    Raises:
+        PolicyError: names the property.
+    """
+    from ..secrets import is_sealed
+
+    for name, value in pairs.items():
+        if is_sealed(str(value)):
+            err = PolicyError(f"property '{name}': ${{sealed:...}} is how streamjob stores a "
+                              "secret it encrypted; a statement gives the secret itself or a "
+                              "${env:...}/${file:...} reference")
+            err.key, err.bad_value = str(name).strip().lower(), True
+            raise err
+
+
+def check_references(policy: AdminPolicy, pairs: Mapping[str, Any]) -> None:
+    """Every ``${env:}``/``${file:}`` reference in ``pairs`` is one the admin allows
+    (:meth:`.AdminPolicy.check_reference`; nothing is read). Secret references stand only
+    for secrets: in ``"url"`` the password (:meth:`.AdminPolicy.check_sql_url` checks
+    where), in ``kafka.sasl.password`` and ``kafka.ssl.key.password`` the whole value.
+
+    Raises:
+        PolicyError: the reference and the rule, ``key`` the property.
+    """
+    from ..secrets import references
+
+    for name, value in pairs.items():
+        low = str(name).strip().lower()
+        for kind, ref in references(str(value)):
+            try:
+                policy.check_reference(kind, ref)
+            except PolicyError as err:
+                err.key, err.bad_value = low, True
+                raise
+
+
+def check_declared(policy: AdminPolicy, props: Mapping[str, str], operator: bool) -> None:
+    """What a stream's or table's TBLPROPERTIES say before any connector spec is built
+    (building one asks the ZooKeeper of ``"kafka.zookeeper"`` for its brokers): no sealed
+    value, references the admin allows, Kafka hosts of the list (for an operator).
+
+    Raises:
+        PolicyError: ``key`` the property.
+    """
+    check_values(props)
+    check_references(policy, props)
+    low = {str(k).strip().lower(): str(v) for k, v in props.items()}
+    for key in ("kafka.broker.list", "kafka.zookeeper"):
+        if low.get(key, "").strip():
+            policy.check_kafka(low[key], f"property \"{key}\"", operator, key=key)
+
+
+def check_source(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
+                 operator: bool) -> None:
+    """A stream's declaration: a file stream's ``"path"``; a Kafka stream's brokers
+    (``"kafka.broker.list"`` or ``"kafka.zookeeper"``), TLS files and secret references.
+
+    Raises:
+        PolicyError: see :mod:`.policy`.
+    """
+    check_values(props)
+    check_references(policy, props)
+    what = f"stream '{name}'"
+    if isinstance(spec, cspec.FileSourceSpec):
+        policy.check_path(spec.path, f"{what}: \"path\"", operator, key="path")
+    elif isinstance(spec, cspec.KafkaSourceSpec):
+        _check_kafka(policy, what, spec.bootstrap, spec.security, props, operator)
+
+
+def check_table(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
+                operator: bool) -> None:
+    """A table's declaration: a file table's location, a SQL table's ``"url"``, a Kafka
+    table's brokers. A LOCATION refusal has ``key`` ``"location"`` (the executor places
+    it at the LOCATION clause).
+
+    Raises:
+        PolicyError: see :mod:`.policy`.
+    """
+    check_values(props)
+    check_references(policy, props)
+    _check_table_spec(policy, f"table '{name}'", spec, props, operator)
+
+
+def _check_table_spec(policy: AdminPolicy, what: str, spec, props: Mapping[str, str],
+                      operator: bool) -> None:
+    if isinstance(spec, cspec.FileTableSpec):
+        policy.check_path(spec.location, f"{what}: LOCATION", operator, key="location")
+    elif isinstance(spec, cspec.SqlTableSpec):
+        policy.check_sql_url(spec.url, f"{what}: \"url\"", operator)
+    elif isinstance(spec, cspec.KafkaTableSpec):
+        _check_kafka(policy, what, spec.bootstrap, spec.security, props, operator)
+
+
+def _check_kafka(policy: AdminPolicy, what: str, bootstrap: str, security: KafkaSecurity,
+                 props: Mapping[str, str], operator: bool) -> None:
+    low = {str(k).strip().lower(): v for k, v in props.items()}
+    policy.check_kafka(bootstrap, what, operator)
+    if low.get("kafka.zookeeper"):
+        policy.check_kafka(low["kafka.zookeeper"], what, operator, key="kafka.zookeeper")
+    for field, prop in _TLS_FILES.items():
+        value = getattr(security, field)
+        if value and not _in_secret_dirs(policy, value):
+            policy.check_path(value, f"{what}: \"{prop}\"", operator, key=prop)
+
+
+def _in_secret_dirs(policy: AdminPolicy, value: str) -> bool:
+    """True if ``value`` is a file inside a secret directory (TLS keys may live there)."""
+    try:
+        policy.secret_file(value)
+    except PolicyError:
+        return False
+    return True
+
+
+def check_job_properties(policy: AdminPolicy, pairs: Mapping[str, str], operator: bool) -> None:
+    """JOBPROPERTIES or SET values: no sealed secret; the alert webhook's host for an
+    operator (``streamjob.security.webhook.hosts``).
+
+    Raises:
+        PolicyError: ``key`` the property.
+    """
+    check_values(pairs)
+    check_references(policy, pairs)
+    for name, value in pairs.items():
+        if str(name).strip().lower() == "streamjob.alert.webhook":
+            policy.check_webhook(str(value), "\"streamjob.alert.webhook\"", operator)
+
+
+def check_plan(policy: AdminPolicy, plan, operator: bool = False) -> None:
+    """Every object job ``plan`` reads or writes (sources, dead-letter tables, static
+    tables, the sink) and its alert webhook, against the rules for everyone (and, with
+    ``operator``, the operator's allowlists).
+
+    Raises:
+        PolicyError: names the object and the rule.
+    """
+    check_reads(policy, plan.sources, plan.statics, operator)
+    _check_table_spec(policy, f"table {plan.sink.qualified_name}", plan.sink_spec,
+                      plan.sink.properties, operator)
+    webhook = getattr(plan.props, "alert_webhook", None)
+    if webhook:
+        policy.check_webhook(webhook, "\"streamjob.alert.webhook\"", operator)
+
+
+def check_reads(policy: AdminPolicy, sources, statics, operator: bool = False) -> None:
+    """The sources (with their dead-letter tables) and static tables of a job or of a
+    SELECT preview (:mod:`streamjob.planner.preview`), as :func:`check_plan`.
+
+    Raises:
+        PolicyError: names the object and the rule.
+    """
+    for src in sources:
+        what = f"stream {src.stream.qualified_name}"
+        if isinstance(src.spec, cspec.FileSourceSpec):
+            policy.check_path(src.spec.path, f"{what}: \"path\"", operator, key="path")
+        elif isinstance(src.spec, cspec.KafkaSourceSpec):
+            _check_kafka(policy, what, src.spec.bootstrap, src.spec.security,
+                         src.stream.properties, operator)
+        if src.dead_letter is not None:
+            policy.check_sql_url(src.dead_letter.url,
+                                 f"dead-letter table of {what}: \"url\"", operator)
+    for static in statics:
+        _check_table_spec(policy, f"table {static.table.qualified_name}", static.spec,
+                          static.table.properties, operator)
