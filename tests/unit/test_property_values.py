@@ -114,7 +114,7 @@ def test_sql_urls_need_an_installed_driver_and_a_real_port(ex, url, words):
 
 def test_a_sql_url_with_secret_references_is_checked_without_resolving_them(ex):
     run(ex, 'CREATE TABLE q (k STRING) TBLPROPERTIES ("connector"="sql",\n'
-            '  "url"="postgresql://app:${env:NOT_SET_ANYWHERE}@db:5432/x")')
+            '  "url"="postgresql://app:${env:STREAMJOB_SECRET_NOT_SET_ANYWHERE}@db:5432/x")')
 
 
 # ----------------------------------------------------------------------- duplicates
