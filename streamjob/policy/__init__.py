@@ -32,7 +32,7 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from ..exceptions import ValidationError
 from ..grammar.limits import MAX_EXPRESSION_DEPTH, MAX_NESTING, MAX_QUERY_CHARS
 from .checked import CheckedSQL, mint
-from .functions import ALLOWED_FUNCTIONS, _calls, check_calls, function_error
+from .functions import REFUSED, ALLOWED_FUNCTIONS, _calls, check_calls, function_error
 from .nodes import check_tree
 
 __all__ = ["CheckedSQL", "MAX_EXPRESSION_DEPTH", "MAX_NESTING", "MAX_QUERY_CHARS",
@@ -125,6 +125,10 @@ def render(qt, tree: exp.Expr, what: str) -> CheckedSQL:
     for i, _ in _calls(tokens):
         if tokens[i].text.lower() not in ALLOWED_FUNCTIONS:
             raise function_error(tokens[i].text, what, qt.start())
+    for tok in tokens:  # niladic built-ins the tokenizer keeps as keywords (CURRENT_USER)
+        if tok.text.lower() in REFUSED and tok.token_type not in (TokenType.STRING,
+                                                                  TokenType.IDENTIFIER):
+            raise function_error(tok.text, what, qt.start())
     return mint(text)
 
 
@@ -165,6 +169,10 @@ def parse_expression(qt, masked: str, what: str) -> exp.Expr:
             tree, exp.Condition):
         raise qt.error(f"the {what} must be a SQL expression, not a statement",
                        qt.node_span(tree))
+    sub = next(tree.find_all(exp.Query, exp.Subquery), None)
+    if sub is not None:  # it would read other tables and views of the job's session
+        raise qt.error(f"the {what} reads only its stream's columns: no subqueries",
+                       qt.node_span(sub) or qt.node_span(tree))
     check_tree(qt, [tree], what, tokens)
     return tree
 

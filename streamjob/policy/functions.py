@@ -187,6 +187,9 @@ def check_calls(qt, tokens: list[Token] | None, what: str = "query") -> None:
             "unknown function" and the nearest allowed one) or options argument.
     """
     tokens = tokens or []
+    for tok, nxt in zip(tokens, tokens[1:]):  # refused names the tokenizer keeps as keywords
+        if nxt.token_type == TokenType.L_PAREN and tok.text.lower() in REFUSED:
+            raise function_error(tok.text, what, qt.span(tok.start, tok.end))
     for i, paren in _calls(tokens):
         tok = tokens[i]
         lower = tok.text.lower()

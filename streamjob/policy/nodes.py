@@ -37,6 +37,7 @@ from sqlglot.tokens import Token
 
 from ..exceptions import ValidationError
 from ..grammar.limits import MAX_EXPRESSION_DEPTH
+from .functions import ALLOWED_FUNCTIONS, REFUSED, function_error
 
 __all__ = ["NODES", "check_tree"]
 
@@ -117,7 +118,7 @@ _REFUSED_TYPES: dict[type, tuple[str, tuple[str, ...]]] = {
                 "columns out with CASE (or a UNION ALL)", ("PIVOT", "UNPIVOT")),
     exp.Version: ("time travel (VERSION/TIMESTAMP AS OF) is not supported: a job reads a "
                   "stream's or table's current data", ("VERSION", "TIMESTAMP", "FOR")),
-    exp.Hint: ("hints (/*+ ... */) are not supported: Spark plans the joins", ()),
+    exp.Hint: ("hints (/*+ ... */) are not supported: Spark plans the joins", ("/*+",)),
     exp.Qualify: ("QUALIFY is not supported: filter in an outer select", ("QUALIFY",)),
     exp.Values: ("inline VALUES are not supported: a job reads declared streams and tables",
                  ("VALUES",)),
@@ -174,8 +175,9 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
     refused = _REFUSED_TYPES.get(kind)
     if refused is not None:
         raise _error(qt, node, node, refused, what, tokens)
-    allowed = NODES.get(kind, _ANY if isinstance(node, exp.Func) and kind not in
-                        _REFUSED_TYPES else False)
+    allowed = NODES.get(kind, _ANY if isinstance(node, exp.Func) else False)
+    if isinstance(node, exp.Func):
+        _check_function(qt, node, what)
     if allowed is False:
         raise _error(qt, node, node, (f"{_described(node)} is not supported in a {what} "
                                       "(docs/security.md, sql-policy)", ()), what, tokens)
@@ -193,14 +195,35 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
     for part, value in node.args.items():
         if part in allowed or value is None or value is False or value == []:
             continue
-        refused = _REFUSED_PARTS.get((kind, part))
+        target = value[0] if isinstance(value, list) else value
+        refused = _REFUSED_PARTS.get((kind, part)) or _REFUSED_TYPES.get(type(target))
         if refused is None:
             refused = (f"{part.rstrip('_').replace('_', ' ').upper()} in "
                        f"{_described(node)} is not supported in a {what} (docs/security.md, "
                        "sql-policy)", ())
-        target = value[0] if isinstance(value, list) else value
         raise _error(qt, target if isinstance(target, exp.Expr) else node, node, refused,
                      what, tokens)
+
+
+def _check_function(qt, node: exp.Func, what: str) -> None:
+    """A function node by its name: an Anonymous one's written name must be allowed; a
+    typed one (sqlglot's class for a known function) must not be one of the refused
+    built-ins under any of its names (``CURRENT_USER`` written without parentheses
+    is one). What it emits is checked again by :func:`streamjob.policy.render`."""
+    if isinstance(node, exp.Anonymous):
+        names = {node.name.lower()}
+        bad = {n for n in names if n not in ALLOWED_FUNCTIONS}
+    else:
+        names = {n.lower() for n in type(node).sql_names()}
+        bad = names & set(REFUSED)
+    if bad:
+        name = sorted(bad)[0]
+        probe: exp.Expr | None = node
+        span = None
+        while probe is not None and span is None:
+            span = qt.node_span(probe)
+            probe = probe.parent
+        raise function_error(name, what, span)
 
 
 def _start(node: exp.Expr) -> int | None:
@@ -218,7 +241,7 @@ def _error(qt, node: exp.Expr, owner: exp.Expr, refusal, what: str,
     if keywords and tokens:
         low = anchor if anchor is not None else 0
         for tok in tokens:
-            if tok.start >= low and tok.text.upper() in keywords:
+            if tok.start >= low and (tok.text.upper() in keywords or tok.text[:3] in keywords):
                 return qt.error(message, qt.token_span(tok))
     probe: exp.Expr | None = node
     while probe is not None:
