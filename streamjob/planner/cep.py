@@ -67,7 +67,7 @@ class CepSelect:
     """The select over the matches: Spark SQL over :data:`MATCH_VIEW`, the output names
     and types (None when not a plain column), where the select list starts, the tree."""
 
-    select_sql: str
+    select_sql: policy.CheckedSQL
     plan: CepPlan
     output_columns: tuple[str | None, ...]
     output_types: tuple[str | None, ...]

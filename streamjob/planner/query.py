@@ -59,7 +59,7 @@ class AnalyzedSelect:
     (written or from SESSIONWINDOW) or by predicate sessions (appended, never
     updated). ``tree`` is the rewritten sqlglot tree (not compared)."""
 
-    select_sql: str
+    select_sql: policy.CheckedSQL
     references: tuple[Reference, ...]
     aggregate: bool
     windowed: bool
@@ -84,7 +84,7 @@ class AnalyzedQuery:
 
     target: tuple[str, str]
     target_columns: tuple[str, ...] | None
-    select_sql: str
+    select_sql: policy.CheckedSQL
     references: tuple[Reference, ...]
     aggregate: bool
     windowed: bool

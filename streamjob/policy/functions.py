@@ -168,7 +168,7 @@ def function_error(name: str, what: str, span=None) -> ValidationError:
     near = difflib.get_close_matches(lower, list(ALLOWED_FUNCTIONS), n=1, cutoff=0.75)
     hint = f"; did you mean {near[0]}()?" if near else ""
     return ValidationError(
-        f"unknown function {name}(): not an allowed Spark SQL built-in function{hint}",
+        f"unknown function {name}(): not a Spark SQL built-in function{hint}",
         line=line, column=column, text=text)
 
 

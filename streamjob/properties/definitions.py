@@ -101,6 +101,14 @@ _SLIPSTREAM = (
 
 # ---------------------------------------------------------------------------- job
 
+
+def _spark_setting(name: str, value: str | None) -> str:
+    """The SQL policy's check of a job's ``spark.sql.*`` setting (imported when used)."""
+    from ..policy.settings import check_spark_setting
+
+    return check_spark_setting(name, value)
+
+
 JOB = Registry([
     Property("morphling.job.enable.checkpoint", "bool", True,
              "durable checkpoints; false = a temporary one, restarts begin at the reset strategy",
@@ -171,7 +179,9 @@ JOB = Registry([
     # Each is mapped to its Spark meaning (maps_to, or read by the planner) or accepted
     # with a notice saying why it has no effect (ignored); never an error.
     *_SLIPSTREAM,
-], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
+], prefixes={"spark.sql.": "a Spark SQL setting of the allowlist (docs/security.md, "
+                          "sql-policy), applied to the job's own session clone"},
+   guards={"spark.sql.": lambda name, value: _spark_setting(name, value)})
 
 # ------------------------------------------------------------------------- engine
 

@@ -188,11 +188,16 @@ class Registry:
         properties: the entries.
         prefixes: ``{prefix: description}`` of name families passed through unchecked
             (e.g. ``spark.sql.``: any Spark SQL setting).
+        guards: ``{prefix: check(name, value)}`` for families passed through only when
+            ``check`` accepts the name (it raises PropertyError otherwise; e.g. the
+            ``spark.sql.*`` allowlist of :mod:`streamjob.policy.settings`).
     """
 
-    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None):
+    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None,
+                 guards: Mapping[str, Any] | None = None):
         self._by_name = {p.name: p for p in properties}
         self.prefixes = dict(prefixes or {})
+        self.guards = dict(guards or {})
 
     def __iter__(self) -> Iterator[Property]:
         return iter(self._by_name.values())
@@ -208,10 +213,24 @@ class Registry:
         """The property called ``name`` (case-insensitive), or None."""
         return self._by_name.get(name.strip().lower())
 
-    def passthrough(self, name: str) -> bool:
-        """True if ``name`` belongs to a family passed through unchecked."""
+    def _family(self, name: str) -> str | None:
         low = name.strip().lower()
-        return any(low.startswith(p) and len(low) > len(p) for p in self.prefixes)
+        return next((p for p in self.prefixes if low.startswith(p) and len(low) > len(p)), None)
+
+    def passthrough(self, name: str) -> bool:
+        """True if ``name`` belongs to a family passed through (and its guard, if any,
+        accepts it)."""
+        family = self._family(name)
+        if family is None:
+            return False
+        guard = self.guards.get(family)
+        if guard is None:
+            return True
+        try:
+            guard(name, None)
+        except PropertyError:
+            return False
+        return True
 
     def lookup(self, name: str, what: str = "job property") -> Property:
         """The property called ``name``.
@@ -241,7 +260,11 @@ class Registry:
         """
         out = {}
         for name, raw in pairs.items():
-            if self.get(name) is None and self.passthrough(name):
+            family = self._family(name) if self.get(name) is None else None
+            if family is not None:
+                guard = self.guards.get(family)
+                if guard is not None:
+                    guard(name, str(raw).strip())  # raises PropertyError: not allowed
                 out[name.strip().lower()] = str(raw).strip()
                 continue
             prop = self.lookup(name, what)

@@ -57,8 +57,10 @@ def sessionize(session, df, window: StreamWindow):
     session.conf.set(POLICY_CONF, "max")
     session.conf.set(CHECK_CONF, "false")
     columns = list(df.columns)
-    flagged = df.withColumn(_INIT, F.coalesce(F.expr(spec.init), F.lit(False))).withColumn(
-        _END, F.coalesce(F.expr(spec.end), F.lit(False)) if spec.end else F.lit(False))
+    from .guard import expr  # the conditions are the SQL policy's CheckedSQL
+
+    flagged = df.withColumn(_INIT, F.coalesce(expr(spec.init), F.lit(False))).withColumn(
+        _END, F.coalesce(expr(spec.end), F.lit(False)) if spec.end else F.lit(False))
     out = StructType([f for f in df.schema.fields] + [
         StructField(_START, TimestampType()), StructField(_STOP, TimestampType()),
         StructField(CLOSE_COLUMN, TimestampType())])
