@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..exceptions import StreamJobError
 from ..policy.checked import CheckedSQL
 
-__all__ = ["expr", "run_sql"]
+__all__ = ["checked_expr", "run_sql"]
 
 
 def _checked(text: object) -> CheckedSQL:
@@ -32,10 +32,11 @@ def run_sql(session, text: CheckedSQL):
     Raises:
         StreamJobError: ``text`` is not a :class:`~streamjob.policy.CheckedSQL`.
     """
-    return session.sql(_checked(text))
+    checked = _checked(text)
+    return session.sql(checked)
 
 
-def expr(text: CheckedSQL):
+def checked_expr(text: CheckedSQL):
     """``pyspark.sql.functions.expr(text)``: the Column of a checked expression.
 
     Raises:
@@ -43,4 +44,5 @@ def expr(text: CheckedSQL):
     """
     from pyspark.sql import functions as F
 
-    return F.expr(_checked(text))
+    checked = _checked(text)
+    return F.expr(checked)

@@ -57,10 +57,10 @@ def sessionize(session, df, window: StreamWindow):
     session.conf.set(POLICY_CONF, "max")
     session.conf.set(CHECK_CONF, "false")
     columns = list(df.columns)
-    from .guard import expr  # the conditions are the SQL policy's CheckedSQL
+    from .guard import checked_expr  # the conditions are the SQL policy's CheckedSQL
 
-    flagged = df.withColumn(_INIT, F.coalesce(expr(spec.init), F.lit(False))).withColumn(
-        _END, F.coalesce(expr(spec.end), F.lit(False)) if spec.end else F.lit(False))
+    flagged = df.withColumn(_INIT, F.coalesce(checked_expr(spec.init), F.lit(False))).withColumn(
+        _END, F.coalesce(checked_expr(spec.end), F.lit(False)) if spec.end else F.lit(False))
     out = StructType([f for f in df.schema.fields] + [
         StructField(_START, TimestampType()), StructField(_STOP, TimestampType()),
         StructField(CLOSE_COLUMN, TimestampType())])
