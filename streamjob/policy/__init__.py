@@ -171,8 +171,9 @@ def parse_expression(qt, masked: str, what: str) -> exp.Expr:
                        qt.node_span(tree))
     sub = next(tree.find_all(exp.Query, exp.Subquery), None)
     if sub is not None:  # it would read other tables and views of the job's session
+        word = next((t for t in tokens or [] if t.token_type == TokenType.SELECT), None)
         raise qt.error(f"the {what} reads only its stream's columns: no subqueries",
-                       qt.node_span(sub) or qt.node_span(tree))
+                       qt.token_span(word) if word else qt.node_span(tree))
     check_tree(qt, [tree], what, tokens)
     return tree
 

@@ -226,23 +226,31 @@ def _check_function(qt, node: exp.Func, what: str) -> None:
         raise function_error(name, what, span)
 
 
-def _start(node: exp.Expr) -> int | None:
-    starts = [n._meta["start"] for n in node.walk()
-              if getattr(n, "_meta", None) and "start" in n._meta]
-    return min(starts) if starts else None
+def _range(node: exp.Expr) -> tuple[int, int] | None:
+    """The offsets of the first and last character sqlglot placed in ``node``."""
+    metas = [n._meta for n in node.walk() if getattr(n, "_meta", None) and "start" in n._meta]
+    if not metas:
+        return None
+    return min(m["start"] for m in metas), max(m["end"] for m in metas)
 
 
 def _error(qt, node: exp.Expr, owner: exp.Expr, refusal, what: str,
            tokens: list[Token]) -> ValidationError:
-    """The refusal placed at its keyword (the first of ``keywords`` after the owner's
-    start), else at the node, else at its nearest placed ancestor."""
+    """The refusal placed at its keyword (one of ``keywords``: the first inside the
+    owner's text, else the last before it, as TRANSFORM and OVERWRITE stand before their
+    node's first name, else the first after), else at the node, else at its nearest
+    placed ancestor."""
     message, keywords = refusal
-    anchor = _start(owner)
     if keywords and tokens:
-        low = anchor if anchor is not None else 0
-        for tok in tokens:
-            if tok.start >= low and (tok.text.upper() in keywords or tok.text[:3] in keywords):
-                return qt.error(message, qt.token_span(tok))
+        span = _range(owner)
+        low, high = span if span is not None else (0, 0)
+        hits = [t for t in tokens if t.text.upper() in keywords or t.text[:3] in keywords]
+        inside = [t for t in hits if low <= t.start <= high]
+        before = [t for t in hits if t.start < low]
+        after = [t for t in hits if t.start > high]
+        best = inside[:1] or before[-1:] or after[:1]
+        if best:
+            return qt.error(message, qt.token_span(best[0]))
     probe: exp.Expr | None = node
     while probe is not None:
         span = qt.node_span(probe)
