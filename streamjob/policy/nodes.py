@@ -187,6 +187,14 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
         raise _error(qt, node.this, node, (
             f"table-valued function {name.lower()}() in FROM is not supported: a {what} "
             "reads declared streams and tables", ()), what, tokens)
+    if kind in (exp.Table, exp.Column):  # names are names: the planner reads their text
+        for part in ("db", "table") + (("this",) if kind is exp.Column else ()):
+            value = node.args.get(part)
+            if value is not None and not isinstance(value, exp.Identifier) and not (
+                    part == "this" and isinstance(value, exp.Star)):
+                raise _error(qt, value, node, (
+                    f"{_described(value)} where a name belongs is not supported in a {what}",
+                    ()), what, tokens)
     if kind is exp.Lateral and not node.args.get("view"):
         raise _error(qt, node, node, ("LATERAL subqueries are not supported; LATERAL VIEW "
                                       "explode(...) is", ("LATERAL",)), what, tokens)
