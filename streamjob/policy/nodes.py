@@ -39,7 +39,7 @@ from ..exceptions import ValidationError
 from ..grammar.limits import MAX_EXPRESSION_DEPTH
 from .functions import ALLOWED_FUNCTIONS, REFUSED, function_error
 
-__all__ = ["NODES", "check_tree"]
+__all__ = ["ALLOWED_TABLE_FUNCTIONS", "NODES", "check_tree"]
 
 _ANY = None  # every part (each child is a node, checked in turn) or flag
 
@@ -105,6 +105,10 @@ NODES: dict[type, frozenset[str] | None] = {
     exp.Anonymous: frozenset({"this", "expressions"}),
     **{t: _ANY for t in _OPERATORS},
 }
+
+#: Table-valued functions a query may read in FROM: none (a job reads declared streams
+#: and tables; generators go in LATERAL VIEW, whose function the allowlist checks).
+ALLOWED_TABLE_FUNCTIONS: frozenset[str] = frozenset()
 
 _TRANSFORM = ("a script transform (TRANSFORM ... USING '<command>') is not allowed: Spark "
               "runs the command as a process of the job manager's host")
@@ -184,6 +188,8 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
     if kind is exp.Table and not isinstance(node.this, exp.Identifier):
         name = node.this.sql_name() if isinstance(node.this, exp.Func) else _described(node.this)
         name = node.this.name if isinstance(node.this, exp.Anonymous) else name
+        if name.lower() in ALLOWED_TABLE_FUNCTIONS:
+            return
         raise _error(qt, node.this, node, (
             f"table-valued function {name.lower()}() in FROM is not supported: a {what} "
             "reads declared streams and tables", ()), what, tokens)
