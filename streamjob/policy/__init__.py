@@ -95,9 +95,29 @@ def check_text(qt, text: str, what: str, calls: bool = True) -> list[Token] | No
                     qt.token_span(tok))
         if t == TokenType.SEMICOLON:
             depth = 0
+    _refuse_map_reduce(qt, tokens)
     if calls:
         check_calls(qt, tokens, what)
     return tokens
+
+
+def _refuse_map_reduce(qt, tokens: list[Token]) -> None:
+    """Hive's ``MAP ... USING 'cmd'`` / ``REDUCE ... USING 'cmd'`` (script transforms,
+    which sqlglot cannot read: a bare syntax error otherwise) refused by name."""
+    for i, tok in enumerate(tokens):
+        word = tok.text.upper()
+        if word not in ("MAP", "REDUCE"):
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
+            continue  # map(...) the function
+        using = next((j for j in range(i + 1, len(tokens))
+                      if tokens[j].token_type == TokenType.SEMICOLON
+                      or tokens[j].text.upper() == "USING"), None)
+        if using is not None and tokens[using].text.upper() == "USING" \
+                and using + 1 < len(tokens) and tokens[using + 1].token_type == TokenType.STRING:
+            raise qt.error(f"a script transform ({word} ... USING '<command>') is not allowed: "
+                           "Spark runs the command as a process of the job manager's host",
+                           qt.token_span(tok))
 
 
 def render(qt, tree: exp.Expr, what: str) -> CheckedSQL:

@@ -66,6 +66,9 @@ def refused(ex, query: str, words: str, word: str | None = None, nth: int = 0):
 @pytest.mark.parametrize("query, words, word", [
     ("insert into t select transform(k, v) using 'touch pwned; cat' as (k, v) from s",
      "script transform", "transform"),
+    ("insert into t map k, v using 'touch pwned; cat' as (k, v) from s", "script transform",
+     "map"),
+    ("insert into t reduce k, v using 'cat' as (k, v) from s", "script transform", "reduce"),
     ("insert into t select k, v from s tablesample (10 percent)", "TABLESAMPLE", "tablesample"),
     ("insert into t select k, v from s unpivot (v for k in (k, x))", "PIVOT/UNPIVOT", "unpivot"),
     ("insert into t select k, sum(v) from s pivot (sum(v) for k in ('a')) group by k",
