@@ -60,6 +60,20 @@ def test_a_script_transform_never_reaches_spark(world):
         guard.run_sql(world.session, transform(pwned).replace(" from s", " from ctl"))
     assert not pwned.exists()
 
+    # and the gate's second look, with Spark's own parser, would refuse it too
+    parser = world.session._jsparkSession.sessionState().sqlParser()
+    for text, what in ((transform(pwned), "ScriptTransformation"),
+                       ("select java_method('java.lang.System', 'exit', 1) from s", "java_method()"),
+                       ("select * from range(10)", "UnresolvedTableValuedFunction")):
+        with pytest.raises(StreamJobError, match=what):
+            guard.spark_parse_check(parser.parsePlan(text).toJSON())
+    with pytest.raises(StreamJobError, match="reflect"):
+        guard.spark_parse_check(parser.parseExpression("reflect('a', 'b') is null").toJSON())
+    guard.spark_parse_check(parser.parsePlan(
+        "select upper(k), count(*) from s lateral view explode(array(1)) e as n "
+        "group by window(ts, '1 minute'), k").toJSON())
+    assert not pwned.exists()
+
 
 @pytest.mark.spark
 def test_session_conditions_reach_spark_as_checked_sql_and_run(world):
