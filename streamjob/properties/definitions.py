@@ -102,13 +102,6 @@ _SLIPSTREAM = (
 # ---------------------------------------------------------------------------- job
 
 
-def _spark_setting(name: str, value: str | None) -> str:
-    """The SQL policy's check of a job's ``spark.sql.*`` setting (imported when used)."""
-    from ..policy.settings import check_spark_setting
-
-    return check_spark_setting(name, value)
-
-
 JOB = Registry([
     Property("morphling.job.enable.checkpoint", "bool", True,
              "durable checkpoints; false = a temporary one, restarts begin at the reset strategy",
@@ -179,9 +172,7 @@ JOB = Registry([
     # Each is mapped to its Spark meaning (maps_to, or read by the planner) or accepted
     # with a notice saying why it has no effect (ignored); never an error.
     *_SLIPSTREAM,
-], prefixes={"spark.sql.": "a Spark SQL setting of the allowlist (docs/security.md, "
-                          "sql-policy), applied to the job's own session clone"},
-   guards={"spark.sql.": lambda name, value: _spark_setting(name, value)})
+], prefixes={"spark.sql.": "any Spark SQL setting, applied to the job's own session clone"})
 
 # ------------------------------------------------------------------------- engine
 
@@ -373,3 +364,20 @@ CONNECTOR = Registry([
 
 #: Words in a property name that make its value a secret (masked in output).
 SECRET_WORDS = ("password", "secret", "sasl.jaas", "ssl.key", "token", "credential")
+
+
+# ------------------------------------------------- the SQL policy's spark.sql.* allowlist
+
+
+def _spark_setting(name: str, value: str | None) -> str:
+    """The SQL policy's check of a job's ``spark.sql.*`` setting (imported when used)."""
+    from ..policy.settings import check_spark_setting
+
+    return check_spark_setting(name, value)
+
+
+# A job's spark.sql.* settings pass only the SQL policy's allowlist (issue 28,
+# docs/security.md "sql-policy"); others are refused with the nearest allowed name.
+JOB.prefixes["spark.sql."] = ("a Spark SQL setting of the allowlist (docs/security.md, "
+                              "sql-policy), applied to the job's own session clone")
+JOB.guards["spark.sql."] = _spark_setting

@@ -188,16 +188,11 @@ class Registry:
         properties: the entries.
         prefixes: ``{prefix: description}`` of name families passed through unchecked
             (e.g. ``spark.sql.``: any Spark SQL setting).
-        guards: ``{prefix: check(name, value)}`` for families passed through only when
-            ``check`` accepts the name (it raises PropertyError otherwise; e.g. the
-            ``spark.sql.*`` allowlist of :mod:`streamjob.policy.settings`).
     """
 
-    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None,
-                 guards: Mapping[str, Any] | None = None):
+    def __init__(self, properties: Iterable[Property], prefixes: Mapping[str, str] | None = None):
         self._by_name = {p.name: p for p in properties}
         self.prefixes = dict(prefixes or {})
-        self.guards = dict(guards or {})
 
     def __iter__(self) -> Iterator[Property]:
         return iter(self._by_name.values())
@@ -212,6 +207,14 @@ class Registry:
     def get(self, name: str) -> Property | None:
         """The property called ``name`` (case-insensitive), or None."""
         return self._by_name.get(name.strip().lower())
+
+    @property
+    def guards(self) -> dict[str, Any]:
+        """``{prefix: check(name, value)}``: a family of :attr:`prefixes` passes a name
+        through only when its ``check`` accepts it (``check`` raises PropertyError
+        otherwise; e.g. the ``spark.sql.*`` allowlist of :mod:`streamjob.policy.settings`,
+        set on the job registry by :mod:`.definitions`)."""
+        return self.__dict__.setdefault("_guards", {})
 
     def _family(self, name: str) -> str | None:
         low = name.strip().lower()
