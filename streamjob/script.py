@@ -110,8 +110,9 @@ def _variables(text: str):
     "quoted" inside a string literal or backquoted name (at the statement level, or a
     literal inside a job's double-quoted query) and "bare" elsewhere (including a job's
     query outside its literals)."""
-    contexts = _contexts(text)
+    contexts = None  # scanned (in Python, character by character) only when needed
     for m in _VAR.finditer(text):
+        contexts = contexts or _contexts(text)
         context = contexts(m.start())
         if context != "comment":
             yield m, context

@@ -76,8 +76,11 @@ def spark_type(type_text: str) -> str:
 
 
 def ddl(columns: Iterable[Mapping[str, str]]) -> str:
-    """A Spark DDL schema string from ``[{"name", "type"}, ...]``: ```a` int, `b` string``."""
-    return ", ".join(f"`{c['name']}` {spark_type(c['type'])}" for c in columns)
+    """A Spark DDL schema string from ``[{"name", "type"}, ...]``: ```a` int, `b` string``.
+
+    A backquote inside a name is doubled (Spark's quoting), so a declared name can never
+    end its quotes and add to the schema text that Spark's DDL parser reads."""
+    return ", ".join(f"`{c['name'].replace('`', '``')}` {spark_type(c['type'])}" for c in columns)
 
 
 def arrow_schema(columns: Iterable[Mapping[str, str]]) -> pa.Schema:

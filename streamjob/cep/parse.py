@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlglot import exp, parse_one
+from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from .. import policy
 from ..planner.text import QueryText, Span, TokenCursor, tokenize
 
 #: The table name the pattern clause is replaced by in the query text.
@@ -168,17 +169,8 @@ class _Reader(TokenCursor):
                                 self.qt.token_span(open_))
         masked = "".join(c if c == "\n" else " " for c in self.text[:open_.end + 1])
         masked += self.text[open_.end + 1:close.start]
-        try:
-            return parse_one(masked, read="hive")
-        except Exception as exc:  # noqa: BLE001 - sqlglot's ParseError/TokenError
-            errors = getattr(exc, "errors", None) or [{}]
-            line, col = errors[0].get("line"), errors[0].get("col")
-            span = self.qt.span(open_.end + 1, close.start - 1)
-            if line and col:
-                off = _offset(masked, line, col)
-                span = self.qt.span(off, off)
-            raise self.qt.error(f"pattern variable {var}: the condition is not a valid SQL "
-                                f"expression", span) from None
+        # read through the SQL policy as every query text is (nesting, functions, nodes)
+        return policy.parse_expression(self.qt, masked, f"condition of pattern variable {var}")
 
     def quantifier(self) -> tuple[int, int | None]:
         self.expect("'['", lambda t: t.token_type == TokenType.L_BRACKET)
@@ -220,8 +212,3 @@ class _Reader(TokenCursor):
         end = self.expect("')'", lambda t: t.token_type == TokenType.R_PAREN)
         return int(amount) * UNITS[key], self.text[start.start:end.end + 1]
 
-
-def _offset(text: str, line: int, col: int) -> int:
-    """0-based offset of 1-based ``line``/``col`` in ``text``."""
-    lines = text.split("\n")
-    return sum(len(x) + 1 for x in lines[:line - 1]) + max(0, col - 1)

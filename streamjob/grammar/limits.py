@@ -10,8 +10,15 @@ itself whole in an error. Each of these is now a located
   line and column of the first bad byte (StreamSQL files are UTF-8, as Hive and Spark
   read them).
 * :func:`check_text` refuses text that still carries undecodable bytes (``-e``
-  arguments and terminals decode with ``surrogateescape``), a line longer than
-  :data:`MAX_LINE_CHARS`, and parentheses nested deeper than :data:`MAX_NESTING`.
+  arguments and terminals decode with ``surrogateescape``), a NUL character (Spark's
+  and the JVM's strings end at one in places, and no StreamSQL text needs one: write
+  ``'\\0'`` or ``chr(0)`` in a query), a line longer than :data:`MAX_LINE_CHARS`, and
+  parentheses nested deeper than :data:`MAX_NESTING`.
+
+A query's other nesting forms (``[0]`` subscripts, CASE, NOT and unary minus chains)
+are bounded by :mod:`streamjob.policy` with :data:`MAX_NESTING` before sqlglot parses
+it and :data:`MAX_EXPRESSION_DEPTH` after, and a query is at most
+:data:`MAX_QUERY_CHARS` long.
 
 The limits are far beyond hand-written SQL (Spark's own parser has none, but its
 analyzer and our planner recurse as Python does) and documented in docs/reliability.md.
@@ -23,7 +30,8 @@ import re
 
 from streamjob.exceptions import ParseError
 
-__all__ = ["MAX_LINE_CHARS", "MAX_NESTING", "check_text", "decode_script", "nesting_error"]
+__all__ = ["MAX_EXPRESSION_DEPTH", "MAX_LINE_CHARS", "MAX_NESTING", "MAX_QUERY_CHARS",
+           "check_text", "decode_script", "nesting_error"]
 
 #: Longest accepted line, in characters (1 MiB of ASCII). Longer lines are refused at
 #: the column where they pass the limit.
@@ -32,6 +40,14 @@ MAX_LINE_CHARS = 1 << 20
 #: levels. sqlglot needs about 20 Python frames a level; 45 levels exhausted Python's
 #: default recursion limit of 1,000 frames.
 MAX_NESTING = 32
+#: Deepest accepted expression tree of a query, in levels (a left-deep chain of one
+#: binary operator is one level): sqlglot's generator spends about 5 Python frames a
+#: level, and 200 nested ``[0]`` subscripts exhausted Python's default limit of 1,000.
+MAX_EXPRESSION_DEPTH = 128
+#: Longest accepted query (the text of a job's AS ("...") or of a derived stream's
+#: select), in characters (1 MiB of ASCII). sqlglot's tokenizer walks a query in Python,
+#: comment included, several times (about 0.5 s and 6 MB a MiB).
+MAX_QUERY_CHARS = 1 << 20
 #: Characters standing for bytes that were not UTF-8 (Python's ``surrogateescape``).
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
@@ -90,15 +106,23 @@ def nesting_error(text: str, offset: int, source: str | None = None, what: str =
 def check_text(text: str, source: str | None = None) -> None:
     """Refuse what no recursive parser should be given.
 
-    Checks, in order of position: characters standing for undecodable bytes
+    Checks: a NUL character; then, in order of position, characters standing for undecodable bytes
     (``\\udc80``-``\\udcff``, Python's ``surrogateescape``), lines longer than
     :data:`MAX_LINE_CHARS`, and parentheses nested deeper than :data:`MAX_NESTING`
     outside single-quoted literals, backquoted names and comments (double-quoted text is
     counted: it holds the jobs' queries).
 
     Raises:
-        ParseError: at the first offending character.
+        ParseError: at the first offending character (the first NUL before anything).
     """
+    nul = text.find("\x00")
+    if nul >= 0:
+        line, column, line_text = _position(text, nul)
+        raise ParseError(
+            "a NUL character (\\x00) is not allowed in a script; write '\\0' or chr(0) in "
+            "a query if a value needs one",
+            line, column, "\\x00", _snippet(line_text.replace("\x00", " "), column), source,
+        )
     bad = _UNDECODED.search(text)
     if bad:
         line, column, line_text = _position(text, bad.start())

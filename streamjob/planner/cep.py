@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from .. import policy
 from ..cep.nfa import Pattern, Stage
 from ..cep.parse import PLACEHOLDER, PatternClause
 from .lookup import Lookup
@@ -66,7 +67,7 @@ class CepSelect:
     """The select over the matches: Spark SQL over :data:`MATCH_VIEW`, the output names
     and types (None when not a plain column), where the select list starts, the tree."""
 
-    select_sql: str
+    select_sql: policy.CheckedSQL
     plan: CepPlan
     output_columns: tuple[str | None, ...]
     output_types: tuple[str | None, ...]
@@ -164,11 +165,18 @@ def derive_key(clause: PatternClause) -> tuple[str, ...]:
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The AND-ed terms of ``node``, in order (without recursion: a chain of ANDs may be
+    thousands long)."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        while isinstance(n, exp.Paren):
+            n = n.this
+        if isinstance(n, exp.And):
+            todo.extend((n.expression, n.this))
+        else:
+            out.append(n)
+    return out
 
 
 def _compile(qt: QueryText, node: exp.Expr, var: str, positive: list[str], seen: list[str],
@@ -216,7 +224,11 @@ def _compile(qt: QueryText, node: exp.Expr, var: str, positive: list[str], seen:
                        f"PATTERN condition cannot evaluate; use comparisons, + - * / %, "
                        f"AND/OR/NOT, IS NULL, IN, BETWEEN and LIKE over columns and literals",
                        qt.node_span(n))
-    return go(node)
+    try:
+        return go(node)
+    except RecursionError:  # a chain of thousands of ANDs: one level to the policy
+        raise qt.error(f"the condition of {var} chains too many operators to evaluate; "
+                       f"split it", qt.node_span(node)) from None
 
 
 def _rewrite_select(qt: QueryText, select: exp.Expr, plan: CepPlan,
@@ -259,5 +271,5 @@ def _rewrite_select(qt: QueryText, select: exp.Expr, plan: CepPlan,
         col.replace(exp.column(f"{var}__{col.name.lower()}", quoted=True))
     for t in tables:
         t.replace(exp.Table(this=exp.to_identifier(MATCH_VIEW)))
-    return CepSelect(select.sql(dialect="spark"), plan, tuple(outputs), tuple(out_types),
-                     span, select)
+    return CepSelect(policy.render(qt, select, "job's query"), plan, tuple(outputs),
+                     tuple(out_types), span, select)

@@ -51,6 +51,7 @@ from ..catalog.records import StreamInfo
 from ..exceptions import ValidationError
 from ..grammar.statements import Position
 from ..types import normalize_type
+from ..policy.checked import CheckedSQL
 from .lookup import Lookup, direct_references, is_window_stream
 from .query import AnalyzedSelect, Reference, analyze_select, view_name
 from .text import QueryText, is_window_call, tokenize
@@ -70,7 +71,7 @@ class DerivedStream:
     name: str
     columns: tuple[dict[str, str], ...]
     references: tuple[tuple[str, str], ...]
-    select_sql: str
+    select_sql: CheckedSQL
 
 
 def derive_stream(catalog: Any, database: str, name: str, select_text: str,

@@ -22,6 +22,7 @@ from ..grammar.statements import Position
 from ..home import Home
 from .. import properties as jp
 from ..properties import JobProperties
+from ..policy.checked import CheckedSQL
 from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .query import AnalyzedQuery, analyze
@@ -56,7 +57,7 @@ class Derived:
 
     stream: StreamInfo
     view: str
-    select_sql: str
+    select_sql: CheckedSQL
     proctime: bool = False
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from .. import policy
 from .. import properties as jp
 from ..catalog import Catalog
 from ..connectors import spec as cspec
@@ -109,6 +110,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     """
     text = text.rstrip().removesuffix(";")
     qt = QueryText(text, None)
+    policy.check_text(qt, text, "query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     statements = parse(qt, blanked, "query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from .. import policy
 from ..cep.parse import extract_pattern
 
 from ..grammar.statements import DEFAULT_DATABASE, Position
@@ -48,7 +49,7 @@ class Reference:
 class AnalyzedSelect:
     """A resolved SELECT (the body of a job's insert, or a derived stream's query).
 
-    ``select_sql`` is Spark SQL over the view names; ``references`` the streams and
+    ``select_sql`` is Spark SQL over the view names (checked by :mod:`streamjob.policy`); ``references`` the streams and
     tables read; ``aggregate`` True when it groups, aggregates or is DISTINCT;
     ``windowed`` when it groups by ``window(...)`` (written or from STREAMWINDOW);
     ``windows`` the STREAMWINDOWs applied; ``output_columns`` the select list's names
@@ -58,7 +59,7 @@ class AnalyzedSelect:
     (written or from SESSIONWINDOW) or by predicate sessions (appended, never
     updated). ``tree`` is the rewritten sqlglot tree (not compared)."""
 
-    select_sql: str
+    select_sql: policy.CheckedSQL
     references: tuple[Reference, ...]
     aggregate: bool
     windowed: bool
@@ -83,7 +84,7 @@ class AnalyzedQuery:
 
     target: tuple[str, str]
     target_columns: tuple[str, ...] | None
-    select_sql: str
+    select_sql: policy.CheckedSQL
     references: tuple[Reference, ...]
     aggregate: bool
     windowed: bool
@@ -128,6 +129,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
             and column in the script.
     """
     qt = QueryText(query, position)
+    policy.check_text(qt, query, "job's query", calls=False)  # as written
     text, clauses = extract_windows(qt)
     text, pattern = extract_pattern(qt, text)
     if pattern is not None and clauses:
@@ -188,6 +190,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
         ValidationError: as :func:`analyze`, or not one SELECT.
     """
     qt = QueryText(text, position)
+    policy.check_text(qt, text, f"{what}'s query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     _, pattern = extract_pattern(qt, blanked)
     if pattern is not None:
@@ -255,7 +258,7 @@ def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], 
         bool(s.args.get("distinct")) for s in select.find_all(exp.Select))
     windowed = any(groups_by_window(s) for s in select.find_all(exp.Select))
     return AnalyzedSelect(
-        select_sql=select.sql(dialect="spark"),
+        select_sql=policy.render(qt, select, "job's query" if what == "job" else f"{what}'s query"),
         references=tuple(refs.values()),
         aggregate=aggregate,
         windowed=windowed,

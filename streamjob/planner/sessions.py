@@ -87,7 +87,8 @@ class PredicateClause:
 @dataclass(frozen=True)
 class PredicateSpec:
     """A resolved predicate session, for the plan: ``init``/``end`` are Spark SQL
-    boolean expressions over the stream's columns (``end`` None: closed by TIMEOUT only),
+    boolean expressions over the stream's columns, checked by the SQL policy
+    (:class:`~streamjob.policy.CheckedSQL`; ``end`` None: closed by TIMEOUT only),
     ``keys`` the KEYEDBY columns as declared, ``timeout_ms`` or None."""
 
     init: str
@@ -224,12 +225,13 @@ def resolve(qt: QueryText, clause: PredicateClause, columns: list[dict], names: 
     stream by (its name and alias), allowed as column qualifiers in the conditions.
 
     Raises:
-        ValidationError: a condition that does not parse, names an unknown column or
+        ValidationError: a condition that does not parse or that the SQL policy refuses
+            (:func:`streamjob.policy.parse_expression`), names an unknown column or
             another table, or a KEYEDBY column the stream does not have, at its place.
     """
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import ParseError
+
+    from .. import policy
 
     declared = {c["name"].lower(): c["name"] for c in columns}
     keys = []
@@ -239,16 +241,16 @@ def resolve(qt: QueryText, clause: PredicateClause, columns: list[dict], names: 
                            f"{', '.join(declared.values())})", span)
         keys.append(declared[key.lower()])
 
-    def condition(p: Predicate | None) -> str | None:
+    def condition(p: Predicate | None, word: str) -> policy.CheckedSQL | None:
         if p is None:
             return None
-        try:
-            tree = sqlglot.parse_one(p.text, read="hive")
-        except ParseError as exc:
-            raise qt.error(f"cannot read the condition '{p.text}': "
-                           f"{str(exc).splitlines()[0]}", p.span) from None
-        for col in tree.find_all(exp.Column):
-            where = qt.span(p.start + col.this._meta["start"], p.start + col.this._meta["end"]) \
+        # the condition alone, at its offsets in the query: the SQL policy reads it as
+        # it reads a query (functions, clauses, nesting) and renders what Spark gets
+        masked = "".join(c if c == "\n" else " " for c in qt.text[:p.start]) + p.text
+        what = f"SESSIONWINDOW {word} condition"
+        tree = policy.parse_expression(qt, masked, what)
+        for col in list(tree.find_all(exp.Column)):
+            where = qt.span(col.this._meta["start"], col.this._meta["end"]) \
                 if getattr(col.this, "_meta", None) else p.span
             if col.table and col.table.lower() not in names:
                 raise qt.error(f"a SESSIONWINDOW condition reads only the stream it follows, "
@@ -257,9 +259,10 @@ def resolve(qt: QueryText, clause: PredicateClause, columns: list[dict], names: 
                 raise qt.error(f"unknown column '{col.name}' in SESSIONWINDOW condition "
                                f"(columns: {', '.join(declared.values())})", where)
             col.replace(exp.column(declared[col.name.lower()], quoted=True))
-        return tree.sql(dialect="spark")
+        return policy.render_expression(qt, tree, what)
 
-    return PredicateSpec(condition(clause.init), condition(clause.end), clause.exclude_end,
+    return PredicateSpec(condition(clause.init, "INIT"), condition(clause.end, "END"),
+                         clause.exclude_end,
                          tuple(keys), clause.timeout_ms, clause.timeout_text)
 
 

@@ -145,16 +145,18 @@ def tokenize(text: str) -> list[Token] | None:
 
 
 def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
-    """Parse ``text`` (the query with same-length rewrites) into statements.
+    """Parse ``text`` (the query with same-length rewrites) into statements, through the
+    SQL policy (:mod:`streamjob.policy`: its text before parsing, its tree after).
 
     Spark's ``window(...)`` calls come back as ``Anonymous`` nodes named ``window``.
 
     Raises:
-        ValidationError: a syntax error, at its line and column in the script.
+        ValidationError: a syntax error, or what the policy refuses, at its line and
+            column in the script.
     """
-    from .functions import check_calls
+    from .. import policy
 
-    check_calls(qt, tokenize(text), what)
+    checked_tokens = policy.check_text(qt, text, what)  # the SQL policy, step 1
     text = _rename_window_calls(text)
     dialect = Dialect.get_or_raise("hive")  # as sqlglot.parse(text, read="hive")
     tokens: list[Token] = []
@@ -177,6 +179,7 @@ def parse(qt: QueryText, text: str, what: str) -> list[exp.Expr]:
         for node in list(s.find_all(exp.Anonymous)):
             if node.name.lower() == WINDOW_PLACEHOLDER:
                 node.set("this", exp.to_identifier("window", quoted=True))
+    policy.check_tree(qt, statements, what, checked_tokens)  # the SQL policy, step 2
     return statements
 
 

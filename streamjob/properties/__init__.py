@@ -146,8 +146,17 @@ def values(job: Mapping[str, str], session: Mapping[str, str] | None = None) -> 
 
 
 def spark_settings(props: JobProperties) -> dict[str, str]:
-    """The ``spark.sql.*`` settings among effective job ``props`` (for the job's session)."""
-    return dict(props.spark)
+    """The ``spark.sql.*`` settings among effective job ``props`` (for the job's session),
+    in Spark's spelling; only those of the SQL policy's allowlist
+    (:mod:`streamjob.policy.settings`: a job stored before the allowlist keeps none other)."""
+    from ..policy.settings import allowed_spark_setting
+
+    out = {}
+    for name, value in props.spark.items():
+        canonical = allowed_spark_setting(name)
+        if canonical is not None:
+            out[canonical] = value
+    return out
 
 
 class Guarantee(StrEnum):

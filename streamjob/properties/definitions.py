@@ -102,6 +102,7 @@ _SLIPSTREAM = (
 
 # ---------------------------------------------------------------------------- job
 
+
 JOB = Registry([
     Property("morphling.job.enable.checkpoint", "bool", True,
              "durable checkpoints; false = a temporary one, restarts begin at the reset strategy",
@@ -401,3 +402,20 @@ CONNECTOR = Registry([
 
 #: Words in a property name that make its value a secret (masked in output).
 SECRET_WORDS = ("password", "secret", "sasl.jaas", "ssl.key", "token", "credential")
+
+
+# ------------------------------------------------- the SQL policy's spark.sql.* allowlist
+
+
+def _spark_setting(name: str, value: str | None) -> str:
+    """The SQL policy's check of a job's ``spark.sql.*`` setting (imported when used)."""
+    from ..policy.settings import check_spark_setting
+
+    return check_spark_setting(name, value)
+
+
+# A job's spark.sql.* settings pass only the SQL policy's allowlist (issue 28,
+# docs/security.md "sql-policy"); others are refused with the nearest allowed name.
+JOB.prefixes["spark.sql."] = ("a Spark SQL setting of the allowlist (docs/security.md, "
+                              "sql-policy), applied to the job's own session clone")
+JOB.guards["spark.sql."] = _spark_setting

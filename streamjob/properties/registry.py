@@ -288,10 +288,32 @@ class Registry:
         """The property called ``name`` (case-insensitive), or None."""
         return self._by_name.get(name.strip().lower())
 
-    def passthrough(self, name: str) -> bool:
-        """True if ``name`` belongs to a family passed through unchecked."""
+    @property
+    def guards(self) -> dict[str, Any]:
+        """``{prefix: check(name, value)}``: a family of :attr:`prefixes` passes a name
+        through only when its ``check`` accepts it (``check`` raises PropertyError
+        otherwise; e.g. the ``spark.sql.*`` allowlist of :mod:`streamjob.policy.settings`,
+        set on the job registry by :mod:`.definitions`)."""
+        return self.__dict__.setdefault("_guards", {})
+
+    def _family(self, name: str) -> str | None:
         low = name.strip().lower()
-        return any(low.startswith(p) and len(low) > len(p) for p in self.prefixes)
+        return next((p for p in self.prefixes if low.startswith(p) and len(low) > len(p)), None)
+
+    def passthrough(self, name: str) -> bool:
+        """True if ``name`` belongs to a family passed through (and its guard, if any,
+        accepts it)."""
+        family = self._family(name)
+        if family is None:
+            return False
+        guard = self.guards.get(family)
+        if guard is None:
+            return True
+        try:
+            guard(name, None)
+        except PropertyError:
+            return False
+        return True
 
     def lookup(self, name: str, what: str = "job property") -> Property:
         """The property called ``name``.
@@ -321,7 +343,11 @@ class Registry:
         """
         out = {}
         for name, raw in pairs.items():
-            if self.get(name) is None and self.passthrough(name):
+            family = self._family(name) if self.get(name) is None else None
+            if family is not None:
+                guard = self.guards.get(family)
+                if guard is not None:
+                    guard(name, str(raw).strip())  # raises PropertyError: not allowed
                 out[name.strip().lower()] = str(raw).strip()
                 continue
             prop = self.lookup(name, what)

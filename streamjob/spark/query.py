@@ -14,6 +14,7 @@ from ..exceptions import ValidationError
 from ..planner.plan import JobPlan, Source, Static
 from ..planner.window import PROCTIME_COLUMN
 from ..properties import JobProperties
+from .guard import run_sql
 from .json_keys import TEXT_COLUMN, json_columns
 from .observe import observe_source
 
@@ -173,7 +174,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
                  if empty_dir is not None else static_frame(session, st))
         frame.createOrReplaceTempView(st.view)
     for d in plan.derived:
-        df = session.sql(d.select_sql)
+        df = run_sql(session, d.select_sql)
         (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
     if plan.query.pattern is not None:  # CEP: the matches of the pattern, as a view
         from ..planner.cep import MATCH_VIEW
@@ -181,7 +182,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
 
         match_frame(session, plan.query.pattern).createOrReplaceTempView(MATCH_VIEW)
     sessionize_views(session, plan.query.windows)
-    df = session.sql(plan.query.select_sql)
+    df = run_sql(session, plan.query.select_sql)
     declared = {c["name"].lower(): c["type"] for c in plan.sink.columns}
     targets = list(plan.query.target_columns or [c["name"].lower() for c in plan.sink.columns])
     if len(df.columns) != len(targets):
@@ -234,10 +235,10 @@ def preview_frame(session, plan):
     for st in plan.statics:
         static_frame(session, st).createOrReplaceTempView(st.view)
     for d in plan.derived:
-        df = session.sql(d.select_sql)
+        df = run_sql(session, d.select_sql)
         (with_proctime(df) if d.proctime else df).createOrReplaceTempView(d.view)
     sessionize_views(session, plan.select.windows)
-    return session.sql(plan.select.select_sql)
+    return run_sql(session, plan.select.select_sql)
 
 
 def sessionize_views(session, windows) -> None:

@@ -57,8 +57,11 @@ def sessionize(session, df, window: StreamWindow):
     session.conf.set(POLICY_CONF, "max")
     session.conf.set(CHECK_CONF, "false")
     columns = list(df.columns)
-    flagged = df.withColumn(_INIT, F.coalesce(F.expr(spec.init), F.lit(False))).withColumn(
-        _END, F.coalesce(F.expr(spec.end), F.lit(False)) if spec.end else F.lit(False))
+    from .guard import checked_expr  # the conditions are the SQL policy's CheckedSQL
+
+    init = F.coalesce(checked_expr(spec.init, session), F.lit(False))
+    end = F.coalesce(checked_expr(spec.end, session), F.lit(False)) if spec.end else F.lit(False)
+    flagged = df.withColumn(_INIT, init).withColumn(_END, end)
     out = StructType([f for f in df.schema.fields] + [
         StructField(_START, TimestampType()), StructField(_STOP, TimestampType()),
         StructField(CLOSE_COLUMN, TimestampType())])

@@ -123,7 +123,10 @@ def warm_up(spark, scratch_root: str | None = None, rows: int = WARMUP_ROWS) -> 
                  .option("checkpointLocation", ckdir).start())
         query.processAllAvailable()
         batches = len([p for p in query.recentProgress if p.numInputRows > 0])
-        got = session.sql(f"SELECT count(*) AS n, collect_set(pid) AS pids FROM {name}").first()
+        from pyspark.sql import functions as F
+
+        got = session.table(name).agg(F.count(F.lit(1)).alias("n"),
+                                      F.collect_set("pid").alias("pids")).first()
         return WarmUp(rows=int(got["n"]), worker_pids=tuple(sorted(got["pids"])),
                       batches=batches, seconds=time.monotonic() - t0)
     finally:

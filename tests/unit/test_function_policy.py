@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamjob.cli import main
-from streamjob.planner.functions import DENIED, SPARK_FUNCTIONS
+from streamjob.policy.functions import REFUSED as DENIED, SPARK_FUNCTIONS
 
 pytestmark = pytest.mark.unit
 

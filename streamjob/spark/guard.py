@@ -1,0 +1,113 @@
+"""The only place where SQL text is handed to Spark's parser (DESIGN §9, issue 28).
+
+``spark.sql(text)``, ``F.expr(text)`` and ``DataFrame.selectExpr(text)`` parse SQL inside
+the job manager's JVM. streamjob calls them only here, and only with text the SQL policy
+produced (:class:`~streamjob.policy.CheckedSQL`, made by :func:`streamjob.policy.render`
+after every check); a plain ``str`` is refused. ``tests/unit/test_sql_policy_paths.py``
+walks the package's source and fails when any other module calls ``.sql(...)``,
+``expr(...)``, ``selectExpr(...)`` (or ``where``/``filter`` with a text) with anything
+but a constant string.
+
+Defence in depth against a difference between sqlglot's reading of the text and
+Spark's: before running it, the text is parsed by Spark's own parser (no analysis, no
+execution) and its unresolved plan is read back (``toJSON``): every function it calls
+must be on the policy's function allowlist, and no script transformation or
+table-valued function may appear. Either is a bug of the policy, refused here.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..exceptions import StreamJobError
+from ..policy.checked import CheckedSQL
+
+__all__ = ["checked_expr", "run_sql", "spark_parse_check"]
+
+#: Unresolved plan nodes that must never come out of Spark's parser for checked text.
+_NEVER = {"ScriptTransformation", "UnresolvedTableValuedFunction", "UnresolvedTVFAliases"}
+_FUNCTIONS = {"UnresolvedFunction", "UnresolvedGenerator"}
+
+
+def _checked(text: object) -> CheckedSQL:
+    if not isinstance(text, CheckedSQL):
+        # a programming error: some path skipped the policy; nothing reaches Spark
+        raise StreamJobError(
+            "internal error: SQL text that did not pass the SQL policy was about to reach "
+            "Spark; it was not run (docs/security.md, sql-policy)")
+    return text
+
+
+def _names(node) -> list[str]:
+    parts = node.get("nameParts")
+    if isinstance(parts, str):
+        parts = [p.strip() for p in parts.strip("[]").split(",")]
+    elif isinstance(node.get("name"), str):
+        parts = [node["name"]]
+    return [str(p).strip("`").lower() for p in (parts or []) if str(p).strip()]
+
+
+def spark_parse_check(tree_json: str) -> None:
+    """Check Spark's unresolved plan (or expression) of a checked text, as ``toJSON``
+    gives it.
+
+    Raises:
+        StreamJobError: a script transformation, a table-valued function or a call of a
+            function outside the allowlist (the policy let something through: not run).
+    """
+    from ..policy.functions import ALLOWED_FUNCTIONS
+
+    found: list[str] = []
+    todo = [json.loads(tree_json)]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, list):
+            todo.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        kind = str(item.get("class", "")).rsplit(".", 1)[-1]
+        if kind in _NEVER:
+            found.append(kind)
+        elif kind in _FUNCTIONS:
+            names = _names(item)
+            if names and names[-1] not in ALLOWED_FUNCTIONS:
+                found.append(f"{names[-1]}()")
+        todo.extend(item.values())
+    if found:
+        raise StreamJobError(
+            f"internal error: Spark reads {', '.join(sorted(set(found)))} in SQL that passed "
+            "the SQL policy; it was not run (docs/security.md, sql-policy)")
+
+
+def _parser(session):
+    return session._jsparkSession.sessionState().sqlParser()
+
+
+def run_sql(session, text: CheckedSQL):
+    """``session.sql(text)``: the DataFrame of a checked query, after Spark's own parse of
+    it passed :func:`spark_parse_check`.
+
+    Raises:
+        StreamJobError: ``text`` is not a :class:`~streamjob.policy.CheckedSQL`, or Spark
+            reads in it what the policy does not allow.
+    """
+    checked = _checked(text)
+    spark_parse_check(_parser(session).parsePlan(checked).toJSON())
+    return session.sql(checked)
+
+
+def checked_expr(text: CheckedSQL, session=None):
+    """``pyspark.sql.functions.expr(text)``: the Column of a checked expression; with
+    ``session``, after Spark's own parse of it passed :func:`spark_parse_check`.
+
+    Raises:
+        StreamJobError: ``text`` is not a :class:`~streamjob.policy.CheckedSQL`, or Spark
+            reads in it what the policy does not allow.
+    """
+    from pyspark.sql import functions as F
+
+    checked = _checked(text)
+    if session is not None:
+        spark_parse_check(_parser(session).parseExpression(checked).toJSON())
+    return F.expr(checked)
