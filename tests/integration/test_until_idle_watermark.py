@@ -276,14 +276,15 @@ def _watermarks(ckdir: str, batch: int) -> tuple[int, int | None]:
 
 
 def test_a_restart_runs_the_no_data_batch_a_stop_left_pending(jobs):
-    """A job stopped after its data batch, before the no-data batch (a trigger of 60 s
-    holds it back, and the graceful stop's bound, the 2 s checkpoint timeout, is
-    shorter): the next start, without new input, runs that batch first, and is caught
-    up only once it has written the matches."""
+    """A job stopped after its data batch, before the no-data batch (a trigger of a day
+    holds it back: Spark's first trigger runs at once, the next at the next multiple of
+    the interval since the epoch, i.e. midnight UTC; the graceful stop's bound, the 2 s
+    checkpoint timeout, ends first): the next start, without new input, runs that batch
+    first, and is caught up only once it has written the matches."""
     directory = jobs.stream("cep_rs", "id INT, cnt INT, ts TIMESTAMP")
     jobs.table("cep_rs_t", "id INT, cnt INT")
     jobs.run(f"""CREATE STREAMJOB cep_rs_job AS ("{CEP.format(table='cep_rs_t', stream='cep_rs')}")
-      JOBPROPERTIES ({FAST}, "streamjob.trigger.interval"="60000",
+      JOBPROPERTIES ({FAST}, "streamjob.trigger.interval"="86400000",
                      "morphling.checkpoint.timeout"="2000");""")
     jobs.write(directory, cep_events(CEP_ROUNDS[0]))
     jobs.run("START STREAMJOB cep_rs_job;")
@@ -327,3 +328,27 @@ def test_a_graceful_stop_writes_what_the_watermark_released(jobs):
     assert got == closed_windows(events, watermark_of([s for _, s in events]))
     ckdir = jobs.home.checkpoint_dir("default", "windows_g_job")
     assert log_ids(ckdir, "commits") == [0, 1] and log_ids(ckdir, "offsets") == [0, 1]
+
+
+def test_until_idle_ends_when_spark_declines_the_no_data_batch(jobs):
+    """An inner join of two event-time streams without a time range keeps state that the
+    watermark never cleans: Spark runs no batch after one that moved the watermark, and
+    the wait learns it from ``processAllAvailable()`` (it must end, not hang)."""
+    left = jobs.stream("orders_j", "id INT, ts TIMESTAMP")
+    right = jobs.stream("payments_j", "id INT, amount INT, ts TIMESTAMP")
+    jobs.table("joined_j", "id INT, amount INT")
+    jobs.run(f"""CREATE STREAMJOB join_job AS ("insert into joined_j
+        select o.id, p.amount from orders_j o join payments_j p on o.id = p.id")
+      JOBPROPERTIES ({FAST});""")
+    jobs.write(left, [{"id": i, "ts": at(i)} for i in range(5)])
+    jobs.write(right, [{"id": i, "amount": 10 * i, "ts": at(3600 + i)} for i in range(0, 8, 2)])
+
+    def check():
+        assert sorted(jobs.rows("joined_j")) == [(0, 0), (2, 20), (4, 40)]
+
+    jobs.until_idle("join_job", check)
+    ckdir = jobs.home.checkpoint_dir("default", "join_job")
+    last = log_ids(ckdir, "commits")[-1]
+    watermark, moved = _watermarks(ckdir, last)
+    assert moved > watermark  # the last batch moved it, and Spark ran nothing after it
+    assert log_ids(ckdir, "offsets")[-1] == last
