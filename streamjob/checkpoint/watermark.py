@@ -130,6 +130,6 @@ def schedule_released_batch(checkpoint_dir: str, now_ms: int | None = None) -> i
     if not write_entry(checkpoint_dir, "offsets", step.batch_id + 1, entry):
         return None
     log.debug("checkpoint %s: batch %s moved the watermark to %s ms and its no-data batch "
-             "%s did not run; it runs first", checkpoint_dir, step.batch_id, step.next_ms,
-             step.batch_id + 1)
+              "%s did not run; it runs first", checkpoint_dir, step.batch_id, step.next_ms,
+              step.batch_id + 1)
     return step.batch_id + 1

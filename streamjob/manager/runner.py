@@ -390,7 +390,6 @@ class JobRunner(AttemptMixin, threading.Thread):
         tables hold everything its watermark released. Past the bound, the stop goes
         ahead and the job's next start runs that batch first
         (:func:`~streamjob.checkpoint.watermark.schedule_released_batch`)."""
-        from ..exceptions import CheckpointError
         from .idle import ReleasedOutput
 
         if not self.checkpoint_dir:
@@ -401,11 +400,12 @@ class JobRunner(AttemptMixin, threading.Thread):
         def done(_t) -> bool:
             try:
                 return self.fenced or not q.isActive or released.written()
-            except CheckpointError:
+            except Exception:  # noqa: BLE001 - a query that died, unreadable logs: stop
                 return True
-            except Exception:  # noqa: BLE001 - a query that died meanwhile
-                return True
-        if not self.tracker.wait_for(done, max(0.0, deadline - time.monotonic())):
+        while time.monotonic() < deadline:  # woken by each commit; polled for a dead query
+            if self.tracker.wait_for(done, min(WATCH_S, max(0.0, deadline - time.monotonic()))):
+                return
+        if not done(self.tracker):
             log.warning("job %s: the micro-batch that writes what the watermark released "
                         "did not run before the stop's bound; it runs at the next start",
                         self.job.qualified_name)
