@@ -24,8 +24,11 @@ written by :mod:`~streamjob.manager.progress` from the checkpoint recorder's rep
 
 Stopping: a graceful stop (STOP STREAMJOB, SIGTERM/Ctrl-C) lets the current micro-batch
 finish — it waits, at most ``morphling.checkpoint.timeout`` (and 60 s), until Spark
-reports no trigger active (``query.status['isTriggerActive']``), then stops the query,
-so the checkpoint directory ends on a committed batch. An immediate stop (a dropped job)
+reports no trigger active (``query.status['isTriggerActive']``) — and, if that batch
+moved the watermark of a stateful job, the micro-batch without new data that writes
+what the watermark closed (within the same bound; :class:`~.idle.ReleasedOutput`,
+docs/checkpoints.md "Stops": Flink's ``stop``, not ``stop --drain``), then stops the
+query, so the checkpoint directory ends on a committed batch. An immediate stop (a dropped job)
 stops the query at once. A *fenced* runner (its job manager lost the lease, see
 :mod:`~streamjob.manager.server`) stops at once and writes nothing more to the catalog:
 another job manager may already own the job.
