@@ -34,7 +34,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from .store import has_state, log_ids, read_entry, write_entry
+from .entries import has_state, read_entry, write_entry
+from .store import log_ids
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class WatermarkStep:
     ``batch_id``: that batch; ``watermark_ms``: the watermark it ran with (its offset
     log entry's ``batchWatermarkMs``, ms since the epoch, 0 before any); ``next_ms``:
     the watermark its data moved to (its commit's ``nextBatchWatermarkMs``);
-    ``stateful``: the job keeps state (:func:`~.store.has_state`); ``constructed``: the
+    ``stateful``: the job keeps state (:func:`~.entries.has_state`); ``constructed``: the
     offset log holds a later batch (one Spark has started and not committed, or the one
     :func:`schedule_released_batch` wrote).
     """

@@ -186,7 +186,7 @@ class JobManager:
                 catch up within ``timeout`` s, or a source is unbounded (rate) and can
                 never be idle.
         """
-        from ..checkpoint.store import committed_source_files
+        from ..checkpoint.entries import committed_source_files
         from ..exceptions import ConnectorError, JobError
         from .idle import ReleasedOutput, file_targets, files_reached, reached, targets_for
 

@@ -452,7 +452,7 @@ def test_the_hadoop_layer_of_the_watermark_step_matches_the_local_one(tmp_path):
     Hadoop, never over an entry) and the file stream's committed files."""
     import json
 
-    from streamjob.checkpoint import store
+    from streamjob.checkpoint import entries
     from streamjob.checkpoint.watermark import last_step, schedule_released_batch
     from streamjob.home import Home
     from streamjob.spark import session as engine
@@ -474,10 +474,10 @@ def test_the_hadoop_layer_of_the_watermark_step_matches_the_local_one(tmp_path):
                                               hadoop.as_uri())
         dirs = {"local": f"{local.as_uri()}/default/job",
                 "hadoop": f"viewfs://{mount}/ck/default/job"}
-        seen = {kind: [last_step(d), store.has_state(d), store.committed_source_files(d),
+        seen = {kind: [last_step(d), entries.has_state(d), entries.committed_source_files(d),
                        schedule_released_batch(d, now_ms=7), schedule_released_batch(d),
-                       last_step(d), store.read_entry(d, "offsets", 2),
-                       store.read_entry(d, "offsets", 9)]
+                       last_step(d), entries.read_entry(d, "offsets", 2),
+                       entries.read_entry(d, "offsets", 9)]
                 for kind, d in dirs.items()}
         assert seen["hadoop"] == seen["local"]
         step, state, files, written, again, after, entry, missing = seen["hadoop"]

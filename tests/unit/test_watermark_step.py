@@ -1,4 +1,4 @@
-"""Issue 34, the checkpoint side (streamjob/checkpoint/watermark.py, store.py): reading
+"""Issue 34, the checkpoint side (streamjob/checkpoint/watermark.py, entries.py): reading
 whether the newest committed micro-batch left a no-data batch to run, writing that
 batch's offset log entry before a restart, and which files a file stream has committed.
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.checkpoint import store
+from streamjob.checkpoint import entries, store
 from streamjob.checkpoint.watermark import last_step, schedule_released_batch
 from streamjob.manager.idle import ReleasedOutput
 
@@ -127,7 +127,7 @@ def test_file_stream_files_are_committed_by_the_source_position_in_the_offset_lo
     offsets(ck, 1, HOUR, 0)
     commit(ck, 1, HOUR)  # the no-data batch: the source still at its entry 0
     offsets(ck, 2, HOUR, 1)  # the second file's batch, running
-    assert store.committed_source_files(str(ck)) == {"file:///in/part-0.json"}
+    assert entries.committed_source_files(str(ck)) == {"file:///in/part-0.json"}
     commit(ck, 2, HOUR)
-    assert store.committed_source_files(str(ck)) == {"file:///in/part-0.json",
+    assert entries.committed_source_files(str(ck)) == {"file:///in/part-0.json",
                                                      "file:///in/part-1.json"}
