@@ -74,6 +74,30 @@ class _LocalFs:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, path)
+    def write_new(self, uri: str, text: str) -> bool:
+        """Write ``text`` as a new file, atomically (a temp file renamed in without
+        replacing); False if the file exists already."""
+        import os
+        import uuid
+
+        path = _local_path(uri)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # fails if the file exists: never overwrite Spark's entry
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links
+            if path.exists():
+                return False
+            os.rename(tmp, path)
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
 
 
 class _HadoopFs:
@@ -136,6 +160,26 @@ class _HadoopFs:
             if not fs.rename(tmp, p):
                 raise OSError(f"{uri}: cannot rename {tmp} over it")
         self._call(uri, write)
+    def write_new(self, uri: str, text: str) -> bool:
+        """Write ``text`` as a new file: a temp file beside it, renamed in (Hadoop's
+        ``rename`` does not replace an existing file); False if the file exists."""
+        import uuid
+
+        def write(fs, p):
+            if fs.exists(p):
+                return False
+            tmp = self._jvm.org.apache.hadoop.fs.Path(p.getParent(),
+                                                      f".{p.getName()}.{uuid.uuid4()}.tmp")
+            out = fs.create(tmp, False)
+            try:
+                out.write(bytearray(text.encode("utf-8")))
+            finally:
+                out.close()
+            if not fs.rename(tmp, p):
+                fs.delete(tmp, False)
+                return False
+            return True
+        return bool(self._call(uri, write))
 
 
 _LOCAL = _LocalFs()
@@ -394,42 +438,6 @@ def committed_offsets(checkpoint_dir: str):
     utc = _dt.timezone.utc
     return (batch_id, [ln for ln in lines[2:] if ln.strip() and ln.strip() != "-"],
             _dt.datetime.fromtimestamp(started, utc), _dt.datetime.fromtimestamp(ended, utc))
-
-
-def committed_source_files(checkpoint_dir: str) -> set[str]:
-    """Paths of the files that Spark's file sources of a checkpoint have taken into a
-    committed batch: the entries of ``sources/<i>/<batch>`` (and ``.compact``) logs
-    (FileStreamSourceLog: a version line, then one JSON object per file with ``path`` and
-    ``batchId``) whose batch id is at most the newest in ``commits``. Paths as Spark
-    writes them (``file:///...`` URIs); an empty set when nothing is committed.
-
-    Raises:
-        CheckpointError: the logs cannot be listed, or a Hadoop URI in a process
-            without Spark.
-    """
-    import json as _json
-
-    commits = log_ids(checkpoint_dir, "commits")
-    if not commits:
-        return set()
-    fs, done = _fs(checkpoint_dir), set()
-    for source in fs.list_names(_join(checkpoint_dir, "sources")):
-        folder = _join(checkpoint_dir, "sources", source)
-        for name in fs.list_names(folder):
-            if not (name.isdigit() or name.endswith(".compact")):
-                continue
-            try:
-                lines = fs.read_text(_join(folder, name)).splitlines()[1:]
-            except OSError:
-                continue  # written as we read: the next poll sees it whole
-            for line in lines:
-                try:
-                    entry = _json.loads(line)
-                except ValueError:
-                    continue
-                if int(entry.get("batchId", 1 << 62)) <= commits[-1]:
-                    done.add(entry["path"])
-    return done
 
 
 #: A file Spark's atomic write leaves behind when its process dies mid-write: the temp

@@ -17,7 +17,7 @@ import tempfile
 from typing import Callable
 
 from .. import properties as jp
-from ..checkpoint import fingerprint, identity, store
+from ..checkpoint import fingerprint, identity, store, watermark
 from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
 from ..checkpoint.recorder import CheckpointRecorder, batches_to_retain, recover_unrecorded
@@ -80,6 +80,14 @@ class AttemptMixin:
             fp = fingerprint.check(ckdir, plan)
             fingerprint.write(ckdir, fp)
             self.tracker.fingerprint = fp.encode()
+        self.no_data_batches = session.conf.get(
+            "spark.sql.streaming.noDataMicroBatches.enabled", "true").lower() == "true"
+        if durable and self.no_data_batches:  # output the watermark released: it runs first
+            released = watermark.schedule_released_batch(ckdir)
+            if released is not None:
+                log.info("job %s: batch %s, which writes what the watermark released before "
+                         "its last run ended, runs first", self.job.qualified_name, released)
+        if durable:
             latest = recover_unrecorded(self.backend, self.job, ckdir, retained,
                                         self.tracker.fingerprint)
             if latest is not None:  # what the job has committed (run --until-idle compares it)
@@ -89,6 +97,7 @@ class AttemptMixin:
                         self.tracker.latest_at = latest.ended_at or latest.started_at
                         self.tracker.offsets = dict(latest.source_offsets or {})
                         self.tracker.batch_id = latest.checkpoint_id
+        self.checkpoint_dir = ckdir
         self.watch = ExpiryWatch(ckdir, props.checkpoint_timeout_ms)
         _prepare_dead_letters(plan)
         self.committers = group_committers(plan)

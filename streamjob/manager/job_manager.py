@@ -167,11 +167,15 @@ class JobManager:
         stop_spark()
 
     def wait_until_idle(self, poll_s: float = 1.0, timeout: float | None = None) -> None:
-        """Block until every running job has committed all input available now.
+        """Block until every running job has caught up: it has committed all input
+        available now, and written the output its watermark released.
 
         "Available now" is read when this is called: the Kafka sources' end offsets and
         the files in file streams' directories. A job is idle once its committed batches
-        reach those offsets and hold those files. Every job is waited for, even after
+        reach those offsets and hold those files, and no micro-batch is pending for the
+        output the watermark released (:class:`~.idle.ReleasedOutput`: the no-data
+        micro-batch Spark runs after a batch that moved the watermark of a stateful
+        job; docs/checkpoints.md, "Caught up"). Every job is waited for, even after
         another failed; then all failures are reported together. A job whose end offsets
         cannot be read (broker unreachable, topic missing) is ended FAILED with that
         error (:meth:`JobRunner.fail`: its run's cause and last error), not left to the
@@ -182,9 +186,9 @@ class JobManager:
                 catch up within ``timeout`` s, or a source is unbounded (rate) and can
                 never be idle.
         """
-        from ..checkpoint.store import committed_source_files
+        from ..checkpoint.entries import committed_source_files
         from ..exceptions import ConnectorError, JobError
-        from .idle import file_targets, files_reached, reached, targets_for
+        from .idle import ReleasedOutput, file_targets, files_reached, reached, targets_for
 
         deadline = None if timeout is None else time.monotonic() + timeout
         failed: list[str] = []
@@ -203,11 +207,16 @@ class JobManager:
                 failed.append(f"job {runner.job.qualified_name} {JobStatus.FAILED}: {exc}")
                 continue
             files = file_targets(runner.plan)
-            ckdir = self.home.checkpoint_dir(runner.job.database, runner.job.name)
+            ckdir = runner.checkpoint_dir or self.home.checkpoint_dir(runner.job.database,
+                                                                      runner.job.name)
+            released = ReleasedOutput(ckdir, runner.tracker.cond, lambda r=runner: r.query,
+                                      runner.no_data_batches)
 
-            def caught_up(t, targets=targets, files=files, ckdir=ckdir) -> bool:
+            def caught_up(t, targets=targets, files=files, ckdir=ckdir,
+                          released=released) -> bool:
                 return reached(t.offsets, targets) and (
-                    not files or files_reached(committed_source_files(ckdir), files))
+                    not files or files_reached(committed_source_files(ckdir), files)) \
+                    and released.written()
 
             while not runner.tracker.wait_for(caught_up, poll_s):
                 if not runner.is_alive() or self._failed(runner):

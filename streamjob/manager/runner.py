@@ -24,8 +24,11 @@ written by :mod:`~streamjob.manager.progress` from the checkpoint recorder's rep
 
 Stopping: a graceful stop (STOP STREAMJOB, SIGTERM/Ctrl-C) lets the current micro-batch
 finish — it waits, at most ``morphling.checkpoint.timeout`` (and 60 s), until Spark
-reports no trigger active (``query.status['isTriggerActive']``), then stops the query,
-so the checkpoint directory ends on a committed batch. An immediate stop (a dropped job)
+reports no trigger active (``query.status['isTriggerActive']``) — and, if that batch
+moved the watermark of a stateful job, the micro-batch without new data that writes
+what the watermark closed (within the same bound; :class:`~.idle.ReleasedOutput`,
+docs/checkpoints.md "Stops": Flink's ``stop``, not ``stop --drain``), then stops the
+query, so the checkpoint directory ends on a committed batch. An immediate stop (a dropped job)
 stops the query at once. A *fenced* runner (its job manager lost the lease, see
 :mod:`~streamjob.manager.server`) stops at once and writes nothing more to the catalog:
 another job manager may already own the job.
@@ -131,6 +134,8 @@ class JobRunner(AttemptMixin, threading.Thread):
         self.progress: ProgressReporter | None = None  # progress writer of the current attempt
         self.probe = None  # the EndOffsetsProbe of the current attempt (its Kafka lag)
         self.recorder = None  # the CheckpointRecorder of the current attempt (its checkpoints)
+        self.checkpoint_dir: str | None = None  # the current attempt's (attempt.py)
+        self.no_data_batches = True  # Spark runs no-data micro-batches for this job
 
     @property
     def catalog(self) -> Catalog:
@@ -353,7 +358,8 @@ class JobRunner(AttemptMixin, threading.Thread):
         except CatalogError as exc:
             log.warning("job %s: status STOPPING not written: %s", self.job.qualified_name, exc)
         if self._graceful and not self.fenced:
-            self._await_batch_end(q)
+            deadline = self._await_batch_end(q)
+            self._await_released(q, deadline)
         _stop_quietly(q)
         if self._graceful and not self.fenced:
             self._await_recorded()
@@ -383,13 +389,42 @@ class JobRunner(AttemptMixin, threading.Thread):
             log.warning("job %s: the last micro-batch was not recorded as a checkpoint: %s",
                         self.job.qualified_name, exc)
 
-    def _await_batch_end(self, q) -> None:
+    def _await_released(self, q, deadline: float) -> None:
+        """After the current micro-batch of a graceful stop: if it moved the watermark
+        of a stateful job, wait (until ``deadline``, monotonic seconds: the graceful
+        stop's bound) for the micro-batch without new data that writes what the
+        watermark closed (:class:`~.idle.ReleasedOutput`), so that a stopped job's
+        tables hold everything its watermark released. Past the bound, the stop goes
+        ahead and the job's next start runs that batch first
+        (:func:`~streamjob.checkpoint.watermark.schedule_released_batch`)."""
+        from .idle import ReleasedOutput
+
+        if not self.checkpoint_dir:
+            return
+        released = ReleasedOutput(self.checkpoint_dir, self.tracker.cond, lambda: q,
+                                  self.no_data_batches)
+
+        def done(_t) -> bool:
+            try:
+                return self.fenced or not q.isActive or released.written()
+            except Exception:  # noqa: BLE001 - a query that died, unreadable logs: stop
+                return True
+        while time.monotonic() < deadline:  # woken by each commit; polled for a dead query
+            if self.tracker.wait_for(done, min(WATCH_S, max(0.0, deadline - time.monotonic()))):
+                return
+        if not done(self.tracker):
+            log.warning("job %s: the micro-batch that writes what the watermark released "
+                        "did not run before the stop's bound; it runs at the next start",
+                        self.job.qualified_name)
+
+    def _await_batch_end(self, q) -> float:
         """Wait until no trigger is active, polling every 5 ms. A job whose batches run
         back to back (each longer than the checkpoint interval) is never idle: once the
         batch that ran when the stop was asked for has completed, the stop goes ahead
         (the batch that just began is interrupted; its offsets are logged, so the next
         start replays it). Bounded by ``morphling.checkpoint.timeout`` and
-        :data:`GRACEFUL_STOP_S`."""
+        :data:`GRACEFUL_STOP_S`; returns the bound's deadline (monotonic seconds), which
+        :meth:`_await_released` shares."""
         props = self.plan.props if self.plan else jp.values({})
         bound = min(GRACEFUL_STOP_S, props.checkpoint_timeout_ms / 1000)
         deadline = time.monotonic() + bound
@@ -397,22 +432,23 @@ class JobRunner(AttemptMixin, threading.Thread):
             last = q.lastProgress
             running = (int(last["batchId"]) if last else -1) + 1
         except Exception:  # noqa: BLE001 - a query that died meanwhile
-            return
+            return deadline
         while not self.fenced and time.monotonic() < deadline:
             try:
                 if not q.isActive or not q.status.get("isTriggerActive"):
-                    return
+                    return deadline
                 last = q.lastProgress
                 if last is not None and int(last["batchId"]) >= running:
                     log.info("job %s: batch %s completed and the next one began; stopping "
                              "(it is replayed at the next start)", self.job.qualified_name,
                              last["batchId"])
-                    return
+                    return deadline
             except Exception:  # noqa: BLE001 - a query that died meanwhile
-                return
+                return deadline
             time.sleep(0.005)
         log.warning("job %s: the current batch did not end within %.0f s; stopping it "
                     "(it is replayed at the next start)", self.job.qualified_name, bound)
+        return deadline
 
     def _check_expiry(self) -> None:
         """Log and count a checkpoint running past ``morphling.checkpoint.timeout``; the

@@ -460,3 +460,52 @@ def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path
     if owned:  # no session in this process any more: a Hadoop URI cannot be reached
         with pytest.raises(CheckpointError, match="through the Spark session"):
             store.log_ids(dirs["hadoop"], "commits")
+
+
+@pytest.mark.spark
+def test_the_hadoop_layer_of_the_watermark_step_matches_the_local_one(tmp_path):
+    """Issue 34's checkpoint operations on a non-local URI (``viewfs://`` over a local
+    directory) give what they give on the directory itself: the newest batch's
+    watermarks and state, the restart's no-data batch entry (written atomically through
+    Hadoop, never over an entry) and the file stream's committed files."""
+    import json
+
+    from streamjob.checkpoint import entries
+    from streamjob.checkpoint.watermark import last_step, schedule_released_batch
+    from streamjob.home import Home
+    from streamjob.spark import session as engine
+
+    local, hadoop = tmp_path / "local", tmp_path / "hadoop"
+    for root in (local, hadoop):
+        job = root / "default" / "job"
+        _fake_checkpoint(job, 2)
+        (job / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":5000}')
+        (job / "state" / "0" / "0").mkdir(parents=True)
+        (job / "sources" / "0").mkdir(parents=True)
+        (job / "sources" / "0" / "0").write_text(
+            'v1\n{"path":"file:///in/a.json","timestamp":1,"batchId":0}')
+    mount = f"sj{uuid.uuid4().hex[:8]}"
+    owned = engine._spark is None
+    spark = engine.spark_session(Home.open(tmp_path / "home", {"spark.master": "local[1]"}))
+    try:
+        spark._jsc.hadoopConfiguration().set(f"fs.viewfs.mounttable.{mount}.link./ck",
+                                              hadoop.as_uri())
+        dirs = {"local": f"{local.as_uri()}/default/job",
+                "hadoop": f"viewfs://{mount}/ck/default/job"}
+        seen = {kind: [last_step(d), entries.has_state(d), entries.committed_source_files(d),
+                       schedule_released_batch(d, now_ms=7), schedule_released_batch(d),
+                       last_step(d), entries.read_entry(d, "offsets", 2),
+                       entries.read_entry(d, "offsets", 9)]
+                for kind, d in dirs.items()}
+        assert seen["hadoop"] == seen["local"]
+        step, state, files, written, again, after, entry, missing = seen["hadoop"]
+        assert (step.batch_id, step.watermark_ms, step.next_ms, step.releases) == (1, 0, 5000, True)
+        assert state and files == set() and written == 2 and again is None and missing is None
+        assert after.constructed
+        assert json.loads(entry[1]) == {"batchWatermarkMs": 5000, "batchTimestampMs": 7}
+        assert entry[2] == '{"t": {"0": 10}}'
+        assert not [p for p in (hadoop / "default" / "job" / "offsets").iterdir()
+                    if p.name.endswith(".tmp")]
+    finally:
+        if owned:
+            engine.stop_spark()
