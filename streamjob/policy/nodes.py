@@ -103,6 +103,9 @@ NODES: dict[type, frozenset[str] | None] = {
     exp.Between: frozenset({"this", "low", "high"}),
     exp.Exists: frozenset({"this"}),
     exp.Anonymous: frozenset({"this", "expressions"}),
+    # a field of STRUCT(...): Spark names it after its column (sqlglot's Spark dialect
+    # reads ``struct(price)`` as ``price := price``); only inside a Struct (_check_node)
+    exp.PropertyEQ: frozenset({"this", "expression"}),
     **{t: _ANY for t in _OPERATORS},
 }
 
@@ -180,6 +183,8 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
     if refused is not None:
         raise _error(qt, node, node, refused, what, tokens)
     allowed = NODES.get(kind, _ANY if isinstance(node, exp.Func) else False)
+    if kind is exp.PropertyEQ and not isinstance(node.parent, exp.Struct):
+        allowed = False
     if isinstance(node, exp.Func):
         _check_function(qt, node, what)
     if allowed is False:

@@ -102,6 +102,13 @@ def test_format_options_and_allowed_functions_pass(ex):
                    "view explode(array(1, 2)) e as n where v in (1, 2)")
 
 
+def test_struct_fields_pass_and_named_arguments_elsewhere_do_not(ex):
+    """sqlglot reads Spark's ``struct(a, b)`` as ``a := a, b := b`` (PropertyEQ); Nexmark
+    q7 keeps the highest bid as ``max(struct(price, ...))``."""
+    plan(ex, HEAD, "insert into t select k, struct(v, k).v from s")
+    refused(ex, "insert into t select k, v from s where coalesce(v := 1) > 0", "PROPERTYEQ")
+
+
 @pytest.mark.parametrize("call, name", [
     ("current_user()", "current_user"), ("session_user()", "session_user"),
     ("python_worker_logs()", "python_worker_logs"),
