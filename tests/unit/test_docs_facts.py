@@ -55,7 +55,7 @@ _DEFAULT = re.compile(
 
 def pages() -> list[Path]:
     """README.md and every page of docs/."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def prose(text: str) -> str:
