@@ -67,7 +67,7 @@ test-slow: $(STAMP) deps
 
 test-all: test test-slow
 
-test-unit: $(STAMP)
+test-unit: $(STAMP) deps
 	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
 
 ## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a run of about 3 minutes (184 s on 2026-11-27).
