@@ -1,7 +1,7 @@
 """The Kafka source's JSON decoder against another version of it, on the same Nexmark
 bids, in one process: ``_decoder`` of :mod:`streamjob.connectors.kafka.decode` and of
 an older ``decode.py`` given as a file, alternating, so the ratio says something even
-on a loaded machine (docs/performance.md, "JSON keys in another case").
+on a loaded machine (docs/results/2026-11-25.md, "JSON keys in another case").
 
     git show <commit>:streamjob/connectors/kafka/decode.py > /tmp/decode_old.py
     python -m streamjob.bench.json_decode /tmp/decode_old.py [--records 50000] [--runs 5]

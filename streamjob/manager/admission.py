@@ -4,7 +4,7 @@ Starting a streaming query is the heaviest moment of a job's life on the driver:
 launches the Python streaming-source runner and data-source planners (one process each,
 per query), the first trigger asks every source for its offsets, and the first batch
 starts the Python workers. Twenty of them at once on a 2-core machine made Spark give up
-on its own processes ("Python worker failed to connect back", docs/performance.md,
+on its own processes ("Python worker failed to connect back", docs/results/2026-11-21.md,
 scenario 5), and every job's failover then retried in step. So each job manager admits
 at most :data:`START_SLOTS` queries into their start-up at once; the others wait in
 STARTING (or RECOVERING) until a slot frees. A query leaves its start-up when Spark has

@@ -68,7 +68,7 @@ def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool
     """True if ``offsets`` (a checkpoint's) equal ``targets`` on every partition.
 
     Offsets beyond a partition's end are not "caught up" but lost data (the topic was
-    deleted and recreated, or truncated: README, "Lost offsets"): the job's source fails
+    deleted and recreated, or truncated: docs/design.md, "Decisions": lost offsets): the job's source fails
     on them, or, with ``"fail.on.data.loss"="false"``, reads the partition again, and the
     wait goes on until a checkpoint reaches the end again (issue 13 point 6).
     """

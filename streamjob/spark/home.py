@@ -8,7 +8,7 @@ package of pyspark ships that zip without byte code, and zipimport cannot cache 
 each of those processes compiles every pyspark module it imports: 0.5-0.6 s per process
 on this project's 2-core machines (``python -c 'import pyspark.worker'``: 0.85 s from the
 zip, 0.25 s installed), several seconds of every job start and recovery
-(docs/performance.md, scenario 4).
+(docs/results/2026-11-21.md, "Cold starts and many jobs").
 
 When the workers run this very interpreter (``PYSPARK_PYTHON`` and
 ``PYSPARK_DRIVER_PYTHON`` unset or naming ``sys.executable``), they can import the

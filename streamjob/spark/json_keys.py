@@ -19,7 +19,7 @@ keys 1.7-2.8 s, respelt (``dateTime`` into ``datetime``) 3.6-7.4 s, ``from_json`
 ``java.io.Reader`` (``CreateJacksonParser.utf8String``), Spark's reader the bytes, so
 one ``from_json`` per line is about twice the reader; ``json_object_keys`` costs about
 as much as ``from_json``, and so does a one-pass regular expression finding the key
-tokens (docs/performance.md, "Flink side by side"). As in Spark's JSON reader, blank lines
+tokens (docs/results/2026-11-25.md, "JSON file streams"). As in Spark's JSON reader, blank lines
 are skipped and a line holding an array of objects gives one record per object.
 """
 

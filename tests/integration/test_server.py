@@ -312,7 +312,7 @@ def test_server_follows_submit_stop_and_drop(env):
     assert runs[-1].status == "STOPPED" and runs[-1].ended_at is not None
     ck = env.checkpoint_dir("first")
     # after its batch: the checkpoint ends on a commit, or on the one batch Spark had
-    # already planned (offsets written ahead), which the next start replays (README
+    # already planned (offsets written ahead), which the next start replays (docs/design.md,
     # "Decisions": a graceful stop)
     assert log_ids(ck, "offsets")[-1] - log_ids(ck, "commits")[-1] in (0, 1)
 
@@ -452,7 +452,7 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
             ck = env.checkpoint_dir(name)
             offsets, commits = log_ids(ck, "offsets"), log_ids(ck, "commits")
             # after its batch: on a commit, or one planned batch ahead, replayed at the next
-            # start (README "Decisions": a graceful stop)
+            # start (docs/design.md "Decisions": a graceful stop)
             assert offsets[-1] - commits[-1] in (0, 1), f"{name}: {offsets} / {commits}"
             stopped[name] = max(env.checkpoint_ids(name))
             assert stopped[name] == commits[-1]

@@ -53,7 +53,7 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
 - ``checkCrcs`` — ``auto`` (default), ``true`` or ``false``: whether the executor's
   consumer verifies each record batch's CRC-32C. ``auto`` verifies when the native
   ``crc32c`` package is installed; kafka-python's pure-Python CRC-32C otherwise costs
-  about a third of the read time (docs/performance.md); an Apache Kafka broker verifies
+  about a third of the read time (docs/results/2026-11-21.md, "The source path"); an Apache Kafka broker verifies
   each batch's CRC when it is produced and TCP checksums cover the transfer.
 - ``recordParser`` — ``bulk`` (default) or ``kafka-python``: how the executor decodes
   fetched records: our bulk decoder of v2 record batches (:mod:`.batches`; kafka-python
