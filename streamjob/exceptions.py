@@ -165,7 +165,9 @@ class PermanentFailure(StreamJobError):
     marker: str = ""
 
     def __str__(self) -> str:
-        return f"{self.position_prefix()}{self.marker} {self.message}" if self.marker else super().__str__()
+        if not self.marker:
+            return super().__str__()
+        return f"{self.position_prefix()}{self.marker} {self.message}"
 
 
 class DataLoss(PermanentFailure, ConnectorError):

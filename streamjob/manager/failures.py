@@ -52,7 +52,9 @@ _KINDS: tuple[tuple[type[PermanentFailure], str], ...] = (
 # whole text, which for a query failure is Spark's message, traceback included)
 _FOREIGN: tuple[tuple[str, re.Pattern], ...] = (
     (DATA_LOSS, re.compile(
-        r"Some data may have been lost"      # Spark's Kafka source (KafkaExceptions, failOnDataLoss)
+        # Spark's Kafka source, reportDataLoss: INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE
+        # (KafkaSource, KafkaMicroBatchStream)
+        r"Some data may have been lost"
         r"|KAFKA_DATA_LOSS"                  # Spark's error class for it (error-conditions.json)
         r"|OffsetOutOfRange"                 # Kafka client: OffsetOutOfRangeException
         r"|offsets? out of range", re.I)),   # Kafka client: "Offsets out of range with no ..."

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("_layout", Path(__file__).with_name("test_layout.py"))
+_spec = importlib.util.spec_from_file_location(
+    "_layout", Path(__file__).with_name("test_layout.py"))
 _layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_layout)
 import_graph = _layout.import_graph
