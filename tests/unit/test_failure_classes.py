@@ -18,10 +18,10 @@ pytestmark = pytest.mark.unit
 
 
 def _worker(error: str, message: str) -> Exception:
-    """What Spark raises when our code fails in the Python source runner or a worker: the
-    text of a StreamingQueryException as Spark 4 writes it (captured from a real run; the
-    worker's traceback is pyspark's ``handle_worker_exception``, its last line Python's
-    ``traceback.format_exception_only``: ``module.Class: str(error)``)."""
+    """What Spark raises when our code fails in the Python source runner or a worker: a
+    StreamingQueryException's text holding the worker's traceback, whose exception line
+    is Python's ``traceback.format_exception_only``: ``module.Class: str(error)``
+    (tests/integration/test_failure_markers.py checks that form against real Spark)."""
     return Exception(
         "[STREAM_FAILED] Query [id = 7a10eb12, runId = 992b6067] terminated with exception: "
         "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most "
