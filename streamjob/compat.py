@@ -165,7 +165,7 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
 def _pattern_items(query: str, line: int) -> list[Item]:
     """The CEP clause of a job's query (``PATTERN (...) WITHIN (...)``), if it has one:
     it runs (:mod:`streamjob.cep`); a malformed one is refused with the reader's error."""
-    from .cep.parse import extract_pattern
+    from .planner.pattern import extract_pattern
     from .planner.text import QueryText
 
     if "pattern" not in query.lower():

@@ -60,25 +60,50 @@ class StreamJobError(Exception):
                 self.snippet = f"{lines[self.line - 1]}\n{' ' * ((self.column or 1) - 1)}^"
         return self
 
+    def position_prefix(self) -> str:
+        """The position prefix of ``str(self)``: ``FILE:LINE:COL: ``, ``line L, column
+        C: `` or empty when no position is known."""
+        if self.line is None:
+            return ""
+        if self.source:
+            return f"{self.source}:{self.line}:{self.column}: "
+        return f"line {self.line}, column {self.column}: "
+
     def __str__(self) -> str:
-        where = ""
-        if self.line is not None:
-            where = f"line {self.line}, column {self.column}: "
-            if self.source:
-                where = f"{self.source}:{self.line}:{self.column}: "
-        return f"{where}{self.message}"
+        return f"{self.position_prefix()}{self.message}"
 
 
-class ParseError(StreamJobError):
+class LocatedError(StreamJobError):
+    """An error about a place in a script: a statement that does not parse
+    (:class:`ParseError`) or does not make sense (:class:`ValidationError`). Both carry
+    the position fields of :class:`StreamJobError` (line, column, text, snippet, source)
+    and set them when known; neither is a kind of the other."""
+
+
+class ParseError(LocatedError):
     """A statement could not be parsed; always located (see :class:`StreamJobError`)."""
 
 
-class ValidationError(ParseError):
+class ValidationError(LocatedError):
     """A statement parsed but does not make sense against the catalog or the rules.
 
-    Same attributes as :class:`ParseError`; line and column point at the offending
-    name or property when known.
+    Same position attributes as :class:`ParseError` (line and column point at the
+    offending name or property when known), plus, keyword-only at construction:
+
+    Attributes:
+        key: the property (or option) the error is about, lower case, or None; the
+            executor points the error at that property in the statement.
+        bad_value: True when the property's value is wrong (the position is then the
+            value's), False when the key itself is (unknown, misplaced, missing).
     """
+
+    def __init__(self, message: str = "", line: int | None = None, column: int | None = None,
+                 text: str | None = None, snippet: str | None = None,
+                 source: str | None = None, *, key: str | None = None,
+                 bad_value: bool = False) -> None:
+        super().__init__(message, line, column, text, snippet, source)
+        self.key = key
+        self.bad_value = bad_value
 
 
 class PropertyError(ValidationError):
@@ -119,15 +144,67 @@ class CheckpointError(StreamJobError):
     """A checkpoint cannot be recorded, restored or purged."""
 
 
-class SchemaMismatch(ValidationError):
+class PermanentFailure(StreamJobError):
+    """A failure of a job that no restart can fix (issue 16; the classification is
+    :func:`streamjob.manager.failures.permanent_failure`). Mixed into the error kind it
+    also is (a ConnectorError, a JobError, a ValidationError), so existing handlers of
+    that kind still catch it.
+
+    Each subclass has a :attr:`marker`, ``[streamjob:<kind>]``, that ``str(error)``
+    writes at the start of its message, on the first line. Failover matches an error
+    raised in this process by its class; one raised in a Spark Python worker (a data
+    source, a UDF) reaches the driver only as text — PySpark's ``PythonException`` /
+    ``StreamingQueryException`` whose message holds the worker's traceback, ending in
+    ``module.Class: str(error)`` — and is matched by its marker there. The marker is the
+    same idea as Spark's own ``[ERROR_CLASS]`` message prefix.
+
+    Attributes:
+        marker: the stable tag of the kind (class attribute; never reworded).
+    """
+
+    marker: str = ""
+
+    def __str__(self) -> str:
+        if not self.marker:
+            return super().__str__()
+        return f"{self.position_prefix()}{self.marker} {self.message}"
+
+
+class DataLoss(PermanentFailure, ConnectorError):
+    """Kafka offsets the job needs are gone from the broker (retention removed them, the
+    topic was deleted and recreated or truncated) and ``fail.on.data.loss`` is true."""
+
+    marker = "[streamjob:data-loss]"
+
+
+class ChangedLogic(PermanentFailure, JobError):
+    """A job's checkpoints were taken by a different query (checkpoint/fingerprint.py):
+    Spark cannot resume them."""
+
+    marker = "[streamjob:changed-logic]"
+
+
+class InvalidConfiguration(PermanentFailure, ConnectorError):
+    """A connector option has a value the connector refuses (raised where the option is
+    read, which may be a Spark Python worker)."""
+
+    marker = "[streamjob:invalid-config]"
+
+
+class SchemaMismatch(PermanentFailure, ValidationError):
     """An existing sink table does not fit the table's declaration (a missing column, an
     incompatible column type, an extra NOT NULL column the sink cannot fill, or no unique
-    key for an upsert). Raised before a job starts; retrying cannot help, so failover
-    does not retry it.
+    key for an upsert). Raised before a job starts, or in a Spark worker that opens the
+    sink; retrying cannot help, so failover does not retry it.
 
     Attributes:
         columns: the names of the mismatching columns (or key columns), in the order
-            found; set by the raiser (empty when unknown).
+            found (keyword-only at construction; empty when unknown).
     """
 
-    columns: tuple[str, ...] = ()
+    marker = "[streamjob:sink-schema]"
+
+    def __init__(self, message: str = "", *args, columns: tuple[str, ...] = (),
+                 **kwargs) -> None:
+        super().__init__(message, *args, **kwargs)
+        self.columns = tuple(columns)

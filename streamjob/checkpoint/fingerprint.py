@@ -28,7 +28,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import JobError
+from ..exceptions import ChangedLogic
 from .store import _local_path, is_local_uri, log_ids
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
     ``checkpoint_dir``; returns the plan's fingerprint.
 
     Raises:
-        JobError: the checkpoints cannot be resumed by this job (says what changed and
+        ChangedLogic: (a JobError) the checkpoints cannot be resumed by this job (says what changed and
             how to start fresh).
     """
     new = of_plan(plan)
@@ -133,7 +133,7 @@ def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
             changes.append("the columns of its streams changed")
     if not changes:
         return new
-    raise JobError(
+    raise ChangedLogic(
         f"streamjob {plan.qualified_name} cannot resume from its checkpoints: "
         f"{'; '.join(changes)} since they were taken, and Spark cannot carry a "
         f"{'stateful ' if old.stateful or new.stateful else ''}query's checkpoint across "

@@ -68,8 +68,7 @@ def row_format_record(fields: str | None, lines: str | None, serde: str | None,
         err = ValidationError(
             f"SerDe '{serde}' is not supported; supported: "
             f"{', '.join(SUPPORTED_SERDES)} (or ROW FORMAT DELIMITED FIELDS TERMINATED BY ...)",
-            text=serde)
-        err.key = "serde"
+            text=serde, key="serde")
         raise err
     if cls in JSON_SERDES:
         return {"delimited": False, "fields_terminated_by": None, "lines_terminated_by": None,
@@ -77,19 +76,18 @@ def row_format_record(fields: str | None, lines: str | None, serde: str | None,
     given = {k: v for k, v in serde_properties.items() if k in _DELIMITER_KEYS}
     if len(set(given.values())) > 1:
         err = ValidationError("\"field.delim\" and \"input.delimited\" name different "
-                              "delimiters; give one of them")
-        err.key = "input.delimited"
+                              "delimiters; give one of them", key="input.delimited")
         raise err
     for key, value in given.items():
         if value == "":
-            err = ValidationError(f"\"{key}\": a delimiter cannot be empty")
-            err.key, err.bad_value = key, True
+            err = ValidationError(f"\"{key}\": a delimiter cannot be empty", key=key,
+                                  bad_value=True)
             raise err
     delimiter = next(iter(given.values()), None)
     if cls in MULTI_DELIMIT_SERDES and delimiter is None:
         err = ValidationError(f"{cls.rsplit('.', 1)[1]} needs the field delimiter: WITH "
-                              "SERDEPROPERTIES ('input.delimited'='|+|') or ('field.delim'=...)")
-        err.key = "serde"
+                              "SERDEPROPERTIES ('input.delimited'='|+|') or ('field.delim'=...)",
+                              key="serde")
         raise err
     return {"delimited": True, "fields_terminated_by": delimiter, "lines_terminated_by": None,
             "serde": cls, "format": "delimited"}

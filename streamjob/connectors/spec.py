@@ -141,9 +141,8 @@ def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
     lower = {n.lower() for n in names}
 
     def fail(message: str, prop: str, text: str) -> None:
-        err = ValidationError(f"Kafka table {table}: {message}", text=text)
-        err.key, err.bad_value = prop, True
-        raise err
+        raise ValidationError(f"Kafka table {table}: {message}", text=text, key=prop,
+                              bad_value=True)
 
     if spec.key is not None and spec.key.lower() not in lower:
         fail(f"\"key\" '{spec.key}' is not a column ({', '.join(names)})", "key", spec.key)
@@ -182,10 +181,10 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
                               text=source)
     typed = registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
     if ("watermark.column" in p) != ("watermark.delay" in p):
-        err = ValidationError(f"stream '{name}': \"watermark.column\" and \"watermark.delay\" "
-                              "go together (the event-time column and how late events may be)")
-        err.key = "watermark.column" if "watermark.column" in p else "watermark.delay"
-        raise err  # located at the one given (issue 28 point 5)
+        raise ValidationError(  # located at the one given (issue 28 point 5)
+            f"stream '{name}': \"watermark.column\" and \"watermark.delay\" go together "
+            "(the event-time column and how late events may be)",
+            key="watermark.column" if "watermark.column" in p else "watermark.delay")
     if source == "rate":
         return RateSourceSpec(typed.get("rows.per.second", 1))
     if source == "files":
@@ -195,10 +194,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         if fmt not in FILE_FORMATS:
             raise ValidationError(f"file stream '{name}': format must be one of {', '.join(FILE_FORMATS)}")
         if "\x00" in p["path"]:
-            err = ValidationError(f"file stream '{name}': \"path\" holds a NUL character, which "
-                                  "no file system accepts")
-            err.key, err.bad_value = "path", True
-            raise err
+            raise ValidationError(f"file stream '{name}': \"path\" holds a NUL character, which "
+                                  "no file system accepts", key="path", bad_value=True)
         return FileSourceSpec(p["path"], fmt)
     security = KafkaSecurity.from_properties(p, f"Kafka stream '{name}'")
     bootstrap = _bootstrap(p, f"Kafka stream '{name}'", security.protocol,
@@ -210,12 +207,11 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     malformed = typed.get("malformed.policy", "fail")
     dead_letter = typed.get("malformed.dead.letter.table")
     if (malformed == "dead-letter") != (dead_letter is not None):
-        err = ValidationError(
+        raise ValidationError(
             f"stream '{name}': \"malformed.policy\"=\"dead-letter\" and "
             f"\"malformed.dead.letter.table\" go together (the policy and the SQL table "
-            f"receiving the malformed records)")
-        err.key = "malformed.policy" if dead_letter is None else "malformed.dead.letter.table"
-        raise err
+            f"receiving the malformed records)",
+            key="malformed.policy" if dead_letter is None else "malformed.dead.letter.table")
     return KafkaSourceSpec(
         p["topic"], bootstrap, fmt, delimiter,
         typed.get("transwarp.consumer.reset.offset.strategy", "earliest"),

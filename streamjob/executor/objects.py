@@ -121,8 +121,8 @@ class ObjectStatements:
             missing = [k for k in spec.primary_key if k not in declared]
             if missing:
                 err = ValidationError(f"primary key column '{missing[0]}' is not a column of "
-                                      f"{db}.{name} ({', '.join(c['name'] for c in columns)})")
-                err.key, err.bad_value = "primary.key", True
+                                      f"{db}.{name} ({', '.join(c['name'] for c in columns)})",
+                                      key="primary.key", bad_value=True)
                 raise err
         if isinstance(spec, cspec.KafkaTableSpec):
             cspec.check_kafka_key(spec, columns, f"{db}.{name}")  # err.key: the property
@@ -216,13 +216,13 @@ def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None
     types = {c["name"].lower(): c["type"] for c in columns}
     if col.strip().lower() not in types:
         err = ValidationError(f"\"watermark.column\" names '{col}', which is not a column of "
-                              f"stream {s.name} ({', '.join(types)})")
-        err.key, err.bad_value = "watermark.column", True
+                              f"stream {s.name} ({', '.join(types)})",
+                              key="watermark.column", bad_value=True)
         raise err
     if types[col.strip().lower()] not in ("timestamp", "timestamp_ntz"):
         err = ValidationError(f"the event-time column '{col}' must be a timestamp, "
-                              f"not {types[col.strip().lower()]}")
-        err.key, err.bad_value = "watermark.column", True
+                              f"not {types[col.strip().lower()]}",
+                              key="watermark.column", bad_value=True)
         raise err
 
 

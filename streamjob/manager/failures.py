@@ -5,13 +5,19 @@ when something outside the job comes back (a broker, a database, the Spark JVM).
 errors come back identically at every restart, and retrying them only delays the
 FAILED status by the whole backoff series: those end the job FAILED at once, with the
 error and a note saying why a restart cannot fix it and how to start over.
+
+Our own kinds are classes (streamjob/exceptions.py: DataLoss, ChangedLogic,
+SchemaMismatch, InvalidConfiguration), never recognised by their wording; only Spark's
+and Kafka's messages are matched by pattern, each pattern naming where it comes from.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..exceptions import CatalogError, ConnectorError, StreamJobError
+from ..exceptions import (CatalogError, ChangedLogic, ConnectorError, DataLoss,
+                          InvalidConfiguration, PermanentFailure, SchemaMismatch, StreamJobError,
+                          ValidationError)
 
 __all__ = ["permanent_failure", "DATA_LOSS", "CHANGED_LOGIC", "SINK_SCHEMA", "INVALID_CONFIG"]
 
@@ -31,34 +37,54 @@ SINK_SCHEMA = (
 INVALID_CONFIG = (
     "a restart cannot fix this: a setting is invalid; correct it (ALTER STREAMJOB, or the "
     "stream's or table's TBLPROPERTIES), then START STREAMJOB {job} again")
+REFUSED = "a restart cannot fix this: the job was refused before it ran"
 
-# (note, patterns over the whole error text: Spark's message with the Python worker's
-# traceback, or our own error's message); the first kind that matches wins
-_RULES: tuple[tuple[str, re.Pattern], ...] = (
+#: Each kind of ours (a :class:`~streamjob.exceptions.PermanentFailure` class, whose
+#: ``marker`` stands in the first line of its text) and its note, checked in this order.
+_KINDS: tuple[tuple[type[PermanentFailure], str], ...] = (
+    (DataLoss, DATA_LOSS),
+    (ChangedLogic, CHANGED_LOGIC),
+    (SchemaMismatch, SINK_SCHEMA),
+    (InvalidConfiguration, INVALID_CONFIG),
+)
+
+# Spark's and Kafka's OWN messages (never streamjob's): (note, pattern over the error's
+# whole text, which for a query failure is Spark's message, traceback included)
+_FOREIGN: tuple[tuple[str, re.Pattern], ...] = (
     (DATA_LOSS, re.compile(
-        r"records may have been lost"                       # ours: topic recreated/truncated
-        r"|are no longer on the broker \(retention removed"  # ours: offsets below the beginning
-        r"|Some data may have been lost"                     # Spark's Kafka source
-        r"|KAFKA_DATA_LOSS"                                  # its error class
-        r"|\bdata loss\b"
-        r"|OffsetOutOfRange"                                 # Kafka client, offsets out of range
-        r"|offsets? out of range", re.I)),
+        # Spark's Kafka source, reportDataLoss: INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE
+        # (KafkaSource, KafkaMicroBatchStream)
+        r"Some data may have been lost"
+        r"|KAFKA_DATA_LOSS"                  # Spark's error class for it (error-conditions.json)
+        r"|OffsetOutOfRange"                 # Kafka client: OffsetOutOfRangeException
+        r"|offsets? out of range", re.I)),   # Kafka client: "Offsets out of range with no ..."
     (CHANGED_LOGIC, re.compile(
-        r"cannot resume from its checkpoints"                # ours (checkpoint/fingerprint.py)
-        r"|STATE_STORE_(?:KEY|VALUE)_SCHEMA_NOT_COMPATIBLE"
+        r"STATE_STORE_(?:KEY|VALUE)_SCHEMA_NOT_COMPATIBLE"   # Spark's state store error classes
         r"|STATE_STORE_INVALID_CONFIG_AFTER_RESTART"
         r"|STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
-        r"|Provided (?:key |value )?schema does(?: not|n't) match")),
-    (SINK_SCHEMA, re.compile(
-        r"streamjob\.exceptions\.SchemaMismatch"             # raised in a Python worker
-        r"|does not match its declaration"                   # ours (connectors/sql/schema.py)
-        r"|INCOMPATIBLE_DATA_FOR_TABLE")),
+        r"|Provided (?:key |value )?schema does(?: not|n't) match")),  # Spark's
+        # StateSchemaCompatibilityChecker (3.x wording)
+    (SINK_SCHEMA, re.compile(r"INCOMPATIBLE_DATA_FOR_TABLE")),  # Spark's error class
     (INVALID_CONFIG, re.compile(
-        r"streamjob\.exceptions\.(?:PropertyError|ValidationError)"
-        r"|\boption \w+ must be\b"                           # ours: a connector option
-        r"|INVALID_CONF_VALUE"
-        r"|org\.apache\.kafka\.common\.config\.ConfigException")),
+        r"INVALID_CONF_VALUE"                               # Spark's error class
+        r"|org\.apache\.kafka\.common\.config\.ConfigException")),  # Kafka's client
 )
+
+
+def _subclasses(cls: type) -> list[type]:
+    """``cls`` and every subclass of it defined so far, depth first."""
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out += _subclasses(sub)
+    return out
+
+
+def _raised_in_worker(text: str, cls: type) -> bool:
+    """Whether ``text`` (a Spark error's message) holds a Python traceback whose exception
+    is ``cls`` or one of its subclasses: Python's traceback module writes the exception's
+    line as ``module.QualName: message`` (``traceback.format_exception_only``), and
+    PySpark sends that traceback back to the driver inside its ``PythonException``."""
+    return any(f"{c.__module__}.{c.__qualname__}: " in text for c in _subclasses(cls))
 
 
 def permanent_failure(exc: BaseException, job: str = "j") -> str | None:
@@ -67,7 +93,10 @@ def permanent_failure(exc: BaseException, job: str = "j") -> str | None:
     The rule follows Flink's failure classifiers (FLIP-304: a failure is labelled, and a
     non-recoverable one — Flink's ``SuppressRestartsException`` — skips the restart
     strategy) and Spark's ``failOnDataLoss`` (lost Kafka offsets fail the query rather
-    than being retried or skipped). Permanent are:
+    than being retried or skipped). Our kinds are matched by class
+    (:class:`~streamjob.exceptions.PermanentFailure`'s subclasses), or, when raised in a
+    Spark Python worker and so seen here only as Spark's text, by the class's ``marker``;
+    Spark's and Kafka's own failures by their error classes and messages. Permanent are:
 
     - our own errors raised in this process other than ConnectorError and CatalogError
       (an invalid job, a sink table that does not fit (SchemaMismatch), changed logic,
@@ -82,14 +111,18 @@ def permanent_failure(exc: BaseException, job: str = "j") -> str | None:
     created), a dead JVM, anything unrecognised — return None and are retried as
     before. ``job`` is the job's name for the note's START/DROP statements.
     """
-    if isinstance(exc, StreamJobError) and not isinstance(exc, (ConnectorError, CatalogError)):
-        text = str(exc)
-        for note, pattern in _RULES:
-            if pattern.search(text):
-                return note.format(job=job)
-        return "a restart cannot fix this: the job was refused before it ran"
+    for kind, note in _KINDS:
+        if isinstance(exc, kind):
+            return note.format(job=job)
     text = str(getattr(exc, "desc", None) or exc)
-    for note, pattern in _RULES:
+    for kind, note in _KINDS:  # raised in a Python worker: its marker, in Spark's text
+        if kind.marker in text:
+            return note.format(job=job)
+    for note, pattern in _FOREIGN:
         if pattern.search(text):
             return note.format(job=job)
+    if isinstance(exc, StreamJobError) and not isinstance(exc, (ConnectorError, CatalogError)):
+        return REFUSED
+    if _raised_in_worker(text, ValidationError):  # a property or option refused in a worker
+        return INVALID_CONFIG.format(job=job)
     return None

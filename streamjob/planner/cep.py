@@ -1,6 +1,6 @@
 """A job's query over ``FROM PATTERN (...) WITHIN (...)`` (Slipstream 5.1's CEP), planned.
 
-The clause is read by :mod:`streamjob.cep.parse`; this module resolves it against the
+The clause is read by :mod:`streamjob.planner.pattern`; this module resolves it against the
 catalog and compiles it for the matcher (:mod:`streamjob.cep.nfa`, whose docstring holds
 the matching rules):
 
@@ -30,7 +30,7 @@ from sqlglot import exp
 
 from .. import policy
 from ..cep.nfa import Pattern, Stage
-from ..cep.parse import PLACEHOLDER, PatternClause
+from .pattern import PLACEHOLDER, PatternClause
 from .lookup import Lookup
 from .text import QueryText, Span
 

@@ -20,7 +20,7 @@ from typing import Any
 from sqlglot import exp
 
 from .. import policy
-from ..cep.parse import extract_pattern
+from .pattern import extract_pattern
 
 from ..grammar.statements import DEFAULT_DATABASE, Position
 from .cep import analyze_pattern

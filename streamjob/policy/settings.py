@@ -111,13 +111,13 @@ def check_spark_setting(name: str, value: str | None = None) -> str:
         reason = f": {why}" if why else ""
         err = PropertyError(
             f"Spark setting '{name.strip()}' is not allowed in a job{reason} (the allowed "
-            f"spark.sql.* settings are listed in docs/security.md, sql-policy){hint}")
-        err.key, err.bad_value = low, False
+            f"spark.sql.* settings are listed in docs/security.md, sql-policy){hint}",
+            key=low)
         raise err
     allowed = VALUES.get(canonical)
     if allowed is not None and value is not None and str(value).strip() not in allowed:
         err = PropertyError(f"'{value}' is not allowed for {canonical}; use one of: "
-                            f"{', '.join(sorted(allowed))}")
-        err.key, err.bad_value = low, True
+                            f"{', '.join(sorted(allowed))}",
+                            key=low, bad_value=True)
         raise err
     return canonical

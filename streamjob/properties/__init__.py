@@ -51,8 +51,7 @@ def validate(pairs: Mapping[str, str]) -> dict[str, str]:
         if str(name).strip().lower().startswith("streamjob.security."):
             err = PropertyError(f"'{name}' is the admin's setting: it is an engine property "
                                 "(streamjob.conf or --conf of the server), never SET or "
-                                "JOBPROPERTIES")
-            err.key, err.bad_value = str(name).strip().lower(), False
+                                "JOBPROPERTIES", key=str(name).strip().lower())
             raise err
     return JOB.validate(pairs)
 
@@ -127,10 +126,9 @@ def refuse_contradictions(job: Mapping[str, str], session: Mapping[str, str] | N
             continue
         shown = " with ".join(f"{n}={display(n, values[n])} (from {eff[n].origin})"
                               for n in rule.names)
-        err = PropertyError(f"contradictory job properties: {shown}: {rule.why}")
         mine = [n for n in (here or {}) if n in rule.names]
-        err.key, err.bad_value = (mine[-1] if mine else None), False
-        raise err
+        raise PropertyError(f"contradictory job properties: {shown}: {rule.why}",
+                            key=mine[-1] if mine else None)
 
 
 def notices(pairs: Mapping[str, str]) -> list[str]:
@@ -194,9 +192,8 @@ def validate_connector(scope: str, pairs: Mapping[str, str], what: str) -> dict[
             other = CONNECTOR.get(name)
             hint = (f"; it belongs to a {' or '.join(other.scopes)}" if other is not None
                     else known.suggest(name))
-            err = PropertyError(f"{what}: unknown property '{name}'{hint}")
-            err.key, err.bad_value = name.strip().lower(), False
-            raise err
+            raise PropertyError(f"{what}: unknown property '{name}'{hint}",
+                                key=name.strip().lower())
         try:
             out[prop.name] = prop.parse(raw)
         except PropertyError as exc:

@@ -185,9 +185,8 @@ class Property:
                 return kinds.sql_url(text)
             return kinds.host_ports(text, chroot=self.kind == "quorum")
         except ValueError as exc:
-            err = PropertyError(f"property '{self.name}': {exc}, got '{mask_url(text)}'")
-            err.key, err.bad_value = self.name, True
-            raise err from None
+            raise PropertyError(f"property '{self.name}': {exc}, got '{mask_url(text)}'",
+                                key=self.name, bad_value=True) from None
 
     def _url(self, text: str) -> str | None:
         """``text`` if it is an http(s) URL with a host, None if empty; the error shows
@@ -226,9 +225,8 @@ class Property:
             raise self._bad(raw, self.describe_range())
 
     def _bad(self, raw: Any, allowed: str) -> PropertyError:
-        err = PropertyError(f"property '{self.name}' must be {allowed}, got '{raw}'")
-        err.key, err.bad_value = self.name, True
-        return err
+        return PropertyError(f"property '{self.name}' must be {allowed}, got '{raw}'",
+                             key=self.name, bad_value=True)
 
 
 def _human_ms(ms: int) -> str:
@@ -324,9 +322,8 @@ class Registry:
         prop = self.get(name)
         if prop is not None:
             return prop
-        err = PropertyError(f"unknown {what} '{name}'{self.suggest(name)}")
-        err.key, err.bad_value = name.strip().lower(), False
-        raise err
+        raise PropertyError(f"unknown {what} '{name}'{self.suggest(name)}",
+                            key=name.strip().lower())
 
     def suggest(self, name: str) -> str:
         """``"; did you mean 'x'?"`` for the nearest known name, or ``""``."""

@@ -42,8 +42,8 @@ def check_values(pairs: Mapping[str, Any]) -> None:
         if is_sealed(str(value)):
             err = PolicyError(f"property '{name}': ${{sealed:...}} is how streamjob stores a "
                               "secret it encrypted; a statement gives the secret itself or a "
-                              "${env:...}/${file:...} reference")
-            err.key, err.bad_value = str(name).strip().lower(), True
+                              "${env:...}/${file:...} reference",
+                              key=str(name).strip().lower(), bad_value=True)
             raise err
 
 
@@ -63,9 +63,8 @@ def check_references(policy: AdminPolicy, pairs: Mapping[str, Any]) -> None:
         for kind, ref in references(str(value)):
             try:
                 policy.check_reference(kind, ref)
-            except PolicyError as err:
-                err.key, err.bad_value = low, True
-                raise
+            except PolicyError as err:  # the same refusal, pointed at the property
+                raise PolicyError(err.message, key=low, bad_value=True) from None
 
 
 def check_declared(policy: AdminPolicy, props: Mapping[str, str], operator: bool) -> None:

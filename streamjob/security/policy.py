@@ -444,10 +444,7 @@ class AdminPolicy:
 
     @staticmethod
     def _error(message: str, key: str | None) -> PolicyError:
-        err = PolicyError(message)
-        if key is not None:
-            err.key, err.bad_value = key, True
-        return err
+        return PolicyError(message, key=key, bad_value=key is not None)
 
 
 def _sqlite_file(url) -> str:

@@ -1,13 +1,16 @@
-"""Which failures a restart cannot fix (issue 16 point b): ``permanent_failure`` over
-the texts Spark and our code give, as failover (manager/runner.py) sees them."""
+"""Which failures a restart cannot fix (issue 16 point b; by class, issue 29 item 3):
+``permanent_failure`` over our error classes, over Spark's text of them raised in a
+Python worker (their marker), and over Spark's and Kafka's own messages, as failover
+(manager/runner.py) sees them."""
 
 from __future__ import annotations
 
 import pytest
 
 from streamjob.connectors.kafka.policy import beyond_end, lost_start
-from streamjob.exceptions import (CatalogError, CheckpointError, ConnectorError, JobError,
-                                  PropertyError, SchemaMismatch)
+from streamjob.exceptions import (CatalogError, ChangedLogic, CheckpointError, ConnectorError,
+                                  DataLoss, InvalidConfiguration, JobError, PropertyError,
+                                  SchemaMismatch)
 from streamjob.manager.failures import (CHANGED_LOGIC, DATA_LOSS, INVALID_CONFIG, SINK_SCHEMA,
                                         permanent_failure)
 
@@ -15,7 +18,10 @@ pytestmark = pytest.mark.unit
 
 
 def _worker(error: str, message: str) -> Exception:
-    """What Spark raises when our code fails in the Python source runner or a worker."""
+    """What Spark raises when our code fails in the Python source runner or a worker: a
+    StreamingQueryException's text holding the worker's traceback, whose exception line
+    is Python's ``traceback.format_exception_only``: ``module.Class: str(error)``
+    (tests/integration/test_failure_markers.py checks that form against real Spark)."""
     return Exception(
         "[STREAM_FAILED] Query [id = 7a10eb12, runId = 992b6067] terminated with exception: "
         "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most "
@@ -26,7 +32,7 @@ def _worker(error: str, message: str) -> Exception:
 
 
 def _raised(fn, *args) -> str:
-    with pytest.raises(ConnectorError) as info:
+    with pytest.raises(DataLoss) as info:
         fn(*args)
     return str(info.value)
 
@@ -44,9 +50,9 @@ OUT_OF_RANGE = ("org.apache.kafka.clients.consumer.OffsetOutOfRangeException: Fe
 
 
 @pytest.mark.parametrize("exc", [
-    _worker("streamjob.exceptions.ConnectorError", RECREATED),
-    _worker("streamjob.exceptions.ConnectorError", RETENTION),
-    ConnectorError(RECREATED),
+    _worker("streamjob.exceptions.DataLoss", RECREATED),
+    _worker("streamjob.exceptions.DataLoss", RETENTION),
+    DataLoss(RECREATED),
     Exception(SPARK_KAFKA),
     Exception(OUT_OF_RANGE),
 ], ids=["recreated topic", "retention", "in process", "spark kafka", "out of range"])
@@ -71,8 +77,10 @@ OPERATORS = (
     "adds/removes/changes stateful operator of existing streaming query.")
 
 
-@pytest.mark.parametrize("exc", [Exception(CHANGED), Exception(STATE_SCHEMA), Exception(OPERATORS)],
-                         ids=["ours", "state schema", "operators"])
+@pytest.mark.parametrize("exc", [
+    ChangedLogic(CHANGED), _worker("streamjob.exceptions.ChangedLogic", str(ChangedLogic(CHANGED))),
+    Exception(STATE_SCHEMA), Exception(OPERATORS),
+], ids=["ours", "ours in a worker", "state schema", "operators"])
 def test_changed_logic_is_permanent(exc):
     assert permanent_failure(exc, "agg") == CHANGED_LOGIC.format(job="agg")
 
@@ -84,26 +92,32 @@ MISMATCH = ("SQL table 'totals' at sqlite:///x.db does not match its declaration
 
 
 def test_a_sink_schema_mismatch_in_a_worker_is_permanent():
-    assert permanent_failure(_worker("streamjob.exceptions.SchemaMismatch", MISMATCH), "j") \
+    text = str(SchemaMismatch(MISMATCH, columns=("n",)))
+    assert permanent_failure(_worker("streamjob.exceptions.SchemaMismatch", text), "j") \
         == SINK_SCHEMA.format(job="j")
+    assert permanent_failure(SchemaMismatch(MISMATCH), "j") == SINK_SCHEMA.format(job="j")
 
 
 @pytest.mark.parametrize("exc", [
-    _worker("streamjob.exceptions.ConnectorError",
-            "option checkCrcs must be auto, true or false, got 'maybe'"),
+    _worker("streamjob.exceptions.InvalidConfiguration",
+            str(InvalidConfiguration("option checkCrcs must be auto, true or false, got 'x'"))),
+    _worker("streamjob.exceptions.PropertyError", "property 'x' must be an integer, got 'y'"),
+    _worker("streamjob.security.policy.PolicyError", "the secret reference ${env:A} names a "
+            "variable outside the admin's pattern (SJ_*); the admin can widen x"),
     Exception("[INVALID_CONF_VALUE] The value 'x' in the config "
               "\"spark.sql.shuffle.partitions\" is invalid."),
     Exception("org.apache.kafka.common.config.ConfigException: Invalid value x for "
               "configuration acks"),
-], ids=["connector option", "spark conf", "kafka config"])
+], ids=["connector option", "property in a worker", "policy in a worker", "spark conf",
+        "kafka config"])
 def test_invalid_configuration_is_permanent(exc):
     assert permanent_failure(exc, "j") == INVALID_CONFIG.format(job="j")
 
 
 @pytest.mark.parametrize("exc", [
-    JobError(CHANGED), SchemaMismatch(MISMATCH), PropertyError("x must be an integer"),
+    JobError("streamjob default.agg cannot start"), PropertyError("x must be an integer"),
     CheckpointError("checkpoint directory /h/ck belongs to another job"),
-], ids=["changed logic", "schema mismatch", "property", "checkpoint identity"])
+], ids=["job", "property", "checkpoint identity"])
 def test_our_errors_other_than_connector_and_catalog_ones_are_permanent(exc):
     assert permanent_failure(exc, "j").startswith("a restart cannot fix this")
 
@@ -123,3 +137,66 @@ def test_our_errors_other_than_connector_and_catalog_ones_are_permanent(exc):
         "catalog down", "unrecognised"])
 def test_transient_errors_are_retried(exc):
     assert permanent_failure(exc, "j") is None
+
+
+# -- by class, not by wording (issue 29 item 3) --------------------------------------------
+
+KINDS = [(DataLoss, DATA_LOSS), (ChangedLogic, CHANGED_LOGIC), (SchemaMismatch, SINK_SCHEMA),
+         (InvalidConfiguration, INVALID_CONFIG)]
+
+
+@pytest.mark.parametrize("cls,note", KINDS, ids=[c.__name__ for c, _ in KINDS])
+def test_each_kind_is_recognised_by_its_class_whatever_its_words(cls, note):
+    """Any message (here one no rule could know) of a kind's class gets its note, in this
+    process and raised in a worker (the class's marker in the first line of its text)."""
+    exc = cls("something went wrong\nsecond line")
+    assert str(exc).splitlines()[0].startswith(cls.marker)
+    assert permanent_failure(exc, "j") == note.format(job="j")
+    wrapped = _worker(f"streamjob.exceptions.{cls.__name__}", str(exc))
+    assert permanent_failure(wrapped, "j") == note.format(job="j")
+    # also when wrapped further (the marker survives as text; the class line does not)
+    assert permanent_failure(Exception(f"query failed: {wrapped}"), "j") == note.format(job="j")
+
+
+@pytest.mark.parametrize("text", [RECREATED, RETENTION, CHANGED, MISMATCH,
+                                  "option checkCrcs must be auto, true or false, got 'x'"],
+                         ids=["recreated", "retention", "changed logic", "sink schema", "option"])
+def test_our_wording_without_the_class_is_not_classified(text):
+    """Our old messages, stripped of the class and its marker, are retried: failover does
+    not read our prose."""
+    for cls, _ in KINDS:
+        text = text.replace(cls.marker + " ", "")
+    assert permanent_failure(ConnectorError(text), "j") is None
+    assert permanent_failure(_worker("streamjob.exceptions.ConnectorError", text), "j") is None
+
+
+def test_markers_are_one_per_class_stable_and_defined_with_the_class():
+    from streamjob.exceptions import PermanentFailure
+    from streamjob.manager import failures
+
+    markers = [c.marker for c, _ in KINDS]
+    assert len(set(markers)) == len(markers)
+    assert all(m.startswith("[streamjob:") and m.endswith("]") for m in markers)
+    assert {c for c, _ in failures._KINDS} == set(PermanentFailure.__subclasses__())  # noqa: SLF001
+
+
+def test_failures_has_no_pattern_over_our_own_messages():
+    """No pattern of failures.py matches what our code raises (the kinds' messages), and
+    the module takes the kinds from streamjob.exceptions, not from their wording."""
+    import ast
+    from pathlib import Path
+
+    from streamjob.manager import failures
+
+    ours = [RECREATED, RETENTION, CHANGED, MISMATCH, str(SchemaMismatch(MISMATCH)),
+            "option checkCrcs must be auto, true or false, got 'x'"]
+    for _, pattern in failures._FOREIGN:  # noqa: SLF001
+        for text in ours:
+            assert not pattern.search(text), (pattern.pattern, text)
+    tree = ast.parse(Path(failures.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module == "exceptions" for a in n.names}
+    assert {"DataLoss", "ChangedLogic", "SchemaMismatch", "InvalidConfiguration"} <= imported
+    compiled = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                and getattr(n.func, "attr", None) == "compile"]
+    assert len(compiled) == len(failures._FOREIGN)  # noqa: SLF001  (every regex is foreign)

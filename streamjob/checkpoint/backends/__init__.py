@@ -37,8 +37,8 @@ BACKEND_KEY = "morphling.checkpoint.backend"
 def _no_kafka_source(job: str) -> PropertyError:
     err = PropertyError(
         f"{BACKEND_KEY}=kafka records checkpoints in a topic on the broker of the job's first "
-        f"Kafka stream, but streamjob {job} reads no Kafka stream; use catalog or zookeeper")
-    err.key, err.bad_value = BACKEND_KEY, True
+        f"Kafka stream, but streamjob {job} reads no Kafka stream; use catalog or zookeeper",
+        key=BACKEND_KEY, bad_value=True)
     return err
 
 
@@ -78,9 +78,8 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
         from .kafka import KafkaBackend
 
         return KafkaBackend(bootstrap, security=security)
-    err = PropertyError(f"unknown {BACKEND_KEY} '{name}': use catalog, zookeeper or kafka")
-    err.key, err.bad_value = BACKEND_KEY, True
-    raise err
+    raise PropertyError(f"unknown {BACKEND_KEY} '{name}': use catalog, zookeeper or kafka",
+                        key=BACKEND_KEY, bad_value=True)
 
 
 def kafka_bootstrap(plan: "JobPlan") -> str | None:

@@ -56,15 +56,15 @@ class RecordSlice:
 class MalformedRecord(ConnectorError):
     """A record that does not decode into the declared columns; names where it is.
 
-    :func:`decode_tolerant` also fills ``key``, ``value`` (raw bytes) and ``timestamp``
-    (ms since epoch) so the record can go to a dead-letter table."""
+    The record's raw ``key``, ``value`` (bytes) and ``timestamp`` (ms since epoch) are
+    given by :func:`decode_tolerant` (keyword-only; None when not known) so the record
+    can go to a dead-letter table."""
 
-    key: bytes | None = None
-    value: bytes | None = None
-    timestamp: int | None = None
-
-    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+    def __init__(self, topic: str, partition: int, offset: int, reason: str, *,
+                 key: bytes | None = None, value: bytes | None = None,
+                 timestamp: int | None = None) -> None:
         self.topic, self.partition, self.offset, self.reason = topic, partition, offset, reason
+        self.key, self.value, self.timestamp = key, value, timestamp
         super().__init__(
             f"malformed record in topic '{topic}' partition {partition} offset {offset}: {reason}"
         )
@@ -154,8 +154,10 @@ def _subset(records: RecordSlice, idx: Sequence[int]) -> RecordSlice:
 
 
 def _with_raw(exc: MalformedRecord, records: RecordSlice, i: int) -> MalformedRecord:
-    exc.key, exc.value, exc.timestamp = records.keys[i], records.values[i], records.timestamps[i]
-    return exc
+    """``exc`` made again with the raw key, value and timestamp of record ``i``."""
+    return MalformedRecord(exc.topic, exc.partition, exc.offset, exc.reason,
+                           key=records.keys[i], value=records.values[i],
+                           timestamp=records.timestamps[i])
 
 
 # -- json --------------------------------------------------------------------------

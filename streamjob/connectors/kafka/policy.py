@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from streamjob.exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError, DataLoss, InvalidConfiguration
 
 # the source's warnings, under the source's name (what users see in the logs)
 log = logging.getLogger("streamjob.connectors.kafka.source")
@@ -35,13 +35,13 @@ def reset_strategy(text: str | None) -> str | int:
 
 
 def _flag(options: dict[str, str], name: str, default: bool) -> bool:
-    """A boolean option (``true``/``false``, any case); ConnectorError otherwise."""
+    """A boolean option (``true``/``false``, any case); InvalidConfiguration otherwise."""
     text = options.get(name.lower())
     if text is None or text.strip() == "":
         return default
     value = text.strip().lower()
     if value not in ("true", "false"):
-        raise ConnectorError(f"option {name} must be true or false, got '{text}'")
+        raise InvalidConfiguration(f"option {name} must be true or false, got '{text}'")
     return value == "true"
 
 
@@ -53,14 +53,14 @@ def lost_start(topic: str, partition: int, start: int, beginning: int,
     ``start..beginning-1`` (``fail_on_data_loss`` False).
 
     Raises:
-        ConnectorError: offsets are lost and ``fail_on_data_loss`` is True (the message
+        DataLoss: offsets are lost and ``fail_on_data_loss`` is True (the message
             names topic, partition and the lost offsets).
     """
     if beginning <= start:
         return start
     lost = f"offsets {start}..{beginning - 1} of topic '{topic}' partition {partition}"
     if fail_on_data_loss:
-        raise ConnectorError(
+        raise DataLoss(
             f"{lost} are no longer on the broker (retention removed them); set "
             f"\"fail.on.data.loss\"=\"false\" on the stream to skip them")
     log.warning("%s are no longer on the broker (retention removed them): skipped, "
@@ -77,14 +77,14 @@ def beyond_end(topic: str, partition: int, start: int, end: int, beginning: int,
     warning when ``fail_on_data_loss`` is False.
 
     Raises:
-        ConnectorError: ``fail_on_data_loss`` is True (names topic, partition, offsets).
+        DataLoss: ``fail_on_data_loss`` is True (names topic, partition, offsets).
     """
     what = (f"topic '{topic}' partition {partition} ends at offset {end}, but the job has "
             f"read up to offset {start}: the topic was deleted and recreated, or truncated, "
             f"and records may have been lost")
     if fail_on_data_loss:
-        raise ConnectorError(f"{what}; set \"fail.on.data.loss\"=\"false\" on the stream "
-                             f"to read the partition again from its beginning")
+        raise DataLoss(f"{what}; set \"fail.on.data.loss\"=\"false\" on the stream "
+                       f"to read the partition again from its beginning")
     log.warning("%s: reading continues at its beginning, offset %d (fail.on.data.loss=false)",
                 what, beginning)
     return beginning

@@ -13,7 +13,7 @@ from typing import Iterator
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from streamjob.exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError, InvalidConfiguration
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c
 from streamjob.connectors.kafka.fetch import PARSERS, OffsetLost, PartitionFetcher
 from streamjob.connectors.kafka.group import broker_errors
@@ -139,8 +139,8 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
         columns, plain = ColumnCheck(schema.names), decode
         decode = lambda records: columns.see(plain(records))  # noqa: E731
     if record_parser not in PARSERS:
-        raise ConnectorError(f"option recordParser must be one of {', '.join(PARSERS)}, "
-                             f"got '{record_parser}'")
+        raise InvalidConfiguration(f"option recordParser must be one of {', '.join(PARSERS)}, "
+                                   f"got '{record_parser}'")
     key, consumer = _reader_consumer(bootstrap, isolation_level, check_crcs, batch_rows,
                                      security or KafkaSecurity())
     tp = _tp(rng.topic, rng.partition)

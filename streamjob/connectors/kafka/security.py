@@ -104,8 +104,8 @@ class KafkaSecurity:
             missing = [p for p in ("kafka.sasl.mechanism", "kafka.sasl.username",
                                    "kafka.sasl.password") if PROPERTIES[p] not in values]
             err = ValidationError(f"{what}: \"kafka.security.protocol\"=\"{sec.protocol}\" needs "
-                                  + ", ".join(f'"{m}"' for m in missing))
-            err.key, err.bad_value = "kafka.security.protocol", True
+                                  + ", ".join(f'"{m}"' for m in missing),
+                                  key="kafka.security.protocol", bad_value=True)
             raise err
         stray = [p for p in given if (p.startswith("kafka.sasl.") and not sasl)
                  or (p.startswith("kafka.ssl.") and not sec.protocol.endswith("SSL"))]
@@ -113,8 +113,8 @@ class KafkaSecurity:
             err = ValidationError(
                 f"{what}: {', '.join(repr(s).replace(chr(39), chr(34)) for s in stray)} "
                 f"would be ignored under \"kafka.security.protocol\"=\"{sec.protocol}\" "
-                f"(SASL needs SASL_PLAINTEXT or SASL_SSL, certificates SSL or SASL_SSL)")
-            err.key = stray[0]
+                f"(SASL needs SASL_PLAINTEXT or SASL_SSL, certificates SSL or SASL_SSL)",
+                key=stray[0])
             raise err
         return sec
 
@@ -216,7 +216,5 @@ class KafkaSecurity:
 
 
 def _error(what: str, key: str, value: str, allowed) -> ValidationError:
-    err = ValidationError(f"{what}: \"{key}\" must be one of {', '.join(allowed)}, got '{value}'",
-                          text=value)
-    err.key, err.bad_value = key, True
-    return err
+    return ValidationError(f"{what}: \"{key}\" must be one of {', '.join(allowed)}, got '{value}'",
+                           text=value, key=key, bad_value=True)

@@ -72,7 +72,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from streamjob.exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError, InvalidConfiguration
 from streamjob.connectors import worker
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
 from streamjob.connectors.kafka.fetch import PARSERS
@@ -104,10 +104,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.request_timeout_ms = int(options.get("requesttimeoutms", "30000"))
         self.isolation = options.get("isolationlevel", "read_uncommitted").lower()
         if self.isolation not in ("read_uncommitted", "read_committed"):
-            raise ConnectorError(f"option isolationLevel must be read_uncommitted or "
-                                 f"read_committed, got '{self.isolation}'")
+            raise InvalidConfiguration(f"option isolationLevel must be read_uncommitted or "
+                                       f"read_committed, got '{self.isolation}'")
         if self.request_timeout_ms < 1000:
-            raise ConnectorError(
+            raise InvalidConfiguration(
                 f"option requestTimeoutMs must be at least 1000, got {self.request_timeout_ms}")
         self.max_records = int(options.get("maxrecordsperbatch", "0") or 0)
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
@@ -116,12 +116,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.security = KafkaSecurity.from_options(options)  # SSL/SASL, references unresolved
         crcs = (options.get("checkcrcs") or "auto").strip().lower()
         if crcs not in ("auto", "true", "false"):
-            raise ConnectorError(f"option checkCrcs must be auto, true or false, got '{crcs}'")
+            raise InvalidConfiguration(
+                f"option checkCrcs must be auto, true or false, got '{crcs}'")
         self.check_crcs = native_crc32c() if crcs == "auto" else crcs == "true"
         self.record_parser = (options.get("recordparser") or "bulk").strip().lower()
         if self.record_parser not in PARSERS:
-            raise ConnectorError(f"option recordParser must be one of {', '.join(PARSERS)}, "
-                                 f"got '{self.record_parser}'")
+            raise InvalidConfiguration(f"option recordParser must be one of "
+                                       f"{', '.join(PARSERS)}, got '{self.record_parser}'")
         self._meta = None
         self._latest: dict[int, int] | None = None  # end offsets of the last latestOffset
         self._begun: tuple[dict, dict] | None = None  # (its start, the starts it checked)

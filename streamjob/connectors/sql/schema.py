@@ -109,14 +109,12 @@ class SchemaCheck:
         except SQLAlchemyError as exc:
             raise self._unreachable("check", exc) from None
         if problems:
-            err = SchemaMismatch(
+            raise SchemaMismatch(
                 f"SQL table '{self.spec.table}' at {_mask(self.spec.url)} does not match its "
                 f"declaration: {'; '.join(p for _, p in problems)}. Alter the table to match "
                 "(or drop it and let the job create it from the declaration), or change the "
-                "table's declared columns or \"primary.key\"; then start the job again"
-            )
-            err.columns = tuple(dict.fromkeys(c for c, _ in problems))
-            raise err
+                "table's declared columns or \"primary.key\"; then start the job again",
+                columns=tuple(dict.fromkeys(c for c, _ in problems)))
 
     def _table_problems(self, insp, dialect, declared: dict[str, dict]) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []

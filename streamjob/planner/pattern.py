@@ -27,7 +27,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from .. import policy
-from ..planner.text import QueryText, Span, TokenCursor, tokenize
+from .text import QueryText, Span, TokenCursor, tokenize
 
 #: The table name the pattern clause is replaced by in the query text.
 PLACEHOLDER = "sjcep"
