@@ -54,6 +54,7 @@ META_COMMANDS = {
     "\\i": "\\i FILE: run the statements of FILE",
     "\\timing": "toggle printing how long each statement took",
     "\\json": "toggle JSON output",
+    "\\x": "\\x [on|off|auto]: tables one field per line (auto: when wider than the terminal)",
     "\\pager": "\\pager on|off: results longer than the terminal through $PAGER (less -SRXF)",
 }
 

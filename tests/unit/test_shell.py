@@ -429,3 +429,90 @@ def test_pager_meta_command(world):
     assert world.pager and world.errors == 0
     world.run_text("\\pager maybe")
     assert world.errors == 1 and world.pager
+
+
+# --------------------------------------------------------------------------- tables that fit
+
+LONG_JOB = ("CREATE STREAMJOB wide_job AS (\"insert into out select id, upper(name) as name "
+            "from clicks where id > 100 and name like '%streamjob%' and id < 100000\") "
+            "JOBPROPERTIES(\"morphling.job.checkpoint.interval\"=\"5000\");\n")
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_list_streamjobs_fits_the_terminal_one_field_per_line(world, capsys, monkeypatch, width):
+    """Issue 29 item 8: at 80 and 100 columns LIST STREAMJOBS folded its SQL column to a
+    few characters (each job over dozens of lines); a table wider than the terminal is
+    now shown expanded (psql's ``\\x auto``): no line is wider than the terminal and
+    every field's value is there, whole."""
+    from streamjob.session import ClientSession
+
+    list(ClientSession(world.catalog, world.home).execute_script(LONG_JOB))
+    monkeypatch.setenv("COLUMNS", str(width))
+    [(_, result)] = world.session.execute_script("LIST STREAMJOBS")
+    world.run_text("LIST STREAMJOBS;")
+    out, err = capsys.readouterr()
+    assert world.errors == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width, out
+    assert "-[ RECORD 1 ]" in out and "-[ RECORD 2 ]" in out and "┃" not in out
+    records = out.split("-[ RECORD ")[1:]
+    assert len(records) == len(result.rows) == 2
+    for record, row in zip(records, result.rows):
+        fields: dict[str, str] = {}
+        name = None
+        for line in record.splitlines()[1:]:
+            label, _, value = line.partition(" |")  # "name | value", "name |" when empty
+            name = label.strip() or name
+            fields[name] = fields.get(name, "") + value[1:]
+        assert list(fields) == list(result.columns)
+        for column, value in zip(result.columns, row):
+            assert _squeezed(fields[column]) == _squeezed("" if value is None else str(value))
+    # a narrow table stays a table
+    world.run_text("SHOW STREAMS;")
+    assert "┃" in capsys.readouterr().out
+
+
+def test_expanded_display_meta_command(world, capsys, monkeypatch):
+    """``\\x`` toggles, ``\\x on|off|auto`` sets; off keeps the table at any width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert world.expanded == "auto"
+    world.run_text("\\x off\nLIST STREAMJOBS;\n")
+    out = capsys.readouterr().out
+    assert "Expanded display is off." in out and "┃" in out and "RECORD" not in out
+    world.run_text("\\x\nSHOW STREAMS;\n")
+    out = capsys.readouterr().out
+    assert "Expanded display is on." in out and "-[ RECORD 1 ]" in out and "stream   | clicks" in out
+    world.run_text("\\x\n")
+    assert world.expanded == "off"
+    world.run_text("\\x auto\n")
+    assert world.expanded == "auto" and "used automatically" in capsys.readouterr().out
+    world.run_text("\\x sideways\n")
+    assert world.errors == 1 and world.expanded == "auto"
+    assert "\\x takes on, off or auto" in capsys.readouterr().err
+
+
+def test_output_without_a_terminal_or_columns_keeps_its_tables(world, capsys, monkeypatch):
+    """Piped output (no terminal, no ``COLUMNS``) is unchanged: a 200-column table."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    world.run_text("LIST STREAMJOBS;")
+    out = capsys.readouterr().out
+    assert "┃" in out and "RECORD" not in out
+
+
+def test_expanded_text_wraps_values_and_keeps_their_lines():
+    from streamjob.executor import Result
+    from streamjob.render import expanded_text
+
+    r = Result(columns=("job", "a rather long column name", "sql"),
+               rows=[("j", None, "select a,\n  b from s where " + "x" * 90)], title="t")
+    text = expanded_text(r, 40)
+    lines = text.splitlines()
+    assert lines[0] == "t" and lines[1].startswith("-[ RECORD 1 ]-")
+    assert max(len(line) for line in lines) <= 40, text
+    assert "  b from s where" in text  # the value's own line, indented as written
+    assert _squeezed("".join(line.partition(" | ")[2] for line in lines[2:])) == _squeezed(
+        "j" + "select a,\n  b from s where " + "x" * 90)
