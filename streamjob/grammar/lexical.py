@@ -9,17 +9,29 @@
   :func:`masked` build on it, :data:`STATEMENT_START_RE` finds a statement keyword at the
   start of a line (a missing ``;``).
 * :func:`word_at` is the token-ish text at an offset, quoted in error messages.
+* The keyword vocabulary, one place for the parser's errors and the shell's
+  highlighting and completion: :data:`GRAMMAR_KEYWORDS` and :data:`STATEMENT_KEYWORDS`
+  are read from ``streamsql.lark`` (:func:`vocabulary_of`), so a keyword added to the
+  grammar is highlighted and completed with nothing else to edit;
+  :data:`QUERY_KEYWORDS` are those of the SQL inside queries (sqlglot reads them, not
+  the grammar); :data:`KEYWORDS` is all of them.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from lark import Token
 
 __all__ = [
+    "GRAMMAR_KEYWORDS",
+    "KEYWORDS",
     "PIECE_RE",
+    "QUERY_KEYWORDS",
     "STATEMENT_KEYWORDS",
     "STATEMENT_START_RE",
     "Lines",
@@ -28,6 +40,8 @@ __all__ = [
     "masked",
     "trimmed_span",
     "unescape_string",
+    "Vocabulary",
+    "vocabulary_of",
     "word_at",
 ]
 
@@ -150,9 +164,101 @@ STATEMENT_START_RE = re.compile(
     r"|explain\s+(?:extended|streamjob|insert)\b"
     r")"
 )
-STATEMENT_KEYWORDS = frozenset(
-    "create start stop drop alter list show describe desc set reset use print insert explain".split()
+
+# --------------------------------------------------------------------------- keywords
+
+GRAMMAR_FILE = Path(__file__).with_name("streamsql.lark")
+
+#: A raw terminal that begins with a keyword (``INSERT_STATEMENT: /insert(?![A-Za-z0-9_])...``).
+_LEADING_WORD_RE = re.compile(r"([A-Za-z]+)\(\?!\[A-Za-z0-9_\]\)")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The keywords of a StreamSQL grammar, upper case: ``keywords`` every one it
+    spells (``"create"i``, and the leading word of a raw terminal such as
+    ``INSERT_STATEMENT``); ``statement_keywords`` those a statement can begin with."""
+
+    keywords: frozenset[str]
+    statement_keywords: frozenset[str]
+
+
+def vocabulary_of(grammar: str) -> Vocabulary:
+    """The :class:`Vocabulary` of a lark grammar's text (``start`` its start rule): its
+    terminals' words, and the FIRST set of ``start`` (computed over the compiled rules,
+    so that a statement added as a new alternative of ``_statement``, or of a rule it
+    names, is found).
+
+    Raises:
+        lark.exceptions.GrammarError: ``grammar`` is no lark grammar.
+    """
+    from lark.load_grammar import load_grammar  # lark's own loader (what Lark() calls)
+
+    compiled, _ = load_grammar(grammar, "<streamsql.lark>", None, False)
+    terminals, rules, _ = compiled.compile(["start"], set())
+
+    def word(term) -> str | None:
+        pattern = term.pattern
+        if pattern.type == "str":
+            return pattern.value.upper() if pattern.value.isalpha() else None
+        match = _LEADING_WORD_RE.match(pattern.value)
+        return match.group(1).upper() if match else None
+
+    words = {t.name: word(t) for t in terminals}
+    first: dict[str, set[str]] = {}
+    nullable: set[str] = set()
+    changed = True
+    while changed:  # FIRST sets to a fixpoint (LL(1) textbook)
+        changed = False
+        for rule in rules:
+            origin = rule.origin.name
+            seen = first.setdefault(origin, set())
+            size = len(seen)
+            for sym in rule.expansion:
+                if sym.is_term:
+                    seen.add(sym.name)
+                    break
+                seen |= first.get(sym.name, set())
+                if sym.name not in nullable:
+                    break
+            else:
+                if origin not in nullable:
+                    nullable.add(origin)
+                    changed = True
+            changed = changed or len(seen) != size
+    return Vocabulary(frozenset(w for w in words.values() if w),
+                      frozenset(w for t in first.get("start", ()) if (w := words.get(t))))
+
+
+@functools.cache
+def _grammar_vocabulary() -> Vocabulary:
+    return vocabulary_of(GRAMMAR_FILE.read_text(encoding="utf-8"))
+
+
+#: Every keyword of ``streamsql.lark`` (upper case).
+GRAMMAR_KEYWORDS: frozenset[str] = _grammar_vocabulary().keywords
+#: The words a statement begins with, lower case (``create``, ``show``, ``insert`` ...),
+#: from ``streamsql.lark``: a missing ``;`` before one is reported as such.
+STATEMENT_KEYWORDS: frozenset[str] = frozenset(
+    k.lower() for k in _grammar_vocabulary().statement_keywords)
+
+#: Keywords of the SQL inside queries (a job's ``insert into ... select``, a derived
+#: stream's query): Hive/Spark SQL's clauses, operators and time units, and StreamSQL's
+#: windows (``STREAMWINDOW w AS (LENGTH '1' MINUTE SLIDE ...)``, ``SESSIONWINDOW ... GAP``).
+#: Queries are raw text read by sqlglot, so these are not in the grammar.
+QUERY_KEYWORDS: tuple[str, ...] = (
+    "ALL", "AND", "ANTI", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CLUSTER", "CROSS",
+    "DAY", "DAYS", "DESC", "DISTINCT", "DISTRIBUTE", "ELSE", "END", "EXISTS", "FALSE",
+    "FROM", "FULL", "GAP", "GROUP", "HAVING", "HOUR", "HOURS", "IN", "INNER", "INSERT",
+    "INTERVAL", "INTO", "IS", "JOIN", "LATERAL", "LEFT", "LENGTH", "LIKE", "LIMIT",
+    "MINUTE", "MINUTES", "NOT", "NULL", "ON", "OR", "ORDER", "OUTER", "OVER", "OVERWRITE",
+    "PARTITION", "RIGHT", "RLIKE", "SECOND", "SECONDS", "SELECT", "SEMI", "SESSIONWINDOW",
+    "SLIDE", "SORT", "STREAMWINDOW", "TABLE", "THEN", "TRUE", "UNION", "USING", "VALUES",
+    "VIEW", "WHEN", "WHERE", "WINDOW", "WITH",
 )
+
+#: Every keyword (the grammar's and the queries'), upper case, sorted.
+KEYWORDS: tuple[str, ...] = tuple(sorted(GRAMMAR_KEYWORDS | set(QUERY_KEYWORDS)))
 
 
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")

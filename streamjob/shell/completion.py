@@ -37,7 +37,7 @@ from typing import Callable, Iterable
 from prompt_toolkit.completion import Completer, Completion
 
 from .columns import expects_column, references
-from .lexer import KEYWORDS, STATEMENT_KEYWORDS
+from .lexer import KEYWORDS, STATEMENT_KEYWORDS  # the grammar's (grammar/lexical.py)
 from .splitter import Token, split_input, tokenize
 
 __all__ = ["Names", "ShellCompleter", "Suggestion", "suggest", "META_COMMANDS",

@@ -1,5 +1,6 @@
 """Syntax highlighting of StreamSQL in the shell: a pygments lexer, and the keyword lists
-that the highlighter and the completer share.
+that the highlighter and the completer share (taken from :mod:`streamjob.grammar.lexical`,
+which reads them from the grammar).
 
 The lexer knows Slipstream's statements (``CREATE STREAMJOB``, ``TBLPROPERTIES``,
 ``STREAMWINDOW`` ...), the SQL of queries, Hive column types, strings in single or double
@@ -16,43 +17,23 @@ from pygments.lexer import RegexLexer, words
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String,
                             Text, Whitespace)
 
-#: Keywords that begin a statement (completion offers them at a statement's start).
-STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXPLAIN", "INSERT", "LIST", "PRINT",
-                      "RESET", "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
+from ..grammar import lexical
 
-#: StreamSQL's own keywords (DESIGN §2).
-STREAMSQL_KEYWORDS = (
-    "AS", "BY", "CHECKPOINT", "CHECKPOINTS", "COMMENT", "CREATE", "DELIMITED", "DESC",
-    "DESCRIBE", "DROP", "EXISTS", "FIELDS", "FOR", "FORMAT", "FROM", "IF", "JOBPROPERTIES",
-    "LENGTH", "LINES", "LIST", "LOCATION", "NOT", "PARTITIONED", "RESET", "ROW", "SET",
-    "SHOW", "SLIDE", "START", "STOP", "STORED", "STREAM", "STREAMJOB", "STREAMJOBS",
-    "SESSIONWINDOW", "GAP",
-    "STREAMS", "STREAMWINDOW", "TABLE", "TABLES", "TBLPROPERTIES", "TERMINATED", "ALTER",
-    # SHOW CREATE, databases, topics (issue 16)
-    "BEGINNING", "CASCADE", "DATABASE", "DATABASES", "PRINT", "TOPICS", "USE",
-    # EXPLAIN (issue 18)
-    "EXPLAIN", "EXTENDED",
-)
+#: Keywords that begin a statement in the shell (completion offers them at a
+#: statement's start): the grammar's (:data:`~streamjob.grammar.lexical.STATEMENT_KEYWORDS`)
+#: and the shell's previews, ``SELECT`` and ``WITH``.
+STATEMENT_KEYWORDS = tuple(sorted({k.upper() for k in lexical.STATEMENT_KEYWORDS}
+                                  | {"SELECT", "WITH"}))
 
-#: Keywords of the SQL inside queries (and their time units).
-QUERY_KEYWORDS = (
-    "ALL", "AND", "ASC", "BETWEEN", "CASE", "CAST", "CROSS", "DAY", "DAYS", "DISTINCT", "ELSE",
-    "END", "FULL", "GROUP", "HAVING", "HOUR", "HOURS", "IN", "INNER", "INSERT", "INTERVAL",
-    "INTO", "IS", "JOIN", "LEFT", "LIKE", "LIMIT", "MINUTE", "MINUTES", "NULL", "ON", "OR",
-    "ORDER", "OUTER", "OVERWRITE", "RIGHT", "SECOND", "SECONDS", "SELECT", "THEN", "UNION",
-    "WHEN", "WHERE", "WINDOW", "WITH", "TRUE", "FALSE",
-)
-
-#: Every keyword, sorted, without duplicates.
-KEYWORDS = tuple(sorted(set(STREAMSQL_KEYWORDS) | set(QUERY_KEYWORDS) | set(STATEMENT_KEYWORDS)))
+#: Every keyword, sorted: :data:`streamjob.grammar.lexical.KEYWORDS` (the grammar's,
+#: read from ``streamsql.lark``, and the queries'), the one vocabulary of the parser,
+#: this highlighter and the completer.
+KEYWORDS = lexical.KEYWORDS
 
 #: Hive/Spark column types.
 TYPES = ("array", "bigint", "binary", "boolean", "char", "date", "decimal", "double", "float",
          "int", "integer", "map", "smallint", "string", "struct", "timestamp", "tinyint",
          "varchar")
-
-#: Parquet, JSON, CSV: the formats of STORED AS.
-FORMATS = ("CSV", "JSON", "PARQUET")
 
 
 class StreamSqlLexer(RegexLexer):

@@ -516,3 +516,47 @@ def test_expanded_text_wraps_values_and_keeps_their_lines():
     assert "  b from s where" in text  # the value's own line, indented as written
     assert _squeezed("".join(line.partition(" | ")[2] for line in lines[2:])) == _squeezed(
         "j" + "select a,\n  b from s where " + "x" * 90)
+
+
+# --------------------------------------------------------------------------- one vocabulary
+
+
+def test_the_keyword_vocabulary_is_read_from_the_grammar():
+    """Issue 29 item 4: the keywords are defined once, in ``streamsql.lark``; the parser's
+    errors, the highlighter and the completer all use grammar/lexical.py's lists. The
+    old lexer had its own list, which missed SERDE, EARLIEST, LATEST, TIMESTAMP ..."""
+    import re as re_
+
+    from streamjob.grammar import lexical
+    from streamjob.shell import completion, lexer
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8")
+    spelled = {w.upper() for w in re_.findall(r'"([A-Za-z]+)"i', grammar)}
+    assert spelled and spelled <= lexical.GRAMMAR_KEYWORDS <= set(lexical.KEYWORDS)
+    assert lexer.KEYWORDS is lexical.KEYWORDS is completion.KEYWORDS
+    assert {"SERDE", "SERDEPROPERTIES", "EARLIEST", "LATEST", "CASCADE"} <= set(lexer.KEYWORDS)
+    # the statement starts are the grammar's (INSERT from its raw INSERT_STATEMENT
+    # terminal), and the shell's previews
+    assert lexical.STATEMENT_KEYWORDS == {
+        "alter", "create", "desc", "describe", "drop", "explain", "insert", "list", "print",
+        "reset", "set", "show", "start", "stop", "use"}
+    assert set(lexer.STATEMENT_KEYWORDS) == {k.upper() for k in lexical.STATEMENT_KEYWORDS} | {
+        "SELECT", "WITH"}
+    for word in sorted(spelled):  # every keyword of the grammar is highlighted and completed
+        assert dict((v, t) for t, v in _tokens(f"x {word.lower()} y"))[word.lower()] in Keyword, word
+        assert word in [t for t, _ in _offers(f"SHOW STREAMS; x {word[:-1]}")], word
+
+
+def test_a_keyword_added_to_the_grammar_joins_the_vocabulary():
+    """A statement added to the grammar brings its keywords, and its first word becomes
+    a statement keyword, with nothing else edited (the vocabulary is derived)."""
+    from streamjob.grammar import lexical
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8")
+    grammar = grammar.replace("          | _explain_statement",
+                              "          | _explain_statement\n          | vacuum", 1)
+    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+    vocabulary = lexical.vocabulary_of(grammar)
+    assert {"VACUUM", "RETAIN"} <= vocabulary.keywords
+    assert "VACUUM" in vocabulary.statement_keywords and "RETAIN" not in vocabulary.statement_keywords
+    assert {"VACUUM", "RETAIN"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
