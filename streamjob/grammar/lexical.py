@@ -4,8 +4,11 @@
   snippet-with-caret shown in every :class:`~streamjob.exceptions.ParseError`.
 * :func:`unescape_string` gives the value of a quoted literal (Hive's escapes);
   :func:`ident_value` the name an identifier token stands for.
-* :func:`iter_pieces` splits raw SQL (a ``CREATE STREAM ... AS`` query, a ``SET`` value)
-  into strings, quoted names, comments, blanks and other text; :func:`trimmed_span` and
+* :func:`tokenize` is StreamSQL's one tokenizer (:class:`SqlToken`: strings, quoted
+  names, comments, words ..., unterminated ones too), under the shell's splitter,
+  highlighter and completer; :func:`iter_pieces` splits raw SQL (a ``CREATE STREAM ...
+  AS`` query, a ``SET`` value) with it into strings, quoted names, comments, blanks and
+  other text; :func:`trimmed_span` and
   :func:`masked` build on it, :data:`STATEMENT_START_RE` finds a statement keyword at the
   start of a line (a missing ``;``).
 * :func:`word_at` is the token-ish text at an offset, quoted in error messages.
@@ -30,14 +33,17 @@ from lark import Token
 __all__ = [
     "GRAMMAR_KEYWORDS",
     "KEYWORDS",
-    "PIECE_RE",
     "QUERY_KEYWORDS",
+    "SqlToken",
+    "TOKEN_RE",
     "STATEMENT_KEYWORDS",
     "STATEMENT_START_RE",
     "Lines",
     "ident_value",
     "iter_pieces",
     "masked",
+    "token_at",
+    "tokenize",
     "trimmed_span",
     "unescape_string",
     "Vocabulary",
@@ -107,27 +113,89 @@ def ident_value(token: Token) -> str:
     return token.value.lower()
 
 
-# Pieces of raw SQL text: strings, quoted names, comments, or one other character.
-PIECE_RE = re.compile(
-    r"""(?P<str>'(?:[^'\\]|\\[\s\S]|'')*'|"(?:[^"\\]|\\[\s\S]|"")*")"""
-    r"""|(?P<name>`(?:[^`]|``)*`)"""
-    r"""|(?P<comment>--[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)"""
-    r"""|(?P<ws>\s+)"""
-    r"""|(?P<other>[^'"`\s\-/]+|[\s\S])"""
+# --------------------------------------------------------------------------- tokens
+
+#: StreamSQL's tokens, in the order tried: blanks; comments; strings in single or double
+#: quotes (Hive's escapes, a doubled quote); backquoted names; numbers; words; one other
+#: character. An unterminated string, name or comment is one ``open_*`` token to the end.
+TOKEN_RE = re.compile(
+    r"""(?P<ws>\s+)
+    |(?P<comment>--[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)
+    |(?P<open_comment>/\*[\s\S]*)
+    |(?P<string>'(?:[^'\\]|\\[\s\S]|'')*'|"(?:[^"\\]|\\[\s\S]|"")*")
+    |(?P<open_string>'(?:[^'\\]|\\[\s\S]|'')*\\?|"(?:[^"\\]|\\[\s\S]|"")*\\?)
+    |(?P<name>`(?:[^`]|``)*`)
+    |(?P<open_name>`(?:[^`]|``)*)
+    |(?P<number>[0-9]+(?:\.[0-9]+)?)
+    |(?P<word>[A-Za-z_][A-Za-z0-9_]*)
+    |(?P<punct>[\s\S])""",
+    re.X,
 )
 
 
+@dataclass(frozen=True)
+class SqlToken:
+    """One token of StreamSQL text (:data:`TOKEN_RE`): the one tokenizer of the shell's
+    splitter, highlighter and completer and of the parser's raw-text helpers.
+
+    ``kind``: ``ws``, ``comment``, ``string``, ``name`` (backquoted), ``number``,
+    ``word``, ``punct``, or ``open_string``, ``open_name``, ``open_comment``
+    (unterminated, running to the end of the input); the shell's splitter adds ``meta``
+    (a backslash command line). ``start`` is its offset in the input."""
+
+    kind: str
+    text: str
+    start: int
+
+    @property
+    def end(self) -> int:
+        """Offset just past the token."""
+        return self.start + len(self.text)
+
+    @property
+    def significant(self) -> bool:
+        """Not a blank or a comment."""
+        return self.kind not in ("ws", "comment", "open_comment")
+
+    @property
+    def open(self) -> bool:
+        """An unterminated string, backquoted name or comment."""
+        return self.kind.startswith("open_")
+
+
+def token_at(text: str, pos: int) -> SqlToken:
+    """The token of ``text`` that starts at offset ``pos`` (< ``len(text)``)."""
+    match = TOKEN_RE.match(text, pos)
+    return SqlToken(match.lastgroup, match.group(0), pos)
+
+
+def tokenize(text: str) -> list[SqlToken]:
+    """The tokens of ``text``, in order, covering all of it."""
+    out: list[SqlToken] = []
+    pos = 0
+    while pos < len(text):
+        out.append(token_at(text, pos))
+        pos = out[-1].end
+    return out
+
+
+#: :func:`iter_pieces`' kind of each token kind (the rest are ``other``).
+_PIECE_KINDS = {"string": "str", "name": "name", "comment": "comment", "ws": "ws"}
+
+
 def iter_pieces(raw: str):
-    """Yield ``(kind, start, end)`` over ``raw``; kinds: str, name, comment, ws, other."""
+    """Yield ``(kind, start, end)`` over ``raw`` (its :func:`tokenize` tokens); kinds:
+    str, name, comment, ws, other. An unterminated quote or comment opener is one
+    ``other`` character, and what follows it is read on (as the parser's lexer does)."""
     pos = 0
     while pos < len(raw):
-        match = PIECE_RE.match(raw, pos)
-        if match is None or match.end() == pos:  # cannot happen with a lexed tail
+        token = token_at(raw, pos)
+        if token.open:
             yield "other", pos, pos + 1
             pos += 1
             continue
-        yield match.lastgroup, match.start(), match.end()
-        pos = match.end()
+        yield _PIECE_KINDS.get(token.kind, "other"), pos, token.end
+        pos = token.end
 
 
 def trimmed_span(raw: str) -> tuple[int, int] | None:
@@ -261,7 +329,7 @@ QUERY_KEYWORDS: tuple[str, ...] = (
 KEYWORDS: tuple[str, ...] = tuple(sorted(GRAMMAR_KEYWORDS | set(QUERY_KEYWORDS)))
 
 
-_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")  # a word as quoted in errors (a number too: 10x)
 
 
 def word_at(text: str, offset: int) -> str:
@@ -271,7 +339,5 @@ def word_at(text: str, offset: int) -> str:
     match = _WORD_RE.match(text, offset)
     if match:
         return match.group(0)
-    match = PIECE_RE.match(text, offset)
-    if match and match.lastgroup in ("str", "name"):
-        return match.group(0)
-    return text[offset]
+    token = token_at(text, offset)
+    return token.text if token.kind in ("string", "name") else text[offset]

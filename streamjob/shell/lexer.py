@@ -6,18 +6,18 @@ The lexer knows Slipstream's statements (``CREATE STREAMJOB``, ``TBLPROPERTIES``
 ``STREAMWINDOW`` ...), the SQL of queries, Hive column types, strings in single or double
 quotes (double-quoted text is a string in StreamSQL, not a name), backquoted names,
 ``--`` and ``/* */`` comments and the shell's backslash commands. Unterminated strings
-and comments are highlighted as such up to the end of the input.
+and comments are highlighted as such up to the end of the input. Its tokens are those of
+the splitter and the completer (StreamSQL's one tokenizer, :mod:`streamjob.grammar.lexical`).
 """
 
 from __future__ import annotations
 
-import re
-
-from pygments.lexer import RegexLexer, words
+from pygments.lexer import Lexer
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String,
                             Text, Whitespace)
 
 from ..grammar import lexical
+from .splitter import tokenize
 
 #: Keywords that begin a statement in the shell (completion offers them at a
 #: statement's start): the grammar's (:data:`~streamjob.grammar.lexical.STATEMENT_KEYWORDS`)
@@ -36,33 +36,51 @@ TYPES = ("array", "bigint", "binary", "boolean", "char", "date", "decimal", "dou
          "varchar")
 
 
-class StreamSqlLexer(RegexLexer):
-    """A pygments lexer for StreamSQL as typed into the shell (see the module docstring)."""
+_OPERATORS = frozenset("<>=!+-*/%|")
+_PUNCTUATION = frozenset(";:(),.[]")
+_KEYWORD_SET = frozenset(KEYWORDS)
+_TYPE_SET = frozenset(TYPES)
+
+
+def _token_type(token):
+    """The pygments token type of one :class:`~streamjob.grammar.lexical.SqlToken`."""
+    kind, text = token.kind, token.text
+    if kind == "ws":
+        return Whitespace
+    if kind in ("comment", "open_comment"):
+        return Comment.Single if text.startswith("--") else Comment.Multiline
+    if kind in ("string", "open_string"):
+        return String.Single if text.startswith("'") else String.Double
+    if kind in ("name", "open_name"):
+        return Name.Variable
+    if kind == "number":
+        return Number
+    if kind == "word":
+        upper = text.upper()
+        return Keyword if upper in _KEYWORD_SET else (
+            Name.Builtin if text.lower() in _TYPE_SET else Name)
+    if text in _OPERATORS:
+        return Operator
+    return Punctuation if text in _PUNCTUATION else Text
+
+
+class StreamSqlLexer(Lexer):
+    """A pygments lexer for StreamSQL as typed into the shell (see the module docstring):
+    the shell splitter's tokens (:func:`.splitter.tokenize`, StreamSQL's one tokenizer),
+    typed by kind and by the grammar's vocabulary."""
 
     name = "StreamSQL"
     aliases = ["streamsql"]
-    flags = re.IGNORECASE | re.MULTILINE
 
-    tokens = {
-        "root": [
-            (r"\s+", Whitespace),
-            (r"--[^\n]*", Comment.Single),
-            (r"/\*", Comment.Multiline, "comment"),
-            (r"\\\S*", Keyword.Pseudo),
-            (r"'(?:[^'\\]|\\[\s\S]|'')*(?:'|\Z)", String.Single),
-            (r'"(?:[^"\\]|\\[\s\S]|"")*(?:"|\Z)', String.Double),
-            (r"`(?:[^`]|``)*(?:`|\Z)", Name.Variable),
-            (words(KEYWORDS, prefix=r"\b", suffix=r"\b"), Keyword),
-            (words(TYPES, prefix=r"\b", suffix=r"\b"), Name.Builtin),
-            (r"[0-9]+(?:\.[0-9]+)?", Number),
-            (r"[a-z_][a-z0-9_]*", Name),
-            (r"[<>=!]=?|[+\-*/%|]", Operator),
-            (r"[;:(),.\[\]]", Punctuation),
-            (r".", Text),
-        ],
-        "comment": [
-            (r"[^*/]+", Comment.Multiline),
-            (r"\*/", Comment.Multiline, "#pop"),
-            (r"[*/]", Comment.Multiline),
-        ],
-    }
+    def get_tokens_unprocessed(self, text):
+        """``(offset, token type, text)`` for every token of ``text``; a meta command's
+        ``\\name`` is ``Keyword.Pseudo``, its argument is lexed as StreamSQL."""
+        for token in tokenize(text):
+            if token.kind != "meta":
+                yield token.start, _token_type(token), token.text
+                continue
+            command = token.text.split(None, 1)[0] if token.text.strip() else token.text
+            yield token.start, Keyword.Pseudo, command
+            rest = token.text[len(command):]
+            for inner in lexical.tokenize(rest):
+                yield token.start + len(command) + inner.start, _token_type(inner), inner.text

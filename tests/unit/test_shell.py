@@ -560,3 +560,19 @@ def test_a_keyword_added_to_the_grammar_joins_the_vocabulary():
     assert {"VACUUM", "RETAIN"} <= vocabulary.keywords
     assert "VACUUM" in vocabulary.statement_keywords and "RETAIN" not in vocabulary.statement_keywords
     assert {"VACUUM", "RETAIN"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
+
+
+def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers():
+    """The splitter's tokens are grammar/lexical.py's; the highlighter lexes with them
+    (same boundaries), and the parser's raw-text pieces are built on them too."""
+    from streamjob.grammar import lexical
+    from streamjob.shell import splitter
+
+    text = ("SELECT a<=1, `b``c`, 'it''s' AS s -- note\nFROM t /* x */ WHERE d = \"e\"; "
+            "SHOW 'open")
+    assert splitter.Token is lexical.SqlToken
+    assert splitter.tokenize(text) == lexical.tokenize(text)
+    lexed = [(start, value) for start, _, value in StreamSqlLexer().get_tokens_unprocessed(text)]
+    assert lexed == [(t.start, t.text) for t in lexical.tokenize(text)]
+    kinds = [k for k, _, _ in lexical.iter_pieces("a 'b' `c` -- d\n'e")]
+    assert kinds == ["other", "ws", "str", "ws", "name", "ws", "comment", "ws", "other", "other"]
