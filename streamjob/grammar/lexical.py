@@ -47,6 +47,8 @@ __all__ = [
     "trimmed_span",
     "unescape_string",
     "Vocabulary",
+    "grammar_vocabulary",
+    "statement_start_re",
     "vocabulary_of",
     "word_at",
 ]
@@ -218,21 +220,6 @@ def masked(raw: str) -> str:
     return "".join(chars)
 
 
-STATEMENT_START_RE = re.compile(
-    r"(?i)(?<=\n)[ \t\f\v]*("
-    r"create\s+(?:stream|streamjob|table|database)\b"
-    r"|(?:start|stop|alter)\s+streamjob\b"
-    r"|drop\s+(?:stream|streamjob|table|database)\b"
-    r"|(?:list|show)\s+streamjobs\b"
-    r"|show\s+(?:streams|tables|checkpoints|databases|topics|create)\b"
-    r"|(?:describe|desc)\s+(?:stream|streamjob|table)\b"
-    r"|set\s+[a-z_][a-z0-9_.]*\s*="
-    r"|reset\b"
-    r"|insert\s+into\b"
-    r"|explain\s+(?:extended|streamjob|insert)\b"
-    r")"
-)
-
 # --------------------------------------------------------------------------- keywords
 
 GRAMMAR_FILE = Path(__file__).with_name("streamsql.lark")
@@ -249,6 +236,9 @@ class Vocabulary:
 
     keywords: frozenset[str]
     statement_keywords: frozenset[str]
+    #: The two keywords a statement can begin with, when its second token is a keyword
+    #: too (``("CREATE", "STREAM")``, ``("SHOW", "TABLES")``, ``("EXPLAIN", "INSERT")``).
+    openings: frozenset[tuple[str, str]] = frozenset()
 
 
 def vocabulary_of(grammar: str) -> Vocabulary:
@@ -295,20 +285,44 @@ def vocabulary_of(grammar: str) -> Vocabulary:
                     changed = True
             changed = changed or len(seen) != size
     return Vocabulary(frozenset(w for w in words.values() if w),
-                      frozenset(w for t in first.get("start", ()) if (w := words.get(t))))
+                      frozenset(w for t in first.get("start", ()) if (w := words.get(t))),
+                      frozenset((words[a], words[b]) for a, b in _first_pairs(rules)
+                                if words.get(a) and words.get(b)))
+
+
+def _first_pairs(rules) -> set[tuple[str, str]]:
+    """The first two terminals of the sentences of ``start`` (FIRST_2 over lark's compiled
+    ``rules``, to a fixpoint): pairs of terminal names."""
+    first2: dict[str, set[tuple[str, ...]]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            acc: set[tuple[str, ...]] = {()}
+            for sym in rule.expansion:
+                step = {(sym.name,)} if sym.is_term else first2.get(sym.name, set())
+                acc = {(x + y)[:2] for x in acc for y in step}
+                if all(len(x) == 2 for x in acc):
+                    break
+            seen = first2.setdefault(rule.origin.name, set())
+            if not acc <= seen:
+                seen |= acc
+                changed = True
+    return {x for x in first2.get("start", ()) if len(x) == 2}
 
 
 @functools.cache
-def _grammar_vocabulary() -> Vocabulary:
+def grammar_vocabulary() -> Vocabulary:
+    """The :class:`Vocabulary` of ``streamsql.lark`` (read once per process)."""
     return vocabulary_of(GRAMMAR_FILE.read_text(encoding="utf-8"))
 
 
 #: Every keyword of ``streamsql.lark`` (upper case).
-GRAMMAR_KEYWORDS: frozenset[str] = _grammar_vocabulary().keywords
+GRAMMAR_KEYWORDS: frozenset[str] = grammar_vocabulary().keywords
 #: The words a statement begins with, lower case (``create``, ``show``, ``insert`` ...),
 #: from ``streamsql.lark``: a missing ``;`` before one is reported as such.
 STATEMENT_KEYWORDS: frozenset[str] = frozenset(
-    k.lower() for k in _grammar_vocabulary().statement_keywords)
+    k.lower() for k in grammar_vocabulary().statement_keywords)
 
 #: Keywords of the SQL inside queries (a job's ``insert into ... select``, a derived
 #: stream's query): Hive/Spark SQL's clauses, operators and time units, and StreamSQL's
@@ -324,6 +338,22 @@ QUERY_KEYWORDS: tuple[str, ...] = (
     "SLIDE", "SORT", "STREAMWINDOW", "TABLE", "THEN", "TRUE", "UNION", "USING", "VALUES",
     "VIEW", "WHEN", "WHERE", "WINDOW", "WITH",
 )
+
+def statement_start_re(vocabulary: Vocabulary) -> re.Pattern[str]:
+    """A statement's beginning at the start of a line (a missing ``;`` before it): two
+    keywords that open a statement (the grammar's :attr:`Vocabulary.openings`), and
+    the forms whose second token is no keyword: ``SET key =``, ``RESET``, ``INSERT INTO``."""
+    follow: dict[str, set[str]] = {}
+    for a, b in vocabulary.openings:
+        follow.setdefault(a.lower(), set()).add(b.lower())
+    forms = [rf"{a}\s+(?:{'|'.join(sorted(bs))})\b" for a, bs in sorted(follow.items())]
+    forms += [r"set\s+[a-z_][a-z0-9_.]*\s*=", r"reset\b", r"insert\s+into\b"]
+    return re.compile(r"(?i)(?<=\n)[ \t\f\v]*(" + "|".join(forms) + ")")
+
+
+#: A statement keyword at the start of a line inside a raw tail (a missing ``;``): see
+#: :func:`statement_start_re`.
+STATEMENT_START_RE: re.Pattern[str] = statement_start_re(grammar_vocabulary())
 
 #: Every keyword (the grammar's and the queries'), upper case, sorted.
 KEYWORDS: tuple[str, ...] = tuple(sorted(GRAMMAR_KEYWORDS | set(QUERY_KEYWORDS)))

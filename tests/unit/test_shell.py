@@ -559,6 +559,11 @@ def test_a_keyword_added_to_the_grammar_joins_the_vocabulary():
     vocabulary = lexical.vocabulary_of(grammar)
     assert {"VACUUM", "RETAIN"} <= vocabulary.keywords
     assert "VACUUM" in vocabulary.statement_keywords and "RETAIN" not in vocabulary.statement_keywords
+    assert ("VACUUM", "STREAMJOB") in vocabulary.openings  # a missing ';' before it is found
+    assert lexical.statement_start_re(vocabulary).search("select 1\n vacuum streamjob j")
+    assert not lexical.STATEMENT_START_RE.search("select 1\n vacuum streamjob j")
+    assert {("CREATE", "STREAM"), ("SHOW", "CREATE"), ("EXPLAIN", "INSERT")} <= (
+        lexical.grammar_vocabulary().openings)
     assert {"VACUUM", "RETAIN"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
 
 
