@@ -49,6 +49,7 @@ __all__ = [
     "Vocabulary",
     "grammar_vocabulary",
     "statement_start_re",
+    "terminal_keyword",
     "vocabulary_of",
     "word_at",
 ]
@@ -241,6 +242,17 @@ class Vocabulary:
     openings: frozenset[tuple[str, str]] = frozenset()
 
 
+def terminal_keyword(terminal) -> str | None:
+    """The keyword a lark terminal definition stands for, upper case: the word of a
+    string terminal (``"create"i``), the leading word of a raw one (``INSERT_STATEMENT``),
+    else None (``IDENT``, ``STRING``, ``;`` ...)."""
+    pattern = terminal.pattern
+    if pattern.type == "str":
+        return pattern.value.upper() if pattern.value.isalpha() else None
+    match = _LEADING_WORD_RE.match(pattern.value)
+    return match.group(1).upper() if match else None
+
+
 def vocabulary_of(grammar: str) -> Vocabulary:
     """The :class:`Vocabulary` of a lark grammar's text (``start`` its start rule): its
     terminals' words, and the FIRST set of ``start`` (computed over the compiled rules,
@@ -255,14 +267,7 @@ def vocabulary_of(grammar: str) -> Vocabulary:
     compiled, _ = load_grammar(grammar, "<streamsql.lark>", None, False)
     terminals, rules, _ = compiled.compile(["start"], set())
 
-    def word(term) -> str | None:
-        pattern = term.pattern
-        if pattern.type == "str":
-            return pattern.value.upper() if pattern.value.isalpha() else None
-        match = _LEADING_WORD_RE.match(pattern.value)
-        return match.group(1).upper() if match else None
-
-    words = {t.name: word(t) for t in terminals}
+    words = {t.name: terminal_keyword(t) for t in terminals}
     first: dict[str, set[str]] = {}
     nullable: set[str] = set()
     changed = True

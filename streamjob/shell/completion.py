@@ -61,31 +61,11 @@ META_COMMANDS = {
 #: The shell's own SET key: where a SELECT starts reading Kafka streams.
 PREVIEW_RESET_KEY = "transwarp.consumer.reset.offset.strategy"
 
-_FOLLOW = {
-    "CREATE": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
-    "START": ("STREAMJOB",),
-    "STOP": ("STREAMJOB",),
-    "ALTER": ("STREAMJOB",),
-    "DROP": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
-    "LIST": ("STREAMJOBS",),
-    "SHOW": ("CHECKPOINTS", "CREATE", "DATABASES", "STREAMJOBS", "STREAMS", "TABLES", "TOPICS"),
-    "TOPICS": ("FROM",),
-    "CHECKPOINTS": ("FOR",),
-    "FOR": ("STREAMJOB",),
-    "ROW": ("FORMAT",),
-    "FORMAT": ("DELIMITED",),
-    "DELIMITED": ("FIELDS", "LINES"),
-    "FIELDS": ("TERMINATED",),
-    "LINES": ("TERMINATED",),
-    "TERMINATED": ("BY",),
-    "STORED": ("AS",),
-    "PARTITIONED": ("BY",),
+#: Keywords that follow a keyword inside a query's SQL (no part of the grammar, whose
+#: statements' keywords come from :func:`streamjob.grammar.parser.next_keywords`).
+_QUERY_FOLLOW = {
     "GROUP": ("BY",),
     "ORDER": ("BY",),
-    "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
-    # EXPLAIN [EXTENDED] [STREAMJOB] j | INSERT INTO ... (issue 18)
-    "EXPLAIN": ("EXTENDED", "INSERT", "STREAMJOB"),
-    "EXTENDED": ("INSERT", "STREAMJOB"),
     "INSERT": ("INTO",),
 }
 
@@ -228,17 +208,17 @@ def _case(prefix: str, sig: list[Token]) -> Callable[[str], str]:
 
 
 def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestion]:
+    """Keywords to offer: a statement's first words; in a statement, after a word, those
+    the grammar accepts next (:func:`~streamjob.grammar.parser.next_keywords`); in a
+    query, :data:`_QUERY_FOLLOW`; else, with a prefix typed, any keyword."""
     case = _case(prefix, sig)
+    following = _grammar_next(words, sig)
     if not words:
         options: Iterable[str] = STATEMENT_KEYWORDS
-    elif words[-2:] == ["SHOW", "CREATE"]:
-        options = ("STREAM", "STREAMJOB", "TABLE")
-    elif words[0] == "PRINT" and len(words) >= 2 and words[-1] != "FROM":
-        options = ("FROM", "LIMIT")
-    elif words[-1] in _FOLLOW:
-        options = _FOLLOW[words[-1]]
-    elif words[-1] in ("DESCRIBE", "DESC"):
-        options = ("STREAM", "STREAMJOB", "TABLE")
+    elif following:
+        options = sorted(following)
+    elif words[-1] in _QUERY_FOLLOW:
+        options = _QUERY_FOLLOW[words[-1]]
     elif prefix:
         options = KEYWORDS
     else:
@@ -246,6 +226,16 @@ def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestio
     up = prefix.upper()
     return [Suggestion(case(k), -len(prefix), meta="keyword") for k in options
             if k.startswith(up) and k != up]
+
+
+def _grammar_next(words: list[str], sig: list[Token]) -> frozenset[str] | None:
+    """The keywords the grammar accepts after the statement typed so far (``sig``), when
+    it is a statement of the grammar (not a query) and its last token a word."""
+    if not words or words[0] in ("SELECT", "WITH") or sig[-1].kind != "word":
+        return None
+    from ..grammar.parser import next_keywords
+
+    return next_keywords(" ".join(t.text for t in sig) + " ")
 
 
 def _names(prefix: str, groups: list[tuple[str, list[str]]]) -> list[Suggestion]:
@@ -283,14 +273,14 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
     if head == "PRINT" and len(w) == 1:
         return _names(prefix, [streams, tables])
     if head == "PRINT" and w[-1] == "FROM":
-        return _keywords(["PRINT_FROM"], prefix, sig)
+        return _keywords(w, prefix, sig)  # FROM BEGINNING (FROM 'host:port' is typed)
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "STREAM":
         return _names(prefix, [streams])
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "TABLE":
         return _names(prefix, [tables])
     if len(w) == 1 and head in ("DESCRIBE", "DESC"):
         return _keywords(w, prefix, sig) + _names(prefix, [streams, tables, jobs])
-    if w[-1] in ("FROM", "JOIN"):
+    if w[-1] in ("FROM", "JOIN") and head != "START":  # START ... FROM CHECKPOINT n
         return _names(prefix, [streams, tables])
     if w[-1] == "INTO":
         return _names(prefix, [tables])

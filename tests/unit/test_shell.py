@@ -581,3 +581,33 @@ def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers
     assert lexed == [(t.start, t.text) for t in lexical.tokenize(text)]
     kinds = [k for k, _, _ in lexical.iter_pieces("a 'b' `c` -- d\n'e")]
     assert kinds == ["other", "ws", "str", "ws", "name", "ws", "comment", "ws", "other", "other"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("start streamjob j1 from ", ["checkpoint", "earliest", "latest", "timestamp"]),
+    ("CREATE STREAM s (a int) ROW FORMAT ", ["DELIMITED", "SERDE"]),
+    ("create table t (a int) row format serde 'x' with ", ["serdeproperties"]),
+    ("show checkpoints ", ["for"]),
+    ("print s1 ", ["from", "limit"]),
+])
+def test_keywords_after_a_word_are_the_grammars(text, expected):
+    """After a word of a statement the completer offers what the grammar accepts next
+    (the old hand-kept table offered stream names after START ... FROM, and no SERDE)."""
+    assert [t for t, _ in _offers(text)] == expected
+
+
+def test_a_statement_added_to_the_grammar_is_completed(monkeypatch):
+    """The completer's keywords after a word come from the grammar's parser: a grammar
+    with a new statement completes its next keyword with nothing else edited."""
+    from lark import Lark
+
+    from streamjob.grammar import lexical, parser
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8").replace(
+        "          | _explain_statement", "          | _explain_statement\n          | vacuum", 1)
+    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+    monkeypatch.setattr(parser, "_PARSER", Lark(grammar, parser="lalr", lexer="contextual",
+                                                 postlex=parser._AlwaysLexNames()))
+    monkeypatch.setattr(parser, "_TERMINAL_KEYWORDS", None)
+    assert _offers("vacuum ") == [("streamjob", 0)]
+    assert _offers("vacuum streamjob j1 re") == [("retain", -2)]
