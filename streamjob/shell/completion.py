@@ -36,6 +36,7 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
+from ..grammar.parser import next_keywords
 from .columns import expects_column, references
 from .lexer import KEYWORDS, STATEMENT_KEYWORDS  # the grammar's (grammar/lexical.py)
 from .splitter import Token, split_input, tokenize
@@ -233,8 +234,6 @@ def _grammar_next(words: list[str], sig: list[Token]) -> frozenset[str] | None:
     it is a statement of the grammar (not a query) and its last token a word."""
     if not words or words[0] in ("SELECT", "WITH") or sig[-1].kind != "word":
         return None
-    from ..grammar.parser import next_keywords
-
     return next_keywords(" ".join(t.text for t in sig) + " ")
 
 
