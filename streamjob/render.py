@@ -1,5 +1,11 @@
 """How a statement's result is shown, by the command line and the shell alike: rich
-tables and its message, or JSON (indented, or one compact document per line)."""
+tables and its message, or JSON (indented, or one compact document per line).
+
+A table wider than the terminal is shown expanded, one field per line under a
+``-[ RECORD n ]---`` header, as psql's and pgcli's ``\\x auto`` do: ``LIST STREAMJOBS``
+at 100 columns otherwise folds its SQL column to a few characters and each job over
+dozens of lines. :data:`EXPANDED_MODES` are the choices (the shell's ``\\x``); output
+that is no terminal and has no ``COLUMNS`` keeps its tables (a 200-column console)."""
 
 from __future__ import annotations
 
@@ -11,6 +17,11 @@ from typing import Any
 import click
 
 
+#: The expanded display's modes (the shell's ``\\x on|off|auto``): ``auto`` expands a
+#: table only when it is wider than the terminal.
+EXPANDED_MODES = ("auto", "on", "off")
+
+
 def _console():
     """The rich console of every table: the terminal's width, else ``COLUMNS``, else
     200 columns when stdout is not a terminal."""
@@ -20,9 +31,13 @@ def _console():
                    else 200)
 
 
-def render(result, as_json: bool, compact: bool = False) -> None:
+def render(result, as_json: bool, compact: bool = False, expanded: str = "auto") -> None:
     """Print a statement's :class:`~streamjob.executor.Result`: its tables (rich) and
-    message, or with ``as_json`` its JSON (indented, or on one line when ``compact``)."""
+    message, or with ``as_json`` its JSON (indented, or on one line when ``compact``).
+
+    ``expanded`` (one of :data:`EXPANDED_MODES`): ``on`` prints every table one field
+    per line (:func:`expanded_text`), ``off`` never, ``auto`` when the table is wider
+    than the terminal (stdout a terminal, or ``COLUMNS`` set: see :func:`_console`)."""
     if result.records is not None:
         _records(result, as_json)
         return
@@ -35,7 +50,11 @@ def render(result, as_json: bool, compact: bool = False) -> None:
     console = _console()
     for part in result.sections or [result]:
         if part.columns and part.rows:
-            console.print(_table(part))
+            table = _table(part)
+            if _expand(table, console, expanded):
+                click.echo(expanded_text(part, console.width))
+            else:
+                console.print(table)
         elif part.columns:  # no empty bordered table: say so in one line
             click.echo(f"{part.title or 'result'}: none")
         elif part.text is not None and part is not result:  # EXPLAIN EXTENDED's plan
@@ -74,9 +93,60 @@ def _table(result):
     for c in result.columns:
         table.add_column(c, overflow="fold")
     for row in result.rows:
-        table.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
-                        for v in row])
+        table.add_row(*[_cell(v) for v in row])
     return table
+
+
+def _expand(table, console, mode: str) -> bool:
+    """Whether ``table`` is shown expanded on ``console`` in ``mode`` (see :func:`render`)."""
+    if mode == "on":
+        return True
+    if mode != "auto" or not (sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()):
+        return False
+    from rich.measure import Measurement
+
+    measuring = console.__class__(width=10_000)  # the table's natural width, unfolded
+    return Measurement.get(measuring, measuring.options, table).maximum > console.width
+
+
+def _cell(value) -> str:
+    return "" if value is None else (json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+
+
+def expanded_text(result, width: int) -> str:
+    """The rows of ``result`` one field per line, psql's expanded display, no line wider
+    than ``width`` columns (at least 20): the title, then per row a
+    ``-[ RECORD n ]---`` line and ``name | value`` lines; a long value is wrapped at
+    blanks (a word longer than the line is cut) and a value's own lines are kept, each
+    continuation under the value's column (``      | ...``)."""
+    import textwrap
+
+    from rich.cells import cell_len
+
+    width = max(width, 20)
+    names = [str(c) for c in result.columns]
+    key = min(max(cell_len(n) for n in names), width // 3)
+    room = max(width - key - 3, 8)
+    records = []
+    for row in result.rows:
+        body = []
+        for name, value in zip(names, row):
+            parts = [piece for line in (_cell(value).splitlines() or [""])
+                     for piece in (textwrap.wrap(line, room, break_on_hyphens=False,
+                                                 replace_whitespace=False) or [""])]
+            label = textwrap.wrap(name, key) or [""]
+            for i in range(max(len(parts), len(label))):
+                left = label[i] if i < len(label) else ""
+                right = parts[i] if i < len(parts) else ""
+                body.append(f"{left}{' ' * (key - cell_len(left))} | {right}".rstrip())
+        records.append(body)
+    rule = min(width, max((cell_len(line) for body in records for line in body), default=0))
+    lines = [result.title] if result.title else []
+    for n, body in enumerate(records, 1):
+        head = f"-[ RECORD {n} ]"
+        lines.append(head + "-" * max(0, rule - len(head)))
+        lines.extend(body)
+    return "\n".join(lines)
 
 
 def _age(seconds: float | None) -> str:

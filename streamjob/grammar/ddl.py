@@ -19,27 +19,20 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from .lexical import GRAMMAR_KEYWORDS
+
 __all__ = ["create_job_text", "create_stream_text", "create_table_text", "quote_name", "sql_string"]
 
 _PLAIN = re.compile(r"[a-z_][a-z0-9_]*\Z")
-_KEYWORDS: frozenset[str] | None = None
-
-
-def _keywords() -> frozenset[str]:
-    """Every keyword of the grammar (lower case): such names are backquoted."""
-    global _KEYWORDS
-    if _KEYWORDS is None:
-        from .parser import _parser
-
-        _KEYWORDS = frozenset(t.pattern.value.lower() for t in _parser().terminals
-                              if t.pattern.type == "str" and t.pattern.value.isalpha())
-    return _KEYWORDS
+#: Every keyword of the grammar, lower case (:data:`.lexical.GRAMMAR_KEYWORDS`): such
+#: names are backquoted.
+_KEYWORDS = frozenset(k.lower() for k in GRAMMAR_KEYWORDS)
 
 
 def quote_name(name: str) -> str:
     """``name`` as the parser reads it back: bare when it is a lower-case identifier
     that is no keyword, else backquoted (a backquote doubled)."""
-    if _PLAIN.match(name) and name not in _keywords():
+    if _PLAIN.match(name) and name not in _KEYWORDS:
         return name
     return "`" + name.replace("`", "``") + "`"
 

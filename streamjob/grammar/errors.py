@@ -23,7 +23,7 @@ from lark.exceptions import (
 )
 
 from streamjob.exceptions import ParseError
-from streamjob.grammar.lexical import PIECE_RE, STATEMENT_KEYWORDS, Lines, word_at
+from streamjob.grammar.lexical import STATEMENT_KEYWORDS, Lines, token_at, word_at
 
 __all__ = ["from_lark", "suggest", "unexpected", "unexpected_end"]
 
@@ -221,9 +221,8 @@ def from_lark(exc: UnexpectedInput, parser: Lark, text: str, lines: Lines, sourc
 def _unterminated(text: str, offset: int, lines: Lines, source: str | None) -> ParseError | None:
     """A ParseError if a string, quoted name or comment opens at ``offset`` and never closes."""
     char = text[offset]
-    match = PIECE_RE.match(text, offset)
-    kind = match.lastgroup if match else None
-    if char in "'\"" and kind != "str":
+    kind = token_at(text, offset).kind
+    if char in "'\"" and kind != "string":
         message = "unterminated string starting here"
     elif char == "`" and kind != "name":
         message = "unterminated quoted name starting here"

@@ -36,12 +36,12 @@ from lark.exceptions import LarkError, UnexpectedInput
 
 from streamjob.exceptions import ParseError
 from streamjob.grammar.errors import from_lark
-from streamjob.grammar.lexical import Lines, word_at
+from streamjob.grammar.lexical import Lines, terminal_keyword, word_at
 from streamjob.grammar.limits import check_text
 from streamjob.grammar.statements import Statement
 from streamjob.grammar.transform import Builder
 
-__all__ = ["parse_script", "parse_statement"]
+__all__ = ["next_keywords", "parse_script", "parse_statement"]
 
 _GRAMMAR_FILE = Path(__file__).with_name("streamsql.lark")
 
@@ -73,6 +73,30 @@ def _parser() -> Lark:
 
 
 # --------------------------------------------------------------------------- public API
+
+
+_TERMINAL_KEYWORDS: dict[str, str] | None = None
+
+
+def next_keywords(text: str) -> frozenset[str] | None:
+    """The keywords (upper case) the grammar accepts right after ``text``, the beginning
+    of a script (its statements so far and the start of one more): what the shell's
+    completer offers after ``CREATE``, ``SHOW``, ``ROW FORMAT`` ... (lark's interactive
+    parser: the terminals its LALR state accepts). None when ``text`` is no such
+    beginning (it does not lex or parse so far); a query's SQL is no part of the
+    grammar (it is a raw tail)."""
+    global _TERMINAL_KEYWORDS
+    parser = _parser()
+    if _TERMINAL_KEYWORDS is None:
+        _TERMINAL_KEYWORDS = {t.name: w for t in parser.terminals if (w := terminal_keyword(t))}
+    try:
+        interactive = parser.parse_interactive(text)
+        interactive.exhaust_lexer()
+        accepted = interactive.accepts()
+    except (LarkError, RecursionError):
+        return None
+    return frozenset(w for name in accepted if (w := _TERMINAL_KEYWORDS.get(name)))
+
 
 
 def parse_script(text: str, source: str | None = None) -> list[Statement]:

@@ -63,6 +63,7 @@ class Shell:
         self.debug = debug
         self.as_json = as_json
         self.timing = False
+        self.expanded = "auto"  # \x: tables wider than the terminal one field per line
         self.pager = True  # long results through $PAGER on a terminal (\pager off)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         from ..session import ClientSession
@@ -124,17 +125,17 @@ class Shell:
 
     def render(self, result) -> None:
         """Print a statement's :class:`~streamjob.executor.Result` as the CLI does (rich
-        tables, or JSON under ``\\json``); through the pager when it does not fit the
-        terminal (:mod:`.pager`; not when stdin or stdout is no terminal, or ``\\pager
-        off``)."""
+        tables, expanded as ``\\x`` says, or JSON under ``\\json``); through the pager
+        when it does not fit the terminal (:mod:`.pager`; not when stdin or stdout is no
+        terminal, or ``\\pager off``)."""
         from ..render import render
 
         if not (self.pager and self.interactive and sys.stdout.isatty()):
-            render(result, self.as_json)
+            render(result, self.as_json, expanded=self.expanded)
             return
         from .pager import captured, page
 
-        page(captured(lambda: render(result, self.as_json)))
+        page(captured(lambda: render(result, self.as_json, expanded=self.expanded)))
 
     # -- state ---------------------------------------------------------------------
 

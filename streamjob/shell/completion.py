@@ -36,8 +36,9 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
+from ..grammar.parser import next_keywords
 from .columns import expects_column, references
-from .lexer import KEYWORDS, STATEMENT_KEYWORDS
+from .lexer import KEYWORDS, STATEMENT_KEYWORDS  # the grammar's (grammar/lexical.py)
 from .splitter import Token, split_input, tokenize
 
 __all__ = ["Names", "ShellCompleter", "Suggestion", "suggest", "META_COMMANDS",
@@ -54,37 +55,18 @@ META_COMMANDS = {
     "\\i": "\\i FILE: run the statements of FILE",
     "\\timing": "toggle printing how long each statement took",
     "\\json": "toggle JSON output",
+    "\\x": "\\x [on|off|auto]: tables one field per line (auto: when wider than the terminal)",
     "\\pager": "\\pager on|off: results longer than the terminal through $PAGER (less -SRXF)",
 }
 
 #: The shell's own SET key: where a SELECT starts reading Kafka streams.
 PREVIEW_RESET_KEY = "transwarp.consumer.reset.offset.strategy"
 
-_FOLLOW = {
-    "CREATE": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
-    "START": ("STREAMJOB",),
-    "STOP": ("STREAMJOB",),
-    "ALTER": ("STREAMJOB",),
-    "DROP": ("DATABASE", "STREAM", "STREAMJOB", "TABLE"),
-    "LIST": ("STREAMJOBS",),
-    "SHOW": ("CHECKPOINTS", "CREATE", "DATABASES", "STREAMJOBS", "STREAMS", "TABLES", "TOPICS"),
-    "TOPICS": ("FROM",),
-    "CHECKPOINTS": ("FOR",),
-    "FOR": ("STREAMJOB",),
-    "ROW": ("FORMAT",),
-    "FORMAT": ("DELIMITED",),
-    "DELIMITED": ("FIELDS", "LINES"),
-    "FIELDS": ("TERMINATED",),
-    "LINES": ("TERMINATED",),
-    "TERMINATED": ("BY",),
-    "STORED": ("AS",),
-    "PARTITIONED": ("BY",),
+#: Keywords that follow a keyword inside a query's SQL (no part of the grammar, whose
+#: statements' keywords come from :func:`streamjob.grammar.parser.next_keywords`).
+_QUERY_FOLLOW = {
     "GROUP": ("BY",),
     "ORDER": ("BY",),
-    "PRINT_FROM": ("BEGINNING",),  # PRINT s FROM <cursor>
-    # EXPLAIN [EXTENDED] [STREAMJOB] j | INSERT INTO ... (issue 18)
-    "EXPLAIN": ("EXTENDED", "INSERT", "STREAMJOB"),
-    "EXTENDED": ("INSERT", "STREAMJOB"),
     "INSERT": ("INTO",),
 }
 
@@ -227,17 +209,17 @@ def _case(prefix: str, sig: list[Token]) -> Callable[[str], str]:
 
 
 def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestion]:
+    """Keywords to offer: a statement's first words; in a statement, after a word, those
+    the grammar accepts next (:func:`~streamjob.grammar.parser.next_keywords`); in a
+    query, :data:`_QUERY_FOLLOW`; else, with a prefix typed, any keyword."""
     case = _case(prefix, sig)
+    following = _grammar_next(words, sig)
     if not words:
         options: Iterable[str] = STATEMENT_KEYWORDS
-    elif words[-2:] == ["SHOW", "CREATE"]:
-        options = ("STREAM", "STREAMJOB", "TABLE")
-    elif words[0] == "PRINT" and len(words) >= 2 and words[-1] != "FROM":
-        options = ("FROM", "LIMIT")
-    elif words[-1] in _FOLLOW:
-        options = _FOLLOW[words[-1]]
-    elif words[-1] in ("DESCRIBE", "DESC"):
-        options = ("STREAM", "STREAMJOB", "TABLE")
+    elif following:
+        options = sorted(following)
+    elif words[-1] in _QUERY_FOLLOW:
+        options = _QUERY_FOLLOW[words[-1]]
     elif prefix:
         options = KEYWORDS
     else:
@@ -245,6 +227,14 @@ def _keywords(words: list[str], prefix: str, sig: list[Token]) -> list[Suggestio
     up = prefix.upper()
     return [Suggestion(case(k), -len(prefix), meta="keyword") for k in options
             if k.startswith(up) and k != up]
+
+
+def _grammar_next(words: list[str], sig: list[Token]) -> frozenset[str] | None:
+    """The keywords the grammar accepts after the statement typed so far (``sig``), when
+    it is a statement of the grammar (not a query) and its last token a word."""
+    if not words or words[0] in ("SELECT", "WITH") or sig[-1].kind != "word":
+        return None
+    return next_keywords(" ".join(t.text for t in sig) + " ")
 
 
 def _names(prefix: str, groups: list[tuple[str, list[str]]]) -> list[Suggestion]:
@@ -282,14 +272,14 @@ def _names_after(words: list[str], sig: list[Token], prefix: str,
     if head == "PRINT" and len(w) == 1:
         return _names(prefix, [streams, tables])
     if head == "PRINT" and w[-1] == "FROM":
-        return _keywords(["PRINT_FROM"], prefix, sig)
+        return _keywords(w, prefix, sig)  # FROM BEGINNING (FROM 'host:port' is typed)
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "STREAM":
         return _names(prefix, [streams])
     if len(w) == 2 and head in ("DROP", "DESCRIBE", "DESC") and w[-1] == "TABLE":
         return _names(prefix, [tables])
     if len(w) == 1 and head in ("DESCRIBE", "DESC"):
         return _keywords(w, prefix, sig) + _names(prefix, [streams, tables, jobs])
-    if w[-1] in ("FROM", "JOIN"):
+    if w[-1] in ("FROM", "JOIN") and head != "START":  # START ... FROM CHECKPOINT n
         return _names(prefix, [streams, tables])
     if w[-1] == "INTO":
         return _names(prefix, [tables])

@@ -1,87 +1,86 @@
 """Syntax highlighting of StreamSQL in the shell: a pygments lexer, and the keyword lists
-that the highlighter and the completer share.
+that the highlighter and the completer share (taken from :mod:`streamjob.grammar.lexical`,
+which reads them from the grammar).
 
 The lexer knows Slipstream's statements (``CREATE STREAMJOB``, ``TBLPROPERTIES``,
 ``STREAMWINDOW`` ...), the SQL of queries, Hive column types, strings in single or double
 quotes (double-quoted text is a string in StreamSQL, not a name), backquoted names,
 ``--`` and ``/* */`` comments and the shell's backslash commands. Unterminated strings
-and comments are highlighted as such up to the end of the input.
+and comments are highlighted as such up to the end of the input. Its tokens are those of
+the splitter and the completer (StreamSQL's one tokenizer, :mod:`streamjob.grammar.lexical`).
 """
 
 from __future__ import annotations
 
-import re
-
-from pygments.lexer import RegexLexer, words
+from pygments.lexer import Lexer
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String,
                             Text, Whitespace)
 
-#: Keywords that begin a statement (completion offers them at a statement's start).
-STATEMENT_KEYWORDS = ("ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXPLAIN", "INSERT", "LIST", "PRINT",
-                      "RESET", "SELECT", "SET", "SHOW", "START", "STOP", "USE", "WITH")
+from ..grammar import lexical
+from .splitter import tokenize
 
-#: StreamSQL's own keywords (DESIGN §2).
-STREAMSQL_KEYWORDS = (
-    "AS", "BY", "CHECKPOINT", "CHECKPOINTS", "COMMENT", "CREATE", "DELIMITED", "DESC",
-    "DESCRIBE", "DROP", "EXISTS", "FIELDS", "FOR", "FORMAT", "FROM", "IF", "JOBPROPERTIES",
-    "LENGTH", "LINES", "LIST", "LOCATION", "NOT", "PARTITIONED", "RESET", "ROW", "SET",
-    "SHOW", "SLIDE", "START", "STOP", "STORED", "STREAM", "STREAMJOB", "STREAMJOBS",
-    "SESSIONWINDOW", "GAP",
-    "STREAMS", "STREAMWINDOW", "TABLE", "TABLES", "TBLPROPERTIES", "TERMINATED", "ALTER",
-    # SHOW CREATE, databases, topics (issue 16)
-    "BEGINNING", "CASCADE", "DATABASE", "DATABASES", "PRINT", "TOPICS", "USE",
-    # EXPLAIN (issue 18)
-    "EXPLAIN", "EXTENDED",
-)
+#: Keywords that begin a statement in the shell (completion offers them at a
+#: statement's start): the grammar's (:data:`~streamjob.grammar.lexical.STATEMENT_KEYWORDS`)
+#: and the shell's previews, ``SELECT`` and ``WITH``.
+STATEMENT_KEYWORDS = tuple(sorted({k.upper() for k in lexical.STATEMENT_KEYWORDS}
+                                  | {"SELECT", "WITH"}))
 
-#: Keywords of the SQL inside queries (and their time units).
-QUERY_KEYWORDS = (
-    "ALL", "AND", "ASC", "BETWEEN", "CASE", "CAST", "CROSS", "DAY", "DAYS", "DISTINCT", "ELSE",
-    "END", "FULL", "GROUP", "HAVING", "HOUR", "HOURS", "IN", "INNER", "INSERT", "INTERVAL",
-    "INTO", "IS", "JOIN", "LEFT", "LIKE", "LIMIT", "MINUTE", "MINUTES", "NULL", "ON", "OR",
-    "ORDER", "OUTER", "OVERWRITE", "RIGHT", "SECOND", "SECONDS", "SELECT", "THEN", "UNION",
-    "WHEN", "WHERE", "WINDOW", "WITH", "TRUE", "FALSE",
-)
-
-#: Every keyword, sorted, without duplicates.
-KEYWORDS = tuple(sorted(set(STREAMSQL_KEYWORDS) | set(QUERY_KEYWORDS) | set(STATEMENT_KEYWORDS)))
+#: Every keyword, sorted: :data:`streamjob.grammar.lexical.KEYWORDS` (the grammar's,
+#: read from ``streamsql.lark``, and the queries'), the one vocabulary of the parser,
+#: this highlighter and the completer.
+KEYWORDS = lexical.KEYWORDS
 
 #: Hive/Spark column types.
 TYPES = ("array", "bigint", "binary", "boolean", "char", "date", "decimal", "double", "float",
          "int", "integer", "map", "smallint", "string", "struct", "timestamp", "tinyint",
          "varchar")
 
-#: Parquet, JSON, CSV: the formats of STORED AS.
-FORMATS = ("CSV", "JSON", "PARQUET")
+
+_OPERATORS = frozenset("<>=!+-*/%|")
+_PUNCTUATION = frozenset(";:(),.[]")
+_KEYWORD_SET = frozenset(KEYWORDS)
+_TYPE_SET = frozenset(TYPES)
 
 
-class StreamSqlLexer(RegexLexer):
-    """A pygments lexer for StreamSQL as typed into the shell (see the module docstring)."""
+def _token_type(token):
+    """The pygments token type of one :class:`~streamjob.grammar.lexical.SqlToken`."""
+    kind, text = token.kind, token.text
+    if kind == "ws":
+        return Whitespace
+    if kind in ("comment", "open_comment"):
+        return Comment.Single if text.startswith("--") else Comment.Multiline
+    if kind in ("string", "open_string"):
+        return String.Single if text.startswith("'") else String.Double
+    if kind in ("name", "open_name"):
+        return Name.Variable
+    if kind == "number":
+        return Number
+    if kind == "word":
+        upper = text.upper()
+        return Keyword if upper in _KEYWORD_SET else (
+            Name.Builtin if text.lower() in _TYPE_SET else Name)
+    if text in _OPERATORS:
+        return Operator
+    return Punctuation if text in _PUNCTUATION else Text
+
+
+class StreamSqlLexer(Lexer):
+    """A pygments lexer for StreamSQL as typed into the shell (see the module docstring):
+    the shell splitter's tokens (:func:`.splitter.tokenize`, StreamSQL's one tokenizer),
+    typed by kind and by the grammar's vocabulary."""
 
     name = "StreamSQL"
     aliases = ["streamsql"]
-    flags = re.IGNORECASE | re.MULTILINE
 
-    tokens = {
-        "root": [
-            (r"\s+", Whitespace),
-            (r"--[^\n]*", Comment.Single),
-            (r"/\*", Comment.Multiline, "comment"),
-            (r"\\\S*", Keyword.Pseudo),
-            (r"'(?:[^'\\]|\\[\s\S]|'')*(?:'|\Z)", String.Single),
-            (r'"(?:[^"\\]|\\[\s\S]|"")*(?:"|\Z)', String.Double),
-            (r"`(?:[^`]|``)*(?:`|\Z)", Name.Variable),
-            (words(KEYWORDS, prefix=r"\b", suffix=r"\b"), Keyword),
-            (words(TYPES, prefix=r"\b", suffix=r"\b"), Name.Builtin),
-            (r"[0-9]+(?:\.[0-9]+)?", Number),
-            (r"[a-z_][a-z0-9_]*", Name),
-            (r"[<>=!]=?|[+\-*/%|]", Operator),
-            (r"[;:(),.\[\]]", Punctuation),
-            (r".", Text),
-        ],
-        "comment": [
-            (r"[^*/]+", Comment.Multiline),
-            (r"\*/", Comment.Multiline, "#pop"),
-            (r"[*/]", Comment.Multiline),
-        ],
-    }
+    def get_tokens_unprocessed(self, text):
+        """``(offset, token type, text)`` for every token of ``text``; a meta command's
+        ``\\name`` is ``Keyword.Pseudo``, its argument is lexed as StreamSQL."""
+        for token in tokenize(text):
+            if token.kind != "meta":
+                yield token.start, _token_type(token), token.text
+                continue
+            command = token.text.split(None, 1)[0] if token.text.strip() else token.text
+            yield token.start, Keyword.Pseudo, command
+            rest = token.text[len(command):]
+            for inner in lexical.tokenize(rest):
+                yield token.start + len(command) + inner.start, _token_type(inner), inner.text

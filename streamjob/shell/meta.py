@@ -1,6 +1,7 @@
-"""The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``, ``\\i``,
-``\\timing``, ``\\json``, ``\\pager``), modelled on psql/pgcli. A meta command is one line and needs
-no ``;``; ``help``, ``quit`` and ``exit`` work without the backslash."""
+"""The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``,
+``\\i``, ``\\timing``, ``\\json``, ``\\pager``, ``\\x``), modelled on psql/pgcli. A meta
+command is one line and needs no ``;``; ``help``, ``quit`` and ``exit`` work without the
+backslash."""
 
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ def run_meta(shell: "Shell", line: str) -> bool:
         shell.echo(f"Timing is {'on' if shell.timing else 'off'}.")
     elif command == "\\pager":
         set_pager(shell, arg)
+    elif command == "\\x":
+        set_expanded(shell, arg)
     elif command == "\\json":
         shell.as_json = not shell.as_json
         shell.echo(f"Output format is {'JSON' if shell.as_json else 'tables'}.")
@@ -90,6 +93,23 @@ def set_pager(shell: "Shell", arg: str) -> None:
     how = os.environ.get("PAGER") or f"less (LESS={os.environ.get('LESS', LESS)})"
     shell.echo(f"Pager is {'on' if shell.pager else 'off'}" + (
         f": results longer than the terminal go through {how}" if shell.pager else "") + ".")
+
+
+def set_expanded(shell: "Shell", arg: str) -> None:
+    """``\\x [on|off|auto]``, psql's expanded display: tables one field per line always
+    (``on``), never (``off``), or when wider than the terminal (``auto``, the default);
+    ``\\x`` alone turns it on, or off when it is on (as psql).
+
+    Raises:
+        StreamJobError: an argument other than on/off/auto.
+    """
+    from ..render import EXPANDED_MODES
+
+    mode = arg.lower() or ("off" if shell.expanded == "on" else "on")
+    if mode not in EXPANDED_MODES:
+        raise StreamJobError(f"\\x takes on, off or auto, got '{arg}'")
+    shell.expanded = mode
+    shell.echo("Expanded display is " + ("used automatically" if mode == "auto" else mode) + ".")
 
 
 def show_status(shell: "Shell") -> None:

@@ -7,15 +7,17 @@ a backquoted name or a comment does not end a statement. A line whose first char
 ``\\d name``): it ends at the end of its line and needs no ``;``. ``quit``, ``exit`` and
 ``help`` alone are complete without ``;`` too (as in psql).
 
-Pure text functions, no prompt_toolkit: :func:`tokenize`, :func:`split_input`,
+Pure text functions, no prompt_toolkit, over StreamSQL's one tokenizer
+(:mod:`streamjob.grammar.lexical`): :func:`tokenize`, :func:`split_input`,
 :func:`is_complete`, and :func:`position_in` to turn a position inside one statement into
 one inside the whole input.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from ..grammar.lexical import SqlToken, token_at
 
 __all__ = ["BARE_WORDS", "Piece", "Split", "Token", "bare_word", "first_word", "is_complete",
            "position_in", "split_input", "tokenize"]
@@ -23,52 +25,14 @@ __all__ = ["BARE_WORDS", "Piece", "Split", "Token", "bare_word", "first_word", "
 #: Words that are a complete command on their own, without ``;``.
 BARE_WORDS = ("quit", "exit", "help")
 
-_TOKEN_RE = re.compile(
-    r"""(?P<ws>\s+)
-    |(?P<comment>--[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)
-    |(?P<open_comment>/\*[\s\S]*)
-    |(?P<string>'(?:[^'\\]|\\[\s\S]|'')*'|"(?:[^"\\]|\\[\s\S]|"")*")
-    |(?P<open_string>'(?:[^'\\]|\\[\s\S]|'')*\\?|"(?:[^"\\]|\\[\s\S]|"")*\\?)
-    |(?P<name>`(?:[^`]|``)*`)
-    |(?P<open_name>`(?:[^`]|``)*)
-    |(?P<number>[0-9]+(?:\.[0-9]+)?)
-    |(?P<word>[A-Za-z_][A-Za-z0-9_]*)
-    |(?P<punct>[\s\S])""",
-    re.X,
-)
-
-
-@dataclass(frozen=True)
-class Token:
-    """One token of shell input.
-
-    ``kind``: ``ws``, ``comment``, ``string``, ``name`` (backquoted), ``number``,
-    ``word``, ``punct``, ``meta`` (a whole meta-command line), or ``open_string``,
-    ``open_name``, ``open_comment`` (unterminated, running to the end of the input).
-    ``start`` is its offset in the input."""
-
-    kind: str
-    text: str
-    start: int
-
-    @property
-    def end(self) -> int:
-        """Offset just past the token."""
-        return self.start + len(self.text)
-
-    @property
-    def significant(self) -> bool:
-        """Not a blank or a comment."""
-        return self.kind not in ("ws", "comment", "open_comment")
-
-    @property
-    def open(self) -> bool:
-        """An unterminated string, backquoted name or comment."""
-        return self.kind.startswith("open_")
+#: A token of shell input: :class:`streamjob.grammar.lexical.SqlToken` (StreamSQL's one
+#: tokenizer), and ``meta``, a whole backslash-command line.
+Token = SqlToken
 
 
 def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``, in order, covering all of it.
+    """The tokens of ``text``, in order, covering all of it (those of
+    :func:`streamjob.grammar.lexical.tokenize`, but for meta commands).
 
     A ``\\`` where a statement would start (nothing but blanks and comments since the
     last ``;``) begins a ``meta`` token that runs to the end of its line."""
@@ -82,10 +46,9 @@ def tokenize(text: str) -> list[Token]:
             out.append(Token("meta", text[pos:end], pos))
             pos = end
             continue
-        m = _TOKEN_RE.match(text, pos)
-        tok = Token(m.lastgroup, m.group(0), pos)
+        tok = token_at(text, pos)
         out.append(tok)
-        pos = m.end()
+        pos = tok.end
         if tok.kind == "punct" and tok.text == ";":
             boundary = True
         elif tok.significant:

@@ -31,16 +31,16 @@ UP = "\x1b[A"
 class Terminal:
     """``streamjob --home HOME shell`` in a pseudo-terminal, its screen emulated."""
 
-    def __init__(self, home: Path, rows: int = ROWS, **environ: str) -> None:
-        env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(COLS),
+    def __init__(self, home: Path, rows: int = ROWS, cols: int = COLS, **environ: str) -> None:
+        env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", COLUMNS=str(cols),
                    LINES=str(rows), **environ)
         for name in ("STREAMJOB_HOME", "PAGER", "LESS"):  # the shell's own defaults
             if name not in environ:
                 env.pop(name, None)
         self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
-                                   dimensions=(rows, COLS), encoding="utf-8",
+                                   dimensions=(rows, cols), encoding="utf-8",
                                    codec_errors="replace")
-        self.screen = pyte.Screen(COLS, rows)
+        self.screen = pyte.Screen(cols, rows)
         self.stream = pyte.Stream(self.screen)
         self.raw = ""  # everything the shell wrote
         self.mark = 0  # transcript offset after which `output` looks
@@ -148,8 +148,9 @@ class Terminal:
 def term_factory(tmp_path):
     terminals: list[Terminal] = []
 
-    def spawn(home: Path | None = None, rows: int = ROWS, **environ: str) -> Terminal:
-        t = Terminal(home or tmp_path / "home", rows, **environ)
+    def spawn(home: Path | None = None, rows: int = ROWS, cols: int = COLS,
+              **environ: str) -> Terminal:
+        t = Terminal(home or tmp_path / "home", rows, cols, **environ)
         terminals.append(t)
         return t
 
@@ -373,7 +374,8 @@ def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, 
     t.wait(lambda: _rows(out) >= 2,
            "the job to write both records", 60)
     jobs = t.run("\\l")
-    assert re.search(r"│ default\.j +│ RUNNING", jobs), jobs
+    # wider than 140 columns: one field per line (\x auto)
+    assert re.search(r"job +\| default\.j\nstatus +\| RUNNING\n", jobs), jobs
     assert "Interrupted" not in t.transcript and "failed" not in t.transcript
     assert "Setting default log level" not in t.transcript
     t.send("\\q\r")
@@ -446,3 +448,75 @@ def test_e_runs_a_select_preview_and_the_statements_around_it(tmp_path):
     assert res.stdout.index("stream default.r created") < m.start()
     assert res.stdout.index("streams") >= m.end()  # SHOW STREAMS ran after the preview
     assert "Traceback" not in res.stderr
+
+
+WIDE_JOBS = (
+    "CREATE STREAM clicks (id int, name string) TBLPROPERTIES(\"topic\"=\"clicks\", "
+    "\"kafka.broker.list\"=\"127.0.0.1:9\", \"format\"=\"json\");\n"
+    "CREATE TABLE out (id int, name string);\n"
+    "CREATE STREAMJOB wide AS (\"insert into out select id, upper(name) as name from clicks "
+    "where id > 100 and name like '%streamjob%' and id < 100000\");\n"
+    "CREATE STREAMJOB narrow AS (\"insert into out select * from clicks\");\n")
+
+
+def _catalog_with_jobs(home: Path) -> list[tuple[str, ...]]:
+    """Make ``home``'s catalog hold :data:`WIDE_JOBS` (through a session without Spark,
+    as ``check --offline``: the shell's CREATE STREAMJOB would start Spark); the rows
+    of LIST STREAMJOBS as strings."""
+    from streamjob.catalog import Catalog
+    from streamjob.home import Home
+    from streamjob.session import ClientSession
+
+    h = Home.open(home)
+    catalog = Catalog(h.catalog_url)
+    try:
+        session = ClientSession(catalog, h)
+        list(session.execute_script(WIDE_JOBS))
+        [(_, result)] = session.execute_script("LIST STREAMJOBS")
+        return [tuple("" if v is None else str(v) for v in row) for row in result.rows]
+    finally:
+        catalog.close()
+
+
+def _fields(text: str) -> list[list[str]]:
+    """The records of expanded output, each the values of its fields (continuation
+    lines joined, blanks removed)."""
+    records = []
+    for record in text.split("-[ RECORD ")[1:]:
+        values: list[str] = []
+        for line in record.splitlines()[1:]:
+            label, bar, value = line.partition(" |")
+            if not bar:
+                break
+            if label.strip():
+                values.append("")
+            values[-1] += "".join(value.split())
+        records.append(values)
+    return records
+
+
+@pytest.mark.parametrize("cols", [80, 100])
+def test_list_streamjobs_fits_the_terminal(term_factory, tmp_path, cols):
+    """Issue 29 item 8, as a new user in an 80- or 100-column terminal: LIST STREAMJOBS
+    (and ``streamjob -e``) show the jobs one field per line, no line wider than the
+    terminal, every value whole; ``\\x off`` brings the folded table back."""
+    home = tmp_path / "home"
+    rows = _catalog_with_jobs(home)
+    t = term_factory(home, cols=cols)
+    t.prompt()
+    out = t.run("LIST STREAMJOBS;")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= cols, out
+    assert [list(map(lambda v: "".join(v.split()), row)) for row in rows] == _fields(out), out
+    t.run("\\pager off")  # the folded table is taller than the terminal at 80 columns
+    assert "Expanded display is off." in t.run("\\x off")
+    assert "┃" in t.run("LIST STREAMJOBS;")
+    t.exit()
+
+    child = pexpect.spawn(STREAMJOB, ["--home", str(home), "-e", "LIST STREAMJOBS"],
+                          env=dict(os.environ, TERM="xterm", COLUMNS=str(cols)),
+                          dimensions=(ROWS, cols), encoding="utf-8")
+    child.expect(pexpect.EOF, timeout=120)
+    out = ANSI.sub("", child.before).replace("\r", "")
+    assert max(len(line) for line in out.splitlines()) <= cols, out
+    assert [list(map(lambda v: "".join(v.split()), row)) for row in rows] == _fields(out), out

@@ -429,3 +429,185 @@ def test_pager_meta_command(world):
     assert world.pager and world.errors == 0
     world.run_text("\\pager maybe")
     assert world.errors == 1 and world.pager
+
+
+# --------------------------------------------------------------------------- tables that fit
+
+LONG_JOB = ("CREATE STREAMJOB wide_job AS (\"insert into out select id, upper(name) as name "
+            "from clicks where id > 100 and name like '%streamjob%' and id < 100000\") "
+            "JOBPROPERTIES(\"morphling.job.checkpoint.interval\"=\"5000\");\n")
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_list_streamjobs_fits_the_terminal_one_field_per_line(world, capsys, monkeypatch, width):
+    """Issue 29 item 8: at 80 and 100 columns LIST STREAMJOBS folded its SQL column to a
+    few characters (each job over dozens of lines); a table wider than the terminal is
+    now shown expanded (psql's ``\\x auto``): no line is wider than the terminal and
+    every field's value is there, whole."""
+    from streamjob.session import ClientSession
+
+    list(ClientSession(world.catalog, world.home).execute_script(LONG_JOB))
+    monkeypatch.setenv("COLUMNS", str(width))
+    [(_, result)] = world.session.execute_script("LIST STREAMJOBS")
+    world.run_text("LIST STREAMJOBS;")
+    out, err = capsys.readouterr()
+    assert world.errors == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width, out
+    assert "-[ RECORD 1 ]" in out and "-[ RECORD 2 ]" in out and "┃" not in out
+    records = out.split("-[ RECORD ")[1:]
+    assert len(records) == len(result.rows) == 2
+    for record, row in zip(records, result.rows):
+        fields: dict[str, str] = {}
+        name = None
+        for line in record.splitlines()[1:]:
+            label, _, value = line.partition(" |")  # "name | value", "name |" when empty
+            name = label.strip() or name
+            fields[name] = fields.get(name, "") + value[1:]
+        assert list(fields) == list(result.columns)
+        for column, value in zip(result.columns, row):
+            assert _squeezed(fields[column]) == _squeezed("" if value is None else str(value))
+    # a narrow table stays a table
+    world.run_text("SHOW STREAMS;")
+    assert "┃" in capsys.readouterr().out
+
+
+def test_expanded_display_meta_command(world, capsys, monkeypatch):
+    """``\\x`` toggles, ``\\x on|off|auto`` sets; off keeps the table at any width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert world.expanded == "auto"
+    world.run_text("\\x off\nLIST STREAMJOBS;\n")
+    out = capsys.readouterr().out
+    assert "Expanded display is off." in out and "┃" in out and "RECORD" not in out
+    world.run_text("\\x\nSHOW STREAMS;\n")
+    out = capsys.readouterr().out
+    assert "Expanded display is on." in out and "-[ RECORD 1 ]" in out and "stream   | clicks" in out
+    world.run_text("\\x\n")
+    assert world.expanded == "off"
+    world.run_text("\\x auto\n")
+    assert world.expanded == "auto" and "used automatically" in capsys.readouterr().out
+    world.run_text("\\x sideways\n")
+    assert world.errors == 1 and world.expanded == "auto"
+    assert "\\x takes on, off or auto" in capsys.readouterr().err
+
+
+def test_output_without_a_terminal_or_columns_keeps_its_tables(world, capsys, monkeypatch):
+    """Piped output (no terminal, no ``COLUMNS``) is unchanged: a 200-column table."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    world.run_text("LIST STREAMJOBS;")
+    out = capsys.readouterr().out
+    assert "┃" in out and "RECORD" not in out
+
+
+def test_expanded_text_wraps_values_and_keeps_their_lines():
+    from streamjob.executor import Result
+    from streamjob.render import expanded_text
+
+    r = Result(columns=("job", "a rather long column name", "sql"),
+               rows=[("j", None, "select a,\n  b from s where " + "x" * 90)], title="t")
+    text = expanded_text(r, 40)
+    lines = text.splitlines()
+    assert lines[0] == "t" and lines[1].startswith("-[ RECORD 1 ]-")
+    assert max(len(line) for line in lines) <= 40, text
+    assert "  b from s where" in text  # the value's own line, indented as written
+    assert _squeezed("".join(line.partition(" | ")[2] for line in lines[2:])) == _squeezed(
+        "j" + "select a,\n  b from s where " + "x" * 90)
+
+
+# --------------------------------------------------------------------------- one vocabulary
+
+
+def test_the_keyword_vocabulary_is_read_from_the_grammar():
+    """Issue 29 item 4: the keywords are defined once, in ``streamsql.lark``; the parser's
+    errors, the highlighter and the completer all use grammar/lexical.py's lists. The
+    old lexer had its own list, which missed SERDE, EARLIEST, LATEST, TIMESTAMP ..."""
+    import re as re_
+
+    from streamjob.grammar import lexical
+    from streamjob.shell import completion, lexer
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8")
+    spelled = {w.upper() for w in re_.findall(r'"([A-Za-z]+)"i', grammar)}
+    assert spelled and spelled <= lexical.GRAMMAR_KEYWORDS <= set(lexical.KEYWORDS)
+    assert lexer.KEYWORDS is lexical.KEYWORDS is completion.KEYWORDS
+    assert {"SERDE", "SERDEPROPERTIES", "EARLIEST", "LATEST", "CASCADE"} <= set(lexer.KEYWORDS)
+    # the statement starts are the grammar's (INSERT from its raw INSERT_STATEMENT
+    # terminal), and the shell's previews
+    assert lexical.STATEMENT_KEYWORDS == {
+        "alter", "create", "desc", "describe", "drop", "explain", "insert", "list", "print",
+        "reset", "set", "show", "start", "stop", "use"}
+    assert set(lexer.STATEMENT_KEYWORDS) == {k.upper() for k in lexical.STATEMENT_KEYWORDS} | {
+        "SELECT", "WITH"}
+    for word in sorted(spelled):  # every keyword of the grammar is highlighted and completed
+        assert dict((v, t) for t, v in _tokens(f"x {word.lower()} y"))[word.lower()] in Keyword, word
+        assert word in [t for t, _ in _offers(f"SHOW STREAMS; x {word[:-1]}")], word
+
+
+def test_a_keyword_added_to_the_grammar_joins_the_vocabulary():
+    """A statement added to the grammar brings its keywords, and its first word becomes
+    a statement keyword, with nothing else edited (the vocabulary is derived)."""
+    from streamjob.grammar import lexical
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8")
+    grammar = grammar.replace("          | _explain_statement",
+                              "          | _explain_statement\n          | vacuum", 1)
+    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+    vocabulary = lexical.vocabulary_of(grammar)
+    assert {"VACUUM", "RETAIN"} <= vocabulary.keywords
+    assert "VACUUM" in vocabulary.statement_keywords and "RETAIN" not in vocabulary.statement_keywords
+    assert ("VACUUM", "STREAMJOB") in vocabulary.openings  # a missing ';' before it is found
+    assert lexical.statement_start_re(vocabulary).search("select 1\n vacuum streamjob j")
+    assert not lexical.STATEMENT_START_RE.search("select 1\n vacuum streamjob j")
+    assert {("CREATE", "STREAM"), ("SHOW", "CREATE"), ("EXPLAIN", "INSERT")} <= (
+        lexical.grammar_vocabulary().openings)
+    assert {"VACUUM", "RETAIN"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
+
+
+def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers():
+    """The splitter's tokens are grammar/lexical.py's; the highlighter lexes with them
+    (same boundaries), and the parser's raw-text pieces are built on them too."""
+    from streamjob.grammar import lexical
+    from streamjob.shell import splitter
+
+    text = ("SELECT a<=1, `b``c`, 'it''s' AS s -- note\nFROM t /* x */ WHERE d = \"e\"; "
+            "SHOW 'open")
+    assert splitter.Token is lexical.SqlToken
+    assert splitter.tokenize(text) == lexical.tokenize(text)
+    lexed = [(start, value) for start, _, value in StreamSqlLexer().get_tokens_unprocessed(text)]
+    assert lexed == [(t.start, t.text) for t in lexical.tokenize(text)]
+    kinds = [k for k, _, _ in lexical.iter_pieces("a 'b' `c` -- d\n'e")]
+    assert kinds == ["other", "ws", "str", "ws", "name", "ws", "comment", "ws", "other", "other"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("start streamjob j1 from ", ["checkpoint", "earliest", "latest", "timestamp"]),
+    ("CREATE STREAM s (a int) ROW FORMAT ", ["DELIMITED", "SERDE"]),
+    ("create table t (a int) row format serde 'x' with ", ["serdeproperties"]),
+    ("show checkpoints ", ["for"]),
+    ("print s1 ", ["from", "limit"]),
+])
+def test_keywords_after_a_word_are_the_grammars(text, expected):
+    """After a word of a statement the completer offers what the grammar accepts next
+    (the old hand-kept table offered stream names after START ... FROM, and no SERDE)."""
+    assert [t for t, _ in _offers(text)] == expected
+
+
+def test_a_statement_added_to_the_grammar_is_completed(monkeypatch):
+    """The completer's keywords after a word come from the grammar's parser: a grammar
+    with a new statement completes its next keyword with nothing else edited."""
+    from lark import Lark
+
+    from streamjob.grammar import lexical, parser
+
+    grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8").replace(
+        "          | _explain_statement", "          | _explain_statement\n          | vacuum", 1)
+    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+    monkeypatch.setattr(parser, "_PARSER", Lark(grammar, parser="lalr", lexer="contextual",
+                                                 postlex=parser._AlwaysLexNames()))
+    monkeypatch.setattr(parser, "_TERMINAL_KEYWORDS", None)
+    assert _offers("vacuum ") == [("streamjob", 0)]
+    assert _offers("vacuum streamjob j1 re") == [("retain", -2)]
