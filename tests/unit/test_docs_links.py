@@ -30,9 +30,8 @@ def markdown_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def links(text: str) -> list[tuple[int, str]]:
-    """``(line number, target)`` of every link and image outside code."""
-    out: list[tuple[int, str]] = []
+def prose(text: str):
+    """``(line number, line)`` of every line outside fenced code blocks."""
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), 1):
         m = _FENCE.match(line)
@@ -43,6 +42,13 @@ def links(text: str) -> list[tuple[int, str]]:
         if m:
             fence = m.group(1)
             continue
+        yield number, line
+
+
+def links(text: str) -> list[tuple[int, str]]:
+    """``(line number, target)`` of every link and image outside code."""
+    out: list[tuple[int, str]] = []
+    for number, line in prose(text):
         line = _CODE_SPAN.sub("", line)
         targets = [t.group(1) for t in _INLINE.finditer(line)]
         ref = _REFERENCE.match(line)
@@ -96,16 +102,7 @@ def slug(heading: str) -> str:
 def anchors(page: Path) -> set[str]:
     """Every anchor of a Markdown page's headings (outside code), duplicates numbered."""
     out: set[str] = set()
-    fence: str | None = None
-    for line in page.read_text(encoding="utf-8").splitlines():
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-            continue
-        if m:
-            fence = m.group(1)
-            continue
+    for _number, line in prose(page.read_text(encoding="utf-8")):
         h = re.match(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
         if h:
             base = slug(h.group(1))
