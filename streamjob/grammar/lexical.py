@@ -318,8 +318,13 @@ def _first_pairs(rules) -> set[tuple[str, str]]:
 
 @functools.cache
 def grammar_vocabulary() -> Vocabulary:
-    """The :class:`Vocabulary` of ``streamsql.lark`` (read once per process)."""
-    return vocabulary_of(GRAMMAR_FILE.read_text(encoding="utf-8"))
+    """The :class:`Vocabulary` of ``streamsql.lark`` (read once per process, as package
+    data: Spark's executors import this module from the shipped zip, where the grammar
+    is no file of its own)."""
+    from importlib import resources
+
+    text = resources.files(__package__).joinpath(GRAMMAR_FILE.name).read_text(encoding="utf-8")
+    return vocabulary_of(text)
 
 
 #: Every keyword of ``streamsql.lark`` (upper case).
