@@ -22,24 +22,12 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ..exceptions import ValidationError
 from ..grammar.errors import suggest, unexpected, unexpected_end
+from ..grammar.lexical import QUERY_KEYWORDS
 from ..grammar.statements import Position
 
 #: Spark's ``window(...)`` function is read by sqlglot as the WINDOW keyword; calls are
 #: renamed to this placeholder of the same length before parsing, and back after.
 WINDOW_PLACEHOLDER = "_sjwin"
-
-#: The SQL keywords a misspelt word in a query is matched against for "did you mean"
-#: (the clauses and operators of Hive/Spark SQL queries, and StreamSQL's STREAMWINDOW and
-#: SESSIONWINDOW).
-QUERY_KEYWORDS = (
-    "ALL", "AND", "ANTI", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CLUSTER", "CROSS",
-    "DESC", "DISTINCT", "DISTRIBUTE", "ELSE", "END", "EXISTS", "FALSE", "FROM", "FULL",
-    "GROUP", "HAVING", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS", "JOIN", "LATERAL",
-    "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "OUTER", "OVER",
-    "OVERWRITE", "PARTITION", "RIGHT", "RLIKE", "SELECT", "SEMI", "SESSIONWINDOW", "SORT",
-    "STREAMWINDOW", "TABLE", "THEN", "TRUE", "UNION", "USING", "VALUES", "VIEW", "WHEN",
-    "WHERE", "WITH",
-)
 
 #: Tokens that can end an operand (a column, a literal, a call, ``*``): a bare name right
 #: after one is read by sqlglot as the operand's alias.
