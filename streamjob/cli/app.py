@@ -58,7 +58,7 @@ class _Context:
 
     @property
     def session(self):
-        """The invocation's :class:`~streamjob.session.ClientSession` (catalog only: it
+        """The invocation's :class:`~streamjob.client.session.ClientSession` (catalog only: it
         hosts no job; ``run`` makes its own), or with ``--server`` its
         :class:`~streamjob.api.client.RemoteSession` over the HTTP API."""
         if self._session is None and self.server:
@@ -66,7 +66,7 @@ class _Context:
 
             self._session = RemoteSession(self.server, self.token)
         if self._session is None:
-            from ..session import ClientSession
+            from ..client.session import ClientSession
 
             self._session = ClientSession(self.catalog, self.home, debug=self.debug)
         return self._session

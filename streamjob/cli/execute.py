@@ -1,5 +1,5 @@
 """Executing statements for the command line, through the invocation's client session
-(:mod:`streamjob.session`, which also says where a started job runs).
+(:mod:`streamjob.client.session`, which also says where a started job runs).
 
 :func:`_execute_text` runs ``-e`` text and StreamSQL files (parsed and checked whole,
 then executed one by one, each result printed); :func:`_statement` runs the one statement a verb builds
@@ -16,7 +16,7 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from ..grammar import statements as st
-from ..render import render
+from ..client.render import render
 
 if TYPE_CHECKING:
     from .app import _Context
@@ -24,14 +24,14 @@ if TYPE_CHECKING:
 
 def _execute_text(text: str, source: str | None, session, as_json: bool = False,
                   previews=None, ends_session: bool = True, on_checked=None) -> None:
-    """Apply ``text`` through ``session`` (a :class:`~streamjob.session.ClientSession`:
+    """Apply ``text`` through ``session`` (a :class:`~streamjob.client.session.ClientSession`:
     parsed and checked whole first, so an error there executes nothing), printing each
     statement's result as it is executed; a statement failing while applying stops it
     (located in ``text``, with a note of what took effect). With ``as_json`` each result
     is one JSON document on one line.
 
     ``previews`` (``-e``): a :class:`Previews` that runs each bare ``SELECT`` of ``text``
-    as the shell does (:mod:`streamjob.shell.preview`); the statements between two
+    as the shell does (:mod:`streamjob.client.preview`); the statements between two
     SELECTs are applied as one script, in order. Without it a SELECT is the grammar's
     error. ``ends_session``: nothing runs in this session after ``text``, so a ``SET`` as
     its last statement says it applies to nothing (the session ends with the command).
@@ -77,7 +77,7 @@ def _runs(text: str) -> list[tuple[object, str]]:
     for the statements between, ``part`` being ``text`` with everything else blanked
     (newlines kept), so positions in ``part`` are positions in ``text``."""
     from ..planner.preview import is_select
-    from ..shell.splitter import Piece, split_input
+    from ..client.splitter import Piece, split_input
 
     split = split_input(text)
     pieces = list(split.pieces)
@@ -111,12 +111,12 @@ def _blank(text: str) -> str:
 
 class Previews:
     """The ``SELECT ... FROM stream [LIMIT n]`` previews of ``-e``, run as the shell runs
-    them (:func:`streamjob.shell.preview.run_select`: up to ``n`` rows, 20 without LIMIT,
+    them (:func:`streamjob.client.preview.run_select`: up to ``n`` rows, 20 without LIMIT,
     or Ctrl-C; nothing committed or recorded), in this process's Spark (started on the
     first SELECT), with the invocation's session (its SET values). With ``--server`` a
     preview is refused: the server runs no previews, and this process has no catalog.
 
-    Attributes are those :func:`~streamjob.shell.preview.run_select` reads of a shell."""
+    Attributes are those :func:`~streamjob.client.preview.run_select` reads of a shell."""
 
     interactive = False
     reset = None  # each Kafka stream from its own reset strategy (SET of it: the shell's)
@@ -161,8 +161,8 @@ class Previews:
             ValidationError: with ``--server``, or the SELECT does not resolve.
             StreamJobError: the query failed.
         """
-        from ..shell.preview import run_select
-        from ..shell.splitter import position_in
+        from ..client.preview import run_select
+        from ..client.splitter import position_in
 
         try:
             if self._obj.server:

@@ -1,6 +1,6 @@
 """The verbs that set a job's desired state: ``start`` (optionally from a retained
 checkpoint), ``stop`` and ``drop``. A job manager acts on them; the printed message says
-whether one holds the catalog's lease (:meth:`streamjob.session.ClientSession.execute`)."""
+whether one holds the catalog's lease (:meth:`streamjob.client.session.ClientSession.execute`)."""
 
 from __future__ import annotations
 

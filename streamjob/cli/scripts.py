@@ -49,7 +49,7 @@ def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
     --until-idle until every job has caught up with its input. Running the same file
     again resumes the jobs from their checkpoints.
     """
-    from ..session import ClientSession
+    from ..client.session import ClientSession
 
     session = ClientSession(obj.catalog, obj.home, debug=obj.debug)
     manager = session.host()  # registered as a host: STOP/DROP from other clients reach it
@@ -144,7 +144,7 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
     is also put to Spark's streaming analysis over empty inputs (a local Spark starts,
     in a few seconds, at the first CREATE STREAMJOB), unless --offline.
     """
-    from ..check import check_script, scratch_catalog
+    from ..client.check import check_script, scratch_catalog
 
     if compat:
         _compat(obj, file, _pairs(variables, "--var"))
@@ -167,8 +167,8 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
 
 
 def _compat(obj: _Context, file: str, variables: dict[str, str]) -> None:
-    """``check --compat``: the report of :mod:`streamjob.compat`, one line per item."""
-    from ..compat import compat_report, summary
+    """``check --compat``: the report of :mod:`streamjob.client.compat`, one line per item."""
+    from ..client.compat import compat_report, summary
 
     try:
         items = compat_report(_read_script(file, variables, obj.home), file)

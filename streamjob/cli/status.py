@@ -3,7 +3,7 @@ batch, checkpoint age, lag, error) and the job manager holding the lease.
 
 :func:`streamjob.status.status_snapshot` reads it (through the session: from the catalog,
 or ``GET /v1/status`` with ``--server``),
-:func:`streamjob.render.status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
+:func:`streamjob.client.render.status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import click
 
 from .app import _Context, client_options
-from ..render import _console, status_view
+from ..client.render import _console, status_view
 
 
 @click.command()

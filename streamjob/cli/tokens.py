@@ -48,7 +48,7 @@ def create(obj: _Context, name: str, role: str) -> None:
 def list_tokens(obj: _Context, as_json: bool) -> None:
     """List the tokens: name, role, created, last used (never the tokens)."""
     from ..executor.result import Result
-    from ..render import render
+    from ..client.render import render
 
     rows = [(t.name, t.role, t.created_at.isoformat(timespec="seconds"),
              t.last_used_at.isoformat(timespec="seconds") if t.last_used_at else None)

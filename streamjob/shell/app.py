@@ -31,7 +31,7 @@ import click
 
 from ..exceptions import StreamJobError, ValidationError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, is_complete, position_in, split_input
+from ..client.splitter import Piece, bare_word, is_complete, position_in, split_input
 from .terminal import follow_stderr, restore_sigint
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class Shell:
         self.expanded = "auto"  # \x: tables wider than the terminal one field per line
         self.pager = True  # long results through $PAGER on a terminal (\pager off)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        from ..session import ClientSession
+        from ..client.session import ClientSession
 
         # the client session: SET values, and the job manager of the jobs this shell
         # hosts (created on the first START while no server holds the lease)
@@ -128,7 +128,7 @@ class Shell:
         tables, expanded as ``\\x`` says, or JSON under ``\\json``); through the pager
         when it does not fit the terminal (:mod:`.pager`; not when stdin or stdout is no
         terminal, or ``\\pager off``)."""
-        from ..render import render
+        from ..client.render import render
 
         if not (self.pager and self.interactive and sys.stdout.isatty()):
             render(result, self.as_json, expanded=self.expanded)
@@ -236,7 +236,7 @@ class Shell:
         from ..planner.preview import is_select
 
         if is_select(text):
-            from .preview import run_select
+            from ..client.preview import run_select
 
             if self.remote:
                 raise ValidationError("SELECT previews run Spark in this shell over the "

@@ -103,7 +103,7 @@ def set_expanded(shell: "Shell", arg: str) -> None:
     Raises:
         StreamJobError: an argument other than on/off/auto.
     """
-    from ..render import EXPANDED_MODES
+    from ..client.render import EXPANDED_MODES
 
     mode = arg.lower() or ("off" if shell.expanded == "on" else "on")
     if mode not in EXPANDED_MODES:
@@ -120,7 +120,7 @@ def show_status(shell: "Shell") -> None:
     if shell.as_json:
         shell.echo(json.dumps(snapshot, default=str))
         return
-    from ..render import _console, status_view
+    from ..client.render import _console, status_view
 
     _console().print(status_view(snapshot))
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import Catalog
-from .home import Home
+from ..catalog import Catalog
+from ..home import Home
 from .scratch import SCRATCH_URL, scratch_catalog
 
 __all__ = ["SCRATCH_URL", "CheckReport", "check_script", "scratch_catalog"]
