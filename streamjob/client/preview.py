@@ -1,5 +1,6 @@
-"""``SELECT ... FROM stream [LIMIT n]`` in the shell: a transient streaming query whose
-rows are printed as they arrive.
+"""A bare ``SELECT ... FROM stream [LIMIT n]``, the preview of the shell and of ``-e``: a
+transient streaming query whose rows are printed as they arrive. :class:`Previews` is the
+one object both front ends run it through, over their client session.
 
 The SELECT is planned by :mod:`streamjob.planner.preview` (the job planner's checks and
 source readers) and runs in its own Spark session clone with a temporary checkpoint
@@ -9,7 +10,7 @@ its checkpoint directory removed. Ctrl-C stops the preview cleanly: one line
 (``0 rows (stopped by Ctrl-C)``), the prompt again, the session ready for the next
 statement (:func:`ctrl_c_sets`). Nothing is committed to any consumer group and nothing
 is recorded in the catalog. Rows print as a table whose header comes first (or as one
-JSON object per line under ``\\json``).
+JSON object per line under the shell's ``\\json`` or ``--json``).
 """
 
 from __future__ import annotations
@@ -22,14 +23,11 @@ import signal
 import tempfile
 import threading
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import click
 
-from ..exceptions import StreamJobError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import Shell
+from ..exceptions import StreamJobError, ValidationError
 
 #: Micro-batch interval of a preview query.
 TRIGGER = "500 milliseconds"
@@ -104,79 +102,141 @@ class RowPrinter:
         return f"{n} row{'s' if n != 1 else ''}" + (" (stopped by Ctrl-C)" if interrupted else "")
 
 
-def run_select(shell: "Shell", text: str) -> None:
-    """Run the bare SELECT ``text`` as a transient query and print its rows (see the
-    module docstring). Returns after ``n`` rows, Ctrl-C or a failure of the query.
+class Previews:
+    """The bare ``SELECT ... FROM stream [LIMIT n]`` previews of one client session: the
+    one object every front end runs a preview through (the shell, ``-e`` of the command
+    line; see the module docstring for what a preview is).
 
-    Raises:
-        ValidationError: the SELECT does not resolve (see
-            :func:`streamjob.planner.preview.plan_preview`).
-        StreamJobError: the query failed (an unreachable broker, a bad record ...).
+    Args:
+        session: the client session (:class:`~streamjob.client.session.ClientSession`):
+            its catalog and home, its SET values (``spark.sql.*`` settings, records per
+            batch) and its current database (``USE``) are the preview's, read at each run.
+        spark: ``() -> SparkSession`` of this process, called at the first preview that
+            reaches Spark (a SELECT with an error, or ``LIMIT 0``, starts none); it
+            leaves Ctrl-C to Python (the front end's
+            :func:`~streamjob.shell.terminal.restore_sigint`), so Ctrl-C stops a preview.
+        echo: prints one line of output (rows, the footer).
+        interactive: a person reads the rows on a terminal: say first how many rows are
+            awaited and that Ctrl-C stops.
+        refusal: why this client runs no previews, if it runs none: a client of the HTTP
+            API (``--server``) has no catalog here, and the server runs no previews; each
+            front end says it in its own words. :meth:`run` then raises it, at line 1,
+            column 1 of the SELECT, before anything is read or sent.
+
+    :attr:`reset` is where each Kafka stream is read from (``earliest``, ``latest``,
+    ``committed`` or a timestamp in ms; None: each stream's own reset strategy): the
+    shell's ``SET transwarp.consumer.reset.offset.strategy``. :attr:`started` says whether
+    a preview called ``spark``.
     """
-    from .. import properties as jp
-    from ..planner.preview import plan_preview
 
-    plan = plan_preview(shell.catalog, shell.home, text, shell.session_props, shell.reset,
-                        default_database=shell.database)
-    if plan.limit == 0:
-        shell.echo("0 rows")
-        return
-    from ..spark.session import job_session
-    from ..spark.query import preview_frame
+    def __init__(self, session, spark: Callable[[], Any], *,
+                 echo: Callable[..., None] = click.echo, interactive: bool = False,
+                 refusal: str | None = None) -> None:
+        self.session = session
+        self.spark = spark
+        self.echo = echo
+        self.interactive = interactive
+        self.refusal = refusal
+        self.reset: str | None = None
+        self.started = False
 
-    session = job_session(shell.spark(), jp.spark_settings(plan.props))
-    df = preview_frame(session, plan)
-    printer = RowPrinter(df.columns, plan.limit, shell.as_json, shell.echo)
-    done = threading.Event()
-    stopping = threading.Event()  # the query is being stopped: batches do nothing more
-    interrupted = threading.Event()  # by Ctrl-C
+    def run(self, text: str, as_json: bool = False) -> None:
+        """Run the bare SELECT ``text`` as a transient query and print its rows (one JSON
+        object per row with ``as_json``); returns after ``n`` rows, Ctrl-C or a failure
+        of the query. Errors are located in ``text``.
 
-    def batch(frame, batch_id: int) -> None:
-        try:
-            want = printer.remaining
-            if want > 0 and not stopping.is_set():
-                rows = [tuple(r) for r in frame.limit(want).collect()]
-                if not stopping.is_set():
-                    printer.print_rows(rows)
-        except Exception:
-            if not stopping.is_set():
-                raise
-            return  # its Spark job cancelled by the stop (ctrl_c_sets)
-        if printer.remaining <= 0:
-            done.set()
+        Raises:
+            ValidationError: this client runs no previews (``refusal``), or the SELECT
+                does not resolve (see :func:`streamjob.planner.preview.plan_preview`).
+            StreamJobError: the query failed (an unreachable broker, a bad record ...).
+        """
+        if self.refusal is not None:
+            raise ValidationError(self.refusal, 1, 1)
+        from .. import properties as jp
+        from ..planner.preview import plan_preview
 
-    checkpoint = tempfile.mkdtemp(prefix="streamjob-select-")
-    query = None
-    failure = None
-    try:
-        with ctrl_c_sets(interrupted, stopping):
-            query = (df.writeStream.outputMode(plan.output_mode)
-                     .option("checkpointLocation", checkpoint)
-                     .trigger(processingTime=TRIGGER)
-                     .foreachBatch(batch).start())
-            if shell.interactive:
-                click.secho(f"(up to {plan.limit} rows as they arrive; Ctrl-C stops)", dim=True)
-            while not done.wait(0.25) and not interrupted.is_set():
-                if not query.isActive:
-                    break
-            stopping.set()
-            if not done.is_set() and not interrupted.is_set():
-                failure = query.exception()
-    finally:
-        stopping.set()
-        if query is not None:
+        session = self.session
+        plan = plan_preview(session.catalog, session.home, text, session.properties,
+                            self.reset, default_database=session.database)
+        if plan.limit == 0:
+            self.echo("0 rows")
+            return
+        from ..spark.session import job_session
+        from ..spark.query import preview_frame
+
+        spark = self.spark()
+        self.started = True
+        df = preview_frame(job_session(spark, jp.spark_settings(plan.props)), plan)
+        printer = RowPrinter(df.columns, plan.limit, as_json, self.echo)
+        self._stream(df, plan, printer)
+
+    def _stream(self, df, plan, printer: RowPrinter) -> None:
+        """Run ``df`` as a streaming query until ``printer`` printed ``plan.limit`` rows,
+        Ctrl-C or the query's failure; stop it and remove its checkpoint directory.
+
+        Raises:
+            StreamJobError: the query failed.
+        """
+        done = threading.Event()
+        stopping = threading.Event()  # the query is being stopped: batches do nothing more
+        interrupted = threading.Event()  # by Ctrl-C
+
+        def batch(frame, batch_id: int) -> None:
             try:
-                query.stop()
-            except Exception:  # noqa: BLE001 - a failed query is already stopped
-                pass
-        shutil.rmtree(checkpoint, ignore_errors=True)
-    if failure is not None:
-        from ..manager.runner import error_summary
+                want = printer.remaining
+                if want > 0 and not stopping.is_set():
+                    rows = [tuple(r) for r in frame.limit(want).collect()]
+                    if not stopping.is_set():
+                        printer.print_rows(rows)
+            except Exception:
+                if not stopping.is_set():
+                    raise
+                return  # its Spark job cancelled by the stop (ctrl_c_sets)
+            if printer.remaining <= 0:
+                done.set()
 
-        raise StreamJobError(f"the query failed: {error_summary(failure)}")
-    if interrupted.is_set():
-        shell.echo()  # after the terminal's ^C
-    shell.echo(printer.footer(interrupted.is_set()))
+        checkpoint = tempfile.mkdtemp(prefix="streamjob-select-")
+        query = None
+        failure = None
+        try:
+            with ctrl_c_sets(interrupted, stopping):
+                query = (df.writeStream.outputMode(plan.output_mode)
+                         .option("checkpointLocation", checkpoint)
+                         .trigger(processingTime=TRIGGER)
+                         .foreachBatch(batch).start())
+                if self.interactive:
+                    click.secho(f"(up to {plan.limit} rows as they arrive; Ctrl-C stops)",
+                                dim=True)
+                while not done.wait(0.25) and not interrupted.is_set():
+                    if not query.isActive:
+                        break
+                stopping.set()
+                if not done.is_set() and not interrupted.is_set():
+                    failure = query.exception()
+        finally:
+            stopping.set()
+            if query is not None:
+                try:
+                    query.stop()
+                except Exception:  # noqa: BLE001 - a failed query is already stopped
+                    pass
+            shutil.rmtree(checkpoint, ignore_errors=True)
+        if failure is not None:
+            from ..manager.runner import error_summary
+
+            raise StreamJobError(f"the query failed: {error_summary(failure)}")
+        if interrupted.is_set():
+            self.echo()  # after the terminal's ^C
+        self.echo(printer.footer(interrupted.is_set()))
+
+    def close(self) -> None:
+        """Stop Spark if a preview started it (for a client whose Spark serves nothing
+        else: ``-e``; the shell's Spark also runs the jobs it hosts, and the shell stops
+        it itself)."""
+        if self.started:
+            from ..spark.session import stop_spark
+
+            stop_spark()
 
 
 @contextlib.contextmanager
@@ -186,7 +246,7 @@ def ctrl_c_sets(*events: threading.Event):
 
     Why: a KeyboardInterrupt lands wherever the main thread is, in the middle of a Py4J
     call too; and stopping a preview while its micro-batch runs must go one way only
-    (:func:`run_select`): the batch function, told by ``stopping``, swallows the error of
+    (:meth:`Previews.run`): the batch function, told by ``stopping``, swallows the error of
     its cancelled Spark job, so that no Py4J error reaches Spark's stream thread. There,
     StreamExecution.isInterruptionException (SPARK-39218) matches the error's message
     with a regular expression that overflows the JVM's stack on a long message: Ctrl-C

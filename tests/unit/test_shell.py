@@ -345,13 +345,13 @@ def test_meta_toggles_and_describe(world, capsys):
 
 def test_set_of_the_select_start_is_the_shells_own(world, capsys):
     world.run_text("SET transwarp.consumer.reset.offset.strategy = latest;")
-    assert world.reset == "latest" and world.session_props == {}
+    assert world.previews.reset == "latest" and world.session_props == {}
     world.run_text("SET transwarp.consumer.reset.offset.strategy = soon;")
     world.run_text("RESET;")
     out, err = capsys.readouterr()
     assert "transwarp.consumer.reset.offset.strategy=latest" in out
     assert "Error: 1:1: property 'transwarp.consumer.reset.offset.strategy' must be" in err
-    assert world.reset is None
+    assert world.previews.reset is None
 
 
 def test_start_with_a_server_only_sets_the_desired_state(world, capsys):
@@ -422,13 +422,13 @@ def test_pager_pages_what_does_not_fit_the_terminal():
 
 
 def test_pager_meta_command(world):
-    assert world.pager
+    assert world.context.pager
     world.run_text("\\pager off")
-    assert not world.pager
+    assert not world.context.pager
     world.run_text("\\pager on")
-    assert world.pager and world.errors == 0
+    assert world.context.pager and world.errors == 0
     world.run_text("\\pager maybe")
-    assert world.errors == 1 and world.pager
+    assert world.errors == 1 and world.context.pager
 
 
 # --------------------------------------------------------------------------- tables that fit
@@ -479,7 +479,7 @@ def test_list_streamjobs_fits_the_terminal_one_field_per_line(world, capsys, mon
 def test_expanded_display_meta_command(world, capsys, monkeypatch):
     """``\\x`` toggles, ``\\x on|off|auto`` sets; off keeps the table at any width."""
     monkeypatch.setenv("COLUMNS", "80")
-    assert world.expanded == "auto"
+    assert world.context.expanded == "auto"
     world.run_text("\\x off\nLIST STREAMJOBS;\n")
     out = capsys.readouterr().out
     assert "Expanded display is off." in out and "┃" in out and "RECORD" not in out
@@ -487,11 +487,11 @@ def test_expanded_display_meta_command(world, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "Expanded display is on." in out and "-[ RECORD 1 ]" in out and "stream   | clicks" in out
     world.run_text("\\x\n")
-    assert world.expanded == "off"
+    assert world.context.expanded == "off"
     world.run_text("\\x auto\n")
-    assert world.expanded == "auto" and "used automatically" in capsys.readouterr().out
+    assert world.context.expanded == "auto" and "used automatically" in capsys.readouterr().out
     world.run_text("\\x sideways\n")
-    assert world.errors == 1 and world.expanded == "auto"
+    assert world.errors == 1 and world.context.expanded == "auto"
     assert "\\x takes on, off or auto" in capsys.readouterr().err
 
 
