@@ -48,7 +48,8 @@ class Invocation:
         Raises:
             StreamJobError: with ``--server`` (this command works on the catalog
                 directly), or the home holds checkpoints of jobs this catalog does not
-                know (unless ``--new-catalog``: :func:`~streamjob.checkpoint.identity.refuse_orphaned`).
+                know, unless ``--new-catalog``
+                (:func:`~streamjob.checkpoint.identity.refuse_orphaned`).
         """
         from ..catalog import Catalog
 

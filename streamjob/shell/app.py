@@ -273,13 +273,14 @@ class Shell:
             self.echo(f"{PREVIEW_RESET_KEY} reset (SELECT reads each stream from its own)")
             return True
         try:
-            self.previews.reset = str(jp.CONNECTOR.lookup(PREVIEW_RESET_KEY).parse(stmt.value or ""))
+            reset = jp.CONNECTOR.lookup(PREVIEW_RESET_KEY).parse(stmt.value or "")
+            self.previews.reset = str(reset)
         except StreamJobError as exc:
             pos = stmt.where("name")
             exc.locate(pos.line, pos.column)
             raise
-        self.echo(f"{PREVIEW_RESET_KEY}={self.previews.reset} (where SELECT in this shell starts "
-                  f"reading Kafka streams)")
+        self.echo(f"{PREVIEW_RESET_KEY}={self.previews.reset} (where SELECT in this shell "
+                  f"starts reading Kafka streams)")
         return True
 
     def _confirm_drop(self, stmt) -> bool:
@@ -476,4 +477,3 @@ class Shell:
             from ..spark.session import stop_spark
 
             stop_spark()
-

@@ -66,8 +66,8 @@ def _token_type(token):
 
 class StreamSqlLexer(Lexer):
     """A pygments lexer for StreamSQL as typed into the shell (see the module docstring):
-    the shell splitter's tokens (:func:`streamjob.client.splitter.tokenize`, StreamSQL's one tokenizer),
-    typed by kind and by the grammar's vocabulary."""
+    the splitter's tokens (:func:`streamjob.client.splitter.tokenize`, StreamSQL's one
+    tokenizer), typed by kind and by the grammar's vocabulary."""
 
     name = "StreamSQL"
     aliases = ["streamsql"]
