@@ -1,5 +1,5 @@
 """The HTTP API of ``streamjob server --http`` (issue 15, DESIGN §8): a FastAPI app over
-one catalog, the same :class:`~streamjob.session.ClientSession` the CLI and the shell
+one catalog, the same :class:`~streamjob.client.session.ClientSession` the CLI and the shell
 use underneath (as Flink's SQL Gateway puts one session layer under its clients).
 
 Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
@@ -12,7 +12,7 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   the client to send with its next request: the server keeps no session). PRINT needs
   LIMIT here and answers once it has LIMIT records or none came for 5 s. The script is
   tried whole on a scratch copy of the catalog first
-  (:meth:`~streamjob.session.ClientSession.execute_script`): an error there answers 400
+  (:meth:`~streamjob.client.session.ClientSession.execute_script`): an error there answers 400
   with the error, located in ``sql``, and nothing executed (``"results": []``). A
   statement failing after that answers 400 with its error, its ``note`` saying which
   statements took effect, and their results.
@@ -111,7 +111,7 @@ def create_app(catalog, home, spark: Callable | None = None,
     """
     door = door or FrontDoor()
     limiter = RateLimiter(door.rate_per_s, door.burst)
-    from ..session import ClientSession
+    from ..client.session import ClientSession
     from ..shapes import runs_json
     from ..status import status_snapshot
     from .metrics import metrics_text

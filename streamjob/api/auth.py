@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..catalog.records import Role
 from ..exceptions import ObjectExistsError
-from ..session import READS
+from ..client.session import READS
 
 #: Statements a viewer may execute: they read the catalog or change only the session.
 READ_ONLY = READS

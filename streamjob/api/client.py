@@ -1,7 +1,7 @@
 """The client side of the HTTP API: what ``streamjob --server URL`` uses instead of the
 catalog (DESIGN §8: such clients need no database credentials).
 
-:class:`RemoteSession` has the interface of :class:`~streamjob.session.ClientSession`
+:class:`RemoteSession` has the interface of :class:`~streamjob.client.session.ClientSession`
 that the CLI uses (``execute``, ``execute_script``, ``properties``, ``status``,
 ``close``): a script is parsed here whole (a parse error sends nothing and is shown
 exactly as without ``--server``), then sent whole in one request with the session's
@@ -93,7 +93,7 @@ class RemoteSession:
                        statements: list | None = None) -> Iterator:
         """Parse ``text`` whole here (a parse error sends nothing), then send it whole in
         one request: the server tries it on a scratch copy of its catalog before it
-        applies it (:meth:`streamjob.session.ClientSession.execute_script`). Yields
+        applies it (:meth:`streamjob.client.session.ClientSession.execute_script`). Yields
         ``(statement, Result)``; an error is located in ``text`` (``source`` names the
         file), after the results of the statements that took effect before it.
         ``statements``: ``text`` already parsed."""

@@ -18,10 +18,12 @@ per statement, one per line (so one statement gives exactly one JSON document).
 
 The modules, by concern:
 
-* :mod:`.app` — the group :func:`main`: global options, ``-e``, the error boundary,
-  the per-invocation context and the verbs' ``--home``/``--catalog``;
-* :mod:`.execute` — executing statements: ``-e``/file text, the statement a verb builds,
-  and the job-manager note on START/STOP/DROP;
+* :mod:`.app` — the group :func:`main`: global options, ``-e``, the error boundary and
+  the verbs' ``--home``/``--catalog``;
+* :mod:`.context` — :class:`~.context.Invocation`, the per-invocation state every verb
+  receives (home, catalog and client session, opened on first use);
+* :mod:`.execute` — executing statements: ``-e``/file text and its SELECT previews
+  (:class:`streamjob.client.preview.Previews`), the statement a verb builds;
 * :mod:`.scripts` — ``run``, ``submit`` and ``check`` of a StreamSQL file;
 * :mod:`.server` and :mod:`.shell` — the job manager and the interactive shell;
 * :mod:`.jobs` — ``start``, ``stop``, ``drop``; :mod:`.read` — ``list``, ``describe``,

@@ -1,10 +1,9 @@
 """The ``streamjob`` click group: global options, ``-e``, and the error boundary.
 
 :func:`main` is the group every command is added to (:mod:`streamjob.cli`). Its
-:class:`_Group` is the one error boundary (see :mod:`streamjob.cli`); :class:`_Context`
-is the invocation's state (home, catalog, ``--conf``, ``--debug``, the group's
-``--json``), opened lazily so ``--help`` touches nothing; :func:`client_options` gives a
-verb its own ``--home``/``--catalog``.
+:class:`_Group` is the one error boundary (see :mod:`streamjob.cli`); the invocation's
+state is a :class:`~streamjob.cli.context.Invocation`; :func:`client_options` gives a verb
+its own ``--home``/``--catalog``.
 """
 
 from __future__ import annotations
@@ -17,69 +16,7 @@ from typing import Any
 import click
 
 from ..exceptions import StreamJobError
-from .execute import Previews, _execute_text
-
-class _Context:
-    def __init__(self, home: str | None, catalog_url: str | None, conf: tuple[str, ...],
-                 debug: bool, server: str | None = None, token: str | None = None) -> None:
-        self.home_arg, self.catalog_url, self.debug = home, catalog_url, debug
-        self.server, self.token = server, token
-        self.conf = _pairs(conf, "--conf")
-        self.json = False  # the group's --json: output of -e, default of the verbs' --json
-        self.new_catalog = os.environ.get("STREAMJOB_NEW_CATALOG", "") in ("1", "true", "yes")
-        self._home = self._catalog = self._session = None
-
-    @property
-    def home(self):
-        from ..home import Home
-
-        if self._home is None:
-            self._home = Home.open(self.home_arg, self.conf, self.catalog_url)
-        return self._home
-
-    @property
-    def catalog(self):
-        from ..catalog import Catalog
-
-        if self._catalog is None:
-            from ..checkpoint.identity import refuse_orphaned
-
-            if self.server:
-                raise StreamJobError(f"this command works on the catalog directly; it does "
-                                     f"not go through --server {self.server} (use -e, "
-                                     "submit, start, stop, drop, list, describe, "
-                                     "checkpoints or status)")
-
-            catalog = Catalog(self.home.catalog_url)
-            if not self.new_catalog:
-                refuse_orphaned(self.home, catalog)
-            self._catalog = catalog
-        return self._catalog
-
-    @property
-    def session(self):
-        """The invocation's :class:`~streamjob.session.ClientSession` (catalog only: it
-        hosts no job; ``run`` makes its own), or with ``--server`` its
-        :class:`~streamjob.api.client.RemoteSession` over the HTTP API."""
-        if self._session is None and self.server:
-            from ..api.client import RemoteSession
-
-            self._session = RemoteSession(self.server, self.token)
-        if self._session is None:
-            from ..session import ClientSession
-
-            self._session = ClientSession(self.catalog, self.home, debug=self.debug)
-        return self._session
-
-
-def _pairs(items: tuple[str, ...], flag: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise click.BadParameter(f"expected KEY=VALUE, got '{item}'", param_hint=flag)
-        k, v = item.split("=", 1)
-        out[k.strip()] = v
-    return out
+from .context import Invocation
 
 
 class _Group(click.Group):
@@ -151,7 +88,7 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, serve
     manager (`streamjob server`) runs every job whose desired state is RUNNING.
     --home and --catalog may also follow the command (`streamjob list --catalog URL`).
     """
-    ctx.obj = _Context(home, catalog_url, conf, debug, server_url, token)
+    ctx.obj = Invocation(home, catalog_url, conf, debug, server_url, token)
     ctx.obj.json = as_json
     ctx.obj.new_catalog = ctx.obj.new_catalog or new_catalog
     if debug:  # Spark's Python worker processes inherit it (connectors/worker.py)
@@ -167,13 +104,9 @@ def main(ctx: click.Context, home, catalog_url, conf, statements, as_json, serve
         if ctx.invoked_subcommand is not None:
             raise click.UsageError(f"-e cannot be combined with the command "
                                    f"'{ctx.invoked_subcommand}'")
-        previews = Previews(ctx.obj, as_json)
-        try:
-            for i, text in enumerate(statements):  # one session: SET carries over
-                _execute_text(text, None, ctx.obj.session, as_json=as_json, previews=previews,
-                              ends_session=i == len(statements) - 1)
-        finally:
-            previews.close()
+        from .execute import execute_options
+
+        execute_options(ctx.obj, statements, as_json)
     elif ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
@@ -204,7 +137,7 @@ def configure_logging(debug: bool) -> None:
 def _set_client_option(ctx: click.Context, param: click.Parameter, value) -> None:
     """Callback of a command's --home/--catalog: overrides the group's value."""
     if value is not None:
-        obj = ctx.find_object(_Context)
+        obj = ctx.find_object(Invocation)
         setattr(obj, "home_arg" if param.name == "home" else "catalog_url", value)
 
 

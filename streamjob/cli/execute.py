@@ -1,37 +1,33 @@
 """Executing statements for the command line, through the invocation's client session
-(:mod:`streamjob.session`, which also says where a started job runs).
+(:mod:`streamjob.client.session`, which also says where a started job runs).
 
-:func:`_execute_text` runs ``-e`` text and StreamSQL files (parsed and checked whole,
-then executed one by one, each result printed); :func:`_statement` runs the one statement a verb builds
-from its arguments (:func:`_qualified` checks a ``[DB.]NAME`` argument first).
+:func:`execute_text` runs ``-e`` text and StreamSQL files (parsed and checked whole,
+then executed one by one, each result printed), :func:`execute_options` the ``-e`` options
+with their SELECT previews; :func:`execute_statement` runs the one statement a verb builds
+from its arguments (:func:`resolve_name` checks a ``[DB.]NAME`` argument first).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-import click
-
-from ..exceptions import StreamJobError, ValidationError
+from ..exceptions import StreamJobError
 from ..grammar import statements as st
-from ..render import render
-
-if TYPE_CHECKING:
-    from .app import _Context
+from ..client.render import render
+from .context import Invocation
 
 
-def _execute_text(text: str, source: str | None, session, as_json: bool = False,
+def execute_text(text: str, source: str | None, session, as_json: bool = False,
                   previews=None, ends_session: bool = True, on_checked=None) -> None:
-    """Apply ``text`` through ``session`` (a :class:`~streamjob.session.ClientSession`:
+    """Apply ``text`` through ``session`` (a :class:`~streamjob.client.session.ClientSession`:
     parsed and checked whole first, so an error there executes nothing), printing each
     statement's result as it is executed; a statement failing while applying stops it
     (located in ``text``, with a note of what took effect). With ``as_json`` each result
     is one JSON document on one line.
 
-    ``previews`` (``-e``): a :class:`Previews` that runs each bare ``SELECT`` of ``text``
-    as the shell does (:mod:`streamjob.shell.preview`); the statements between two
+    ``previews`` (``-e``): the :class:`~streamjob.client.preview.Previews` that runs each
+    bare ``SELECT`` of ``text`` (as the shell does); the statements between two
     SELECTs are applied as one script, in order. Without it a SELECT is the grammar's
     error. ``ends_session``: nothing runs in this session after ``text``, so a ``SET`` as
     its last statement says it applies to nothing (the session ends with the command).
@@ -50,7 +46,7 @@ def _execute_text(text: str, source: str | None, session, as_json: bool = False,
     for i, (select, part) in enumerate(runs):
         last_run = ends_session and i == len(runs) - 1
         if select is not None:
-            previews.run(select, text, source)
+            _preview(previews, select, text, source, as_json)
             continue
         from ..grammar import parse_script
 
@@ -77,7 +73,7 @@ def _runs(text: str) -> list[tuple[object, str]]:
     for the statements between, ``part`` being ``text`` with everything else blanked
     (newlines kept), so positions in ``part`` are positions in ``text``."""
     from ..planner.preview import is_select
-    from ..shell.splitter import Piece, split_input
+    from ..client.splitter import Piece, split_input
 
     split = split_input(text)
     pieces = list(split.pieces)
@@ -109,88 +105,67 @@ def _blank(text: str) -> str:
     return "".join(c if c == "\n" else " " for c in text)
 
 
-class Previews:
-    """The ``SELECT ... FROM stream [LIMIT n]`` previews of ``-e``, run as the shell runs
-    them (:func:`streamjob.shell.preview.run_select`: up to ``n`` rows, 20 without LIMIT,
-    or Ctrl-C; nothing committed or recorded), in this process's Spark (started on the
-    first SELECT), with the invocation's session (its SET values). With ``--server`` a
-    preview is refused: the server runs no previews, and this process has no catalog.
+def execute_options(obj: Invocation, statements: tuple[str, ...], as_json: bool) -> None:
+    """``streamjob -e STATEMENTS [-e ...]``: each text in turn through the invocation's one
+    session (SET carries over), its bare SELECTs run as previews
+    (:class:`~streamjob.client.preview.Previews`: in this process's Spark, started on the
+    first SELECT and stopped at the end). With ``--server`` a SELECT is refused: the
+    server runs no previews, and this process has no catalog.
 
-    Attributes are those :func:`~streamjob.shell.preview.run_select` reads of a shell."""
+    Raises:
+        StreamJobError: as :func:`execute_text`; later texts do not run.
+    """
+    from ..client.preview import Previews
 
-    interactive = False
-    reset = None  # each Kafka stream from its own reset strategy (SET of it: the shell's)
+    refusal = None if not obj.server else (
+        f"a SELECT preview runs Spark in this process over the catalog; through "
+        f"--server {obj.server} it is refused (the server runs no previews): "
+        "run it without --server, on a host with the catalog")
+    previews = Previews(obj.session, lambda: _spark(obj), refusal=refusal)
+    try:
+        for i, text in enumerate(statements):
+            execute_text(text, None, obj.session, as_json=as_json, previews=previews,
+                         ends_session=i == len(statements) - 1)
+    finally:
+        previews.close()
 
-    def __init__(self, obj: "_Context", as_json: bool) -> None:
-        self._obj, self.as_json = obj, as_json
-        self._started = False
 
-    @property
-    def catalog(self):
-        return self._obj.catalog
+def _spark(obj: Invocation):
+    """The process's SparkSession for ``-e``'s previews, Ctrl-C left to Python (so it stops
+    the preview; pyspark's handler would cancel every Spark job)."""
+    from ..shell.terminal import restore_sigint
+    from ..spark.session import spark_session
 
-    @property
-    def home(self):
-        return self._obj.home
+    spark = spark_session(obj.home, obj.debug)
+    restore_sigint()
+    return spark
 
-    @property
-    def session_props(self) -> dict[str, str]:
-        return self._obj.session.properties
 
-    @property
-    def database(self) -> str:
-        """The invocation's current database (``USE db`` earlier in the same ``-e``)."""
-        return self._obj.session.database
+def _preview(previews, piece, text: str, source: str | None, as_json: bool) -> None:
+    """Run the SELECT ``piece`` of ``text`` through ``previews``; its errors are located
+    in ``text`` (``source`` names the file).
 
-    def spark(self):
-        from ..spark.session import spark_session
-        from ..shell.terminal import restore_sigint
+    Raises:
+        ValidationError: the preview is refused, or the SELECT does not resolve.
+        StreamJobError: the query failed.
+    """
+    from ..client.splitter import position_in
 
-        spark = spark_session(self.home, self._obj.debug)
-        self._started = True
-        restore_sigint()  # Ctrl-C stops the preview (pyspark's handler would cancel all)
-        return spark
-
-    def echo(self, line: str = "") -> None:
-        click.echo(line)
-
-    def run(self, piece, text: str, source: str | None) -> None:
-        """Run the SELECT ``piece`` of ``text``; errors are located in ``text``.
-
-        Raises:
-            ValidationError: with ``--server``, or the SELECT does not resolve.
-            StreamJobError: the query failed.
-        """
-        from ..shell.preview import run_select
-        from ..shell.splitter import position_in
-
-        try:
-            if self._obj.server:
-                raise ValidationError(
-                    f"a SELECT preview runs Spark in this process over the catalog; through "
-                    f"--server {self._obj.server} it is refused (the server runs no previews): "
-                    "run it without --server, on a host with the catalog", 1, 1)
-            run_select(self, piece.text)
-        except StreamJobError as exc:
-            if exc.line is not None and exc.column is not None and not exc.source:
-                line, column = position_in(text, piece.offset, exc.line, exc.column)
-                exc.line = exc.column = exc.snippet = None
-                exc.locate(line, column, text, source)
-            raise
-
-    def close(self) -> None:
-        """Stop Spark if a preview started it."""
-        if self._started:
-            from ..spark.session import stop_spark
-
-            stop_spark()
+    try:
+        previews.run(piece.text, as_json)
+    except StreamJobError as exc:
+        if exc.line is not None and exc.column is not None and not exc.source:
+            line, column = position_in(text, piece.offset, exc.line, exc.column)
+            exc.line = exc.column = exc.snippet = None
+            exc.locate(line, column, text, source)
+        raise
 
 
 _NAME_PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
 _NAME_RE = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})?")
 
 
-def _qualified(name: str) -> tuple[str, str]:
+def resolve_name(name: str) -> tuple[str, str]:
     """``(database, name)`` of a ``[DB.]NAME`` command argument (default database filled in).
 
     Raises:
@@ -204,7 +179,7 @@ def _qualified(name: str) -> tuple[str, str]:
     return parse_statement(f"DESCRIBE {name}").name.resolve()
 
 
-def _statement(obj: _Context, sql: str, as_json: bool) -> None:
+def execute_statement(obj: Invocation, sql: str, as_json: bool) -> None:
     """Execute one statement the CLI built from a verb's arguments and print its result.
     An error's position in that statement means nothing to the user and is dropped."""
     from ..grammar import parse_statement

@@ -1,6 +1,6 @@
 """The verbs that set a job's desired state: ``start`` (optionally from a retained
 checkpoint), ``stop`` and ``drop``. A job manager acts on them; the printed message says
-whether one holds the catalog's lease (:meth:`streamjob.session.ClientSession.execute`)."""
+whether one holds the catalog's lease (:meth:`streamjob.client.session.ClientSession.execute`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 
 import click
 
-from .app import _Context, client_options
-from .execute import _qualified, _statement
+from .app import client_options
+from .context import Invocation
+from .execute import execute_statement, resolve_name
 
 
 @click.command()
@@ -18,22 +19,22 @@ from .execute import _qualified, _statement
               help="Resume from retained checkpoint N (later ones are removed).")
 @client_options
 @click.pass_obj
-def start(obj: _Context, job: str, checkpoint: int | None) -> None:
+def start(obj: Invocation, job: str, checkpoint: int | None) -> None:
     """Set JOB's desired state to RUNNING: the job manager starts it."""
-    _qualified(job)
+    resolve_name(job)
     restore = "" if checkpoint is None else f" FROM CHECKPOINT {checkpoint}"
-    _statement(obj, f"START STREAMJOB {job}{restore}", obj.json)
+    execute_statement(obj, f"START STREAMJOB {job}{restore}", obj.json)
 
 
 @click.command()
 @click.argument("job")
 @client_options
 @click.pass_obj
-def stop(obj: _Context, job: str) -> None:
+def stop(obj: Invocation, job: str) -> None:
     """Set JOB's desired state to STOPPED: the job manager stops it after its current
     batch (its checkpoints stay)."""
-    _qualified(job)
-    _statement(obj, f"STOP STREAMJOB {job}", obj.json)
+    resolve_name(job)
+    execute_statement(obj, f"STOP STREAMJOB {job}", obj.json)
 
 
 @click.command()
@@ -42,13 +43,13 @@ def stop(obj: _Context, job: str) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask on a terminal.")
 @client_options
 @click.pass_obj
-def drop(obj: _Context, job: str, if_exists: bool, yes: bool) -> None:
+def drop(obj: Invocation, job: str, if_exists: bool, yes: bool) -> None:
     """Drop JOB: stop it, purge its checkpoints and its catalog rows.
 
     On a terminal it says what goes (checkpoint directory, backend records, sink
     markers) and asks first, as pgcli does for destructive statements; --yes skips it.
     """
-    db, name = _qualified(job)
+    db, name = resolve_name(job)
     if not yes and sys.stdin.isatty() and not obj.server:
         from ..executor.jobs import what_drop_deletes
 
@@ -59,4 +60,4 @@ def drop(obj: _Context, job: str, if_exists: bool, yes: bool) -> None:
             if not click.confirm("Drop it?", default=False):
                 click.echo(f"streamjob {db}.{name} not dropped")
                 return
-    _statement(obj, f"DROP STREAMJOB {'IF EXISTS ' if if_exists else ''}{job}", obj.json)
+    execute_statement(obj, f"DROP STREAMJOB {'IF EXISTS ' if if_exists else ''}{job}", obj.json)

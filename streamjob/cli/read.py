@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import click
 
-from .app import _Context, client_options
-from .execute import _qualified, _statement
+from .app import client_options
+from .context import Invocation
+from .execute import execute_statement, resolve_name
 
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of job objects).")
 @client_options
 @click.pass_obj
-def list_jobs(obj: _Context, as_json: bool) -> None:
+def list_jobs(obj: Invocation, as_json: bool) -> None:
     """List streamjobs: status, guarantee, last checkpoint, failures, last error."""
-    _statement(obj, "LIST STREAMJOBS", as_json or obj.json)
+    execute_statement(obj, "LIST STREAMJOBS", as_json or obj.json)
 
 
 @click.command()
@@ -22,19 +23,19 @@ def list_jobs(obj: _Context, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (an object by section).")
 @client_options
 @click.pass_obj
-def describe(obj: _Context, name: str, as_json: bool) -> None:
+def describe(obj: Invocation, name: str, as_json: bool) -> None:
     """Describe a streamjob (SQL, effective properties and their origin, runs,
     checkpoints), else a stream or table of that name."""
     from ..exceptions import ObjectNotFoundError
 
-    db, obj_name = _qualified(name)
+    db, obj_name = resolve_name(name)
     try:
-        _statement(obj, f"DESCRIBE STREAMJOB {name}", as_json or obj.json)
+        execute_statement(obj, f"DESCRIBE STREAMJOB {name}", as_json or obj.json)
         return
     except ObjectNotFoundError:
         pass  # a stream or table, then
     try:
-        _statement(obj, f"DESCRIBE {name}", as_json or obj.json)
+        execute_statement(obj, f"DESCRIBE {name}", as_json or obj.json)
     except ObjectNotFoundError:
         raise ObjectNotFoundError(f"streamjob, stream or table {db}.{obj_name} "
                                   "does not exist") from None
@@ -45,7 +46,7 @@ def describe(obj: _Context, name: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of checkpoints).")
 @client_options
 @click.pass_obj
-def checkpoints(obj: _Context, job: str, as_json: bool) -> None:
+def checkpoints(obj: Invocation, job: str, as_json: bool) -> None:
     """Show the retained checkpoints of JOB."""
-    _qualified(job)
-    _statement(obj, f"SHOW CHECKPOINTS FOR STREAMJOB {job}", as_json or obj.json)
+    resolve_name(job)
+    execute_statement(obj, f"SHOW CHECKPOINTS FOR STREAMJOB {job}", as_json or obj.json)

@@ -13,8 +13,9 @@ import threading
 import click
 
 from ..exceptions import StreamJobError
-from .app import _Context, _pairs, client_options
-from .execute import _execute_text
+from .app import client_options
+from .context import Invocation, pairs
+from .execute import execute_text
 
 
 def _read_script(path: str, variables: dict[str, str], home) -> str:
@@ -24,9 +25,9 @@ def _read_script(path: str, variables: dict[str, str], home) -> str:
     return substitute(text, {"STREAMJOB_HOME": str(home.root), **variables}, source=path)
 
 
-def _execute_file(obj: _Context, path: str, variables: dict[str, str], session) -> None:
+def _execute_file(obj: Invocation, path: str, variables: dict[str, str], session) -> None:
     text = _read_script(path, variables, obj.home)
-    _execute_text(text, path, session)
+    execute_text(text, path, session)
 
 
 def _interrupt(signum, frame) -> None:
@@ -42,25 +43,25 @@ def _interrupt(signum, frame) -> None:
               help="Value of ${NAME} in the file (repeatable).")
 @client_options
 @click.pass_obj
-def run(obj: _Context, file: str, until_idle: bool, variables) -> None:
+def run(obj: Invocation, file: str, until_idle: bool, variables) -> None:
     """Execute FILE's statements and run the jobs it starts in this process.
 
     Runs until Ctrl-C (jobs stop after their current batch; checkpoints stay), or with
     --until-idle until every job has caught up with its input. Running the same file
     again resumes the jobs from their checkpoints.
     """
-    from ..session import ClientSession
+    from ..client.session import ClientSession
 
     session = ClientSession(obj.catalog, obj.home, debug=obj.debug)
     manager = session.host()  # registered as a host: STOP/DROP from other clients reach it
     manager.on_jvm_death = "exit"  # one sentence and exit 1; the next run resumes (issue 13)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        text = _read_script(file, _pairs(variables, "--var"), obj.home)
+        text = _read_script(file, pairs(variables, "--var"), obj.home)
         # Spark starts beside the statements once the whole file passed its check: a
         # file refused as a whole starts no JVM
         prestart = (lambda: _prestart_spark(manager)) if _STARTS_A_JOB.search(text) else None
-        _execute_text(text, file, session, on_checked=prestart)
+        execute_text(text, file, session, on_checked=prestart)
         _supervise(manager, until_idle)
     finally:
         session.close()
@@ -116,9 +117,9 @@ def _supervise(manager, until_idle: bool) -> None:
 @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE")
 @client_options
 @click.pass_obj
-def submit(obj: _Context, file: str, variables) -> None:
+def submit(obj: Invocation, file: str, variables) -> None:
     """Execute FILE's statements against the catalog (a job manager runs started jobs)."""
-    _execute_file(obj, file, _pairs(variables, "--var"), obj.session)
+    _execute_file(obj, file, pairs(variables, "--var"), obj.session)
 
 
 @click.command()
@@ -135,7 +136,7 @@ def submit(obj: _Context, file: str, variables) -> None:
                    "exits 1 if any is refused. Nothing is executed.")
 @client_options
 @click.pass_obj
-def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
+def check(obj: Invocation, file: str, variables, verbose: bool, offline: bool,
           compat: bool) -> None:
     """Dry run: parse and validate FILE against a scratch copy of the catalog.
 
@@ -144,14 +145,14 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
     is also put to Spark's streaming analysis over empty inputs (a local Spark starts,
     in a few seconds, at the first CREATE STREAMJOB), unless --offline.
     """
-    from ..check import check_script, scratch_catalog
+    from ..client.check import check_script, scratch_catalog
 
     if compat:
-        _compat(obj, file, _pairs(variables, "--var"))
+        _compat(obj, file, pairs(variables, "--var"))
         return
     spark = None if offline else _local_spark(obj)
     try:
-        text = _read_script(file, _pairs(variables, "--var"), obj.home)
+        text = _read_script(file, pairs(variables, "--var"), obj.home)
         report = check_script(text, file, scratch_catalog(obj.catalog), obj.home, spark)
     except StreamJobError as exc:
         if obj.debug:
@@ -166,9 +167,9 @@ def check(obj: _Context, file: str, variables, verbose: bool, offline: bool,
     click.echo(f"OK ({report.statements} statement{'s' if report.statements != 1 else ''})")
 
 
-def _compat(obj: _Context, file: str, variables: dict[str, str]) -> None:
-    """``check --compat``: the report of :mod:`streamjob.compat`, one line per item."""
-    from ..compat import compat_report, summary
+def _compat(obj: Invocation, file: str, variables: dict[str, str]) -> None:
+    """``check --compat``: the report of :mod:`streamjob.client.compat`, one line per item."""
+    from ..client.compat import compat_report, summary
 
     try:
         items = compat_report(_read_script(file, variables, obj.home), file)
@@ -184,7 +185,7 @@ def _compat(obj: _Context, file: str, variables: dict[str, str]) -> None:
         sys.exit(1)
 
 
-def _local_spark(obj: _Context):
+def _local_spark(obj: Invocation):
     """``() -> SparkSession`` for ``check``: the home's Spark, started on first call. A
     Spark that cannot start (no Java) is reported once and the check goes on without it."""
     state: dict = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..api.door import BURST, MAX_STATEMENTS, RATE_PER_S
-from .app import _Context, client_options
+from .app import client_options
+from .context import Invocation
 
 
 @click.command()
@@ -50,7 +51,7 @@ from .app import _Context, client_options
               help="Most statements one request may carry (then 413).")
 @client_options
 @click.pass_obj
-def server(obj: _Context, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
+def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
            warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
            tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
            http_burst: int, http_max_statements: int) -> None:
@@ -131,7 +132,7 @@ def _announce(report, door, url: str, admin_token: str | None) -> None:
                    "field; more tokens: streamjob token create NAME --role admin|operator|viewer")
 
 
-def _serve(obj: _Context, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
+def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None,
            lease_renew_ms: int | None = None, warm_up: bool = True, door=None) -> None:
     from ..manager.server import JobServer

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from .app import _Context, client_options
+from .app import client_options
+from .context import Invocation
 
 
 @click.command()
@@ -16,7 +17,7 @@ from .app import _Context, client_options
                    "exit status 1 if any failed.")
 @client_options
 @click.pass_obj
-def shell(obj: _Context, as_json: bool, file: str | None) -> None:
+def shell(obj: Invocation, as_json: bool, file: str | None) -> None:
     """Interactive StreamSQL shell: history, multi-line statements ended by ';',
     completion, highlighting, \\help.
 

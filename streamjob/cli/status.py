@@ -3,7 +3,7 @@ batch, checkpoint age, lag, error) and the job manager holding the lease.
 
 :func:`streamjob.status.status_snapshot` reads it (through the session: from the catalog,
 or ``GET /v1/status`` with ``--server``),
-:func:`streamjob.render.status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
+:func:`streamjob.client.render.status_view` renders it, :func:`_watch_status` redraws it every ``--interval`` seconds.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import sys
 
 import click
 
-from .app import _Context, client_options
-from ..render import _console, status_view
+from .app import client_options
+from .context import Invocation
+from ..client.render import status_view, terminal_console
 
 
 @click.command()
@@ -25,7 +26,7 @@ from ..render import _console, status_view
               help="Print JSON (with --watch one document per refresh, one per line).")
 @client_options
 @click.pass_obj
-def status(obj: _Context, watch: bool, interval: float, as_json: bool) -> None:
+def status(obj: Invocation, watch: bool, interval: float, as_json: bool) -> None:
     """A table of jobs: state, desired state, rate (processed rows/s), batch, age of the
     last checkpoint, source lag (records), last error; and which job manager runs them.
 
@@ -38,7 +39,7 @@ def status(obj: _Context, watch: bool, interval: float, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(snapshot, indent=2, default=str))
         else:
-            _console().print(status_view(snapshot))
+            terminal_console().print(status_view(snapshot))
         return
     try:
         _watch_status(obj.session.status, interval, as_json)
@@ -51,7 +52,7 @@ def _watch_status(snapshot_now, interval: float, as_json: bool) -> None:
     or one JSON line per refresh) every ``interval`` seconds until KeyboardInterrupt."""
     import time
 
-    console = _console()
+    console = terminal_console()
     if as_json or not console.is_terminal:
         while True:
             snapshot = snapshot_now()

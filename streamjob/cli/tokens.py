@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from .app import _Context, client_options
+from .app import client_options
+from .context import Invocation
 
 
 @click.group("token")
@@ -30,7 +31,7 @@ def token() -> None:
                    "the admin allowed; admin: everything a local admin may.")
 @client_options
 @click.pass_obj
-def create(obj: _Context, name: str, role: str) -> None:
+def create(obj: Invocation, name: str, role: str) -> None:
     """Create token NAME and print it (once: only its hash is kept)."""
     from ..api.auth import new_token
 
@@ -45,10 +46,10 @@ def create(obj: _Context, name: str, role: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a list of tokens).")
 @client_options
 @click.pass_obj
-def list_tokens(obj: _Context, as_json: bool) -> None:
+def list_tokens(obj: Invocation, as_json: bool) -> None:
     """List the tokens: name, role, created, last used (never the tokens)."""
     from ..executor.result import Result
-    from ..render import render
+    from ..client.render import render
 
     rows = [(t.name, t.role, t.created_at.isoformat(timespec="seconds"),
              t.last_used_at.isoformat(timespec="seconds") if t.last_used_at else None)
@@ -64,7 +65,7 @@ def list_tokens(obj: _Context, as_json: bool) -> None:
 @click.argument("name")
 @client_options
 @click.pass_obj
-def revoke(obj: _Context, name: str) -> None:
+def revoke(obj: Invocation, name: str) -> None:
     """Revoke token NAME: requests carrying it get 401 from now on, and its open event
     streams end within a second. Revoking the last token leaves the API closed."""
     info = obj.catalog.revoke_token(name)

@@ -1,7 +1,7 @@
 """SHOW CREATE STREAM|TABLE|STREAMJOB and CREATE / USE / SHOW / DROP DATABASE (issue 16).
 
 The current database (``USE db``) belongs to the client session
-(:class:`~streamjob.session.ClientSession`): the executor resolves unqualified names in
+(:class:`~streamjob.client.session.ClientSession`): the executor resolves unqualified names in
 ``self.database``, and USE answers with :attr:`Result.database`, which the session keeps
 for its next statements (the rest of the script, the shell, the HTTP request).
 """

@@ -16,7 +16,7 @@ class Result:
     START set the desired state RUNNING but no job manager of this process runs the job
     (a server, or a later ``run``, starts it); ``detail`` the message's tail after the
     outcome (e.g. " from checkpoint 12"); ``runs_in`` where a started job runs, set by
-    the client session (:mod:`streamjob.session`): ``"here"`` (this process), the
+    the client session (:mod:`streamjob.client.session`): ``"here"`` (this process), the
     ``host:pid`` of the job manager holding the catalog's lease, or None; ``database``
     the session's current database after the statement, when it changed it (USE, or DROP
     of the current database); ``text`` StreamSQL text the statement answers with (SHOW

@@ -6,7 +6,7 @@ a client of the HTTP API sends back. SET says what its value is for: streamjobs 
 later in the session capture it (as Flink SQL's ``SET`` applies to jobs submitted after
 it); existing streamjobs keep theirs (``ALTER STREAMJOB`` changes them). A front end that
 knows nothing follows in the session (the last statement of ``-e``) says so
-(:func:`streamjob.cli.execute._execute_text`).
+(:func:`streamjob.cli.execute.execute_text`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
 """``streamjob shell``: an interactive StreamSQL shell in the manner of pgcli and litecli.
 
-- :mod:`.app` — the loop: prompt, statements, results, errors, where jobs run;
-- :mod:`.splitter` — ``;``-terminated multi-line input, meta-command lines;
+- :mod:`.app` — the loop: prompt, statements, results, where jobs run;
+- :mod:`.context` — what the loop shares with the meta commands (session, output settings);
+- :mod:`.errors` — an error as one red line with its position and a caret;
 - :mod:`.lexer` — syntax highlighting (pygments) and the keyword lists;
 - :mod:`.completion` — keywords, property names and values, catalog names;
 - :mod:`.columns` — where a query expects a column, and the objects it reads;
 - :mod:`.meta` — ``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\i``, ``\\timing``, ``\\json``,
-  ``\\pager``;
+  ``\\pager``, ``\\x``, ``\\status``;
 - :mod:`.pager` — results longer than the terminal through ``$PAGER`` (less -SRXF);
-- :mod:`.preview` — ``SELECT ... FROM stream [LIMIT n]`` as a transient query;
 - :mod:`.terminal` — the JVM's stderr, Ctrl-C, log lines above the prompt.
+
+Input is cut into statements by :mod:`streamjob.client.splitter`, a ``SELECT ... FROM
+stream [LIMIT n]`` runs through :class:`streamjob.client.preview.Previews` (as ``-e``'s),
+results print through :mod:`streamjob.client.render`, all over the client session of
+:mod:`streamjob.client.session`.
 
 prompt_toolkit and pyspark are imported only when the shell runs (``streamjob --help``
 stays instant).

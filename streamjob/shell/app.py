@@ -29,9 +29,11 @@ from typing import IO
 
 import click
 
-from ..exceptions import StreamJobError, ValidationError
+from ..client.splitter import Piece, bare_word, is_complete, split_input
+from ..exceptions import StreamJobError
 from .completion import PREVIEW_RESET_KEY, Names
-from .splitter import Piece, bare_word, is_complete, position_in, split_input
+from .context import ShellContext
+from .errors import error_text
 from .terminal import follow_stderr, restore_sigint
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 PROMPT = "streamjob> "
 #: Seconds START waits for a job hosted by the shell to be running (or to fail).
 START_WAIT_S = 60.0
+#: Why a shell with ``--server`` runs no SELECT previews.
+REMOTE_PREVIEW = ("SELECT previews run Spark in this shell over the catalog; a shell with "
+                  "--server has neither: preview in a shell on the catalog, without --server")
 
 
 class Shell:
@@ -61,18 +66,20 @@ class Shell:
         self.catalog = session.catalog if self.remote else catalog
         self.home = home
         self.debug = debug
-        self.as_json = as_json
-        self.timing = False
-        self.expanded = "auto"  # \x: tables wider than the terminal one field per line
-        self.pager = True  # long results through $PAGER on a terminal (\pager off)
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        from ..session import ClientSession
+        from ..client.preview import Previews
+        from ..client.session import ClientSession
 
         # the client session: SET values, and the job manager of the jobs this shell
         # hosts (created on the first START while no server holds the lease)
         self.session = session or ClientSession(catalog, home, host_jobs=True,
                                                 spark=self.spark, debug=debug)
-        self.reset: str | None = None  # where SELECT reads Kafka streams from, if SET
+        # how results are shown (\json, \x, \pager, \timing): read and changed by .meta
+        self.context = ShellContext(self.session, as_json=as_json)
+        # SELECT previews, and where they read Kafka streams from (SET of PREVIEW_RESET_KEY)
+        self.previews = Previews(self.session, self.spark, echo=self.echo,
+                                 interactive=self.interactive,
+                                 refusal=REMOTE_PREVIEW if self.remote else None)
         self.errors = 0
         self.names = Names()
         self._spark_started = False
@@ -90,33 +97,14 @@ class Shell:
         """Print ``exc`` as one red line; with ``source`` (a script), its position in
         the script, else in the statement. Counts the error."""
         self.errors += 1
-        if isinstance(exc, StreamJobError):
-            message = " ".join(exc.message.split()) or type(exc).__name__
-            where = ""
-            if exc.line is not None and exc.column is not None:
-                line, col = exc.line, exc.column
-                if source is not None and piece is not None:
-                    line, col = position_in(text, piece.offset, line, col)
-                where = f"{source}:{line}:{col}: " if source else f"{line}:{col}: "
-            elif source is not None and piece is not None:
-                line, col = position_in(text, piece.offset, 1, 1)
-                where = f"{source}:{line}:{col}: "
-            line_text = f"Error: {where}{message}"
-            caret = _caret(text, piece, exc, source)
-            if caret:
-                line_text += "\n" + caret
-        else:
-            line_text = f"Error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-            if not self.debug:
-                line_text += " (run with --debug for the full trace)"
         if self.debug:
             traceback.print_exception(exc, file=sys.stderr)
-        click.secho(line_text, fg="red", err=True)
+        click.secho(error_text(exc, piece, text, source, self.debug), fg="red", err=True)
 
     @property
     def database(self) -> str:
         """The session's current database (``USE``), of unqualified names."""
-        return getattr(self.session, "database", "default")
+        return self.context.database
 
     def prompt_text(self) -> str:
         """``streamjob> ``, or ``streamjob:db> `` after ``USE db`` of another database
@@ -128,14 +116,15 @@ class Shell:
         tables, expanded as ``\\x`` says, or JSON under ``\\json``); through the pager
         when it does not fit the terminal (:mod:`.pager`; not when stdin or stdout is no
         terminal, or ``\\pager off``)."""
-        from ..render import render
+        from ..client.render import render
 
-        if not (self.pager and self.interactive and sys.stdout.isatty()):
-            render(result, self.as_json, expanded=self.expanded)
+        ctx = self.context
+        if not (ctx.pager and self.interactive and sys.stdout.isatty()):
+            render(result, ctx.as_json, expanded=ctx.expanded)
             return
         from .pager import captured, page
 
-        page(captured(lambda: render(result, self.as_json, expanded=self.expanded)))
+        page(captured(lambda: render(result, ctx.as_json, expanded=ctx.expanded)))
 
     # -- state ---------------------------------------------------------------------
 
@@ -199,18 +188,16 @@ class Shell:
     def run_piece(self, piece: Piece, text: str = "", source: str | None = None) -> bool:
         """Run one statement or meta command, printing its result or its error; returns
         False when it quits the shell."""
-        from .meta import run_meta
-
         started = time.perf_counter()
         try:
             word = bare_word(piece.text)
             if word in ("quit", "exit"):
                 return False
             if piece.kind == "meta":
-                if not run_meta(self, piece.text):
+                if not self.run_meta(piece.text):
                     return False
             elif word == "help":
-                run_meta(self, "\\help")
+                self.run_meta("\\help")
             else:
                 self.run_statement(piece.text)
         except KeyboardInterrupt:
@@ -220,9 +207,25 @@ class Shell:
         finally:
             restore_sigint()
             self.refresh_names()
-        if self.timing:
+        if self.context.timing:
             self.echo(f"Time: {time.perf_counter() - started:.3f} s")
         return True
+
+    def run_meta(self, line: str) -> bool:
+        """Run a meta command line (:mod:`.meta`) and what it asks to run next; returns
+        False when it quits the shell.
+
+        Raises:
+            StreamJobError: the command's error, or that of a statement it runs.
+        """
+        from .meta import run_meta
+
+        then = run_meta(self.context, line)
+        for sql in then.statements:
+            self.run_statement(sql)
+        if then.script is not None:
+            return self.run_text(then.script, source=then.source)
+        return not then.quit
 
     def run_statement(self, text: str) -> None:
         """Run one statement (without its ``;``) and print its result.
@@ -236,13 +239,7 @@ class Shell:
         from ..planner.preview import is_select
 
         if is_select(text):
-            from .preview import run_select
-
-            if self.remote:
-                raise ValidationError("SELECT previews run Spark in this shell over the "
-                                      "catalog; a shell with --server has neither: preview "
-                                      "in a shell on the catalog, without --server", 1, 1)
-            run_select(self, text)
+            self.previews.run(text, self.context.as_json)
             return
         stmt = parse_statement(text)
         if self._shell_setting(stmt):
@@ -254,8 +251,9 @@ class Shell:
         if result.runs_in == "here":
             result = self._started(stmt, result)
         self.render(result)
-        if isinstance(stmt, st.SetProperty) and stmt.key is None and self.reset:
-            self.echo(f"{PREVIEW_RESET_KEY}={self.reset} (where SELECT in this shell starts)")
+        if isinstance(stmt, st.SetProperty) and stmt.key is None and self.previews.reset:
+            self.echo(f"{PREVIEW_RESET_KEY}={self.previews.reset} (where SELECT in this shell "
+                      "starts)")
 
     def _shell_setting(self, stmt) -> bool:
         """``SET``/``RESET`` of :data:`PREVIEW_RESET_KEY`: where SELECT in this shell
@@ -264,24 +262,25 @@ class Shell:
         from ..grammar import statements as st
 
         if isinstance(stmt, st.ResetProperty) and stmt.key is None:
-            self.reset = None
+            self.previews.reset = None
             return False
         key = getattr(stmt, "key", None)
         if not isinstance(stmt, (st.SetProperty, st.ResetProperty)) or key is None \
                 or key.strip().lower() != PREVIEW_RESET_KEY:
             return False
         if isinstance(stmt, st.ResetProperty):
-            self.reset = None
+            self.previews.reset = None
             self.echo(f"{PREVIEW_RESET_KEY} reset (SELECT reads each stream from its own)")
             return True
         try:
-            self.reset = str(jp.CONNECTOR.lookup(PREVIEW_RESET_KEY).parse(stmt.value or ""))
+            reset = jp.CONNECTOR.lookup(PREVIEW_RESET_KEY).parse(stmt.value or "")
+            self.previews.reset = str(reset)
         except StreamJobError as exc:
             pos = stmt.where("name")
             exc.locate(pos.line, pos.column)
             raise
-        self.echo(f"{PREVIEW_RESET_KEY}={self.reset} (where SELECT in this shell starts "
-                  f"reading Kafka streams)")
+        self.echo(f"{PREVIEW_RESET_KEY}={self.previews.reset} (where SELECT in this shell "
+                  f"starts reading Kafka streams)")
         return True
 
     def _confirm_drop(self, stmt) -> bool:
@@ -478,17 +477,3 @@ class Shell:
             from ..spark.session import stop_spark
 
             stop_spark()
-
-
-def _caret(text: str, piece: Piece | None, exc: StreamJobError, source: str | None) -> str:
-    """The offending line of the input and a caret under the error's column (as the
-    CLI prints parse errors), or "" when the error has no position in ``text``."""
-    if exc.line is None or exc.column is None or not text:
-        return exc.snippet or ""
-    line, col = exc.line, exc.column
-    if piece is not None:
-        line, col = position_in(text, piece.offset, line, col)
-    lines = text.splitlines()
-    if not 0 < line <= len(lines):
-        return exc.snippet or ""
-    return f"{lines[line - 1]}\n{' ' * (col - 1)}^"

@@ -4,14 +4,14 @@
 the columns of the streams and tables the query reads (``FROM``/``JOIN``, anywhere in
 the statement, also after the cursor); after ``alias.`` or ``name.`` only that object's.
 
-Pure token functions over :func:`streamjob.shell.splitter.tokenize`'s tokens (no
+Pure token functions over :func:`streamjob.client.splitter.tokenize`'s tokens (no
 prompt_toolkit, no catalog: the columns come from
 :class:`streamjob.shell.completion.Names`).
 """
 
 from __future__ import annotations
 
-from .splitter import Token
+from ..client.splitter import Token
 
 __all__ = ["expects_column", "references"]
 

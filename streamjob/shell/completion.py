@@ -39,7 +39,7 @@ from prompt_toolkit.completion import Completer, Completion
 from ..grammar.parser import next_keywords
 from .columns import expects_column, references
 from .lexer import KEYWORDS, STATEMENT_KEYWORDS  # the grammar's (grammar/lexical.py)
-from .splitter import Token, split_input, tokenize
+from ..client.splitter import Token, split_input, tokenize
 
 __all__ = ["Names", "ShellCompleter", "Suggestion", "suggest", "META_COMMANDS",
            "PREVIEW_RESET_KEY"]

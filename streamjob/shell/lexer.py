@@ -17,7 +17,7 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
                             Text, Whitespace)
 
 from ..grammar import lexical
-from .splitter import tokenize
+from ..client.splitter import tokenize
 
 #: Keywords that begin a statement in the shell (completion offers them at a
 #: statement's start): the grammar's (:data:`~streamjob.grammar.lexical.STATEMENT_KEYWORDS`)
@@ -66,8 +66,8 @@ def _token_type(token):
 
 class StreamSqlLexer(Lexer):
     """A pygments lexer for StreamSQL as typed into the shell (see the module docstring):
-    the shell splitter's tokens (:func:`.splitter.tokenize`, StreamSQL's one tokenizer),
-    typed by kind and by the grammar's vocabulary."""
+    the splitter's tokens (:func:`streamjob.client.splitter.tokenize`, StreamSQL's one
+    tokenizer), typed by kind and by the grammar's vocabulary."""
 
     name = "StreamSQL"
     aliases = ["streamsql"]

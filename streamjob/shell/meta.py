@@ -1,17 +1,21 @@
 """The shell's backslash commands (``\\help``, ``\\q``, ``\\l``, ``\\d``, ``\\status``,
 ``\\i``, ``\\timing``, ``\\json``, ``\\pager``, ``\\x``), modelled on psql/pgcli. A meta
 command is one line and needs no ``;``; ``help``, ``quit`` and ``exit`` work without the
-backslash."""
+backslash.
+
+A meta command reads and changes the shell's :class:`~streamjob.shell.context.ShellContext`
+and answers what the loop runs next (:class:`Then`): statements (``\\l``, ``\\d``), a
+script (``\\i``), or nothing more (``\\q`` quits)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+
+import click
 
 from ..exceptions import StreamJobError
 from .completion import META_COMMANDS, PREVIEW_RESET_KEY
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import Shell
+from .context import ShellContext
 
 HELP = f"""\
 Statements end with ';' (Enter on an unfinished statement continues it on the next line):
@@ -34,48 +38,60 @@ SELECT), Ctrl-D quits. Spark's own messages go to logs/spark.log in the streamjo
 """
 
 
-def run_meta(shell: "Shell", line: str) -> bool:
-    """Run one meta command line; returns False when the shell should quit.
+@dataclass(frozen=True)
+class Then:
+    """What the shell does after a meta command: ``quit``; run ``statements`` in order (as
+    typed statements: the first error stops the rest); run ``script`` as a script named
+    ``source`` (``\\i FILE``: its errors are the script's, and a quit in it quits)."""
+
+    quit: bool = False
+    statements: tuple[str, ...] = ()
+    script: str | None = None
+    source: str | None = None
+
+
+def run_meta(ctx: ShellContext, line: str) -> Then:
+    """Run one meta command line over the shell's context; returns what the shell runs
+    next.
 
     Raises:
-        StreamJobError: an unknown command, a missing argument, or the error of the
-            statement it runs.
+        StreamJobError: an unknown command, a missing or bad argument, a file of ``\\i``
+            that cannot be read.
     """
     command, _, arg = line.strip().partition(" ")
     command, arg = command.lower(), arg.strip()
     if command in ("\\q", "\\quit"):
-        return False
+        return Then(quit=True)
     if command in ("\\?", "\\help", "\\h"):
-        shell.echo(HELP.rstrip("\n"))
+        click.echo(HELP.rstrip("\n"))
     elif command == "\\l":
-        shell.run_statement("LIST STREAMJOBS")
+        return Then(statements=("LIST STREAMJOBS",))
     elif command == "\\d":
-        describe(shell, arg)
+        return Then(statements=describe(ctx, arg))
     elif command == "\\status":
-        show_status(shell)
+        show_status(ctx)
     elif command == "\\i":
         if not arg:
             raise StreamJobError("\\i needs a file: \\i FILE")
         from ..script import read_script
 
-        text = read_script(arg)
-        return shell.run_text(text, source=arg)
+        return Then(script=read_script(arg), source=arg)
     elif command == "\\timing":
-        shell.timing = not shell.timing
-        shell.echo(f"Timing is {'on' if shell.timing else 'off'}.")
+        ctx.timing = not ctx.timing
+        click.echo(f"Timing is {'on' if ctx.timing else 'off'}.")
     elif command == "\\pager":
-        set_pager(shell, arg)
+        set_pager(ctx, arg)
     elif command == "\\x":
-        set_expanded(shell, arg)
+        set_expanded(ctx, arg)
     elif command == "\\json":
-        shell.as_json = not shell.as_json
-        shell.echo(f"Output format is {'JSON' if shell.as_json else 'tables'}.")
+        ctx.as_json = not ctx.as_json
+        click.echo(f"Output format is {'JSON' if ctx.as_json else 'tables'}.")
     else:
         raise StreamJobError(f"unknown command {command}; \\? lists the commands")
-    return True
+    return Then()
 
 
-def set_pager(shell: "Shell", arg: str) -> None:
+def set_pager(ctx: ShellContext, arg: str) -> None:
     """``\\pager on|off``: page results longer than the terminal (:mod:`.pager`), or
     not; ``\\pager`` alone says which.
 
@@ -85,17 +101,17 @@ def set_pager(shell: "Shell", arg: str) -> None:
     if arg.lower() not in ("", "on", "off"):
         raise StreamJobError(f"\\pager takes on or off, got '{arg}'")
     if arg:
-        shell.pager = arg.lower() == "on"
+        ctx.pager = arg.lower() == "on"
     import os
 
     from .pager import LESS
 
     how = os.environ.get("PAGER") or f"less (LESS={os.environ.get('LESS', LESS)})"
-    shell.echo(f"Pager is {'on' if shell.pager else 'off'}" + (
-        f": results longer than the terminal go through {how}" if shell.pager else "") + ".")
+    click.echo(f"Pager is {'on' if ctx.pager else 'off'}" + (
+        f": results longer than the terminal go through {how}" if ctx.pager else "") + ".")
 
 
-def set_expanded(shell: "Shell", arg: str) -> None:
+def set_expanded(ctx: ShellContext, arg: str) -> None:
     """``\\x [on|off|auto]``, psql's expanded display: tables one field per line always
     (``on``), never (``off``), or when wider than the terminal (``auto``, the default);
     ``\\x`` alone turns it on, or off when it is on (as psql).
@@ -103,37 +119,35 @@ def set_expanded(shell: "Shell", arg: str) -> None:
     Raises:
         StreamJobError: an argument other than on/off/auto.
     """
-    from ..render import EXPANDED_MODES
+    from ..client.render import EXPANDED_MODES
 
-    mode = arg.lower() or ("off" if shell.expanded == "on" else "on")
+    mode = arg.lower() or ("off" if ctx.expanded == "on" else "on")
     if mode not in EXPANDED_MODES:
         raise StreamJobError(f"\\x takes on, off or auto, got '{arg}'")
-    shell.expanded = mode
-    shell.echo("Expanded display is " + ("used automatically" if mode == "auto" else mode) + ".")
+    ctx.expanded = mode
+    click.echo("Expanded display is " + ("used automatically" if mode == "auto" else mode) + ".")
 
 
-def show_status(shell: "Shell") -> None:
+def show_status(ctx: ShellContext) -> None:
     """``\\status``: the table of ``streamjob status`` (JSON under ``\\json``)."""
     import json
 
-    snapshot = shell.session.status()
-    if shell.as_json:
-        shell.echo(json.dumps(snapshot, default=str))
+    snapshot = ctx.session.status()
+    if ctx.as_json:
+        click.echo(json.dumps(snapshot, default=str))
         return
-    from ..render import _console, status_view
+    from ..client.render import status_view, terminal_console
 
-    _console().print(status_view(snapshot))
+    terminal_console().print(status_view(snapshot))
 
 
-def describe(shell: "Shell", name: str) -> None:
-    """``\\d``: every stream, table and streamjob; ``\\d name``: DESCRIBE STREAMJOB name if
-    a job has that name, else DESCRIBE name (a stream or table)."""
+def describe(ctx: ShellContext, name: str) -> tuple[str, ...]:
+    """``\\d``: the statements listing every stream, table and streamjob; ``\\d name``:
+    DESCRIBE STREAMJOB name if a job has that name, else DESCRIBE name (a stream or
+    table)."""
     if not name:
-        for sql in ("SHOW STREAMS", "SHOW TABLES", "LIST STREAMJOBS"):
-            shell.run_statement(sql)
-        return
+        return ("SHOW STREAMS", "SHOW TABLES", "LIST STREAMJOBS")
     db, _, obj = name.rpartition(".")
-    if shell.catalog.get_job((db or shell.database).strip("`"), obj.strip("`")) is not None:
-        shell.run_statement(f"DESCRIBE STREAMJOB {name}")
-    else:
-        shell.run_statement(f"DESCRIBE {name}")
+    if ctx.catalog.get_job((db or ctx.database).strip("`"), obj.strip("`")) is not None:
+        return (f"DESCRIBE STREAMJOB {name}",)
+    return (f"DESCRIBE {name}",)

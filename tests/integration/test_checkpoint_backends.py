@@ -20,7 +20,7 @@ import pytest
 
 from streamjob.catalog import Catalog
 from streamjob.catalog.records import CheckpointInfo
-from streamjob.check import scratch_catalog
+from streamjob.client.check import scratch_catalog
 from streamjob.checkpoint.backends import backend_for_job, open_backend
 from streamjob.checkpoint.backends.kafka import DEFAULT_TOPIC, KafkaBackend
 from streamjob.checkpoint.backends.zookeeper import ZooKeeperBackend

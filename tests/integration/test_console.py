@@ -18,7 +18,7 @@ from streamjob.api import create_app
 from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob.dev.broker import create_topic
-from streamjob.session import ClientSession
+from streamjob.client.session import ClientSession
 
 from .test_kafka_source_jobs import World
 from .test_server import Feeder

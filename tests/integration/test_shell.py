@@ -465,7 +465,7 @@ def _catalog_with_jobs(home: Path) -> list[tuple[str, ...]]:
     of LIST STREAMJOBS as strings."""
     from streamjob.catalog import Catalog
     from streamjob.home import Home
-    from streamjob.session import ClientSession
+    from streamjob.client.session import ClientSession
 
     h = Home.open(home)
     catalog = Catalog(h.catalog_url)

@@ -18,7 +18,7 @@ from streamjob.cli import main
 from streamjob.dev.broker import create_topic
 from streamjob.exceptions import ObjectNotFoundError, ValidationError
 from streamjob.home import Home
-from streamjob.session import ClientSession
+from streamjob.client.session import ClientSession
 
 pytestmark = pytest.mark.component
 

@@ -181,7 +181,7 @@ def test_the_shell_through_the_server(served):
 
 def test_a_script_through_the_server_is_checked_whole_then_applied(served, monkeypatch):
     from streamjob.grammar import parse_statement
-    from streamjob.session import ClientSession
+    from streamjob.client.session import ClientSession
 
     script = served["tmp"] / "three.sql"
     table = "CREATE TABLE t{n} (id BIGINT) STORED AS JSON;"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjob.compat import compat_report
+from streamjob.client.compat import compat_report
 from streamjob.planner.cep import MATCH_VIEW
 from streamjob.planner.explain import state
 

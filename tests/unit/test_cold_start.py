@@ -64,8 +64,8 @@ def test_checking_statements_does_not_import_pyarrow(tmp_path):
     # the modules `run` imports before Spark starts: pyarrow comes later, beside the JVM
     out = _python("""
         import sys
-        import streamjob.cli, streamjob.session, streamjob.manager, streamjob.executor
-        import streamjob.connectors.spec, streamjob.types, streamjob.check
+        import streamjob.cli, streamjob.client.session, streamjob.manager, streamjob.executor
+        import streamjob.connectors.spec, streamjob.types, streamjob.client.check
         print("pyarrow" in sys.modules)
         """, tmp_path)
     assert out.strip() == "False"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from streamjob.check import check_script, scratch_catalog
+from streamjob.client.check import check_script, scratch_catalog
 from streamjob.cli import main
 from streamjob.exceptions import StreamJobError
 from streamjob.home import Home

@@ -150,7 +150,7 @@ def test_dry_run_drop_keeps_checkpoint_files(ex):
 
 
 def test_check_runs_against_a_scratch_copy_of_the_catalog(ex):
-    from streamjob.check import check_script, scratch_catalog
+    from streamjob.client.check import check_script, scratch_catalog
 
     run(ex, 'CREATE STREAMJOB j AS ("insert into totals select k, sum(v) from s group by k")')
     job = ex.catalog.get_job("default", "j")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
 from streamjob import properties as registry
-from streamjob.check import scratch_catalog
+from streamjob.client.check import scratch_catalog
 from streamjob.exceptions import StreamJobError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.check import check_script, scratch_catalog
+from streamjob.client.check import check_script, scratch_catalog
 from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 from streamjob.script import read_script, substitute

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjob.check import check_script, scratch_catalog
+from streamjob.client.check import check_script, scratch_catalog
 from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from streamjob.catalog import Catalog
 from streamjob.cli import main
 from streamjob.grammar import parse_statement
-from streamjob.session import ClientSession
+from streamjob.client.session import ClientSession
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The client session under the CLI and the shell (streamjob/session.py): SET values
+"""The client session under the CLI and the shell (streamjob/client/session.py): SET values
 carry over between statements, a script is parsed whole before anything runs, and a
 START says, in fields, where the job runs. SQLite catalog, no Spark."""
 
@@ -12,7 +12,7 @@ from streamjob.catalog import Catalog
 from streamjob.exceptions import StreamJobError
 from streamjob.grammar import parse_statement
 from streamjob.home import Home
-from streamjob.session import NO_SERVER, ClientSession, server_label
+from streamjob.client.session import NO_SERVER, ClientSession, server_label
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from streamjob.planner.preview import DEFAULT_LIMIT, is_select, plan_preview
 from streamjob.shell.app import Shell
 from streamjob.shell.completion import Names, suggest
 from streamjob.shell.lexer import StreamSqlLexer
-from streamjob.shell.splitter import is_complete, position_in, split_input
+from streamjob.client.splitter import is_complete, position_in, split_input
 
 pytestmark = pytest.mark.unit
 
@@ -252,7 +252,7 @@ def test_column_completion_keeps_keywords_and_names_where_they_go():
 @pytest.fixture
 def world(tmp_path):
     """A home and catalog with a Kafka stream ``clicks``, a file table ``out`` and a job."""
-    from streamjob.session import ClientSession
+    from streamjob.client.session import ClientSession
 
     home = Home.open(tmp_path / "home")
     catalog = Catalog(home.catalog_url)
@@ -345,13 +345,13 @@ def test_meta_toggles_and_describe(world, capsys):
 
 def test_set_of_the_select_start_is_the_shells_own(world, capsys):
     world.run_text("SET transwarp.consumer.reset.offset.strategy = latest;")
-    assert world.reset == "latest" and world.session_props == {}
+    assert world.previews.reset == "latest" and world.session_props == {}
     world.run_text("SET transwarp.consumer.reset.offset.strategy = soon;")
     world.run_text("RESET;")
     out, err = capsys.readouterr()
     assert "transwarp.consumer.reset.offset.strategy=latest" in out
     assert "Error: 1:1: property 'transwarp.consumer.reset.offset.strategy' must be" in err
-    assert world.reset is None
+    assert world.previews.reset is None
 
 
 def test_start_with_a_server_only_sets_the_desired_state(world, capsys):
@@ -394,7 +394,7 @@ def test_shell_reads_stdin_when_it_is_not_a_terminal(tmp_path):
 def test_row_printer_lines_rows_up_under_a_header_and_stops_at_the_limit():
     import datetime as dt
 
-    from streamjob.shell.preview import RowPrinter
+    from streamjob.client.preview import RowPrinter
 
     lines: list[str] = []
     p = RowPrinter(["id", "name", "at"], 3, False, lines.append)
@@ -422,13 +422,13 @@ def test_pager_pages_what_does_not_fit_the_terminal():
 
 
 def test_pager_meta_command(world):
-    assert world.pager
+    assert world.context.pager
     world.run_text("\\pager off")
-    assert not world.pager
+    assert not world.context.pager
     world.run_text("\\pager on")
-    assert world.pager and world.errors == 0
+    assert world.context.pager and world.errors == 0
     world.run_text("\\pager maybe")
-    assert world.errors == 1 and world.pager
+    assert world.errors == 1 and world.context.pager
 
 
 # --------------------------------------------------------------------------- tables that fit
@@ -448,7 +448,7 @@ def test_list_streamjobs_fits_the_terminal_one_field_per_line(world, capsys, mon
     few characters (each job over dozens of lines); a table wider than the terminal is
     now shown expanded (psql's ``\\x auto``): no line is wider than the terminal and
     every field's value is there, whole."""
-    from streamjob.session import ClientSession
+    from streamjob.client.session import ClientSession
 
     list(ClientSession(world.catalog, world.home).execute_script(LONG_JOB))
     monkeypatch.setenv("COLUMNS", str(width))
@@ -479,7 +479,7 @@ def test_list_streamjobs_fits_the_terminal_one_field_per_line(world, capsys, mon
 def test_expanded_display_meta_command(world, capsys, monkeypatch):
     """``\\x`` toggles, ``\\x on|off|auto`` sets; off keeps the table at any width."""
     monkeypatch.setenv("COLUMNS", "80")
-    assert world.expanded == "auto"
+    assert world.context.expanded == "auto"
     world.run_text("\\x off\nLIST STREAMJOBS;\n")
     out = capsys.readouterr().out
     assert "Expanded display is off." in out and "┃" in out and "RECORD" not in out
@@ -487,11 +487,11 @@ def test_expanded_display_meta_command(world, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "Expanded display is on." in out and "-[ RECORD 1 ]" in out and "stream   | clicks" in out
     world.run_text("\\x\n")
-    assert world.expanded == "off"
+    assert world.context.expanded == "off"
     world.run_text("\\x auto\n")
-    assert world.expanded == "auto" and "used automatically" in capsys.readouterr().out
+    assert world.context.expanded == "auto" and "used automatically" in capsys.readouterr().out
     world.run_text("\\x sideways\n")
-    assert world.errors == 1 and world.expanded == "auto"
+    assert world.errors == 1 and world.context.expanded == "auto"
     assert "\\x takes on, off or auto" in capsys.readouterr().err
 
 
@@ -505,7 +505,7 @@ def test_output_without_a_terminal_or_columns_keeps_its_tables(world, capsys, mo
 
 def test_expanded_text_wraps_values_and_keeps_their_lines():
     from streamjob.executor import Result
-    from streamjob.render import expanded_text
+    from streamjob.client.render import expanded_text
 
     r = Result(columns=("job", "a rather long column name", "sql"),
                rows=[("j", None, "select a,\n  b from s where " + "x" * 90)], title="t")
@@ -571,7 +571,7 @@ def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers
     """The splitter's tokens are grammar/lexical.py's; the highlighter lexes with them
     (same boundaries), and the parser's raw-text pieces are built on them too."""
     from streamjob.grammar import lexical
-    from streamjob.shell import splitter
+    from streamjob.client import splitter
 
     text = ("SELECT a<=1, `b``c`, 'it''s' AS s -- note\nFROM t /* x */ WHERE d = \"e\"; "
             "SHOW 'open")

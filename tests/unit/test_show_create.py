@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from streamjob import properties as jp
-from streamjob.check import scratch_catalog
+from streamjob.client.check import scratch_catalog
 from streamjob.exceptions import ObjectInUseError, ObjectNotFoundError, StreamJobError
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 from streamjob.script import substitute
-from streamjob.session import ClientSession
+from streamjob.client.session import ClientSession
 
 pytestmark = pytest.mark.unit
 

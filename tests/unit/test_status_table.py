@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from streamjob.catalog import Catalog
 from streamjob.cli import main
-from streamjob.render import STATUS_COLUMNS
+from streamjob.client.render import STATUS_COLUMNS
 
 pytestmark = pytest.mark.component
 

@@ -1,7 +1,7 @@
 """docs/streamsql.md, the StreamSQL reference, cannot drift from the code (issue 18).
 
 Every fenced ```sql block of the page is checked as ``streamjob check --offline`` checks
-a script (:func:`streamjob.check.check_script` on a scratch catalog, no Spark):
+a script (:func:`streamjob.client.check.check_script` on a scratch catalog, no Spark):
 
 * a block whose first line is ``-- error: <words>`` must fail, with ``<words>`` in the
   error, on a fresh scratch catalog (so it must declare what it needs);
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.check import check_script, scratch_catalog
+from streamjob.client.check import check_script, scratch_catalog
 from streamjob.exceptions import StreamJobError
 from streamjob.executor import HANDLERS
 from streamjob.grammar import parse_script

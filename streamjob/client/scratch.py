@@ -1,11 +1,11 @@
 """A scratch copy of a catalog: an in-memory SQLite catalog holding a copy of another's
 databases, streams, tables, jobs and retained checkpoints, on which a script is tried before it is
-applied (``streamjob check``, and :meth:`streamjob.session.ClientSession.execute_script`
+applied (``streamjob check``, and :meth:`streamjob.client.session.ClientSession.execute_script`
 before ``submit``, ``run`` and ``-e`` change anything)."""
 
 from __future__ import annotations
 
-from .catalog import Catalog
+from ..catalog import Catalog
 
 SCRATCH_URL = "sqlite://"
 

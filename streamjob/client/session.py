@@ -10,7 +10,7 @@ jobs itself (``streamjob run``, the shell without a server), the in-process
 in one place, where a started job runs: in this process, in the job manager holding the
 catalog's lease (``streamjob server``), or nowhere yet. Its results are
 :class:`~streamjob.executor.Result` objects with fields (``object``, ``pending``,
-``runs_in``), so no client parses message text; :mod:`streamjob.render` prints them.
+``runs_in``), so no client parses message text; :mod:`streamjob.client.render` prints them.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import os
 from dataclasses import replace
 from typing import Callable, Iterator
 
-from .exceptions import StreamJobError
-from .grammar import statements as st
-from .status import lease_holder, server_label
+from ..exceptions import StreamJobError
+from ..grammar import statements as st
+from ..status import lease_holder, server_label
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class ClientSession:
                  spark: Callable | None = None, debug: bool = False,
                  dry_run: bool = False, principal: str | None = None,
                  role=None) -> None:
-        from .catalog.records import Role
+        from ..catalog.records import Role
 
         self.catalog, self.home = catalog, home
         self.principal = principal or local_principal()
@@ -94,8 +94,8 @@ class ClientSession:
         host of the catalog, so STOP/DROP from other clients reach its jobs) on first
         use."""
         if self.manager is None:
-            from .manager import JobManager
-            from .manager.liveness import HostRegistration
+            from ..manager import JobManager
+            from ..manager.liveness import HostRegistration
 
             self._host = HostRegistration(self.catalog,
                                           self.home.conf.get("spark.master", "local[*]"))
@@ -113,7 +113,7 @@ class ClientSession:
 
     def status(self) -> dict:
         """Every job's state now (:func:`streamjob.status.status_snapshot`)."""
-        from .status import status_snapshot
+        from ..status import status_snapshot
 
         return status_snapshot(self.catalog)
 
@@ -122,7 +122,7 @@ class ClientSession:
     def executor(self, manager=None):
         """The :class:`~streamjob.executor.Executor` of one statement, sharing this
         session's ``SET`` values."""
-        from .executor import Executor
+        from ..executor import Executor
 
         return Executor(self.catalog, self.home, manager, self.properties,
                         dry_run=self.dry_run, spark=self._spark, database=self.database,
@@ -192,7 +192,7 @@ class ClientSession:
                 run, and the error's ``note`` says which statements took effect.
         """
         if statements is None:
-            from .grammar import parse_script
+            from ..grammar import parse_script
 
             statements = parse_script(text, source=source)
         applying = not self.dry_run and len(statements) > 1

@@ -22,7 +22,7 @@ import click
 EXPANDED_MODES = ("auto", "on", "off")
 
 
-def _console():
+def terminal_console():
     """The rich console of every table: the terminal's width, else ``COLUMNS``, else
     200 columns when stdout is not a terminal."""
     from rich.console import Console
@@ -37,7 +37,7 @@ def render(result, as_json: bool, compact: bool = False, expanded: str = "auto")
 
     ``expanded`` (one of :data:`EXPANDED_MODES`): ``on`` prints every table one field
     per line (:func:`expanded_text`), ``off`` never, ``auto`` when the table is wider
-    than the terminal (stdout a terminal, or ``COLUMNS`` set: see :func:`_console`)."""
+    than the terminal (stdout a terminal, or ``COLUMNS`` set: see :func:`terminal_console`)."""
     if result.records is not None:
         _records(result, as_json)
         return
@@ -47,7 +47,7 @@ def render(result, as_json: bool, compact: bool = False, expanded: str = "auto")
     if result.text is not None:  # SHOW CREATE: the statement as it is, ready to copy
         click.echo(result.text)
         return
-    console = _console()
+    console = terminal_console()
     for part in result.sections or [result]:
         if part.columns and part.rows:
             table = _table(part)
@@ -235,7 +235,7 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None,
 
     from .session import NO_SERVER
 
-    table = (status_table(snapshot, width or _console().width) if snapshot.get("jobs")
+    table = (status_table(snapshot, width or terminal_console().width) if snapshot.get("jobs")
              else Text("no streamjobs"))  # one line, not an empty bordered table
     server = snapshot["server"]
     line = (f"job manager: server {server['label']}" if server else NO_SERVER)

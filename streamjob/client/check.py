@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import Catalog
-from .home import Home
+from ..catalog import Catalog
+from ..home import Home
 from .scratch import SCRATCH_URL, scratch_catalog
 
 __all__ = ["SCRATCH_URL", "CheckReport", "check_script", "scratch_catalog"]
@@ -35,7 +35,7 @@ def check_script(text: str, source: str, catalog: Catalog, home: Home,
     against ``catalog`` (a scratch copy: see :func:`scratch_catalog`).
 
     ``spark``: ``() -> SparkSession``; when given, each job's query is also put to
-    Spark's streaming analysis over empty inputs (:mod:`.spark.analysis`), so
+    Spark's streaming analysis over empty inputs (:mod:`streamjob.spark.analysis`), so
     what Spark would refuse at START is refused here. It is called at the first
     CREATE/ALTER STREAMJOB only: a script without jobs never starts Spark.
 

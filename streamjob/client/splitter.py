@@ -1,4 +1,5 @@
-"""Shell input -> statements: where each ends, and whether the input is complete.
+"""Client input -> statements: where each ends, and whether the input is complete (the
+shell's prompt and scripts, ``-e`` text cut at its SELECT previews, ``check --compat``).
 
 The shell reads statements that end with ``;`` over as many lines as it takes: Enter on
 an unfinished statement continues it on the next line. A ``;`` inside a quoted string,

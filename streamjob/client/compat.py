@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .exceptions import StreamJobError
-from .grammar import statements as st
+from ..exceptions import StreamJobError
+from ..grammar import statements as st
 
 #: Slipstream job properties that the planner reads (they have no single target
 #: property): name -> what they become.
@@ -61,8 +61,8 @@ class Item:
 
 def compat_report(text: str, source: str | None = None) -> list[Item]:
     """The :class:`Item` list of script ``text`` (variables already substituted)."""
-    from .grammar import parse_statement
-    from .shell.splitter import split_input
+    from ..grammar import parse_statement
+    from .splitter import split_input
 
     split = split_input(text)
     pieces = [(p.text, p.offset) for p in split.pieces if p.kind == "sql"]
@@ -82,7 +82,7 @@ def compat_report(text: str, source: str | None = None) -> list[Item]:
 
 def _head(text: str, words: int = 3) -> str:
     """The statement's first words, outside comments (as its clause name)."""
-    from .shell.splitter import tokenize
+    from .splitter import tokenize
 
     out = [t.text for t in tokenize(text) if t.significant][:words]
     return " ".join(out).upper() if out else text.strip()[:40]
@@ -90,7 +90,7 @@ def _head(text: str, words: int = 3) -> str:
 
 def _title(stmt: st.Statement) -> str:
     """``CREATE STREAM clicks``: the statement's keywords before its name, and the name."""
-    from .shell.splitter import tokenize
+    from .splitter import tokenize
 
     name = getattr(stmt, "name", None)
     database = getattr(stmt, "database", None)
@@ -110,7 +110,7 @@ def _title(stmt: st.Statement) -> str:
 
 
 def _refused_statement(piece: str, line: int, exc: StreamJobError) -> Item:
-    from .shell.splitter import tokenize
+    from .splitter import tokenize
 
     words = " ".join(t.text.lower() for t in tokenize(piece) if t.significant)
     rewrite = next((r for w, r in REWRITES if words.startswith(w)), None)
@@ -165,8 +165,8 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
 def _pattern_items(query: str, line: int) -> list[Item]:
     """The CEP clause of a job's query (``PATTERN (...) WITHIN (...)``), if it has one:
     it runs (:mod:`streamjob.cep`); a malformed one is refused with the reader's error."""
-    from .planner.pattern import extract_pattern
-    from .planner.text import QueryText
+    from ..planner.pattern import extract_pattern
+    from ..planner.text import QueryText
 
     if "pattern" not in query.lower():
         return []
@@ -187,8 +187,8 @@ def query_clause_items(query: str, line: int, derived: bool = False) -> list[Ite
     """The window clauses of a job's query (STREAMWINDOW, both SESSIONWINDOW forms), one
     item each, at their line (``line`` is where the query starts). Clauses are found by their tokens; the full check is
     ``streamjob check``."""
-    from .planner.sessions import is_predicate_form
-    from .planner.text import tokenize
+    from ..planner.sessions import is_predicate_form
+    from ..planner.text import tokenize
 
     from sqlglot.tokens import TokenType
 
@@ -220,7 +220,7 @@ def query_clause_items(query: str, line: int, derived: bool = False) -> list[Ite
 def _row_format_item(stmt, line: int) -> Item:
     """The ROW FORMAT clause's line: what :func:`streamjob.connectors.hive_forms.
     row_format_record` (the rule CREATE applies) makes of it, or why it refuses it."""
-    from .connectors import hive_forms
+    from ..connectors import hive_forms
 
     rf = stmt.row_format
     clause = f"ROW FORMAT SERDE '{rf.serde}'" if rf.serde else "ROW FORMAT DELIMITED"
@@ -239,7 +239,7 @@ def _row_format_item(stmt, line: int) -> Item:
 def _storage_items(stmt: st.CreateTable, line: int) -> list[Item]:
     """STORED AS / STORED BY / LOCATION of a CREATE TABLE: HBase-backed storage is refused
     with its replacement (:func:`streamjob.connectors.hive_forms.check_storage`)."""
-    from .connectors import hive_forms
+    from ..connectors import hive_forms
 
     stored_by = getattr(stmt, "stored_by", None)
     try:
@@ -280,7 +280,7 @@ def _scope(stmt, pairs: dict[str, str]) -> str | None:
 
 def connector_verdict(scope: str | None, key: str, pairs: dict[str, str]) -> tuple[str, str]:
     """``(verdict, detail)`` of TBLPROPERTIES ``key`` of a ``scope`` stream or table."""
-    from .properties import CONNECTOR, Registry
+    from ..properties import CONNECTOR, Registry
 
     if scope is None:
         return ("refused", "unknown source or connector") if key in ("source", "connector") \
@@ -300,8 +300,8 @@ def connector_verdict(scope: str | None, key: str, pairs: dict[str, str]) -> tup
 
 def job_property_verdict(key: str, value: str) -> tuple[str, str]:
     """``(verdict, detail)`` of job property (JOBPROPERTIES, SET) ``key`` = ``value``."""
-    from .exceptions import PropertyError
-    from .properties import JOB
+    from ..exceptions import PropertyError
+    from ..properties import JOB
 
     prop = JOB.get(key)
     if prop is None:
