@@ -10,6 +10,7 @@ class RateStreamSource(QuietSource):
     """A rate stream (:class:`~streamjob.connectors.spec.RateSourceSpec`)."""
 
     identifier = "rate"
+    fixed_columns = frozenset({"timestamp", "value"})  # Spark's (timestamp, value bigint)
     observes_columns = False  # its columns are Spark's own, always present
     bounded = False
 

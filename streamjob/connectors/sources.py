@@ -24,10 +24,11 @@ only when called.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
 from . import spec as cspec
+from .spec import KafkaTopic, Reach
 
 __all__ = ["StreamSource", "Reader", "Reach", "stream_source", "group_committers"]
 
@@ -45,19 +46,6 @@ class Reader:
     json_text: bool = False
 
 
-@dataclass(frozen=True)
-class Reach:
-    """What a stream or table declaration reaches, for the security checks
-    (``security/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
-    ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
-    :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
-    as ``(url, property label)``."""
-
-    paths: tuple[tuple[str, str, str], ...] = ()
-    broker: tuple[str, Any] | None = None
-    urls: tuple[tuple[str, str], ...] = field(default=())
-
-
 class StreamSource(Protocol):
     """What a job reads. Built by :func:`stream_source` from a stream's connector spec;
     nothing is contacted until a method below that says so is called.
@@ -66,6 +54,8 @@ class StreamSource(Protocol):
     * ``spec``: the connector spec (:mod:`.spec`).
     * ``tolerant``: malformed records are set aside (``skip``/``dead-letter``) instead
       of failing the job; the reader then adds the malformed-record column.
+    * ``fixed_columns``: the only column names the source produces (rate: timestamp,
+      value), which a declaration may not go beyond; None: any declared columns.
     * ``observes_columns``: the job counts per batch how many records carried each
       declared column (records with named fields: Kafka, files).
     * ``bounded``: the source runs out of input (``--until-idle`` can apply; rate:
@@ -95,9 +85,9 @@ class StreamSource(Protocol):
     * ``commit_target(group_id)``: ``((bootstrap, group, security), topic)`` to which a
       checkpoint's offsets are committed (consumer groups, :func:`group_committers`),
       or None.
-    * ``broker()``: ``(bootstrap, security, request timeout ms)`` of a Kafka source,
-      else None (the kafka checkpoint backend, PRINT and SHOW TOPICS).
-    * ``reach()``: the :class:`Reach` of the declaration.
+    * ``kafka_topic()``: the :class:`~.spec.KafkaTopic` of a Kafka source, else None
+      (the kafka checkpoint backend, PRINT and SHOW TOPICS).
+    * ``reach()``: the :class:`~.spec.Reach` of the declaration.
     * ``dead_letter``: the dead-letter table's name as written (``"malformed.policy"``
       ``dead-letter``), resolved by the planner, or None.
     * ``consumer_group(default)``: the consumer group a job's offsets are committed to
@@ -112,6 +102,7 @@ class StreamSource(Protocol):
     identifier: str
     spec: Any
     tolerant: bool
+    fixed_columns: frozenset[str] | None
     observes_columns: bool
     bounded: bool
     starts_anywhere: bool
@@ -134,7 +125,7 @@ class StreamSource(Protocol):
 
     def commit_target(self, group_id: str | None) -> tuple[tuple, str] | None: ...
 
-    def broker(self) -> tuple[str, Any, int] | None: ...
+    def kafka_topic(self) -> KafkaTopic | None: ...
 
     def reach(self) -> Reach: ...
 
@@ -191,6 +182,7 @@ class QuietSource:
     malformed records."""
 
     tolerant = False
+    fixed_columns: frozenset[str] | None = None
     observes_columns = True
     bounded = True
     starts_anywhere = True
@@ -219,7 +211,7 @@ class QuietSource:
     def commit_target(self, group_id: str | None) -> tuple[tuple, str] | None:
         return None
 
-    def broker(self) -> tuple[str, Any, int] | None:
+    def kafka_topic(self) -> KafkaTopic | None:
         return None
 
     def reach(self) -> Reach:

@@ -3,6 +3,11 @@
 Turns a catalog record's TBLPROPERTIES (names case-insensitive) into a typed spec the
 planner can run, and rejects what cannot work before any job starts.
 
+Each table spec answers the questions asked of its kind (``label``, ``on_files``,
+``static_readable``, ``updates_in_place``, ``check_columns``, ``reach``,
+``kafka_topic``); writing goes through :mod:`.sinks`, a stream's reading through
+:mod:`.sources`.
+
 Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 (``"source"="files"``), rate (``"source"="rate"``). Sinks (tables): files
 (``STORED AS`` / ``LOCATION``, the default), SQL (``"connector"="sql"``), Kafka
@@ -12,8 +17,8 @@ Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
 
 from .. import properties as registry
 from ..exceptions import ValidationError
@@ -28,6 +33,31 @@ FILE_FORMATS = ("parquet", "json", "csv")
 FILE_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 """Formats of file tables (``STORED AS``); TEXTFILE is Hive's delimited text
 (:mod:`.hive_forms`)."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a stream or table declaration reaches, for the security checks
+    (``security/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
+    ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
+    :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
+    as ``(url, property label)``."""
+
+    paths: tuple[tuple[str, str, str], ...] = ()
+    broker: tuple[str, Any] | None = None
+    urls: tuple[tuple[str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class KafkaTopic:
+    """A Kafka stream's or table's topic and how to reach its brokers (PRINT, SHOW
+    TOPICS, the kafka checkpoint backend): bootstrap servers, security settings
+    (references unresolved), the bound on each request in ms."""
+
+    topic: str
+    bootstrap: str
+    security: KafkaSecurity
+    request_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -85,6 +115,20 @@ class FileTableSpec:
     partitioned_by: tuple[str, ...] = ()
     delimiter: str | None = None
 
+    label: ClassVar[str] = "a file"
+    on_files: ClassVar[bool] = True
+    static_readable: ClassVar[bool] = True
+    updates_in_place: ClassVar[bool] = False
+
+    def check_columns(self, columns, table: str) -> None:
+        """Nothing to check beyond the parser's (partition columns are checked there)."""
+
+    def reach(self) -> Reach:
+        return Reach(paths=((self.location, "LOCATION", "location"),))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
+
 
 @dataclass(frozen=True)
 class SqlTableSpec:
@@ -94,10 +138,52 @@ class SqlTableSpec:
     table: str
     primary_key: tuple[str, ...]
 
+    label: ClassVar[str] = "a SQL"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = True
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode upserts on the primary key."""
+        return bool(self.primary_key)
+
+    def check_columns(self, columns, table: str) -> None:
+        """The primary-key columns must be declared ``columns`` of ``table``.
+
+        Raises:
+            ValidationError: ``key`` ``"primary.key"``.
+        """
+        declared = {c["name"].lower() for c in columns}
+        missing = [k for k in self.primary_key if k not in declared]
+        if missing:
+            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
+                                  f"{table} ({', '.join(c['name'] for c in columns)})",
+                                  key="primary.key", bad_value=True)
+
+    def reach(self) -> Reach:
+        return Reach(urls=((self.url, '"url"'),))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
+
 
 @dataclass(frozen=True)
 class ConsoleTableSpec:
     """Rows printed to the console (for the shell and debugging)."""
+
+    label: ClassVar[str] = "a console"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = False
+    updates_in_place: ClassVar[bool] = True  # each micro-batch's changed rows printed
+
+    def check_columns(self, columns, table: str) -> None:
+        """Nothing to check."""
+
+    def reach(self) -> Reach:
+        return Reach()
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
 
 
 KAFKA_TABLE_FORMATS = ("json", "delimited")
@@ -124,6 +210,25 @@ class KafkaTableSpec:
     key: str | None = None
     security: KafkaSecurity = KafkaSecurity()
     primary_key: tuple[str, ...] = ()
+
+    label: ClassVar[str] = "a Kafka"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = False
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode writes records keyed by the primary key (an upsert table)."""
+        return bool(self.primary_key)
+
+    def check_columns(self, columns, table: str) -> None:
+        """:func:`check_kafka_key`."""
+        check_kafka_key(self, columns, table)
+
+    def reach(self) -> Reach:
+        return Reach(broker=(self.bootstrap, self.security))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return KafkaTopic(self.topic, self.bootstrap, self.security)
 
 
 def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:

@@ -144,8 +144,7 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     sink = catalog.get_table(*aq.target)
     sink_spec = cspec.spec_of_table(sink, home.table_location(sink.database, sink.name))
     _check_columns(aq, sink)
-    if isinstance(sink_spec, cspec.KafkaTableSpec):
-        cspec.check_kafka_key(sink_spec, sink.columns, sink.qualified_name)
+    sink_spec.check_columns(sink.columns, sink.qualified_name)
     mode = _output_mode(aq, sources, sink, sink_spec)
     props = _flush_interval(props, sink_spec, {**(session_props or {}), **job_props})
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
@@ -159,7 +158,7 @@ def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> J
     from dataclasses import replace
 
     explicit = any(k.strip().lower() == "streamjob.trigger.interval" for k in given)
-    if props.flush_interval_ms is None or explicit or not isinstance(sink_spec, cspec.FileTableSpec):
+    if props.flush_interval_ms is None or explicit or not sink_spec.on_files:
         return props
     return replace(props, trigger_interval_ms=props.flush_interval_ms)
 
@@ -175,7 +174,7 @@ def static_tables(lookup: Lookup, home: Home, references) -> list[Static]:
         if ref.kind == "table":
             tb = lookup.table(ref.database, ref.name)
             sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
-            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
+            if not sp.static_readable:
                 raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
             statics.append(Static(tb, ref.view, sp))
     return statics
@@ -264,10 +263,7 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
             "and \"watermark.delay\": Spark appends a session once the watermark passes its "
             "end and cannot update sessions in place; declare the stream's event time, or "
             "write FROM s SESSIONWINDOW w AS (GAP '30' SECOND) (processing time)")
-    if isinstance(sink_spec, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) \
-            and sink_spec.primary_key:
-        return "update"
-    if isinstance(sink_spec, cspec.ConsoleTableSpec):
+    if sink_spec.updates_in_place:  # a primary key upserted, or the console
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "

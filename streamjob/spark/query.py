@@ -79,7 +79,7 @@ def static_frame(session, st: Static):
     sp = st.spec
     names = [c["name"] for c in st.table.columns]
     ddl = sjtypes.ddl(st.table.columns)
-    if isinstance(sp, cspec.FileTableSpec) and static.is_local(sp.location):
+    if sp.on_files and static.is_local(sp.location):
         return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
                 .option("location", static.absolute(sp.location))
                 .option("format", sp.format)
@@ -88,7 +88,7 @@ def static_frame(session, st: Static):
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
                 .load())
-    if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
+    if sp.on_files:  # listed once, at job start (Spark's index)
         return spark_file_frame(session, sp, st.table.columns)
     from ..security.resolve import resolve_url
 

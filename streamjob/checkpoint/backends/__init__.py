@@ -86,16 +86,16 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
 def kafka_bootstrap(plan: "JobPlan") -> str | None:
     """Bootstrap servers of the plan's first Kafka source, or None."""
     broker = _kafka_broker(plan)
-    return broker[0] if broker is not None else None
+    return broker.bootstrap if broker is not None else None
 
 
 def _kafka_broker(plan: "JobPlan"):
-    """``(bootstrap, security, request timeout ms)`` of the plan's first Kafka source
-    (:meth:`~streamjob.connectors.sources.StreamSource.broker`: its broker holds the
-    kafka backend's topic, reached with the same SSL/SASL settings), or None."""
+    """The :class:`~streamjob.connectors.spec.KafkaTopic` of the plan's first Kafka
+    source (:meth:`~streamjob.connectors.sources.StreamSource.kafka_topic`: its broker
+    holds the kafka backend's topic, reached with the same SSL/SASL settings), or None."""
     for src in plan.sources:
-        if src.source.broker() is not None:
-            return src.source.broker()
+        if src.source.kafka_topic() is not None:
+            return src.source.kafka_topic()
     return None
 
 
@@ -103,7 +103,7 @@ def stored_kafka_bootstrap(catalog: Catalog, job: JobInfo) -> str | None:
     """Bootstrap servers of a stored job's first Kafka source stream, from its catalog
     dependencies (registered in plan order: base sources first), or None."""
     broker = _stored_kafka_broker(catalog, job)
-    return broker[0] if broker is not None else None
+    return broker.bootstrap if broker is not None else None
 
 
 def _stored_kafka_broker(catalog: Catalog, job: JobInfo):
@@ -114,7 +114,7 @@ def _stored_kafka_broker(catalog: Catalog, job: JobInfo):
         if stream is None or stream.is_derived:
             continue
         spec = cspec.source_spec(stream.name, stream.properties, stream.row_format)
-        broker = stream_source(spec).broker()
+        broker = stream_source(spec).kafka_topic()
         if broker is not None:
             return broker
     return None
@@ -141,8 +141,8 @@ def backend_for_plan(catalog: Catalog, home: Home, plan: "JobPlan") -> Checkpoin
     Errors as :func:`open_backend`."""
     broker = _kafka_broker(plan)
     return open_backend(plan.props[BACKEND_KEY], catalog=catalog, home=home,
-                        bootstrap=broker and broker[0], job=plan.qualified_name,
-                        security=broker and broker[1])
+                        bootstrap=broker and broker.bootstrap, job=plan.qualified_name,
+                        security=broker and broker.security)
 
 
 def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
@@ -156,5 +156,6 @@ def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
         return CatalogBackend(catalog)
     name = backend_name(job)
     broker = _stored_kafka_broker(catalog, job) if name == "kafka" else None
-    return open_backend(name, catalog=catalog, home=home, bootstrap=broker and broker[0],
-                        job=job.qualified_name, security=broker and broker[1])
+    return open_backend(name, catalog=catalog, home=home,
+                        bootstrap=broker and broker.bootstrap, job=job.qualified_name,
+                        security=broker and broker.security)

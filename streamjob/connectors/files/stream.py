@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..sources import QuietSource, Reach, Reader
+from ..sources import QuietSource, Reader
+from ..spec import Reach
 
 
 class FileStreamSource(QuietSource):

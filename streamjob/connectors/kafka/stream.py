@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...secrets import mask_url
-from ..sources import QuietSource, Reach, Reader
+from ..sources import QuietSource, Reader
+from ..spec import KafkaTopic, Reach
 from . import options as opt
 
 #: The Kafka source's data source name (:data:`.source.SOURCE_NAME`; spelled here so
@@ -116,8 +117,9 @@ class KafkaStreamSource(QuietSource):
             return None
         return (self.spec.bootstrap, group_id, self.spec.security), self.spec.topic
 
-    def broker(self) -> tuple[str, Any, int]:
-        return self.spec.bootstrap, self.spec.security, self.spec.request_timeout_ms
+    def kafka_topic(self) -> KafkaTopic:
+        sp = self.spec
+        return KafkaTopic(sp.topic, sp.bootstrap, sp.security, sp.request_timeout_ms)
 
     def reach(self) -> Reach:
         return Reach(broker=(self.spec.bootstrap, self.spec.security))
