@@ -272,6 +272,40 @@ def _lower(props: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in props.items()}
 
 
+#: ``"source"`` of a stream -> its connector scope (:mod:`streamjob.properties`).
+STREAM_SCOPES = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}
+#: ``"connector"`` of a table (other than Kafka) -> its connector scope.
+TABLE_SCOPES = {"sql": "sql table", "console": "console table", "": "file table",
+                "files": "file table", "file": "file table"}
+
+
+def stream_source_name(properties: Mapping[str, str]) -> str:
+    """A stream's ``"source"`` (names case-insensitive), lower-cased; ``kafka`` when
+    absent. Not checked: :func:`stream_scope` is None for an unknown one."""
+    return _lower(properties).get("source", "kafka").strip().lower()
+
+
+def stream_scope(properties: Mapping[str, str]) -> str | None:
+    """The connector scope of a stream with TBLPROPERTIES ``properties`` (``kafka
+    stream``, ``file stream``, ``rate stream``), None for an unknown ``"source"``."""
+    return STREAM_SCOPES.get(stream_source_name(properties))
+
+
+def table_connector(properties: Mapping[str, str]) -> str:
+    """A table's connector from its TBLPROPERTIES: ``"connector"`` lower-cased, or
+    ``kafka`` for a table with ``"topic"`` and no ``"connector"`` (``""``: files)."""
+    p = _lower(properties)
+    connector = p.get("connector", "").strip().lower()
+    return "kafka" if not connector and "topic" in p else connector
+
+
+def table_scope(properties: Mapping[str, str]) -> str | None:
+    """The connector scope of a table (``kafka table``, ``sql table``, ``file table``,
+    ``console table``), None for an unknown ``"connector"``."""
+    connector = table_connector(properties)
+    return "kafka table" if connector == "kafka" else TABLE_SCOPES.get(connector)
+
+
 def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | None):
     """The source spec of stream ``name``.
 
@@ -279,8 +313,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         ValidationError: missing or contradictory properties (names what to add).
     """
     p = _lower(properties)
-    source = p.get("source", "kafka").strip().lower()
-    scope = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}.get(source)
+    source = stream_source_name(p)
+    scope = stream_scope(p)
     if scope is None:
         raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)",
                               text=source)
@@ -392,11 +426,10 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     """
     hive_forms.check_storage(name, stored_as, stored_by)
     p = _lower(properties)
-    connector = p.get("connector", "").strip().lower()
-    if connector == "kafka" or (not connector and "topic" in p):
+    connector = table_connector(p)
+    if connector == "kafka":
         return _kafka_table_spec(name, p, row_format)
-    scope = {"sql": "sql table", "console": "console table", "": "file table",
-             "files": "file table", "file": "file table"}.get(connector)
+    scope = table_scope(p)
     if scope is None:
         raise ValidationError(f"table '{name}': unknown connector '{connector}' "
                               "(sql, console or files)", text=connector)

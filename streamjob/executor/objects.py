@@ -247,16 +247,14 @@ def source_kind(stream) -> str:
     """``kafka``, ``files``, ``rate`` or ``derived``."""
     if stream.is_derived:
         return "derived"
-    return {k.lower(): v for k, v in stream.properties.items()}.get("source", "kafka").lower()
+    return cspec.stream_source_name(stream.properties)
 
 
 def sink_kind(table) -> str:
     """``sql``, ``console``, ``kafka`` or ``files (<format>)`` (the rule of
     :func:`~streamjob.connectors.spec.table_spec`: a table with ``"topic"`` is Kafka)."""
     p = {k.lower(): v for k, v in table.properties.items()}
-    connector = (p.get("connector") or "").lower()
-    if not connector and "topic" in p:
-        return "kafka"
-    if connector in ("", "files", "file"):
+    connector = cspec.table_connector(p)
+    if cspec.table_scope(p) == "file table":
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector
