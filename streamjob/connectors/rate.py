@@ -3,7 +3,7 @@ source, ``rows_per_second`` rows of (timestamp, value), never running out of inp
 
 from __future__ import annotations
 
-from .sources import QuietSource, Reader
+from .source_base import QuietSource, Reader
 
 
 class RateStreamSource(QuietSource):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..sources import QuietSource, Reader
+from ..source_base import QuietSource, Reader
 from ..spec import Reach
 
 
