@@ -58,6 +58,12 @@ def test_kafka_reader_options_are_read_back_by_the_kafka_reader():
     assert DeadLetterTarget.from_option(reader.dead_letter) == dead
 
 
+def test_the_kafka_data_source_is_registered_under_the_name_its_readers_use():
+    from streamjob.connectors.kafka import source, stream
+
+    assert source.SOURCE_NAME == stream.SOURCE_NAME == source.KafkaDataSource.name()
+
+
 def test_kafka_source_answers_for_kafka():
     source = stream_source(KAFKA)
     assert source.identifier == "kafka" and source.bounded and source.starts_anywhere

@@ -40,7 +40,8 @@ defined once, in :mod:`.options`):
   the checkpointed offsets and the strategy is not used.
 - ``groupId`` — the consumer group (``transwarp.consumer.group.id``, default
   ``streamjob.<db>.<job>``) whose committed offsets ``committed`` reads; offsets are
-  committed to it by :class:`.kafka_group.GroupCommitter`, not by this reader.
+  committed to it by :class:`.group.GroupCommitter`
+  (:func:`streamjob.connectors.sources.group_committers`), not by this reader.
 - ``failOnDataLoss`` — ``true`` (default) or ``false``, Spark's Kafka option: offsets
   the job still needs that the broker no longer has (below a partition's beginning
   offset: retention or a truncation removed them) fail the job with a ConnectorError
@@ -89,7 +90,7 @@ worker.install()  # in pyspark's source runner / Python workers: warnings to std
 
 log = logging.getLogger(__name__)  # "streamjob.connectors.kafka.source"
 
-SOURCE_NAME = "streamjob_kafka"
+SOURCE_NAME = "streamjob_kafka"  # = .stream.SOURCE_NAME (tests/unit/test_sources.py)
 class KafkaStreamReader(DataSourceStreamReader):
     """Plans micro-batches over a Kafka topic; see the module docstring for the contract."""
 
