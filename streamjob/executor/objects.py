@@ -214,8 +214,9 @@ def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None
 
 
 def _check_fixed_columns(s: st.CreateStream, source, columns: list[dict[str, str]]) -> None:
-    """A source whose columns are fixed (:attr:`~streamjob.connectors.sources.StreamSource.fixed_columns`,
-    e.g. Spark's rate source: timestamp, value) declares only those."""
+    """A stream whose source has fixed columns (its
+    :attr:`~streamjob.connectors.sources.StreamSource.fixed_columns`, e.g. Spark's rate
+    source: timestamp, value) declares only those."""
     allowed = source.fixed_columns
     if allowed is None:
         return
