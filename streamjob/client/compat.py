@@ -265,17 +265,15 @@ def pairs_delimiter(stmt) -> str:
 
 def _scope(stmt, pairs: dict[str, str]) -> str | None:
     """The connector scope of a CREATE STREAM/TABLE (``kafka stream`` ...), None for a
-    derived stream or an unknown source/connector."""
+    derived stream or an unknown source/connector (the rule of
+    :func:`streamjob.connectors.spec.stream_scope` / :func:`~streamjob.connectors.spec.table_scope`)."""
+    from .connectors import spec as cspec
+
     if isinstance(stmt, st.CreateStream):
         if stmt.as_select is not None:
             return None
-        source = pairs.get("source", "kafka").strip().lower()
-        return {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}.get(source)
-    connector = pairs.get("connector", "").strip().lower()
-    if connector == "kafka" or (not connector and "topic" in pairs):
-        return "kafka table"
-    return {"sql": "sql table", "console": "console table", "": "file table",
-            "files": "file table", "file": "file table"}.get(connector)
+        return cspec.stream_scope(pairs)
+    return cspec.table_scope(pairs)
 
 
 def connector_verdict(scope: str | None, key: str, pairs: dict[str, str]) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from typing import Callable, Protocol, Sequence
 from urllib.parse import urlparse
 
 from ..exceptions import JobError, ValidationError
+from ..secrets import mask_url
 from . import hive_forms
 from . import spec as cspec
 
@@ -52,6 +53,12 @@ class TableSink(Protocol):
     * ``close()``: release connections (idempotent).
     * ``visibility()``: one sentence for DESCRIBE STREAMJOB: when a written row becomes
       visible to readers of the table (DESIGN §6).
+    * ``describe()``: EXPLAIN's reading of the sink (the same for every job writing
+      the table the same way): ``connector`` (``sql``, ``kafka``, ``files (<format>)``,
+      ``console``), ``location`` (where, URLs masked; None for the console),
+      ``write`` (how rows are written), ``commit`` (how a micro-batch is committed when
+      the job is exactly-once) and ``upsert`` (True when a repeat of a micro-batch
+      rewrites the same rows: update mode into a primary key).
     """
 
     def check(self) -> None: ...
@@ -67,6 +74,8 @@ class TableSink(Protocol):
     def close(self) -> None: ...
 
     def visibility(self) -> str: ...
+
+    def describe(self) -> dict: ...
 
 
 def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
@@ -88,7 +97,7 @@ def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
     if isinstance(spec, cspec.SqlTableSpec):
         return SqlTableSink(spec, table.columns, marker, exactly_once, upsert)
     if isinstance(spec, cspec.KafkaTableSpec):
-        return KafkaTableSink(spec, table.columns, marker, job, exactly_once)
+        return KafkaTableSink(spec, table.columns, marker, job, exactly_once, upsert)
     if isinstance(spec, cspec.FileTableSpec):
         return FileTableSink(spec, table.qualified_name, job, checkpointed)
     if isinstance(spec, cspec.ConsoleTableSpec):
@@ -132,7 +141,17 @@ class SqlTableSink(_Quiet):
         from .sql.sink import SqlSink
 
         self.sql = SqlSink(spec, columns, marker, exactly_once=exactly_once, upsert=upsert)
-        self.exactly_once = exactly_once
+        self.spec, self.exactly_once, self.upsert = spec, exactly_once, upsert
+
+    def describe(self) -> dict:
+        sp, upsert = self.spec, self.upsert and bool(self.spec.primary_key)
+        return {"connector": "sql", "location": f"table {sp.table} at {mask_url(sp.url)}",
+                "write": (f"upsert on primary key ({', '.join(sp.primary_key)})" if upsert
+                          else "insert"),
+                "commit": ("each micro-batch's rows and the job's (uid:epoch, table) -> batch "
+                           "id marker commit in one transaction of the table's database; a "
+                           "replayed batch at or below the marker is skipped"),
+                "upsert": upsert}
 
     def visibility(self) -> str:
         if self.exactly_once:
@@ -161,12 +180,23 @@ class KafkaTableSink(_Quiet):
     micro-batch with the marker when exactly-once; see that module)."""
 
     def __init__(self, spec, columns: Sequence[dict], marker: str, job: str,
-                 exactly_once: bool) -> None:
+                 exactly_once: bool, update: bool = False) -> None:
         from .kafka.sink import KafkaSink
 
         self.kafka = KafkaSink(spec, columns, marker, job, exactly_once=exactly_once)
-        self.exactly_once = exactly_once
+        self.spec, self.exactly_once, self.update = spec, exactly_once, update
         self.upsert = bool(spec.primary_key)
+
+    def describe(self) -> dict:
+        sp = self.spec
+        return {"connector": "kafka", "location": f"topic {sp.topic} at {mask_url(sp.bootstrap)}",
+                "write": (f"produce keyed by primary key ({', '.join(sp.primary_key)}): the "
+                          "latest record per key is the row" if sp.primary_key
+                          else "produce" + (f" (key {sp.key})" if sp.key else "")),
+                "commit": ("one Kafka transaction per micro-batch holds its records and the "
+                           "batch id (committed to the group streamjob-sink-<uid>); a replayed "
+                           "batch is skipped"),
+                "upsert": self.update and self.upsert}
 
     def visibility(self) -> str:
         keyed = ("; records are keyed by the primary key, and a repeat rewrites each key "
@@ -199,6 +229,15 @@ class FileTableSink(_Quiet):
 
     def __init__(self, spec, table: str, job: str, checkpointed: bool) -> None:
         self.spec, self.table, self.job, self.checkpointed = spec, table, job, checkpointed
+
+    def describe(self) -> dict:
+        sp = self.spec
+        return {"connector": f"files ({sp.format})", "location": sp.location,
+                "write": "append files" + (f" partitioned by {', '.join(sp.partitioned_by)}"
+                                           if sp.partitioned_by else ""),
+                "commit": ("Spark's file-sink manifest (_spark_metadata) lists each "
+                           "micro-batch's files once; readers must honour it"),
+                "upsert": False}
 
     def visibility(self) -> str:
         if self.checkpointed:
@@ -275,3 +314,8 @@ class ConsoleTableSink(_Quiet):
 
     def visibility(self) -> str:
         return "printed as each micro-batch runs; nothing is kept"
+
+    def describe(self) -> dict:
+        return {"connector": "console", "location": None, "write": "print",
+                "commit": "the console prints each micro-batch and keeps nothing",
+                "upsert": False}

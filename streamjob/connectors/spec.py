@@ -3,6 +3,11 @@
 Turns a catalog record's TBLPROPERTIES (names case-insensitive) into a typed spec the
 planner can run, and rejects what cannot work before any job starts.
 
+Each table spec answers the questions asked of its kind (``label``, ``on_files``,
+``static_readable``, ``updates_in_place``, ``check_columns``, ``reach``,
+``kafka_topic``); writing goes through :mod:`.sinks`, a stream's reading through
+:mod:`.sources`.
+
 Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 (``"source"="files"``), rate (``"source"="rate"``). Sinks (tables): files
 (``STORED AS`` / ``LOCATION``, the default), SQL (``"connector"="sql"``), Kafka
@@ -12,8 +17,8 @@ Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
 
 from .. import properties as registry
 from ..exceptions import ValidationError
@@ -28,6 +33,31 @@ FILE_FORMATS = ("parquet", "json", "csv")
 FILE_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 """Formats of file tables (``STORED AS``); TEXTFILE is Hive's delimited text
 (:mod:`.hive_forms`)."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a stream or table declaration reaches, for the security checks
+    (``security/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
+    ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
+    :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
+    as ``(url, property label)``."""
+
+    paths: tuple[tuple[str, str, str], ...] = ()
+    broker: tuple[str, Any] | None = None
+    urls: tuple[tuple[str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class KafkaTopic:
+    """A Kafka stream's or table's topic and how to reach its brokers (PRINT, SHOW
+    TOPICS, the kafka checkpoint backend): bootstrap servers, security settings
+    (references unresolved), the bound on each request in ms."""
+
+    topic: str
+    bootstrap: str
+    security: KafkaSecurity
+    request_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -85,6 +115,20 @@ class FileTableSpec:
     partitioned_by: tuple[str, ...] = ()
     delimiter: str | None = None
 
+    label: ClassVar[str] = "a file"
+    on_files: ClassVar[bool] = True
+    static_readable: ClassVar[bool] = True
+    updates_in_place: ClassVar[bool] = False
+
+    def check_columns(self, columns, table: str) -> None:
+        """Nothing to check beyond the parser's (partition columns are checked there)."""
+
+    def reach(self) -> Reach:
+        return Reach(paths=((self.location, "LOCATION", "location"),))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
+
 
 @dataclass(frozen=True)
 class SqlTableSpec:
@@ -94,10 +138,52 @@ class SqlTableSpec:
     table: str
     primary_key: tuple[str, ...]
 
+    label: ClassVar[str] = "a SQL"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = True
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode upserts on the primary key."""
+        return bool(self.primary_key)
+
+    def check_columns(self, columns, table: str) -> None:
+        """The primary-key columns must be declared ``columns`` of ``table``.
+
+        Raises:
+            ValidationError: ``key`` ``"primary.key"``.
+        """
+        declared = {c["name"].lower() for c in columns}
+        missing = [k for k in self.primary_key if k not in declared]
+        if missing:
+            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
+                                  f"{table} ({', '.join(c['name'] for c in columns)})",
+                                  key="primary.key", bad_value=True)
+
+    def reach(self) -> Reach:
+        return Reach(urls=((self.url, '"url"'),))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
+
 
 @dataclass(frozen=True)
 class ConsoleTableSpec:
     """Rows printed to the console (for the shell and debugging)."""
+
+    label: ClassVar[str] = "a console"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = False
+    updates_in_place: ClassVar[bool] = True  # each micro-batch's changed rows printed
+
+    def check_columns(self, columns, table: str) -> None:
+        """Nothing to check."""
+
+    def reach(self) -> Reach:
+        return Reach()
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
 
 
 KAFKA_TABLE_FORMATS = ("json", "delimited")
@@ -124,6 +210,25 @@ class KafkaTableSpec:
     key: str | None = None
     security: KafkaSecurity = KafkaSecurity()
     primary_key: tuple[str, ...] = ()
+
+    label: ClassVar[str] = "a Kafka"
+    on_files: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = False
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode writes records keyed by the primary key (an upsert table)."""
+        return bool(self.primary_key)
+
+    def check_columns(self, columns, table: str) -> None:
+        """:func:`check_kafka_key`."""
+        check_kafka_key(self, columns, table)
+
+    def reach(self) -> Reach:
+        return Reach(broker=(self.bootstrap, self.security))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return KafkaTopic(self.topic, self.bootstrap, self.security)
 
 
 def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
@@ -167,6 +272,40 @@ def _lower(props: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in props.items()}
 
 
+#: ``"source"`` of a stream -> its connector scope (:mod:`streamjob.properties`).
+STREAM_SCOPES = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}
+#: ``"connector"`` of a table (other than Kafka) -> its connector scope.
+TABLE_SCOPES = {"sql": "sql table", "console": "console table", "": "file table",
+                "files": "file table", "file": "file table"}
+
+
+def stream_source_name(properties: Mapping[str, str]) -> str:
+    """A stream's ``"source"`` (names case-insensitive), lower-cased; ``kafka`` when
+    absent. Not checked: :func:`stream_scope` is None for an unknown one."""
+    return _lower(properties).get("source", "kafka").strip().lower()
+
+
+def stream_scope(properties: Mapping[str, str]) -> str | None:
+    """The connector scope of a stream with TBLPROPERTIES ``properties`` (``kafka
+    stream``, ``file stream``, ``rate stream``), None for an unknown ``"source"``."""
+    return STREAM_SCOPES.get(stream_source_name(properties))
+
+
+def table_connector(properties: Mapping[str, str]) -> str:
+    """A table's connector from its TBLPROPERTIES: ``"connector"`` lower-cased, or
+    ``kafka`` for a table with ``"topic"`` and no ``"connector"`` (``""``: files)."""
+    p = _lower(properties)
+    connector = p.get("connector", "").strip().lower()
+    return "kafka" if not connector and "topic" in p else connector
+
+
+def table_scope(properties: Mapping[str, str]) -> str | None:
+    """The connector scope of a table (``kafka table``, ``sql table``, ``file table``,
+    ``console table``), None for an unknown ``"connector"``."""
+    connector = table_connector(properties)
+    return "kafka table" if connector == "kafka" else TABLE_SCOPES.get(connector)
+
+
 def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | None):
     """The source spec of stream ``name``.
 
@@ -174,8 +313,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
         ValidationError: missing or contradictory properties (names what to add).
     """
     p = _lower(properties)
-    source = p.get("source", "kafka").strip().lower()
-    scope = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}.get(source)
+    source = stream_source_name(p)
+    scope = stream_scope(p)
     if scope is None:
         raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)",
                               text=source)
@@ -287,11 +426,10 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     """
     hive_forms.check_storage(name, stored_as, stored_by)
     p = _lower(properties)
-    connector = p.get("connector", "").strip().lower()
-    if connector == "kafka" or (not connector and "topic" in p):
+    connector = table_connector(p)
+    if connector == "kafka":
         return _kafka_table_spec(name, p, row_format)
-    scope = {"sql": "sql table", "console": "console table", "": "file table",
-             "files": "file table", "file": "file table"}.get(connector)
+    scope = table_scope(p)
     if scope is None:
         raise ValidationError(f"table '{name}': unknown connector '{connector}' "
                               "(sql, console or files)", text=connector)

@@ -207,14 +207,13 @@ def _malformed(job, plan) -> Result:
     """Malformed records of each Kafka source (DESIGN §7: never dropped silently): the
     stream's ``"malformed.policy"`` and how many records it has set aside so far (counted
     at each checkpoint; ``fail`` stops the job instead, so its count stays 0)."""
-    from ..connectors import spec as cspec
-
     counts = dict(getattr(job, "malformed_counts", None) or {})
     policies = {}
     for src in (plan.sources if plan is not None else ()):
-        if isinstance(src.spec, cspec.KafkaSourceSpec):
-            where = f" -> {src.dead_letter_table.qualified_name}" if src.dead_letter_table else ""
-            policies[src.stream.qualified_name] = src.spec.malformed + where
+        policy = src.source.malformed_policy(
+            src.dead_letter_table.qualified_name if src.dead_letter_table else None)
+        if policy is not None:
+            policies[src.stream.qualified_name] = policy
     rows = [(name, policies.get(name), counts.get(name, 0))
             for name in sorted(set(policies) | set(counts))]
     return Result(columns=("stream", "policy", "malformed records"), rows=rows,

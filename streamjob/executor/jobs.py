@@ -185,7 +185,7 @@ class JobStatements:
             raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
                            "false: every start already begins at its streams' reset strategy")
         files = [src.stream.qualified_name for src in plan.sources
-                 if isinstance(src.spec, cspec.FileSourceSpec)]
+                 if not src.source.starts_anywhere]
         if files and s.start_from != "earliest":
             raise JobError(f"streamjob {job.qualified_name} reads the file stream(s) "
                            f"{', '.join(files)}, which can only be read from their first file: "

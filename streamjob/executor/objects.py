@@ -6,6 +6,7 @@ from typing import Sequence
 
 from ..connectors import hive_forms
 from ..connectors import spec as cspec
+from ..connectors.sources import stream_source
 from ..exceptions import ObjectInUseError, ValidationError
 from ..grammar import statements as st
 from ..home import validate_name
@@ -53,8 +54,7 @@ class ObjectStatements:
                             self.confined)
         columns = _columns(s.columns, s)
         _check_event_time(s, columns)
-        if isinstance(spec, cspec.RateSourceSpec):
-            _check_rate_columns(s, columns)
+        _check_fixed_columns(s, stream_source(spec), columns)
         created = self.catalog.create_stream(
             db, name, columns, self._sealed(st.props(s.properties)), row_format,
             if_not_exists=s.if_not_exists)
@@ -90,7 +90,7 @@ class ObjectStatements:
                 pos = s.where("stored_as")
                 exc.locate(pos.line, pos.column)
             raise
-        if isinstance(spec, cspec.FileTableSpec) and stored_as is None and "format" not in \
+        if spec.on_files and stored_as is None and "format" not in \
                 {k.lower() for k in props} and hive_forms.row_format_default(row_format) == "delimited":
             # Hive: a table with a delimited ROW FORMAT and no STORED AS is a text table
             stored_as = "textfile"
@@ -98,11 +98,11 @@ class ObjectStatements:
                                     self.home.table_location(db, name),
                                     partitioned_by=partitioned_by, row_format=row_format)
         columns = _columns(s.columns, s)
-        if isinstance(spec, cspec.FileTableSpec) and "\x00" in spec.location:
+        if spec.on_files and "\x00" in spec.location:
             pos = s.where("location")
             raise ValidationError(f"table {db}.{name}: LOCATION holds a NUL character, which no "
                                   "file system accepts", pos.line, pos.column)
-        if isinstance(spec, cspec.FileTableSpec) and self.home.inside_checkpoints(spec.location):
+        if spec.on_files and self.home.inside_checkpoints(spec.location):
             pos = s.where("location")
             raise ValidationError(
                 f"table {db}.{name}: LOCATION {spec.location} overlaps the checkpoint root "
@@ -116,16 +116,7 @@ class ObjectStatements:
                 exc.locate(pos.line, pos.column)
             raise
         _check_partitions(s, f"{db}.{name}", spec, columns, partitioned_by)
-        if isinstance(spec, cspec.SqlTableSpec):
-            declared = {c["name"].lower() for c in columns}
-            missing = [k for k in spec.primary_key if k not in declared]
-            if missing:
-                err = ValidationError(f"primary key column '{missing[0]}' is not a column of "
-                                      f"{db}.{name} ({', '.join(c['name'] for c in columns)})",
-                                      key="primary.key", bad_value=True)
-                raise err
-        if isinstance(spec, cspec.KafkaTableSpec):
-            cspec.check_kafka_key(spec, columns, f"{db}.{name}")  # err.key: the property
+        spec.check_columns(columns, f"{db}.{name}")  # err.key: the property
         created = self.catalog.create_table(
             db, name, columns, self._sealed(props), row_format,
             stored_as=stored_as, location=s.location, if_not_exists=s.if_not_exists,
@@ -182,9 +173,6 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
     return out
 
 
-_SPEC_KINDS = {"SqlTableSpec": "a SQL", "ConsoleTableSpec": "a console", "KafkaTableSpec": "a Kafka"}
-
-
 def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[str, str]],
                       partitioned_by: tuple[str, ...]) -> None:
     """PARTITIONED BY is for file tables only, and partition columns must have a simple
@@ -192,11 +180,10 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
     already checked that each names exactly one column."""
     if not partitioned_by:
         return
-    if not isinstance(spec, cspec.FileTableSpec):
+    if not spec.on_files:
         pos = s.where("partitioned_by")
-        kind = _SPEC_KINDS.get(type(spec).__name__, f"a {type(spec).__name__}")
         raise ValidationError(
-            f"only file tables can be partitioned: {qname} is {kind} table; drop PARTITIONED BY "
+            f"only file tables can be partitioned: {qname} is {spec.label} table; drop PARTITIONED BY "
             f"or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE)", pos.line, pos.column,
             "PARTITIONED")
     types = {c["name"].lower(): c["type"] for c in columns}
@@ -226,14 +213,19 @@ def _check_event_time(s: st.CreateStream, columns: list[dict[str, str]]) -> None
         raise err
 
 
-def _check_rate_columns(s: st.CreateStream, columns: list[dict[str, str]]) -> None:
-    """Spark's rate source produces (timestamp timestamp, value bigint)."""
-    allowed = {"timestamp", "value"}
+def _check_fixed_columns(s: st.CreateStream, source, columns: list[dict[str, str]]) -> None:
+    """A stream whose source has fixed columns (its
+    :attr:`~streamjob.connectors.sources.StreamSource.fixed_columns`, e.g. Spark's rate
+    source: timestamp, value) declares only those."""
+    allowed = source.fixed_columns
+    if allowed is None:
+        return
     for c in columns:
         if c["name"].lower() not in allowed:
             pos = s.where(f"column:{c['name'].lower()}")
             raise ValidationError(
-                f"a rate stream has only the columns timestamp and value, not '{c['name']}'",
+                f"a {source.identifier} stream has only the columns "
+                f"{' and '.join(sorted(allowed))}, not '{c['name']}'",
                 pos.line, pos.column, c["name"])
 
 
@@ -256,16 +248,14 @@ def source_kind(stream) -> str:
     """``kafka``, ``files``, ``rate`` or ``derived``."""
     if stream.is_derived:
         return "derived"
-    return {k.lower(): v for k, v in stream.properties.items()}.get("source", "kafka").lower()
+    return cspec.stream_source_name(stream.properties)
 
 
 def sink_kind(table) -> str:
     """``sql``, ``console``, ``kafka`` or ``files (<format>)`` (the rule of
     :func:`~streamjob.connectors.spec.table_spec`: a table with ``"topic"`` is Kafka)."""
     p = {k.lower(): v for k, v in table.properties.items()}
-    connector = (p.get("connector") or "").lower()
-    if not connector and "topic" in p:
-        return "kafka"
-    if connector in ("", "files", "file"):
+    connector = cspec.table_connector(p)
+    if cspec.table_scope(p) == "file table":
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector

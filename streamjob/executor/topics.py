@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from ..connectors import spec as cspec
+from ..connectors.sources import stream_source
 from ..connectors.kafka.security import KafkaSecurity
 from ..catalog.records import Role
 from ..exceptions import AccessDeniedError, ObjectNotFoundError, ValidationError
@@ -49,19 +50,20 @@ class _Broker:
 
 
 def _kafka_spec(obj):
-    """The Kafka spec of a stream or table record, or None (another connector)."""
+    """The :class:`~streamjob.connectors.spec.KafkaTopic` of a stream or table record, or
+    None (another connector)."""
     if obj.kind == "stream":
         if obj.is_derived:
             return None
         spec = cspec.source_spec(obj.name, obj.properties, obj.row_format)
-        return spec if isinstance(spec, cspec.KafkaSourceSpec) else None
+        return stream_source(spec).kafka_topic()
     spec = cspec.table_spec(obj.name, obj.properties, obj.stored_as, obj.location, "",
                             obj.partitioned_by, obj.row_format)
-    return spec if isinstance(spec, cspec.KafkaTableSpec) else None
+    return spec.kafka_topic()
 
 
-def _broker(spec) -> _Broker:
-    return _Broker(spec.bootstrap, spec.security, getattr(spec, "request_timeout_ms", 30_000))
+def _broker(topic) -> _Broker:
+    return _Broker(topic.bootstrap, topic.security, topic.request_timeout_ms)
 
 
 def _consumer(broker: _Broker):

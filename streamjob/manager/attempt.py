@@ -22,7 +22,6 @@ from ..checkpoint.backends import backend_for_plan
 from ..checkpoint.expiry import ExpiryWatch
 from ..checkpoint.recorder import CheckpointRecorder, batches_to_retain, recover_unrecorded
 from ..spark.listener import ProgressListener
-from ..connectors import spec as cspec
 from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
 from ..planner.plan import JobPlan
@@ -108,7 +107,7 @@ class AttemptMixin:
         self.progress = ProgressReporter(self.catalog, self.job.uid, self.job.qualified_name,
                                          self.tracker, start_offsets=dict(self.tracker.offsets)
                                          if resumes else None)
-        kafka = [src.spec for src in plan.sources if isinstance(src.spec, cspec.KafkaSourceSpec)]
+        kafka = [src.source for src in plan.sources if src.source.offsets_key is not None]
         if kafka:  # the broker's end offsets while the run lasts: its lag (manager/lag.py)
             self.probe = EndOffsetsProbe(kafka, self.progress.on_end_offsets,
                                          self.job.qualified_name).start()
@@ -180,14 +179,9 @@ def _prepare_dead_letters(plan: JobPlan) -> None:
 def group_committers(plan: JobPlan) -> list:
     """One :class:`~streamjob.connectors.kafka.group.GroupCommitter` per (broker, consumer
     group) of the job's Kafka sources; they connect lazily, at the first commit."""
-    from ..connectors.kafka.group import GroupCommitter
+    from ..connectors.sources import group_committers as committers
 
-    groups: dict[tuple, list[str]] = {}
-    for src in plan.sources:
-        if isinstance(src.spec, cspec.KafkaSourceSpec) and src.group_id:
-            key = (src.spec.bootstrap, src.group_id, src.spec.security)
-            groups.setdefault(key, []).append(src.spec.topic)
-    return [GroupCommitter(b, g, topics, security=sec) for (b, g, sec), topics in groups.items()]
+    return committers((src.source, src.group_id) for src in plan.sources)
 
 
 def _commit_groups(committers: list) -> Callable | None:

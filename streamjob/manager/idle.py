@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..connectors import spec as cspec
-from ..connectors.kafka.source import end_offsets
 from ..exceptions import JobError
 from ..planner.plan import JobPlan
 
@@ -30,28 +28,20 @@ def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
     """
     targets: dict[str, dict[str, int]] = {}
     for src in plan.sources:
-        if isinstance(src.spec, cspec.KafkaSourceSpec):
-            targets.update(end_offsets(src.spec.bootstrap, src.spec.topic, src.spec.security,
-                                       src.spec.request_timeout_ms))
-        elif isinstance(src.spec, cspec.RateSourceSpec):
+        if not src.source.bounded:
             raise JobError(
                 f"job {plan.qualified_name} reads the rate stream {src.stream.qualified_name}, "
                 "which never runs out of input; --until-idle cannot apply")
+        targets.update(src.source.end_offsets())
     return targets
 
 
 def file_targets(plan: JobPlan) -> set[str]:
     """The files of the job's file streams present now (absolute paths); hidden and
     temporary files (``.``/``_`` prefix), which Spark's file source skips, are left out."""
-    from pathlib import Path
-
     files: set[str] = set()
     for src in plan.sources:
-        if isinstance(src.spec, cspec.FileSourceSpec):
-            root = Path(src.spec.path.removeprefix("file://"))
-            if root.is_dir():
-                files.update(str(p.resolve()) for p in root.rglob("*") if p.is_file()
-                             and not p.name.startswith((".", "_")))
+        files.update(src.source.present_files())
     return files
 
 

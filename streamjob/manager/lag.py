@@ -107,16 +107,18 @@ class EndOffsetsProbe:
     logged at debug level: the job's own source reports an unreachable broker.
 
     Args:
-        specs: the job's ``KafkaSourceSpec`` objects (bootstrap, topic, security,
-            request_timeout_ms); one reader per (bootstrap, topic).
+        sources: the job's sources with end offsets
+            (:class:`~streamjob.connectors.sources.StreamSource` whose ``offsets_key``,
+            ``(bootstrap, topic)``, is not None); one reader per key
+            (:meth:`~streamjob.connectors.sources.StreamSource.offsets_reader`).
         on_reading: called on the probe's thread.
         name: the job's qualified name (thread name, log lines).
     """
 
-    def __init__(self, specs: list, on_reading: Callable[[Offsets | None], None],
+    def __init__(self, sources: list, on_reading: Callable[[Offsets | None], None],
                  name: str = "", interval_s: float = PROBE_EVERY_S) -> None:
-        unique = {(s.bootstrap, s.topic): s for s in specs}
-        self.specs = list(unique.values())
+        unique = {s.offsets_key: s for s in sources}
+        self.sources = list(unique.values())
         self.on_reading = on_reading
         self.name = name
         self.interval_s = interval_s
@@ -134,15 +136,7 @@ class EndOffsetsProbe:
         self._stop.set()
 
     def _readers(self) -> list:
-        from pyspark.sql.types import StructType
-
-        from ..connectors.kafka.security import KafkaSecurity
-        from ..connectors.kafka.source import KafkaStreamReader
-
-        return [KafkaStreamReader(StructType(), {
-            "topic": s.topic, "bootstrap": s.bootstrap,
-            "requestTimeoutMs": str(s.request_timeout_ms),
-            **(s.security or KafkaSecurity()).options()}) for s in self.specs]
+        return [s.offsets_reader() for s in self.sources]
 
     def _run(self) -> None:
         readers = []

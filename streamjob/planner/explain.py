@@ -19,8 +19,6 @@ from typing import Any
 
 from sqlglot import exp, parse_one
 
-from ..connectors import spec as cspec
-from ..secrets import mask_url
 from ..shapes import EXPLAIN_SOURCE_KEYS
 from .sessions import CLOSE_COLUMN
 from .window import PROCTIME_COLUMN
@@ -47,7 +45,7 @@ def explain(plan, job=None, latest=None, effective: dict | None = None) -> dict[
         "sources": [_source(s, props, offsets, latest) for s in plan.sources],
         "derived_streams": [{"stream": d.stream.qualified_name, "query": d.stream.query}
                             for d in plan.derived],
-        "static_tables": [{"table": s.table.qualified_name, "connector": _table_kind(s.spec),
+        "static_tables": [{"table": s.table.qualified_name, "connector": _static_connector(plan, s),
                            "read": "in full at each micro-batch (a stream-static join "
                                    "keeps no state)"} for s in plan.statics],
         "sink": _sink(plan),
@@ -77,37 +75,32 @@ def guarantee_reason(plan, effective: dict) -> str:
                 "or repeat rows")
     given = (f"{ck}=true ({_origin(effective, ck)}), "
              f"{fl}={'true' if props.auto_flush else 'false'} ({_origin(effective, fl)})")
-    sp = plan.sink_spec
-    upsert = plan.output_mode == "update" and isinstance(
-        sp, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) and bool(sp.primary_key)
+    sink = _table_sink(plan).describe()
     if props.auto_flush:
         return (f"{given}: rows are written as each micro-batch produces them, without "
                 "commit markers; a micro-batch replayed after a failure may write its rows "
                 "again" + (" (the upsert on the primary key makes a repeat harmless)"
-                           if upsert else ""))
-    if isinstance(sp, cspec.SqlTableSpec):
-        how = ("each micro-batch's rows and the job's (uid:epoch, table) -> batch id marker "
-               "commit in one transaction of the table's database; a replayed batch at or "
-               "below the marker is skipped")
-    elif isinstance(sp, cspec.KafkaTableSpec):
-        how = ("one Kafka transaction per micro-batch holds its records and the batch id "
-               "(committed to the group streamjob-sink-<uid>); a replayed batch is skipped")
-    elif isinstance(sp, cspec.FileTableSpec):
-        how = ("Spark's file-sink manifest (_spark_metadata) lists each micro-batch's files "
-               "once; readers must honour it")
-    else:
-        how = "the console prints each micro-batch and keeps nothing"
-    return f"{given}: {how}"
+                           if sink["upsert"] else ""))
+    return f"{given}: {sink['commit']}"
 
 
-def _table_kind(sp) -> str:
-    if isinstance(sp, cspec.SqlTableSpec):
-        return "sql"
-    if isinstance(sp, cspec.KafkaTableSpec):
-        return "kafka"
-    if isinstance(sp, cspec.FileTableSpec):
-        return f"files ({sp.format})"
-    return "console"
+def _table_sink(plan):
+    """The job's :class:`~streamjob.connectors.sinks.TableSink` (nothing contacted)."""
+    from ..connectors.sinks import table_sink
+
+    return table_sink(plan.sink, plan.sink_spec, marker="", job=plan.qualified_name,
+                      exactly_once=plan.guarantee == "exactly-once",
+                      upsert=plan.output_mode == "update",
+                      checkpointed=plan.props.checkpoint_enabled)
+
+
+def _static_connector(plan, static) -> str:
+    """The connector of a static table, as its sink would name it (``sql``, ``files
+    (<format>)``)."""
+    from ..connectors.sinks import table_sink
+
+    return table_sink(static.table, static.spec, marker="", job=plan.qualified_name,
+                      exactly_once=False).describe()["connector"]
 
 
 def _watermark(src, props) -> tuple[str | None, str | None]:
@@ -123,66 +116,24 @@ def _watermark(src, props) -> tuple[str | None, str | None]:
 
 def _source(src, props, offsets: dict, latest) -> dict[str, Any]:
     """One source stream: where it reads, and from which offsets the next start reads."""
-    sp = src.spec
     column, delay = _watermark(src, props)
     out = dict.fromkeys(EXPLAIN_SOURCE_KEYS)
     out.update(stream=src.stream.qualified_name, watermark_column=column, watermark_delay=delay)
-    if isinstance(sp, cspec.KafkaSourceSpec):
-        parts = offsets.get(sp.topic)
-        out.update(connector="kafka", location=f"topic {sp.topic} at {mask_url(sp.bootstrap)}",
-                   format=sp.format, reset=str(sp.reset), consumer_group=src.group_id,
-                   malformed_policy=sp.malformed + (
-                       f" -> {src.dead_letter_table.qualified_name}" if src.dead_letter_table
-                       else ""))
-        if not props.checkpoint_enabled:
-            out["starts_from"] = (f"its reset strategy ({sp.reset}) at every start: the job "
-                                  "keeps no checkpoint")
-        elif latest is not None and isinstance(parts, dict):
-            out["starting_offsets"] = {str(k): v for k, v in sorted(
-                parts.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)}
-            out["partitions"] = sorted(int(k) for k in parts if str(k).isdigit())
-            out["starts_from"] = (f"after its last committed micro-batch (checkpoint "
-                                  f"{latest.checkpoint_id} holds the offsets below); "
-                                  f"partitions added since: {sp.reset}")
-        else:
-            out["starts_from"] = (f"its reset strategy ({sp.reset}): no checkpoint yet; "
-                                  "then from its checkpoints")
-    elif isinstance(sp, cspec.FileSourceSpec):
-        out.update(connector="files", location=sp.path, format=sp.format,
-                   starts_from=("files not yet listed in its checkpoint" if
-                                props.checkpoint_enabled else "every file, at every start"))
-    else:
-        out.update(connector="rate", location=f"{sp.rows_per_second} rows per second",
-                   starts_from="value 0 at the first start, then from its checkpoint")
+    out.update(src.source.describe(
+        group_id=src.group_id, checkpointed=props.checkpoint_enabled, offsets=offsets,
+        dead_letter_table=src.dead_letter_table.qualified_name if src.dead_letter_table else None,
+        checkpoint_id=latest.checkpoint_id if latest is not None else None))
     return out
 
 
 def _sink(plan) -> dict[str, Any]:
     """The sink: its table, connector, how rows are written, the guarantee and when rows
     become visible (:meth:`~streamjob.connectors.sinks.TableSink.visibility`)."""
-    from ..connectors.sinks import table_sink
-
-    sp, props = plan.sink_spec, plan.props
-    if isinstance(sp, cspec.SqlTableSpec):
-        where = f"table {sp.table} at {mask_url(sp.url)}"
-        write = (f"upsert on primary key ({', '.join(sp.primary_key)})"
-                 if plan.output_mode == "update" and sp.primary_key else "insert")
-    elif isinstance(sp, cspec.KafkaTableSpec):
-        where = f"topic {sp.topic} at {mask_url(sp.bootstrap)}"
-        write = (f"produce keyed by primary key ({', '.join(sp.primary_key)}): the latest "
-                 "record per key is the row" if sp.primary_key
-                 else "produce" + (f" (key {sp.key})" if sp.key else ""))
-    elif isinstance(sp, cspec.FileTableSpec):
-        where = sp.location
-        write = "append files" + (f" partitioned by {', '.join(sp.partitioned_by)}"
-                                  if sp.partitioned_by else "")
-    else:
-        where, write = None, "print"
-    sink = table_sink(plan.sink, sp, marker="", job=plan.qualified_name,
-                      exactly_once=plan.guarantee == "exactly-once",
-                      upsert=plan.output_mode == "update", checkpointed=props.checkpoint_enabled)
-    return {"table": plan.sink.qualified_name, "connector": _table_kind(sp), "location": where,
-            "write": write, "guarantee": str(plan.guarantee), "rows_visible": sink.visibility()}
+    sink = _table_sink(plan)
+    described = sink.describe()
+    return {"table": plan.sink.qualified_name, "connector": described["connector"],
+            "location": described["location"], "write": described["write"],
+            "guarantee": str(plan.guarantee), "rows_visible": sink.visibility()}
 
 
 def state(plan) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from typing import Any
 from ..catalog import Catalog
 from ..catalog.records import StreamInfo, TableInfo
 from ..connectors import spec as cspec
+from ..connectors.sources import StreamSource, stream_source
 from ..exceptions import ValidationError
 from ..grammar.statements import Position
 from ..home import Home
@@ -45,9 +46,14 @@ class Source:
     dead_letter_table: TableInfo | None = None
 
     @property
+    def source(self) -> StreamSource:
+        """The stream's source contract (:func:`~streamjob.connectors.sources.stream_source`)."""
+        return stream_source(self.spec)
+
+    @property
     def tolerant(self) -> bool:
         """Malformed records are set aside (skip/dead-letter) rather than failing."""
-        return isinstance(self.spec, cspec.KafkaSourceSpec) and self.spec.malformed != "fail"
+        return self.source.tolerant
 
 
 @dataclass(frozen=True)
@@ -138,8 +144,7 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     sink = catalog.get_table(*aq.target)
     sink_spec = cspec.spec_of_table(sink, home.table_location(sink.database, sink.name))
     _check_columns(aq, sink)
-    if isinstance(sink_spec, cspec.KafkaTableSpec):
-        cspec.check_kafka_key(sink_spec, sink.columns, sink.qualified_name)
+    sink_spec.check_columns(sink.columns, sink.qualified_name)
     mode = _output_mode(aq, sources, sink, sink_spec)
     props = _flush_interval(props, sink_spec, {**(session_props or {}), **job_props})
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
@@ -153,7 +158,7 @@ def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> J
     from dataclasses import replace
 
     explicit = any(k.strip().lower() == "streamjob.trigger.interval" for k in given)
-    if props.flush_interval_ms is None or explicit or not isinstance(sink_spec, cspec.FileTableSpec):
+    if props.flush_interval_ms is None or explicit or not sink_spec.on_files:
         return props
     return replace(props, trigger_interval_ms=props.flush_interval_ms)
 
@@ -169,7 +174,7 @@ def static_tables(lookup: Lookup, home: Home, references) -> list[Static]:
         if ref.kind == "table":
             tb = lookup.table(ref.database, ref.name)
             sp = cspec.spec_of_table(tb, home.table_location(tb.database, tb.name))
-            if not isinstance(sp, (cspec.FileTableSpec, cspec.SqlTableSpec)):
+            if not sp.static_readable:
                 raise ValidationError(f"table {tb.qualified_name} cannot be read as static data")
             statics.append(Static(tb, ref.view, sp))
     return statics
@@ -185,30 +190,24 @@ def _source(lookup: Lookup, home: Home, database: str, job: str, st: StreamInfo,
         ValidationError: the dead-letter table does not exist, is not a SQL table, or
             declares a column that is not a field of a malformed record.
     """
-    from ..connectors.kafka.dead_letter import DeadLetterTarget, check_columns
+    from ..connectors.kafka.dead_letter import dead_letter_target
     from ..connectors.kafka.group import default_group_id
 
     sp = cspec.source_spec(st.name, st.properties, st.row_format)
-    if not isinstance(sp, cspec.KafkaSourceSpec):
-        return Source(st, view, sp, proctime)
+    source = stream_source(sp)
+    group_id = source.consumer_group(default_group_id(database, job))
     target = table = None
-    if sp.dead_letter:
-        db, _, name = sp.dead_letter.lower().rpartition(".")
+    if source.dead_letter:
+        db, _, name = source.dead_letter.lower().rpartition(".")
         table = lookup.table(db or st.database, name)
         if table is None:
             raise ValidationError(
-                f"stream {st.qualified_name}: dead-letter table '{sp.dead_letter}' does not "
-                f"exist; create a SQL table (\"connector\"=\"sql\") with columns among "
+                f"stream {st.qualified_name}: dead-letter table '{source.dead_letter}' does "
+                f"not exist; create a SQL table (\"connector\"=\"sql\") with columns among "
                 f"stream, topic, partition, offset, key, value, timestamp, error")
         tsp = cspec.spec_of_table(table, home.table_location(table.database, table.name))
-        if not isinstance(tsp, cspec.SqlTableSpec):
-            raise ValidationError(f"stream {st.qualified_name}: dead-letter table "
-                                  f"{table.qualified_name} must be a SQL table (\"connector\"=\"sql\")")
-        check_columns(table.qualified_name, table.columns)
-        target = DeadLetterTarget(tsp.url, tsp.table, tuple(dict(c) for c in table.columns),
-                                  tsp.primary_key, st.qualified_name)
-    return Source(st, view, sp, proctime, sp.group_id or default_group_id(database, job),
-                  target, table)
+        target = dead_letter_target(tsp, table, st.qualified_name)
+    return Source(st, view, sp, proctime, group_id, target, table)
 
 
 def _check_columns(aq: AnalyzedQuery, sink: TableInfo) -> None:
@@ -264,10 +263,7 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
             "and \"watermark.delay\": Spark appends a session once the watermark passes its "
             "end and cannot update sessions in place; declare the stream's event time, or "
             "write FROM s SESSIONWINDOW w AS (GAP '30' SECOND) (processing time)")
-    if isinstance(sink_spec, (cspec.SqlTableSpec, cspec.KafkaTableSpec)) \
-            and sink_spec.primary_key:
-        return "update"
-    if isinstance(sink_spec, cspec.ConsoleTableSpec):
+    if sink_spec.updates_in_place:  # a primary key upserted, or the console
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "

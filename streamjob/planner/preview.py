@@ -23,7 +23,6 @@ Differences from a job, on purpose:
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ from .. import policy
 from .. import properties as jp
 from ..catalog import Catalog
 from ..connectors import spec as cspec
+from ..connectors.sources import stream_source
 from ..exceptions import ValidationError
 from ..grammar.statements import DEFAULT_DATABASE
 from ..home import Home
@@ -164,13 +164,5 @@ def _source(stream, view: str, proctime: bool, reset: str | None) -> Source:
     by ``reset`` if given, no dead-letter target (malformed records are skipped) and only
     the stream's own consumer group (read by the ``committed`` strategy, never written)."""
     sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
-    if isinstance(sp, cspec.KafkaSourceSpec):
-        if reset:
-            sp = dataclasses.replace(sp, reset=reset)
-        if sp.reset == "committed" and not sp.group_id:
-            raise ValidationError(
-                f"stream {stream.qualified_name} starts at its consumer group's committed "
-                f"offsets ('committed') but names no group (\"transwarp.consumer.group.id\"); "
-                f"SET transwarp.consumer.reset.offset.strategy=earliest or latest to look at it")
-        return Source(stream, view, sp, proctime, sp.group_id)
-    return Source(stream, view, sp, proctime)
+    sp, group_id = stream_source(sp).preview(reset, stream.qualified_name)
+    return Source(stream, view, sp, proctime, group_id)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..connectors import spec as cspec
+from ..connectors.sources import stream_source
 from ..connectors.kafka.security import PROPERTIES as KAFKA_SECURITY, SECRETS, KafkaSecurity
 from .policy import AdminPolicy, PolicyError
 
@@ -93,11 +93,7 @@ def check_source(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
     """
     check_values(props)
     check_references(policy, props)
-    what = f"stream '{name}'"
-    if isinstance(spec, cspec.FileSourceSpec):
-        policy.check_path(spec.path, f"{what}: \"path\"", operator, key="path")
-    elif isinstance(spec, cspec.KafkaSourceSpec):
-        _check_kafka(policy, what, spec.bootstrap, spec.security, props, operator)
+    _check_reach(policy, f"stream '{name}'", stream_source(spec).reach(), props, operator)
 
 
 def check_table(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
@@ -116,12 +112,19 @@ def check_table(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
 
 def _check_table_spec(policy: AdminPolicy, what: str, spec, props: Mapping[str, str],
                       operator: bool) -> None:
-    if isinstance(spec, cspec.FileTableSpec):
-        policy.check_path(spec.location, f"{what}: LOCATION", operator, key="location")
-    elif isinstance(spec, cspec.SqlTableSpec):
-        policy.check_sql_url(spec.url, f"{what}: \"url\"", operator)
-    elif isinstance(spec, cspec.KafkaTableSpec):
-        _check_kafka(policy, what, spec.bootstrap, spec.security, props, operator)
+    _check_reach(policy, what, spec.reach(), props, operator)
+
+
+def _check_reach(policy: AdminPolicy, what: str, reach, props: Mapping[str, str],
+                 operator: bool) -> None:
+    """What a declaration reaches (:class:`~streamjob.connectors.spec.Reach`: paths, a
+    SQL URL, Kafka brokers) against ``policy``."""
+    for value, label, key in reach.paths:
+        policy.check_path(value, f"{what}: {label}", operator, key=key)
+    for url, label in reach.urls:
+        policy.check_sql_url(url, f"{what}: {label}", operator)
+    if reach.broker is not None:
+        _check_kafka(policy, what, *reach.broker, props, operator)
 
 
 def _check_kafka(policy: AdminPolicy, what: str, bootstrap: str, security: KafkaSecurity,
@@ -184,11 +187,7 @@ def check_reads(policy: AdminPolicy, sources, statics, operator: bool = False) -
     """
     for src in sources:
         what = f"stream {src.stream.qualified_name}"
-        if isinstance(src.spec, cspec.FileSourceSpec):
-            policy.check_path(src.spec.path, f"{what}: \"path\"", operator, key="path")
-        elif isinstance(src.spec, cspec.KafkaSourceSpec):
-            _check_kafka(policy, what, src.spec.bootstrap, src.spec.security,
-                         src.stream.properties, operator)
+        _check_reach(policy, what, src.source.reach(), src.stream.properties, operator)
         if src.dead_letter is not None:
             policy.check_sql_url(src.dead_letter.url,
                                  f"dead-letter table of {what}: \"url\"", operator)

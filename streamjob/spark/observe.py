@@ -18,7 +18,6 @@ they cost one count per column and no extra pass over the data.
 
 from __future__ import annotations
 
-from ..connectors import spec as cspec
 
 COLUMNS_PREFIX = "columns:"
 MALFORMED_PREFIX = "malformed:"
@@ -39,7 +38,7 @@ def observe_source(df, src):
         df = (df.observe(MALFORMED_PREFIX + src.stream.qualified_name,
                          F.count(flag).alias("malformed"))
               .where(flag.isNull()).drop(MALFORMED_COLUMN))
-    if isinstance(src.spec, (cspec.KafkaSourceSpec, cspec.FileSourceSpec)) and src.stream.columns:
+    if src.source.observes_columns and src.stream.columns:
         counts = [F.count(F.col(f"`{c['name']}`")).alias("c:" + c["name"])
                   for c in src.stream.columns]
         df = df.observe(COLUMNS_PREFIX + src.stream.qualified_name,

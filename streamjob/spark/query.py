@@ -20,40 +20,22 @@ from .observe import observe_source
 
 
 def source_frame(session, src: Source, props: JobProperties):
-    """The streaming DataFrame of one stream, watermarked if it declares event time
-    (its ``"watermark.delay"``, or the job's ``morphling.maxlag.on.disorder``)."""
+    """The streaming DataFrame of one stream, read as its source describes
+    (:meth:`~streamjob.connectors.sources.StreamSource.reader`), watermarked if it
+    declares event time (its ``"watermark.delay"``, or the job's
+    ``morphling.maxlag.on.disorder``)."""
     from .. import types as sjtypes
 
-    from ..connectors.kafka.formats import MALFORMED_COLUMN
-
-    sp = src.spec
     st = src.stream
-    if isinstance(sp, cspec.KafkaSourceSpec):
-        ddl = sjtypes.ddl(st.columns) + (f", `{MALFORMED_COLUMN}` STRING" if src.tolerant else "")
-        reader = (session.readStream.format("streamjob_kafka").schema(ddl)
-                  .option("topic", sp.topic).option("bootstrap", sp.bootstrap)
-                  .option("format", sp.format).option("delimiter", sp.delimiter)
-                  .option("startingOffsets", str(props.start_position or sp.reset))
-                  .option("failOnDataLoss", str(sp.fail_on_data_loss).lower())
-                  .option("isolationLevel", sp.isolation)
-                  .option("maxRecordsPerBatch", str(props.max_records_per_batch))
-                  .option("missingColumns", sp.missing_columns)
-                  .option("requestTimeoutMs", str(sp.request_timeout_ms))
-                  .options(**sp.security.resolved().options()))  # secrets: job start
-        if src.group_id:
-            reader = reader.option("groupId", src.group_id)
-        if src.dead_letter is not None:
-            reader = reader.option("deadLetter", src.dead_letter.to_option())
-    elif isinstance(sp, cspec.FileSourceSpec) and sp.format == "json":
+    how = src.source.reader(sjtypes.ddl(st.columns), start=props.start_position,
+                            max_records=props.max_records_per_batch, group_id=src.group_id,
+                            dead_letter=src.dead_letter)  # secrets resolved: job start
+    reader = session.readStream.format(how.format)
+    if how.schema is not None:
+        reader = reader.schema(how.schema)
+    df = reader.options(**how.options).load()
+    if how.json_text:
         # keys matched as a Kafka stream matches them (exact, else ignoring case), per record
-        reader = session.readStream.format("text").option("path", sp.path)
-    elif isinstance(sp, cspec.FileSourceSpec):
-        reader = (session.readStream.format(sp.format).schema(sjtypes.ddl(st.columns))
-                  .option("path", sp.path))
-    else:
-        reader = session.readStream.format("rate").option("rowsPerSecond", sp.rows_per_second)
-    df = reader.load()
-    if isinstance(sp, cspec.FileSourceSpec) and sp.format == "json":
         df = json_columns(df, st.columns)
     df = observe_source(df, src)  # malformed rows and missing columns counted
     p = {k.lower(): v for k, v in st.properties.items()}
@@ -97,7 +79,7 @@ def static_frame(session, st: Static):
     sp = st.spec
     names = [c["name"] for c in st.table.columns]
     ddl = sjtypes.ddl(st.table.columns)
-    if isinstance(sp, cspec.FileTableSpec) and static.is_local(sp.location):
+    if sp.on_files and static.is_local(sp.location):
         return (session.read.format(static.FILE_SOURCE_NAME).schema(ddl)
                 .option("location", static.absolute(sp.location))
                 .option("format", sp.format)
@@ -106,7 +88,7 @@ def static_frame(session, st: Static):
                 .option("partitionedBy", ",".join(sp.partitioned_by))
                 .option("partitions", str(max(1, session.sparkContext.defaultParallelism)))
                 .load())
-    if isinstance(sp, cspec.FileTableSpec):  # listed once, at job start (Spark's index)
+    if sp.on_files:  # listed once, at job start (Spark's index)
         return spark_file_frame(session, sp, st.table.columns)
     from ..security.resolve import resolve_url
 

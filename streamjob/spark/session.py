@@ -333,6 +333,7 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     those from the package zip that :func:`spark_session` shipped before.
     """
     from ..connectors import static
+    from ..connectors.kafka.stream import SOURCE_NAME as KAFKA_SOURCE
 
     session = root.newSession()
     if sources is None or KAFKA_SOURCE in sources:
@@ -347,20 +348,15 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     return session
 
 
-#: The Kafka source's name (``streamjob.connectors.kafka.source.SOURCE_NAME``; spelled
-#: here so that a job without Kafka does not import the Kafka client).
-KAFKA_SOURCE = "streamjob_kafka"
-
-
 def job_data_sources(plan) -> set[str]:
     """The names of the Python data sources a job's query reads (a
-    :class:`~streamjob.planner.plan.JobPlan`): ``streamjob_kafka`` if it has a Kafka
-    stream, the static readers (``streamjob_sql``, ``streamjob_files``) if it joins a
-    static table."""
-    from ..connectors import spec as cspec
+    :class:`~streamjob.planner.plan.JobPlan`): those its sources register
+    (:attr:`~streamjob.connectors.sources.StreamSource.data_sources`: ``streamjob_kafka``
+    for a Kafka stream), the static readers (``streamjob_sql``, ``streamjob_files``) if it
+    joins a static table."""
     from ..connectors import static
 
-    names = {KAFKA_SOURCE for src in plan.sources if isinstance(src.spec, cspec.KafkaSourceSpec)}
+    names = {name for src in plan.sources for name in src.source.data_sources}
     if plan.statics:
         names |= {static.SQL_SOURCE_NAME, static.FILE_SOURCE_NAME}
     return names

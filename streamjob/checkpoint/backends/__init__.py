@@ -19,6 +19,7 @@ from ... import properties as jp
 from ...catalog import Catalog
 from ...catalog.records import JobInfo
 from ...connectors import spec as cspec
+from ...connectors.sources import stream_source
 from ...exceptions import ConnectorError, PropertyError
 from ...home import Home
 from .base import CheckpointBackend
@@ -84,27 +85,28 @@ def open_backend(name: str, *, catalog: Catalog, home: Home, bootstrap: str | No
 
 def kafka_bootstrap(plan: "JobPlan") -> str | None:
     """Bootstrap servers of the plan's first Kafka source, or None."""
-    spec = _kafka_source(plan)
-    return spec.bootstrap if spec is not None else None
+    broker = _kafka_broker(plan)
+    return broker.bootstrap if broker is not None else None
 
 
-def _kafka_source(plan: "JobPlan"):
-    """The spec of the plan's first Kafka source (its broker holds the kafka backend's
-    topic, reached with the same SSL/SASL settings), or None."""
+def _kafka_broker(plan: "JobPlan"):
+    """The :class:`~streamjob.connectors.spec.KafkaTopic` of the plan's first Kafka
+    source (:meth:`~streamjob.connectors.sources.StreamSource.kafka_topic`: its broker
+    holds the kafka backend's topic, reached with the same SSL/SASL settings), or None."""
     for src in plan.sources:
-        if isinstance(src.spec, cspec.KafkaSourceSpec):
-            return src.spec
+        if src.source.kafka_topic() is not None:
+            return src.source.kafka_topic()
     return None
 
 
 def stored_kafka_bootstrap(catalog: Catalog, job: JobInfo) -> str | None:
     """Bootstrap servers of a stored job's first Kafka source stream, from its catalog
     dependencies (registered in plan order: base sources first), or None."""
-    spec = _stored_kafka_source(catalog, job)
-    return spec.bootstrap if spec is not None else None
+    broker = _stored_kafka_broker(catalog, job)
+    return broker.bootstrap if broker is not None else None
 
 
-def _stored_kafka_source(catalog: Catalog, job: JobInfo):
+def _stored_kafka_broker(catalog: Catalog, job: JobInfo):
     for kind, db, name, role in job.dependencies:
         if kind != "stream" or role != "source":
             continue
@@ -112,8 +114,9 @@ def _stored_kafka_source(catalog: Catalog, job: JobInfo):
         if stream is None or stream.is_derived:
             continue
         spec = cspec.source_spec(stream.name, stream.properties, stream.row_format)
-        if isinstance(spec, cspec.KafkaSourceSpec):
-            return spec
+        broker = stream_source(spec).kafka_topic()
+        if broker is not None:
+            return broker
     return None
 
 
@@ -136,10 +139,10 @@ def check_plan(plan: "JobPlan") -> None:
 def backend_for_plan(catalog: Catalog, home: Home, plan: "JobPlan") -> CheckpointBackend:
     """Open the backend of a planned job (the job manager, START ... FROM CHECKPOINT).
     Errors as :func:`open_backend`."""
-    spec = _kafka_source(plan)
+    broker = _kafka_broker(plan)
     return open_backend(plan.props[BACKEND_KEY], catalog=catalog, home=home,
-                        bootstrap=spec and spec.bootstrap, job=plan.qualified_name,
-                        security=spec and spec.security)
+                        bootstrap=broker and broker.bootstrap, job=plan.qualified_name,
+                        security=broker and broker.security)
 
 
 def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
@@ -152,6 +155,7 @@ def backend_for_job(catalog: Catalog, home: Home, job: JobInfo,
     if dry_run:
         return CatalogBackend(catalog)
     name = backend_name(job)
-    spec = _stored_kafka_source(catalog, job) if name == "kafka" else None
-    return open_backend(name, catalog=catalog, home=home, bootstrap=spec and spec.bootstrap,
-                        job=job.qualified_name, security=spec and spec.security)
+    broker = _stored_kafka_broker(catalog, job) if name == "kafka" else None
+    return open_backend(name, catalog=catalog, home=home,
+                        bootstrap=broker and broker.bootstrap, job=job.qualified_name,
+                        security=broker and broker.security)

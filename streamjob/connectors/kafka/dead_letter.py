@@ -61,6 +61,24 @@ def check_columns(table_name: str, columns: Sequence[dict]) -> None:
             f"a malformed record (use any of: {', '.join(FIELDS)})")
 
 
+def dead_letter_target(spec, table, stream: str) -> DeadLetterTarget:
+    """The target of stream ``stream``'s (qualified name) malformed records: catalog
+    table ``table`` (a ``TableInfo``) whose connector spec is ``spec``.
+
+    Raises:
+        ValidationError: the table is not a SQL table, or declares a column that is not
+            a field of a malformed record (:func:`check_columns`).
+    """
+    from streamjob.connectors.spec import SqlTableSpec
+
+    if not isinstance(spec, SqlTableSpec):
+        raise ValidationError(f"stream {stream}: dead-letter table "
+                              f"{table.qualified_name} must be a SQL table (\"connector\"=\"sql\")")
+    check_columns(table.qualified_name, table.columns)
+    return DeadLetterTarget(spec.url, spec.table, tuple(dict(c) for c in table.columns),
+                            spec.primary_key, stream)
+
+
 def rows(target: DeadLetterTarget, records: Sequence[MalformedRecord]) -> list[dict]:
     """One row per malformed record with the target's declared columns: key and value as
     text (UTF-8, undecodable bytes replaced) unless the column is BINARY, the record

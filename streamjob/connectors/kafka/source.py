@@ -22,7 +22,8 @@ exactly-once needs (DESIGN §6).
   task sends Fetch requests only (no ListOffsets unless the broker answers "offset out
   of range"). ``tests/integration/test_kafka_bulk.py`` counts them.
 
-Options (all strings, set by the planner from the stream's TBLPROPERTIES):
+Options (all strings, set by the planner from the stream's TBLPROPERTIES; their names are
+defined once, in :mod:`.options`):
 ``topic``, ``bootstrap`` (``kafka.broker.list``), ``format`` (json|delimited|raw),
 ``delimiter``, ``maxRecordsPerBatch`` (0 = no cap; Spark's read-limit API),
 ``pollTimeoutMs`` (executor: longest wait for a record the range promises), and:
@@ -39,7 +40,8 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
   the checkpointed offsets and the strategy is not used.
 - ``groupId`` — the consumer group (``transwarp.consumer.group.id``, default
   ``streamjob.<db>.<job>``) whose committed offsets ``committed`` reads; offsets are
-  committed to it by :class:`.kafka_group.GroupCommitter`, not by this reader.
+  committed to it by :class:`.group.GroupCommitter`
+  (:func:`streamjob.connectors.sources.group_committers`), not by this reader.
 - ``failOnDataLoss`` — ``true`` (default) or ``false``, Spark's Kafka option: offsets
   the job still needs that the broker no longer has (below a partition's beginning
   offset: retention or a truncation removed them) fail the job with a ConnectorError
@@ -74,6 +76,7 @@ from pyspark.sql.types import StructType
 
 from streamjob.exceptions import ConnectorError, InvalidConfiguration
 from streamjob.connectors import worker
+from streamjob.connectors.kafka import options as opt
 from streamjob.connectors.kafka.decode import ColumnCheck, _decoder, native_crc32c  # noqa: F401 - also exported
 from streamjob.connectors.kafka.fetch import PARSERS
 from streamjob.connectors.kafka.read import (  # noqa: F401 - the executor side, also exported
@@ -87,41 +90,41 @@ worker.install()  # in pyspark's source runner / Python workers: warnings to std
 
 log = logging.getLogger(__name__)  # "streamjob.connectors.kafka.source"
 
-SOURCE_NAME = "streamjob_kafka"
+SOURCE_NAME = "streamjob_kafka"  # = .stream.SOURCE_NAME (tests/unit/test_sources.py)
 class KafkaStreamReader(DataSourceStreamReader):
     """Plans micro-batches over a Kafka topic; see the module docstring for the contract."""
 
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
         options = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option keys
         self.schema = schema
-        self.topic = options["topic"]
-        self.bootstrap = options["bootstrap"]
-        self.format = options.get("format", "json")
-        self.delimiter = options.get("delimiter", ",")
-        self.starting = reset_strategy(options.get("startingoffsets"))
-        self.group_id = options.get("groupid") or None
-        self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
-        self.request_timeout_ms = int(options.get("requesttimeoutms", "30000"))
-        self.isolation = options.get("isolationlevel", "read_uncommitted").lower()
+        self.topic = options[opt.key(opt.TOPIC)]
+        self.bootstrap = options[opt.key(opt.BOOTSTRAP)]
+        self.format = opt.get(options, opt.FORMAT, "json")
+        self.delimiter = opt.get(options, opt.DELIMITER, ",")
+        self.starting = reset_strategy(opt.get(options, opt.STARTING_OFFSETS))
+        self.group_id = opt.get(options, opt.GROUP_ID) or None
+        self.fail_on_data_loss = _flag(options, opt.FAIL_ON_DATA_LOSS, True)
+        self.request_timeout_ms = int(opt.get(options, opt.REQUEST_TIMEOUT_MS, "30000"))
+        self.isolation = opt.get(options, opt.ISOLATION_LEVEL, "read_uncommitted").lower()
         if self.isolation not in ("read_uncommitted", "read_committed"):
-            raise InvalidConfiguration(f"option isolationLevel must be read_uncommitted or "
-                                       f"read_committed, got '{self.isolation}'")
+            raise InvalidConfiguration(f"option {opt.ISOLATION_LEVEL} must be read_uncommitted "
+                                       f"or read_committed, got '{self.isolation}'")
         if self.request_timeout_ms < 1000:
-            raise InvalidConfiguration(
-                f"option requestTimeoutMs must be at least 1000, got {self.request_timeout_ms}")
-        self.max_records = int(options.get("maxrecordsperbatch", "0") or 0)
-        self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
-        self.dead_letter = options.get("deadletter") or None  # DeadLetterTarget JSON
-        self.fail_missing = (options.get("missingcolumns") or "count").lower() == "fail"
+            raise InvalidConfiguration(f"option {opt.REQUEST_TIMEOUT_MS} must be at least 1000, "
+                                       f"got {self.request_timeout_ms}")
+        self.max_records = int(opt.get(options, opt.MAX_RECORDS_PER_BATCH, "0") or 0)
+        self.poll_timeout_ms = int(opt.get(options, opt.POLL_TIMEOUT_MS, "120000"))
+        self.dead_letter = opt.get(options, opt.DEAD_LETTER) or None  # DeadLetterTarget JSON
+        self.fail_missing = (opt.get(options, opt.MISSING_COLUMNS) or "count").lower() == "fail"
         self.security = KafkaSecurity.from_options(options)  # SSL/SASL, references unresolved
-        crcs = (options.get("checkcrcs") or "auto").strip().lower()
+        crcs = (opt.get(options, opt.CHECK_CRCS) or "auto").strip().lower()
         if crcs not in ("auto", "true", "false"):
             raise InvalidConfiguration(
-                f"option checkCrcs must be auto, true or false, got '{crcs}'")
+                f"option {opt.CHECK_CRCS} must be auto, true or false, got '{crcs}'")
         self.check_crcs = native_crc32c() if crcs == "auto" else crcs == "true"
-        self.record_parser = (options.get("recordparser") or "bulk").strip().lower()
+        self.record_parser = (opt.get(options, opt.RECORD_PARSER) or "bulk").strip().lower()
         if self.record_parser not in PARSERS:
-            raise InvalidConfiguration(f"option recordParser must be one of "
+            raise InvalidConfiguration(f"option {opt.RECORD_PARSER} must be one of "
                                        f"{', '.join(PARSERS)}, got '{self.record_parser}'")
         self._meta = None
         self._latest: dict[int, int] | None = None  # end offsets of the last latestOffset
@@ -408,8 +411,8 @@ def end_offsets(bootstrap: str, topic: str, security: KafkaSecurity | None = Non
     Raises:
         ConnectorError: broker unreachable or topic missing.
     """
-    reader = KafkaStreamReader(StructType(), {"topic": topic, "bootstrap": bootstrap,
-                                              "requestTimeoutMs": str(request_timeout_ms),
+    reader = KafkaStreamReader(StructType(), {opt.TOPIC: topic, opt.BOOTSTRAP: bootstrap,
+                                              opt.REQUEST_TIMEOUT_MS: str(request_timeout_ms),
                                               **(security or KafkaSecurity()).options()})
     try:
         return reader.reportLatestOffset()
