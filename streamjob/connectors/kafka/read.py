@@ -34,7 +34,7 @@ READ_CONSUMER_SETTINGS = dict(
     receive_buffer_bytes=4 << 20,        # socket buffer: fewer reads per large fetch
 )
 """kafka-python settings of the executor's consumer (bytes, ms); the benchmark's raw
-consumer anchor uses the same (``streamjob.bench``)."""
+consumer anchor uses the same (``streamjob_tools.bench``)."""
 
 Offsets = dict[str, dict[str, int]]
 """``{topic: {partition (str): next offset}}``, the checkpointed offset of this source."""
