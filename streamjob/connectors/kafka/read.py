@@ -130,7 +130,7 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     :func:`native_crc32c`). ``fail_missing_columns``: a declared column that no record
     of the range carries raises ConnectorError after the last batch (:class:`ColumnCheck`,
     ``"missing.columns"="fail"``). ``security``: the stream's
-    :class:`.kafka_security.KafkaSecurity` (None: PLAINTEXT)."""
+    :class:`.security.KafkaSecurity` (None: PLAINTEXT)."""
     if check_crcs is None:
         check_crcs = native_crc32c()
     decode = _decoder(schema, fmt, delimiter, dead_letter)

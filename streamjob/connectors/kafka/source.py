@@ -39,7 +39,7 @@ Options (all strings, set by the planner from the stream's TBLPROPERTIES):
   the checkpointed offsets and the strategy is not used.
 - ``groupId`` — the consumer group (``transwarp.consumer.group.id``, default
   ``streamjob.<db>.<job>``) whose committed offsets ``committed`` reads; offsets are
-  committed to it by :class:`.kafka_group.GroupCommitter`, not by this reader.
+  committed to it by :class:`.group.GroupCommitter`, not by this reader.
 - ``failOnDataLoss`` — ``true`` (default) or ``false``, Spark's Kafka option: offsets
   the job still needs that the broker no longer has (below a partition's beginning
   offset: retention or a truncation removed them) fail the job with a ConnectorError
