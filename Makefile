@@ -8,11 +8,13 @@ export STREAMJOB_HOME ?= $(CURDIR)/.streamjob
 .PHONY: demo test test-slow test-all test-unit bench setup deps clean
 
 ## Quiet on purpose (issue 16): one line per step, pip's own output only on failure.
-$(STAMP): setup.cfg pyproject.toml
+## streamjob and, editable beside it, its development tools (tools/: the benchmark, the
+## local broker, the flights replay, the Nexmark generator), which streamjob does not ship.
+$(STAMP): setup.cfg pyproject.toml tools/setup.cfg tools/pyproject.toml
 	@echo "setting up $(VENV): installing streamjob and its packages (pip, a minute or two)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
+	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]' -e ./tools
 	@$(PY) -m streamjob.spark  # Spark's classes archived once: every later start is faster
 	@touch $(STAMP)
 
@@ -70,9 +72,9 @@ test-all: test test-slow
 test-unit: $(STAMP) deps
 	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
 
-## The benchmark (docs/performance.md): BENCH_ARGS=--quick for a run of about 3 minutes (184 s on 2026-11-27).
+## The benchmark (docs/performance.md; tools/streamjob_tools/bench): BENCH_ARGS=--quick for a run of about 3 minutes (184 s on 2026-11-27).
 bench: $(STAMP)
-	$(PY) -m streamjob.bench $(BENCH_ARGS)
+	$(PY) -m streamjob_tools.bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .streamjob .pytest_cache *.egg-info
+	rm -rf $(VENV) .streamjob .pytest_cache *.egg-info tools/*.egg-info

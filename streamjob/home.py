@@ -28,6 +28,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .exceptions import StreamJobError, ValidationError
+from .properties import validate_engine
+from .security.policy import AdminPolicy, activate
 
 CHECKPOINT_DIR_KEY = "spark.morphling.taskstate.checkpoint.directory"
 CATALOG_URL_KEY = "streamjob.catalog.url"
@@ -102,13 +104,9 @@ class Home:
         conf.update(overrides or {})
         if catalog_url:
             conf[CATALOG_URL_KEY] = catalog_url
-        from .properties import validate_engine
-
         validate_engine(conf)
         home = cls(path.resolve(), conf)
-        from .security import AdminPolicy, activate
-
-        policy = AdminPolicy.of(home)
+        policy = home.policy
         activate(policy)  # secret references of this process resolve by its rules
         default_secrets = home.root / "secrets"
         if default_secrets in policy.secret_dirs and not default_secrets.exists():
@@ -120,10 +118,9 @@ class Home:
 
     @property
     def policy(self):
-        """The admin's :class:`~streamjob.security.AdminPolicy` of this home."""
-        from .security import AdminPolicy
-
-        return AdminPolicy.of(self)
+        """The admin's :class:`~streamjob.security.AdminPolicy` of this home: its root,
+        catalog URL, checkpoint root and ``streamjob.security.*`` settings."""
+        return AdminPolicy.of(self.root, self.catalog_url, self.checkpoint_root, self.conf)
 
     @property
     def catalog_url(self) -> str:
@@ -134,8 +131,6 @@ class Home:
     def checkpoint_root(self) -> str:
         """Root URI or path under which each job's checkpoint directory lives; a relative
         path is relative to the home, never to a client's working directory."""
-        from urllib.parse import urlparse
-
         root = self.conf.get(CHECKPOINT_DIR_KEY)
         if not root:
             return str(self.root / "checkpoints")
@@ -147,8 +142,6 @@ class Home:
         """True if a local ``location`` (path or ``file:`` URI) is the checkpoint root, lies
         inside it, or holds it: DROP STREAMJOB purges directories under the root, so a file
         table there could lose its data (issue 13 point 3)."""
-        from urllib.parse import urlparse
-
         root, loc = self.checkpoint_root, location
         if "\x00" in loc or urlparse(root).scheme not in ("", "file") or urlparse(loc).scheme not in ("", "file"):
             return False  # a NUL byte is refused as a location by the caller

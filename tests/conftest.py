@@ -57,7 +57,7 @@ def cost(item) -> str:
 @pytest.fixture(scope="session")
 def broker():
     """A Tansu broker on a free port for the whole test session."""
-    from streamjob.dev.broker import LocalBroker
+    from streamjob_tools.dev.broker import LocalBroker
 
     b = LocalBroker.start()
     yield b

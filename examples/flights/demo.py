@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 from streamjob.connectors.files.table import read_table
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import LocalBroker, create_topic, free_port
 from streamjob.exceptions import ConnectorError
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import LocalBroker, create_topic, free_port
 
 HERE = Path(__file__).resolve().parent
 PARTITIONS = 2

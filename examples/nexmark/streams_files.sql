@@ -1,5 +1,5 @@
 -- Nexmark's three event streams as file streams: the JSON-lines files that
--- `python -m streamjob.dev nexmark --events N --dir ${NEXMARK_DIR}` writes.
+-- `python -m streamjob_tools.dev nexmark --events N --dir ${NEXMARK_DIR}` writes.
 -- Columns and names as Nexmark's Flink SQL DDL (ddl_gen.sql, ddl_views.sql); event time
 -- is `dateTime` with Nexmark's watermark of 4 seconds (`dateTime` - INTERVAL '4' SECOND).
 -- The camelCase columns are quoted, so the catalog keeps them as the files spell their

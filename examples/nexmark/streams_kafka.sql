@@ -1,5 +1,5 @@
 -- Nexmark's three event streams as Kafka streams: the topics that
--- `python -m streamjob.dev nexmark --events N --broker ${NEXMARK_BROKER}` writes.
+-- `python -m streamjob_tools.dev nexmark --events N --broker ${NEXMARK_BROKER}` writes.
 -- Columns and names as Nexmark's Flink SQL DDL (ddl_gen.sql, ddl_views.sql); event time
 -- is `dateTime` with Nexmark's watermark of 4 seconds (`dateTime` - INTERVAL '4' SECOND).
 

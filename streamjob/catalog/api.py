@@ -20,17 +20,13 @@ longer holds (the job was dropped, perhaps recreated) are silently ignored.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from streamjob.catalog.access import AccessMixin
 from streamjob.catalog.checkpoints import CheckpointsMixin
 from streamjob.catalog.databases import DatabasesMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.servers import ServersMixin
-
-if TYPE_CHECKING:
-    from streamjob.catalog.watch import CatalogWatcher
+from streamjob.catalog.watch import CatalogWatcher
 
 __all__ = ["Catalog"]
 
@@ -58,16 +54,6 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
     other clients (:mod:`~streamjob.catalog.watch`).
     """
 
-    @property
-    def url(self) -> str:
-        """The catalog URL with any password masked."""
-        return self._masked
-
-    @property
-    def dialect(self) -> str:
-        """The database backend name: ``sqlite`` or ``postgresql``."""
-        return self._backend
-
     def clone(self) -> "Catalog":
         """A new :class:`Catalog` on the same URL with its own connection pool (e.g. for
         a thread whose writes must not queue behind others' in one pool). An in-memory
@@ -76,12 +62,10 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
             return self
         return type(self)(self._url.render_as_string(hide_password=False))
 
-    def watcher(self, poll_s: float = 1.0) -> "CatalogWatcher":
+    def watcher(self, poll_s: float = 1.0) -> CatalogWatcher:
         """A :class:`~streamjob.catalog.watch.CatalogWatcher` of this catalog: waits up
         to ``poll_s`` seconds, returning early when another client changes streams,
         tables, jobs or the lease (PostgreSQL LISTEN/NOTIFY; SQLite just waits)."""
-        from streamjob.catalog.watch import CatalogWatcher
-
         return CatalogWatcher(self, poll_s)
 
     def close(self) -> None:

@@ -149,6 +149,16 @@ class CatalogEngine:
                 f"cannot reach catalog database {self._masked}: {_first_line(exc)}"
             ) from None
 
+    @property
+    def url(self) -> str:
+        """The catalog URL with any password masked."""
+        return self._masked
+
+    @property
+    def dialect(self) -> str:
+        """The database backend name: ``sqlite`` or ``postgresql``."""
+        return self._backend
+
     # ------------------------------------------------------------------ engine
 
     @staticmethod

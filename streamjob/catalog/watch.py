@@ -25,12 +25,9 @@ import logging
 import os
 import select
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from streamjob.catalog.engine import NOTIFY_CHANNEL
-
-if TYPE_CHECKING:
-    from streamjob.catalog.api import Catalog
+from streamjob.catalog.engine import NOTIFY_CHANNEL, CatalogEngine
 
 __all__ = ["CatalogWatcher"]
 
@@ -44,13 +41,15 @@ class CatalogWatcher:
     """Waits for catalog changes; see the module docstring.
 
     Args:
-        catalog: the catalog to watch (its URL names the database to LISTEN on).
+        catalog: the catalog to watch (a :class:`~streamjob.catalog.api.Catalog`; its
+            connection half, :class:`~streamjob.catalog.engine.CatalogEngine`, is all the
+            watcher uses: its URL names the database to LISTEN on).
         poll_s: the longest wait, in seconds, of :meth:`wait` without a timeout.
 
     Not thread-safe except :meth:`wake`; one thread waits.
     """
 
-    def __init__(self, catalog: "Catalog", poll_s: float = 1.0) -> None:
+    def __init__(self, catalog: CatalogEngine, poll_s: float = 1.0) -> None:
         self.catalog = catalog
         self.poll_s = float(poll_s)
         self._pg = catalog.dialect == "postgresql"

@@ -80,7 +80,7 @@ class RowFormat:
 
     ``ROW FORMAT SERDE 'class' [WITH SERDEPROPERTIES (...)]`` (Hive, Slipstream) sets
     ``serde`` (the class as written) and ``serde_properties`` (keys lower-cased); the
-    executor maps the class to a format (:func:`streamjob.connectors.spec.serde_format`)."""
+    executor maps the class to a format (:func:`streamjob.connectors.hive_forms.row_format_record`)."""
 
     fields_terminated_by: str | None = None
     lines_terminated_by: str | None = None

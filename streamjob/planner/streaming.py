@@ -20,7 +20,7 @@ These rules repeat Spark 4's checks for the forms users write:
 
 Queries are checked on the sqlglot tree before the views are renamed. Where a Spark
 session is at hand (``check`` unless ``--offline``, ``run``, the shell), everything else
-Spark refuses is found by Spark itself (:mod:`.spark_check`).
+Spark refuses is found by Spark itself (:mod:`streamjob.spark.analysis`).
 """
 
 from __future__ import annotations

@@ -206,7 +206,11 @@ JOB = Registry([
 
 # ------------------------------------------------------------------------- engine
 
-from ..security.policy import SETTINGS as _SECURITY  # noqa: E402 - the admin's settings
+_LOOPBACK = "localhost,127.0.0.1,::1"
+#: Drivers an operator may name by default: the ones streamjob is tested with. Another
+#: driver name loads whatever package registers it (SQLAlchemy's entry points).
+_KNOWN_DRIVERS = ("sqlite,sqlite+pysqlite,postgresql,postgresql+psycopg,postgresql+psycopg2,"
+                  "mysql,mysql+pymysql,mariadb,mariadb+pymysql")
 
 ENGINE = Registry([
     Property("spark.master", "string", "local[*]",
@@ -256,10 +260,36 @@ ENGINE = Registry([
     Property("streamjob.catalog.url", "string", None,
              "catalog database (SQLAlchemy URL); default: SQLite catalog.db in the home; "
              "PostgreSQL for shared use", scopes=("engine",), secret=False),
-    # the admin's policy (streamjob/security/policy.py, docs/security.md): engine only,
-    # never SET or JOBPROPERTIES
+    # the admin's policy (:class:`streamjob.security.policy.AdminPolicy` reads these,
+    # docs/security.md): engine only, never SET or JOBPROPERTIES
     *(Property(key, "string", default, meaning + " (docs/security.md)", scopes=("engine",))
-      for key, (default, meaning) in _SECURITY.items()),
+      for key, default, meaning in (
+        ("streamjob.security.file.roots", "data,warehouse",
+         "comma-separated directories (or Hadoop URIs such as hdfs://nn/data) under which an "
+         "operator's file streams, file tables, LOCATIONs, SQLite databases and Kafka TLS "
+         "files must lie; relative to the home"),
+        ("streamjob.security.sql.hosts", _LOOPBACK,
+         "database servers an operator's SQL tables may name: hosts, addresses or patterns "
+         "(*.corp.example), each optionally :port"),
+        ("streamjob.security.sql.drivers", _KNOWN_DRIVERS,
+         "SQLAlchemy drivers an operator's SQL table URLs may name (backend or "
+         "backend+driver)"),
+        ("streamjob.security.kafka.hosts", _LOOPBACK,
+         "Kafka bootstrap servers (and ZooKeeper of old scripts) an operator may name: hosts "
+         "or patterns, each optionally :port"),
+        ("streamjob.security.webhook.hosts", _LOOPBACK,
+         "hosts an operator's alert webhooks (streamjob.alert.webhook) may POST to: hosts or "
+         "patterns, each optionally :port"),
+        ("streamjob.security.secret.dirs", "secrets",
+         "comma-separated directories ${file:...} secret references may read (regular files "
+         "of at most 64 KiB of text); relative to the home; the default one is created "
+         "owner-only"),
+        ("streamjob.security.secret.env", "STREAMJOB_SECRET_*",
+         "comma-separated patterns of the environment variables ${env:...} secret references "
+         "may read"),
+        ("streamjob.security.secret.key", "secret.key",
+         "file holding the key that encrypts literal secrets in the catalog (Fernet; created "
+         "owner-only on first use); relative to the home"))),
 ], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
 
 # --------------------------------------------------------------------- connectors

@@ -19,6 +19,6 @@ The policy of this process is the one of the home it opened last
 
 from __future__ import annotations
 
-from .policy import SETTINGS, AdminPolicy, PolicyError, activate, active
+from .policy import AdminPolicy, PolicyError, activate, active
 
-__all__ = ["SETTINGS", "AdminPolicy", "PolicyError", "activate", "active"]
+__all__ = ["AdminPolicy", "PolicyError", "activate", "active"]

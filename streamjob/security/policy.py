@@ -47,14 +47,12 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, Mapping
 from urllib.parse import unquote, urlsplit
 
-from ..exceptions import ValidationError
+from ..exceptions import ConnectorError, ValidationError
+from ..properties.definitions import ENGINE
 from .hosts import host_allowed, host_port as _host_port, loopback as _loopback
-
-if TYPE_CHECKING:
-    from ..home import Home
 
 PREFIX = "streamjob.security."
 FILE_ROOTS = PREFIX + "file.roots"
@@ -66,37 +64,11 @@ SECRET_DIRS = PREFIX + "secret.dirs"
 SECRET_ENV = PREFIX + "secret.env"
 SECRET_KEY = PREFIX + "secret.key"
 
-LOOPBACK = "localhost,127.0.0.1,::1"
-#: Drivers an operator may name by default: the ones streamjob is tested with. Another
-#: driver name loads whatever package registers it (SQLAlchemy's entry points).
-KNOWN_DRIVERS = ("sqlite,sqlite+pysqlite,postgresql,postgresql+psycopg,postgresql+psycopg2,"
-                 "mysql,mysql+pymysql,mariadb,mariadb+pymysql")
-
-#: ``{setting: (default, meaning)}``: registered as engine properties
-#: (:mod:`streamjob.properties.definitions`), documented in docs/properties.md.
-SETTINGS: dict[str, tuple[str, str]] = {
-    FILE_ROOTS: ("data,warehouse", "comma-separated directories (or Hadoop URIs such as "
-                 "hdfs://nn/data) under which an operator's file streams, file tables, "
-                 "LOCATIONs, SQLite databases and Kafka TLS files must lie; relative to "
-                 "the home"),
-    SQL_HOSTS: (LOOPBACK, "database servers an operator's SQL tables may name: hosts, "
-                "addresses or patterns (*.corp.example), each optionally :port"),
-    SQL_DRIVERS: (KNOWN_DRIVERS, "SQLAlchemy drivers an operator's SQL table URLs may "
-                  "name (backend or backend+driver)"),
-    KAFKA_HOSTS: (LOOPBACK, "Kafka bootstrap servers (and ZooKeeper of old scripts) an "
-                  "operator may name: hosts or patterns, each optionally :port"),
-    WEBHOOK_HOSTS: (LOOPBACK, "hosts an operator's alert webhooks "
-                    "(streamjob.alert.webhook) may POST to: hosts or patterns, each "
-                    "optionally :port"),
-    SECRET_DIRS: ("secrets", "comma-separated directories ${file:...} secret references "
-                  "may read (regular files of at most 64 KiB of text); relative to the "
-                  "home; the default one is created owner-only"),
-    SECRET_ENV: ("STREAMJOB_SECRET_*", "comma-separated patterns of the environment "
-                 "variables ${env:...} secret references may read"),
-    SECRET_KEY: ("secret.key", "file holding the key that encrypts literal secrets in "
-                 "the catalog (Fernet; created owner-only on first use); relative to the "
-                 "home"),
-}
+#: ``{setting: its default}``: the settings are engine properties, registered with their
+#: defaults and meanings in :mod:`streamjob.properties.definitions` (docs/properties.md).
+DEFAULTS: dict[str, str] = {key: ENGINE.get(key).default for key in (
+    FILE_ROOTS, SQL_HOSTS, SQL_DRIVERS, KAFKA_HOSTS, WEBHOOK_HOSTS, SECRET_DIRS, SECRET_ENV,
+    SECRET_KEY)}
 
 #: Largest secret file ``${file:...}`` reads (bytes).
 SECRET_MAX_BYTES = 64 * 1024
@@ -150,10 +122,13 @@ class AdminPolicy:
     conf: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, home: "Home") -> "AdminPolicy":
-        """The policy of ``home`` (its root, catalog URL, checkpoint root and settings)."""
-        return cls(Path(home.root), home.catalog_url, home.checkpoint_root,
-                   tuple(sorted((k, v) for k, v in home.conf.items() if k.startswith(PREFIX))))
+    def of(cls, home: Path, catalog_url: str, checkpoint_root: str,
+           conf: Mapping[str, str]) -> "AdminPolicy":
+        """The policy of the home at ``home`` with that catalog URL and checkpoint root
+        (as :class:`streamjob.home.Home` answers them: ``Home.policy``), and the
+        ``streamjob.security.*`` settings of its engine properties ``conf``."""
+        return cls(Path(home), catalog_url, checkpoint_root,
+                   tuple(sorted((k, v) for k, v in conf.items() if k.startswith(PREFIX))))
 
     # ------------------------------------------------------------------ settings
 
@@ -161,7 +136,7 @@ class AdminPolicy:
         """The effective text of one ``streamjob.security.*`` setting (its default when
         not given or empty)."""
         given = dict(self.conf).get(key, "").strip()
-        return given or SETTINGS[key][0]
+        return given or DEFAULTS[key]
 
     def _paths(self, key: str) -> list[Path]:
         out = []
@@ -468,9 +443,14 @@ def activate(policy: AdminPolicy) -> None:
 
 
 def active() -> AdminPolicy:
-    """This process's policy: the last activated one, else the default home's."""
-    if _ACTIVE is not None:
-        return _ACTIVE
-    # streamjob.home.default_home's rule, not imported: home.py imports this module
-    root = _real(Path(os.environ.get("STREAMJOB_HOME") or Path.home() / ".streamjob").expanduser())
-    return AdminPolicy(root, f"sqlite:///{root / 'catalog.db'}", str(root / "checkpoints"))
+    """This process's policy: the last activated one (``Home.open`` activates its home's).
+
+    Raises:
+        ConnectorError: this process has opened no streamjob home, so no admin's rules say
+            what a secret reference may read (a job's references are resolved in the
+            process that opened the home, before Spark's workers see them).
+    """
+    if _ACTIVE is None:
+        raise ConnectorError("secret references are resolved under the rules of a streamjob "
+                             "home, and this process has opened none")
+    return _ACTIVE

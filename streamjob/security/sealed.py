@@ -6,7 +6,7 @@ table's ``"url"``, the ``user:password`` of an alert webhook — is stored in th
 HMAC-SHA256, from the ``cryptography`` package) under the key the admin holds
 (``streamjob.security.secret.key``, default ``<home>/secret.key``, created owner-only,
 0600, on first use). The value is unsealed only when a connection is made
-(:func:`streamjob.secrets.resolve`), in the job manager, which holds the key; everything
+(:func:`streamjob.security.resolve.resolve`), in the job manager, which holds the key; everything
 shown masks it. A catalog copied without the key file holds no usable secret.
 
 Sealed tokens are streamjob's own: a statement may not write one (an operator could

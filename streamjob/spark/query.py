@@ -140,7 +140,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     derived stream (its select over the views before it). With ``empty_dir`` (an empty
     directory) every source is read as a stream of Parquet files from it and every static
     table is an empty DataFrame, each with its declared columns and watermark: the same
-    query over empty inputs, for Spark's analysis (:mod:`.spark_check`); nothing is
+    query over empty inputs, for Spark's analysis (:mod:`.analysis`); nothing is
     read or connected to."""
     from pyspark.sql import functions as F
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 FLIGHTS_SQL = ROOT / "examples" / "flights" / "flights.sql"
@@ -41,7 +41,7 @@ def zookeeper(tmp_path_factory):
     import shutil
     import socket
 
-    from streamjob.dev.broker import free_port
+    from streamjob_tools.dev.broker import free_port
 
     java = shutil.which("java") or (os.environ.get("JAVA_HOME", "") + "/bin/java")
     if not Path("/usr/share/java/zookeeper.jar").exists():

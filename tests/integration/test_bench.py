@@ -1,4 +1,4 @@
-"""The benchmark harness works end to end on a tiny scale: ``python -m streamjob.bench
+"""The benchmark harness works end to end on a tiny scale: ``python -m streamjob_tools.bench
 --tiny`` runs scenario 1 (raw consumer, hand-written job, streamjob job over a few
 thousand flights) and scenario 6 (control-plane statements on SQLite and PostgreSQL) and
 writes the JSON results, and the Nexmark scenario over 3,000 events (two queries checked
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.system, pytest.mark.slow]
 def test_bench_tiny_writes_results(tmp_path):
     out = tmp_path / "bench.json"
     res = subprocess.run(
-        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "s1,s6", "--repeat", "1",
+        [sys.executable, "-m", "streamjob_tools.bench", "--tiny", "--only", "s1,s6", "--repeat", "1",
          "--no-profile", "--compare-parser", "--out", str(out)],
         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -60,7 +60,7 @@ def test_bench_tiny_nexmark(tmp_path):
     to the same query computed by pandas (the windowed q7 through its sentinels)."""
     out = tmp_path / "bench.json"
     res = subprocess.run(
-        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "nexmark",
+        [sys.executable, "-m", "streamjob_tools.bench", "--tiny", "--only", "nexmark",
          "--no-profile", "--out", str(out)],
         capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -92,7 +92,7 @@ def test_bench_tiny_flink_beside_streamjob(tmp_path):
     cannot be installed fails this test with the bench's reason, it is never skipped."""
     out = tmp_path / "bench.json"
     res = subprocess.run(
-        [sys.executable, "-m", "streamjob.bench", "--tiny", "--only", "flink", "--no-profile",
+        [sys.executable, "-m", "streamjob_tools.bench", "--tiny", "--only", "flink", "--no-profile",
          "--out", str(out)],
         capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -119,7 +119,7 @@ def test_bench_tiny_flink_beside_streamjob(tmp_path):
 def test_flink_venv_without_pypi_says_why(tmp_path, monkeypatch):
     """No index to install from: no Flink figures, a reason naming the package, and no
     half-made venv left behind (the next run tries again)."""
-    from streamjob.bench import flink
+    from streamjob_tools.bench import flink
 
     monkeypatch.setattr(flink, "VENV", tmp_path / ".venv-flink")
     monkeypatch.setenv("PIP_NO_INDEX", "1")

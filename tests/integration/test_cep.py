@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamjob.dev.broker import create_topic
-from streamjob.dev.flights import replay
+from streamjob_tools.dev.broker import create_topic
+from streamjob_tools.dev.flights import replay
 
 from .cep_events import QUERY, batch_matches, encode, events, sentinels, table_matches
 from .world import SparkWorld

@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from streamjob.dev.broker import create_topic
-from streamjob.dev.flights import replay
+from streamjob_tools.dev.broker import create_topic
+from streamjob_tools.dev.flights import replay
 
 from .cep_events import QUERY, batch_matches, encode, events, sentinels, table_matches
 from .conftest import Cli, kill_group, wait_for

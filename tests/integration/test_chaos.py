@@ -49,8 +49,8 @@ import pytest
 
 from streamjob.connectors.files.table import committed_files
 from streamjob.connectors.kafka.source import end_offsets
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic
 
 from .conftest import PARTITIONS, STREAMJOB, Cli, kill_group, wait_for
 from .results import compare, parquet_table, sql_table

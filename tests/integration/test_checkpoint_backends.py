@@ -24,8 +24,8 @@ from streamjob.client.check import scratch_catalog
 from streamjob.checkpoint.backends import backend_for_job, open_backend
 from streamjob.checkpoint.backends.kafka import DEFAULT_TOPIC, KafkaBackend
 from streamjob.checkpoint.backends.zookeeper import ZooKeeperBackend
-from streamjob.dev.broker import create_topic
-from streamjob.dev.flights import replay
+from streamjob_tools.dev.broker import create_topic
+from streamjob_tools.dev.flights import replay
 from streamjob.exceptions import ConnectorError, JobError, PropertyError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script

@@ -13,8 +13,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic
 from streamjob.exceptions import CheckpointError, StreamJobError
 from streamjob.manager import JobManager
 

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic, free_port
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic, free_port
 
 
 STREAMJOB = str(Path(sys.executable).with_name("streamjob"))

@@ -17,7 +17,7 @@ import pytest
 from streamjob.api import create_app
 from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 from streamjob.client.session import ClientSession
 
 from .test_kafka_source_jobs import World

@@ -22,8 +22,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic
 from streamjob.exceptions import JobError
 
 from .conftest import Cli

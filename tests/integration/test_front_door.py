@@ -61,7 +61,7 @@ class Receiver:
 
 
 def test_a_client_submits_through_the_api_and_a_failure_alerts(tmp_path, broker):
-    from streamjob.dev.broker import create_topic
+    from streamjob_tools.dev.broker import create_topic
 
     topic = f"door_{tmp_path.name[-8:]}"
     create_topic(broker.bootstrap, topic, 2)

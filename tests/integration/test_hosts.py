@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 from .conftest import STREAMJOB
 from .test_server import JOB_SQL, Env

@@ -18,7 +18,7 @@ import pytest
 from streamjob.phases import read as read_phases
 
 from streamjob.connectors.files.table import committed_files
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 from .conftest import STREAMJOB, children
 from .test_server import JOB_SQL, Env, wait_for

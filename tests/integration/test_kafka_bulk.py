@@ -20,7 +20,7 @@ from streamjob.connectors.kafka.read import (DEFAULT_BATCH_ROWS, READ_CONSUMER_S
                                              _consumer, _reader_consumer, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.source import KafkaStreamReader
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 pytestmark = pytest.mark.component
 

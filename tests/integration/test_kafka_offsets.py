@@ -20,7 +20,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from streamjob.connectors.kafka.group import GroupCommitter, committed_offsets, default_group_id
 from streamjob.connectors.kafka.source import KafkaRange, KafkaStreamReader, read_range
-from streamjob.dev.broker import LocalBroker, create_topic
+from streamjob_tools.dev.broker import LocalBroker, create_topic
 from streamjob.exceptions import ConnectorError
 
 pytestmark = pytest.mark.component

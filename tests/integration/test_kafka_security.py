@@ -17,7 +17,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from streamjob.dev.broker import LocalBroker, free_port
+from streamjob_tools.dev.broker import LocalBroker, free_port
 
 from .test_kafka_source_jobs import World
 from .tls_proxy import TlsProxy

@@ -30,7 +30,7 @@ from streamjob.connectors.kafka.formats import RecordSlice, decode
 from streamjob.connectors.kafka.sink import KafkaSink, assign_partitions
 from streamjob.connectors.kafka.source import end_offsets
 from streamjob.connectors.spec import KafkaTableSpec
-from streamjob.dev.broker import create_topic, free_port
+from streamjob_tools.dev.broker import create_topic, free_port
 from streamjob.exceptions import ConnectorError
 
 from .world import SparkWorld
@@ -488,7 +488,7 @@ def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(wo
     """START STREAMJOB in an in-process manager: the runner builds, prepares and closes
     the sink (at-least-once: ``morphling.result.auto.flush``); Kafka stream in, delimited
     Kafka table out, keyed by name."""
-    from streamjob.dev.flights import replay
+    from streamjob_tools.dev.flights import replay
     from streamjob.executor import Executor
     from streamjob.manager import JobManager
 

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 
 from streamjob.catalog import Catalog
 from streamjob.connectors.kafka.source import KafkaRange, end_offsets, read_range
-from streamjob.dev.broker import create_topic
-from streamjob.dev.flights import replay
+from streamjob_tools.dev.broker import create_topic
+from streamjob_tools.dev.flights import replay
 from streamjob.exceptions import ConnectorError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script

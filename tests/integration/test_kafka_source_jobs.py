@@ -17,7 +17,7 @@ from streamjob.exceptions import JobError
 import sqlalchemy as sa
 from kafka import KafkaAdminClient, KafkaProducer
 
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 from streamjob.manager import JobManager
 
 from .world import World as BaseWorld

@@ -12,8 +12,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import create_topic
 
 from .test_kafka_source_jobs import World
 

@@ -21,7 +21,7 @@ from urllib.parse import unquote
 import pandas as pd
 import pytest
 
-from streamjob.dev.nexmark import NexmarkConfig, generate, reference, to_files, to_kafka
+from streamjob_tools.dev.nexmark import NexmarkConfig, generate, reference, to_files, to_kafka
 from streamjob.grammar import parse_script
 from streamjob.grammar.statements import CreateStreamJob
 from streamjob.script import read_script, substitute
@@ -105,8 +105,8 @@ def ms(value) -> int:
 
 def check(world, events, name: str) -> tuple[Counter, Counter]:
     """Run query ``name`` as a job and return (its sink's rows, the same query computed
-    by pandas over ``events``): streamjob.dev.nexmark.reference, shared with the
-    benchmark (streamjob.bench.nexmark)."""
+    by pandas over ``events``): streamjob_tools.dev.nexmark.reference, shared with the
+    benchmark (streamjob_tools.bench.nexmark)."""
     person, auction, bid = events
     ref = reference.QUERIES[name]
     location = run_query(world, name, sentinels=ref.windowed)

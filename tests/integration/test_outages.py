@@ -17,8 +17,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from streamjob.dev import flights as nyc
-from streamjob.dev.broker import LocalBroker, create_topic
+from streamjob_tools.dev import flights as nyc
+from streamjob_tools.dev.broker import LocalBroker, create_topic
 from streamjob.manager import JobManager
 
 from .faults import broker_paused, database_down, scratch_database

@@ -16,7 +16,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streamjob.connectors.files.table import read_table
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 from .test_window_restarts import SENTINEL, T0, USERS, login_sessions, seconds
 from .world import SparkWorld

@@ -1,4 +1,4 @@
-"""The development tools' bulk producer (streamjob/dev/produce.py) against the real
+"""The development tools' bulk producer (tools/streamjob_tools/dev/produce.py) against the real
 broker: both backends (librdkafka and kafka-python) deliver every record once, each
 partition in order, every record visible in the end offsets; a refused record is an
 error naming the broker, never a silent loss."""
@@ -10,8 +10,8 @@ import uuid
 import pytest
 
 from streamjob.connectors.kafka.source import end_offsets
-from streamjob.dev import produce as produce_mod
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev import produce as produce_mod
+from streamjob_tools.dev.broker import create_topic
 from streamjob.exceptions import ConnectorError
 
 pytestmark = pytest.mark.component

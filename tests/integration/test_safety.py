@@ -113,7 +113,7 @@ def test_until_idle_waits_for_file_streams_and_names_every_failed_job(tmp_path):
 def test_a_local_broker_refuses_a_port_in_use(broker):
     """On the main of 2026-11-23 this 'started' a broker by finding the session's broker
     answering on the port, and the demo replayed into that one (results tripled)."""
-    from streamjob.dev.broker import LocalBroker
+    from streamjob_tools.dev.broker import LocalBroker
     from streamjob.exceptions import ConnectorError
 
     with pytest.raises(ConnectorError) as e:
@@ -128,8 +128,8 @@ def test_until_idle_treats_a_topic_that_ends_before_the_checkpoint_as_data_loss(
     import json
     import uuid
 
-    from streamjob.dev import flights as nyc
-    from streamjob.dev.broker import LocalBroker, create_topic
+    from streamjob_tools.dev import flights as nyc
+    from streamjob_tools.dev.broker import LocalBroker, create_topic
     from streamjob.exceptions import JobError
     from streamjob.manager import JobManager
 
@@ -183,8 +183,8 @@ def test_camel_case_columns_are_read_not_null(world, broker, source):
     import json
     import uuid
 
-    from streamjob.dev import flights as nyc
-    from streamjob.dev.broker import create_topic
+    from streamjob_tools.dev import flights as nyc
+    from streamjob_tools.dev.broker import create_topic
 
     records = [{"auction": i, "dateTime": f"2024-01-0{i + 1}", "itemName": f"item{i}"} for i in range(3)]
     out = world.root / f"out_{source}"

@@ -31,7 +31,7 @@ from sqlalchemy.engine import make_url
 from streamjob.catalog import Catalog
 from streamjob.catalog.models import MANAGER_LEASE, Lease
 from streamjob.checkpoint.store import log_ids
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 from .conftest import STREAMJOB
 from .conftest import wait_for as _wait_for

@@ -272,7 +272,7 @@ def test_history_persists_across_sessions(term_factory, tmp_path):
 
 def _produce(bootstrap: str, topic: str, records: list[dict]) -> None:
     """Produce JSON records, the last alone and flushed (the broker reports the end
-    offset as the last batch's base offset + 1, see streamjob/dev/flights.py)."""
+    offset as the last batch's base offset + 1, see tools/streamjob_tools/dev/flights.py)."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1)
@@ -300,7 +300,7 @@ def test_select_shows_rows_of_a_kafka_stream(term_factory, broker, flights_topic
     SELECT works. Nothing of Spark, the JVM or pyspark's Python workers reaches the
     terminal (a BrokenPipeError traceback of pyspark's worker daemon followed successful
     previews): it goes to <home>/logs/spark.log."""
-    from streamjob.dev.broker import create_topic
+    from streamjob_tools.dev.broker import create_topic
 
     topic = f"shell_{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 1)
@@ -349,7 +349,7 @@ def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, 
     """START with no job manager running: the shell runs the job, says so, and stops it
     (after asking) when it exits."""
     topic = f"shell_{uuid.uuid4().hex[:8]}"
-    from streamjob.dev.broker import create_topic
+    from streamjob_tools.dev.broker import create_topic
 
     create_topic(broker.bootstrap, topic, 1)
     _produce(broker.bootstrap, topic, [{"id": 1, "name": "a"}])

@@ -92,8 +92,8 @@ def test_orc_and_textfile_tables_written_by_spark_and_read_back(world):
 
 
 def test_bare_insert_starts_one_implicit_job_over_multi_delimited_kafka(world, broker):
-    from streamjob.dev.broker import create_topic
-    from streamjob.dev.flights import replay
+    from streamjob_tools.dev.broker import create_topic
+    from streamjob_tools.dev.flights import replay
     from streamjob.executor import Executor
     from streamjob.grammar import parse_script
     from streamjob.manager import JobManager

@@ -98,8 +98,8 @@ def test_kafka_stream_with_only_kafka_zookeeper_reads_the_brokers_registered_the
     """Issue 18: an old script's Kafka stream with "kafka.zookeeper" and no broker list
     runs: its job reads the records of the broker Kafka registered in ZooKeeper."""
     from streamjob.connectors.files.table import read_table
-    from streamjob.dev.broker import create_topic
-    from streamjob.dev.flights import replay
+    from streamjob_tools.dev.broker import create_topic
+    from streamjob_tools.dev.flights import replay
 
     create_topic(broker.bootstrap, "zk_clicks")
     replay(broker.bootstrap, "zk_clicks", [b'{"user_id": "ann"}', b'{"user_id": "bob"}'])

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from kafka import KafkaProducer
 
 from streamjob.api.metrics import metrics_text
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 from streamjob.manager import JobManager
 from streamjob.manager.liveness import HostRegistration
 from streamjob.status import status_snapshot

@@ -15,7 +15,7 @@ from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob.catalog import Catalog
 from streamjob.cli import main
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 from streamjob.exceptions import ObjectNotFoundError, ValidationError
 from streamjob.home import Home
 from streamjob.client.session import ClientSession

@@ -22,7 +22,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streamjob.connectors.files.table import read_table
-from streamjob.dev.broker import create_topic
+from streamjob_tools.dev.broker import create_topic
 
 from .conftest import Cli, kill_group, wait_for
 

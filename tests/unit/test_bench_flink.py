@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from streamjob.bench import flink, flink_job
+from streamjob_tools.bench import flink, flink_job
 from streamjob.grammar import parse_script
 
 pytestmark = pytest.mark.unit
@@ -57,7 +57,7 @@ def test_streamjob_scripts_parse(tmp_path):
 def test_write_flights_csv_replays_and_writes_ints_and_nulls(tmp_path):
     import pandas as pd
 
-    from streamjob.bench.jobs import COLUMN_NAMES
+    from streamjob_tools.bench.jobs import COLUMN_NAMES
 
     row = dict.fromkeys(COLUMN_NAMES, 1)
     df = pd.DataFrame([{**row, "dep_time": 517.0, "carrier": "UA"},
@@ -122,8 +122,8 @@ def _q7_parquet(path, rows):
 def test_q7_is_judged_against_the_batch_reference_not_against_flink(tmp_path):
     """At 1,000,000 events Flink's q7 lacked the highest bid of some windows and the old
     check, which took Flink's rows as the truth, failed streamjob's correct rows."""
-    from streamjob.dev.nexmark import NexmarkConfig, generate
-    from streamjob.dev.nexmark.reference import QUERIES
+    from streamjob_tools.dev.nexmark import NexmarkConfig, generate
+    from streamjob_tools.dev.nexmark.reference import QUERIES
 
     events = 250_000  # 25 s of event time (10,000 events/s): three q7 windows
     frames = generate(NexmarkConfig(seed=0), 0, events)

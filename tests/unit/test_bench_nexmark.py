@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from streamjob.bench import nexmark
-from streamjob.dev.nexmark import NexmarkConfig, generate, reference
+from streamjob_tools.bench import nexmark
+from streamjob_tools.dev.nexmark import NexmarkConfig, generate, reference
 
 pytestmark = pytest.mark.unit
 

@@ -240,6 +240,37 @@ def test_the_default_secret_directory_is_owner_only(home):
     assert stat.S_IMODE((home.root / "secrets").stat().st_mode) == 0o700
 
 
+def test_the_policy_s_defaults_are_the_property_registry_s(tmp_path):
+    """The admin's settings are engine properties: their names, defaults and meanings are
+    registered once (properties/definitions.py, docs/properties.md), and the policy of a
+    home reads its defaults from there; the home builds its policy (no import back)."""
+    from streamjob.properties.definitions import ENGINE
+    from streamjob.security import policy
+
+    home = Home.open(tmp_path / "h", {policy.KAFKA_HOSTS: "kafka.corp:9092"})
+    assert set(policy.DEFAULTS) == {p.name for p in ENGINE
+                                    if p.name.startswith("streamjob.security.")}
+    for key, default in policy.DEFAULTS.items():
+        assert default and default == ENGINE.get(key).default
+        expected = "kafka.corp:9092" if key == policy.KAFKA_HOSTS else default
+        assert home.policy.setting(key) == expected
+    assert home.policy.home == home.root and home.policy.catalog_url == home.catalog_url
+
+
+def test_a_process_that_opened_no_home_resolves_no_reference(home, monkeypatch):
+    """Secret references are resolved by the rules of the home this process opened; with
+    none opened there are no rules, and the reference is refused, named (before, a second
+    copy of the home's layout in the security package stood in for the default home)."""
+    from streamjob.security import policy
+
+    monkeypatch.setenv("STREAMJOB_SECRET_T", SECRET)
+    assert resolve("${env:STREAMJOB_SECRET_T}", "test") == SECRET
+    monkeypatch.setattr(policy, "_ACTIVE", None)
+    with pytest.raises(ConnectorError, match="opened none"):
+        resolve("${env:STREAMJOB_SECRET_T}", "test")
+    assert resolve("plain", "test") == "plain"  # no reference: no rules needed
+
+
 def test_an_existing_open_home_is_made_owner_only(tmp_path):
     root = tmp_path / "home"
     root.mkdir(mode=0o755)

@@ -1,4 +1,4 @@
-"""The flights as JSON records (streamjob/dev/flights.py), as every Kafka test, the demo
+"""The flights as JSON records (tools/streamjob_tools/dev/flights.py), as every Kafka test, the demo
 and the benchmark replay them: pandas' JSON writer gives the bytes json.dumps gives."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from streamjob.dev import flights as nyc
+from streamjob_tools.dev import flights as nyc
 
 pytestmark = pytest.mark.unit
 

@@ -136,8 +136,8 @@ def test_nexmark_events_decode_alike_in_bulk_and_record_by_record(kind):
     """The events of the Nexmark generator (camelCase keys as Nexmark's DDL: `dateTime`,
     `itemName`, `emailAddress`), into the streams' columns as the catalog stores them
     (lower-case): taken in bulk, with the per-record path's values, no column all NULL."""
-    from streamjob.dev.nexmark.generator import NexmarkConfig, generate
-    from streamjob.dev.nexmark.output import json_lines
+    from streamjob_tools.dev.nexmark.generator import NexmarkConfig, generate
+    from streamjob_tools.dev.nexmark.output import json_lines
 
     values = json_lines(generate(NexmarkConfig(seed=19), 0, 5_000))[kind]
     assert b'"dateTime":' in values[0]

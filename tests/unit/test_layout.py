@@ -12,16 +12,21 @@ from pathlib import Path
 pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streamjob"
+TOOLS = PACKAGE.parent / "tools" / "streamjob_tools"
+"""The development tools' package (the benchmark, the local broker, the generators): not
+shipped with streamjob, held to the same rules."""
 MAX_LINES = 500
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
-    """``{dotted name: (file, is a package's __init__)}`` of every module of streamjob."""
+    """``{dotted name: (file, is a package's __init__)}`` of every module of streamjob and
+    of streamjob_tools."""
     out = {}
-    for f in PACKAGE.rglob("*.py"):
-        parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
-        is_pkg = parts[-1] == "__init__"
-        out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
+    for package in (PACKAGE, TOOLS):
+        for f in package.rglob("*.py"):
+            parts = list(f.relative_to(package.parent).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
     return out
 
 
@@ -93,6 +98,7 @@ def test_the_import_graph_has_no_cycles():
     graph = import_graph()
     assert "streamjob.connectors.kafka.source" in graph  # the graph is really read
     assert "streamjob.connectors.kafka.read" in graph["streamjob.connectors.kafka.source"]
+    assert "streamjob_tools.dev.broker" in graph["streamjob_tools.bench.harness"]
     assert cycles(graph) == []
 
 

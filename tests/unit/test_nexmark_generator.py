@@ -1,4 +1,4 @@
-"""The Nexmark generator (streamjob/dev/nexmark) against the reference generator's rules
+"""The Nexmark generator (tools/streamjob_tools/dev/nexmark) against the reference generator's rules
 (github.com/nexmark/nexmark, nexmark-flink generator classes): determinism by seed, the
 1:3:46 mix, id and time rules, field distributions. No Spark, no broker."""
 
@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from streamjob.dev.nexmark import NexmarkConfig, format_times, generate, json_lines, to_files
-from streamjob.dev.nexmark.generator import (HOT_CHANNELS, US_CITIES, US_STATES, _reverse32)
+from streamjob_tools.dev.nexmark import NexmarkConfig, format_times, generate, json_lines, to_files
+from streamjob_tools.dev.nexmark.generator import (HOT_CHANNELS, US_CITIES, US_STATES, _reverse32)
 
 pytestmark = pytest.mark.unit
 
@@ -142,7 +142,7 @@ def test_json_records_carry_nexmarks_names_and_sql_times(tmp_path):
 def test_cli_writes_files_and_wants_one_target(tmp_path):
     from click.testing import CliRunner
 
-    from streamjob.dev.__main__ import main
+    from streamjob_tools.dev.__main__ import main
 
     r = CliRunner().invoke(main, ["nexmark", "--events", "100", "--seed", "3", "--dir", str(tmp_path)])
     assert r.exit_code == 0, r.output

@@ -44,7 +44,7 @@ def table_files(location: str, partitioned_by: Sequence[str] = ()) -> list[tuple
     """The data files of a local file table now, sorted, each with its partition values
     ``{column: text or None}`` (from ``col=value`` directories, unescaped; a column
     without a directory is absent). Honours the ``_spark_metadata`` manifest
-    (:func:`.file_table.committed_files`); skips hidden files and directories. A missing
+    (:func:`.table.committed_files`); skips hidden files and directories. A missing
     location has no files; a location naming a file is that file."""
     from streamjob.connectors.files.table import committed_files
 

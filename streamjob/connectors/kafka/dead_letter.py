@@ -4,7 +4,7 @@
 A dead-letter table is a declared SQL table (``"connector"="sql"``). Its columns are
 taken by name from :data:`FIELDS`; any subset works, other names are refused when the
 job is planned. The records are written by the executor that found them, before the
-micro-batch is handed to Spark, through the SQL sink (:class:`.sql_sink.SqlSink`):
+micro-batch is handed to Spark, through the SQL sink (:class:`streamjob.connectors.sql.sink.SqlSink`):
 
 - with ``"primary.key"="topic,partition,offset"`` rows are upserted, so a replayed batch
   (after a crash, Spark re-reads the same offsets) writes each record once: exactly-once;

@@ -2,7 +2,7 @@
 (``_decoder``: strict or tolerant of malformed records, with dead letters), the
 whole-slice Arrow JSON path (``_JsonDecoder``: keys in another case than declared
 included, with the per-record path's result or not at all), and whether kafka-python checks CRCs
-natively (``native_crc32c``). Used by :func:`.kafka_source.read_range`."""
+natively (``native_crc32c``). Used by :func:`.read.read_range`."""
 
 from __future__ import annotations
 

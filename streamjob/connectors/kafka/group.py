@@ -86,7 +86,7 @@ class GroupCommitter:
     Connects lazily at the first :meth:`commit` that has something to commit; after a
     failed commit the connection is dropped and the next commit connects again.
     Thread-safe. ``timeout_ms`` bounds connecting and each commit; ``security`` is the
-    sources' :class:`.kafka_security.KafkaSecurity` (default PLAINTEXT).
+    sources' :class:`.security.KafkaSecurity` (default PLAINTEXT).
     """
 
     def __init__(self, bootstrap: str, group_id: str, topics: Iterable[str],

@@ -1,7 +1,7 @@
 """The Kafka source's option rules: the reset strategy (``startingOffsets``), boolean
 options, and the data-loss policy (``fail.on.data.loss``, Spark's name and default) for
 offsets retention removed or a partition that ends before the job's position. Used by
-:mod:`.kafka_source`, which exports these names."""
+:mod:`.source`, which exports these names."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ READ_CONSUMER_SETTINGS = dict(
     receive_buffer_bytes=4 << 20,        # socket buffer: fewer reads per large fetch
 )
 """kafka-python settings of the executor's consumer (bytes, ms); the benchmark's raw
-consumer anchor uses the same (``streamjob.bench``)."""
+consumer anchor uses the same (``streamjob_tools.bench``)."""
 
 Offsets = dict[str, dict[str, int]]
 """``{topic: {partition (str): next offset}}``, the checkpointed offset of this source."""
@@ -130,7 +130,7 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     :func:`native_crc32c`). ``fail_missing_columns``: a declared column that no record
     of the range carries raises ConnectorError after the last batch (:class:`ColumnCheck`,
     ``"missing.columns"="fail"``). ``security``: the stream's
-    :class:`.kafka_security.KafkaSecurity` (None: PLAINTEXT)."""
+    :class:`.security.KafkaSecurity` (None: PLAINTEXT)."""
     if check_crcs is None:
         check_crcs = native_crc32c()
     decode = _decoder(schema, fmt, delimiter, dead_letter)

@@ -17,9 +17,9 @@ The marker table ``streamjob_sink_commits`` lives in the sink's own database, be
 it must commit in the same transaction as the rows.
 
 The modules of the sink: this one holds :class:`SqlSink` (the transaction and its
-marker); :mod:`.sql_schema` the schema check (:meth:`SqlSink.check`, type families);
-:mod:`.sql_write` how rows travel (COPY on PostgreSQL, ``executemany`` on SQLite, Arrow
-conversions); :mod:`.sql_engine` the engines per URL and the declared column types.
+marker); :mod:`.schema` the schema check (:meth:`SqlSink.check`, type families);
+:mod:`.write` how rows travel (COPY on PostgreSQL, ``executemany`` on SQLite, Arrow
+conversions); :mod:`.engine` the engines per URL and the declared column types.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class SqlSink(SchemaCheck, ArrowWrite):
         column missing from the batch is left to its default (NULL). The rows, the
         commit-marker check and the marker update form one transaction (exactly-once);
         PostgreSQL through psycopg uses COPY, SQLite a chunked executemany
-        (:mod:`.sql_write`).
+        (:mod:`.write`).
 
         Args:
             table: the batch; any number of rows (0 still advances the marker).

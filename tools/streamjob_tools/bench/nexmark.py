@@ -1,11 +1,11 @@
 """Nexmark: the standard stream benchmark's queries as streamjob jobs over Kafka.
 
-The generator (:mod:`streamjob.dev.nexmark`, seed 19, 1,000 events/s of event time)
+The generator (:mod:`streamjob_tools.dev.nexmark`, seed 19, 1,000 events/s of event time)
 writes ``sizes.nexmark_events`` events into the topics ``nexmark_person``,
 ``nexmark_auction``, ``nexmark_bid`` and the combined ``nexmark`` (2 partitions each),
 timed: its rate to JSON bytes, and into Kafka (generating plus kafka-python's producer).
 Then each query of examples/nexmark/queries that has a batch reference
-(:data:`streamjob.dev.nexmark.reference.QUERIES`; ``sizes.nexmark_queries`` picks a
+(:data:`streamjob_tools.dev.nexmark.reference.QUERIES`; ``sizes.nexmark_queries`` picks a
 subset) runs as a streamjob job in its own home and in-process job manager over the
 streams of ``streams_kafka.sql``, with ``streamjob.trigger.interval`` 0 (back-to-back
 micro-batches), at most ``BATCH`` records per source per batch, Spark's RocksDB state
@@ -24,7 +24,7 @@ seconds; events/s per core = that over the job's cores, the ``N`` of Spark's
 use (CPU seconds of this process, Spark's JVM and its Python workers, the broker left
 out, over the same seconds: Nexmark's own way of counting cores). Then the result is
 compared with the same query computed by pandas over the same events
-(:mod:`streamjob.dev.nexmark.reference`); windowed queries first get two sentinel bids
+(:mod:`streamjob_tools.dev.nexmark.reference`); windowed queries first get two sentinel bids
 (an hour and two hours later, one per partition, each committed before the next) that
 move the watermark past every window. A mismatch or a failed job is a failed figure
 (result equals batch = 0), not a crash.
@@ -39,10 +39,11 @@ import os
 import time
 from pathlib import Path
 
+from .. import REPO
 from .harness import (Bench, ScenarioResult, Target, busy_rate, children_pids,
                       progress_breakdown, spark_conf)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "nexmark"
+EXAMPLES = REPO / "examples" / "nexmark"
 SEED = 19
 RATE = 1_000
 """Events per second of event time: 1,000,000 events span 1,000 s (100 windows of q7)."""
@@ -135,7 +136,7 @@ def run_query(bench: Bench, name: str, data: Path, prefix: str = PREFIX, profile
     ``profile``: a callable started with the job that returns its stopper (py-spy), or
     None."""
     from ..dev.nexmark import reference
-    from ..script import read_script, substitute
+    from streamjob.script import read_script, substitute
     from .jobs import StreamjobSession
 
     ref = reference.QUERIES[name]

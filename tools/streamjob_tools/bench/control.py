@@ -21,9 +21,9 @@ VERBS = ("CREATE", "START", "STOP", "DROP")
 
 
 def _statements(bench: Bench, catalog_url: str, home, count: int) -> dict[str, list[float]]:
-    from ..catalog import Catalog
-    from ..executor import Executor
-    from ..grammar import parse_script
+    from streamjob.catalog import Catalog
+    from streamjob.executor import Executor
+    from streamjob.grammar import parse_script
 
     catalog = Catalog(catalog_url)
     try:
@@ -99,7 +99,7 @@ def run(bench: Bench) -> ScenarioResult:
 
 def _reset(url: str) -> None:
     """Drop the bench's stream and table from the catalog at ``url``."""
-    from ..catalog import Catalog
+    from streamjob.catalog import Catalog
 
     catalog = Catalog(url)
     try:

@@ -54,7 +54,7 @@ def replay(bootstrap: str, topic: str, records: list[bytes], partitions: int = 1
 
     Every record becomes visible to offset readers: the broker of TESTING.md reports the
     end offset as the last batch's base offset + 1, so each partition's final record is
-    sent alone and flushed (:func:`streamjob.dev.produce.produce`).
+    sent alone and flushed (:func:`streamjob_tools.dev.produce.produce`).
 
     Raises:
         ConnectorError: a record was not delivered.

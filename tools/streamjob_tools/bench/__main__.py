@@ -1,4 +1,4 @@
-"""``python -m streamjob.bench``: the benchmark harness (``make bench``).
+"""``python -m streamjob_tools.bench``: the benchmark harness (``make bench``).
 
 Runs the scenarios on a local Tansu broker and local Spark (``local[2]``) in this
 process (scenario 4 in ``streamjob run`` child processes), prints one table and writes
@@ -21,6 +21,8 @@ import traceback
 from pathlib import Path
 
 import click
+
+from .. import REPO
 
 SCENARIOS = ("s6", "s1", "s2", "s3", "s5", "nexmark", "s4", "flink")
 """Run order: the control plane first (no Spark), the recovery's child processes last
@@ -149,13 +151,13 @@ def _load_source(path: str):
     revision), registered under the name ``streamjob_kafka_before``.
 
     A revision with the ``streamjob/connectors/kafka/`` package: every module of that
-    package at that revision, as package ``streamjob.bench._compare_kafka`` (importable by
+    package at that revision, as package ``streamjob_tools.bench._compare_kafka`` (importable by
     Spark's Python workers), so the executor side (``read``, ``fetch``, ``batches``,
     ``decode``, ``formats``) is the revision's too, not only ``source.py``. Older
-    revisions and files: that one module as ``streamjob.bench._compare_source``."""
+    revisions and files: that one module as ``streamjob_tools.bench._compare_source``."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[2]
+    root = REPO
     if not Path(path).is_file():
         listed = subprocess.run(["git", "ls-tree", "--name-only", f"{path}:streamjob/connectors/kafka"],
                                 cwd=root, capture_output=True, text=True)
@@ -190,7 +192,7 @@ def _load_source(path: str):
 
 def _load_package(rev: str, names: list, root: Path):
     """The revision's ``streamjob/connectors/kafka`` modules ``names``, written to
-    ``streamjob/bench/_compare_kafka/`` with their imports of the package renamed."""
+    ``tools/streamjob_tools/bench/_compare_kafka/`` with their imports of the package renamed."""
     import shutil
     import subprocess
 
@@ -200,7 +202,7 @@ def _load_package(rev: str, names: list, root: Path):
     for name in names:
         text = subprocess.run(["git", "show", f"{rev}:streamjob/connectors/kafka/{name}"],
                               cwd=root, capture_output=True, text=True, check=True).stdout
-        text = text.replace("streamjob.connectors.kafka", "streamjob.bench._compare_kafka")
+        text = text.replace("streamjob.connectors.kafka", "streamjob_tools.bench._compare_kafka")
         if name == "source.py":
             text = text.replace('SOURCE_NAME = "streamjob_kafka"',
                                 'SOURCE_NAME = "streamjob_kafka_before"')

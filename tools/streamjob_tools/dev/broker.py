@@ -10,7 +10,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 
 def free_port() -> int:

@@ -92,7 +92,7 @@ def _kill(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
 def _marks(path: Path, pid: int) -> dict[str, float]:
     """Phase -> epoch seconds of process ``pid``'s marks in ``path`` (the job's phases
     and the process's own; the scenario runs one job)."""
-    from ..phases import read
+    from streamjob.phases import read
 
     return {m["phase"]: m["at"] for m in read(str(path))
             if m["pid"] == pid and m["job"] in (None, JOB)}
@@ -254,7 +254,7 @@ def _standby(bench: Bench, res: ScenarioResult) -> None:
 
 
 def _open(home: Path):
-    from ..catalog import Catalog
+    from streamjob.catalog import Catalog
 
     if not (home / "catalog.db").exists():
         return None

@@ -1,4 +1,4 @@
-"""The Flink side of the Flink comparison (:mod:`streamjob.bench.flink`): the job text
+"""The Flink side of the Flink comparison (:mod:`streamjob_tools.bench.flink`): the job text
 (Flink SQL) and the runner that executes it.
 
 This module is imported by the bench (for the job text) and also run as a script by the

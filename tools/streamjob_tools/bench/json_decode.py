@@ -4,7 +4,7 @@ an older ``decode.py`` given as a file, alternating, so the ratio says something
 on a loaded machine (docs/results/2026-11-25.md, "JSON keys in another case").
 
     git show <commit>:streamjob/connectors/kafka/decode.py > /tmp/decode_old.py
-    python -m streamjob.bench.json_decode /tmp/decode_old.py [--records 50000] [--runs 5]
+    python -m streamjob_tools.bench.json_decode /tmp/decode_old.py [--records 50000] [--runs 5]
 
 Prints min/median/max wall seconds per slice of each, the median CPU seconds of the
 process (``time.process_time``: all threads; steadier than wall time on a loaded machine)
@@ -27,8 +27,8 @@ BID_DDL = [("auction", "long"), ("bidder", "long"), ("price", "long"), ("channel
 
 def bid_slice(records: int, lower_keys: bool = False):
     """A :class:`.formats.RecordSlice` of the first ``records`` bids of seed 19, as
-    ``python -m streamjob.dev nexmark`` writes them (keys as Nexmark's DDL)."""
-    from ..connectors.kafka.formats import RecordSlice
+    ``python -m streamjob_tools.dev nexmark`` writes them (keys as Nexmark's DDL)."""
+    from streamjob.connectors.kafka.formats import RecordSlice
     from ..dev.nexmark.generator import NexmarkConfig, generate
     from ..dev.nexmark.output import json_lines
 
@@ -42,9 +42,9 @@ def main(argv=None) -> int:
     """Run the comparison; returns the exit status (0, or 1 if the batches differ)."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
 
-    from ..connectors.kafka.decode import _decoder
+    from streamjob.connectors.kafka.decode import _decoder
 
-    ap = argparse.ArgumentParser(prog="python -m streamjob.bench.json_decode")
+    ap = argparse.ArgumentParser(prog="python -m streamjob_tools.bench.json_decode")
     ap.add_argument("old", help="an older decode.py")
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--runs", type=int, default=5)

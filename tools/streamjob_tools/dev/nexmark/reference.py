@@ -1,10 +1,10 @@
 """The Nexmark queries of examples/nexmark computed in batch with pandas, and the sinks of
 their streamjob jobs read back, both as multisets of rows (``Counter`` of tuples), so a
 job's result can be compared with the same query over the same events: in the tests
-(tests/integration/test_nexmark.py, small) and in the benchmark (streamjob.bench.nexmark,
+(tests/integration/test_nexmark.py, small) and in the benchmark (streamjob_tools.bench.nexmark,
 large).
 
-Inputs are the frames of :func:`~streamjob.dev.nexmark.generate` (``person``,
+Inputs are the frames of :func:`~streamjob_tools.dev.nexmark.generate` (``person``,
 ``auction``, ``bid``; times in ms since the epoch). Each :class:`Reference` names the
 sink's columns, which of them are times (read back as ms), whether the query needs the
 watermark pushed past its last window (``windowed``: two sentinel bids, see
@@ -72,7 +72,7 @@ def _ms(value) -> int:
 
 
 def _parquet_rows(location, cols, times, drop) -> Counter:
-    from ...connectors.files.table import read_table
+    from streamjob.connectors.files.table import read_table
 
     rows = [{k.lower(): v for k, v in r.items()} for r in read_table(str(location)).to_pylist()]
     low = [c.lower() for c in cols]

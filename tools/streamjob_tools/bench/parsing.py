@@ -14,9 +14,9 @@ def fetched_bytes(bootstrap: str, topic: str, partition: int = 0) -> tuple[bytes
     (up to the source's per-partition fetch size), and how many records they hold."""
     from kafka import TopicPartition
 
-    from ..connectors.kafka import batches
-    from ..connectors.kafka.fetch import PartitionFetcher
-    from ..connectors.kafka.read import READ_CONSUMER_SETTINGS, _consumer
+    from streamjob.connectors.kafka import batches
+    from streamjob.connectors.kafka.fetch import PartitionFetcher
+    from streamjob.connectors.kafka.read import READ_CONSUMER_SETTINGS, _consumer
 
     c = _consumer(bootstrap, **READ_CONSUMER_SETTINGS)
     try:
@@ -40,7 +40,7 @@ def parse_rates(data: bytes, repeat: int = 3) -> tuple[float, float]:
     from kafka.record import MemoryRecords
     from kafka.structs import TopicPartition
 
-    from ..connectors.kafka import batches
+    from streamjob.connectors.kafka import batches
 
     def client():
         part = Fetcher.PartitionRecords(0, TopicPartition("t", 0), MemoryRecords(data),

@@ -111,7 +111,7 @@ def _process(frame: str) -> str:
     if frame.startswith("process "):
         cmd = frame.split(":", 1)[-1].strip('"')
         for mark in ("python_streaming_source_runner", "plan_data_source_read",
-                     "pyspark.worker", "streamjob.bench"):
+                     "pyspark.worker", "streamjob_tools.bench"):
             if mark in cmd:
                 return mark
         return cmd[:60]

@@ -127,7 +127,7 @@ def _refuse_filled(bootstrap: str, topic: str) -> None:
     """Raise ConnectorError if ``topic`` holds records (end offsets above beginnings)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from ...exceptions import ConnectorError
+    from streamjob.exceptions import ConnectorError
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
     try:

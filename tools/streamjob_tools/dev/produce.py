@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from ..exceptions import ConnectorError
+from streamjob.exceptions import ConnectorError
 
 log = logging.getLogger(__name__)
 

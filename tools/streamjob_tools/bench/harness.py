@@ -318,7 +318,7 @@ class Bench:
         data = (base * (records // len(base) + 1))[:records]
         t0 = time.monotonic()
         create_topic(self.bootstrap, name, partitions)
-        # one producer process per partition (round-robin as streamjob.dev.flights.replay):
+        # one producer process per partition (round-robin as streamjob_tools.dev.flights.replay):
         # kafka-python's producer is CPU-bound, the broker is not
         import multiprocessing
 
@@ -342,7 +342,7 @@ class Bench:
         """A fresh streamjob :class:`~streamjob.home.Home` under the bench root, with
         local[2] Spark (UI off, 2 shuffle partitions) and airlines.csv in place."""
         from ..dev.flights import copy_airlines
-        from ..home import Home
+        from streamjob.home import Home
 
         self._homes += 1
         path = self.root / (name or f"home{self._homes}")
@@ -351,14 +351,14 @@ class Bench:
 
     def spark(self):
         """The process's SparkSession (streamjob's, from the first home's conf)."""
-        from ..spark.session import spark_session
+        from streamjob.spark.session import spark_session
 
         if self._spark_home is None:
             self._spark_home = self.home("spark")
         return spark_session(self._spark_home)
 
     def close(self) -> None:
-        from ..spark.session import stop_spark
+        from streamjob.spark.session import stop_spark
 
         stop_spark()
         self.broker.stop()

@@ -45,9 +45,9 @@ class StreamjobSession:
     ex: Any = None
 
     def __post_init__(self) -> None:
-        from ..catalog import Catalog
-        from ..executor import Executor
-        from ..manager import JobManager
+        from streamjob.catalog import Catalog
+        from streamjob.executor import Executor
+        from streamjob.manager import JobManager
 
         self.home = self.bench.home(self.name)
         self.bench.spark()  # one SparkSession per bench process, as in a server
@@ -57,7 +57,7 @@ class StreamjobSession:
 
     def run(self, script: str) -> list:
         """Execute StreamSQL ``script``; START statements start jobs in this process."""
-        from ..grammar import parse_script
+        from streamjob.grammar import parse_script
 
         return [self.ex.execute(stmt) for stmt in parse_script(script)]
 
@@ -110,7 +110,7 @@ def handwritten_job(bench: Bench, topic: str, batch: int, out: Path,
     ``source``: the data source class to register (default the current
     :class:`~streamjob.connectors.kafka.source.KafkaDataSource`); ``options``: more
     options of the source (e.g. ``recordParser``)."""
-    from ..connectors.kafka.source import KafkaDataSource
+    from streamjob.connectors.kafka.source import KafkaDataSource
 
     src = source or KafkaDataSource
     session = bench.spark().newSession()
@@ -148,7 +148,7 @@ def raw_consumer(bootstrap: str, topic: str, expected: int) -> float:
     ``topic``."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from ..connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
+    from streamjob.connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
 
     t0 = time.monotonic()
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
@@ -177,7 +177,7 @@ def confluent_consumer(bootstrap: str, topic: str, expected: int) -> float | Non
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     except ImportError:
         return None
-    from ..connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
+    from streamjob.connectors.kafka.source import READ_CONSUMER_SETTINGS, native_crc32c
 
     s = READ_CONSUMER_SETTINGS
     t0 = time.monotonic()

@@ -19,7 +19,7 @@ workload when repeating.
   streamjob: a file stream (``"source"="files"``, csv) -> the same aggregation upserted
   into a SQLite table, exactly-once. The final tables must agree (keys, counts, averages
   to 1e-9 relative), else the run fails.
-- **Workload B**: Nexmark queries over the bids of ``python -m streamjob.dev nexmark``
+- **Workload B**: Nexmark queries over the bids of ``python -m streamjob_tools.dev nexmark``
   (JSON files, 1,000,000 events; ``--quick`` 200,000 and q1 only): q0, q1, q2
   (stateless) and q7 (highest bid per 10-second window, stateful). Flink runs nexmark-flink's SQL into JSON files (Flink's filesystem sink),
   streamjob the queries of ``examples/nexmark/queries`` over the file streams of
@@ -43,13 +43,13 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from .. import REPO
 from . import flink_job
 from .harness import QUICK, TINY, Bench, ScenarioResult, Target
-from ..spark.home import cache_dir
+from streamjob.spark.home import cache_dir
 from .jobs import job_props
 
 FLINK_VERSION = "2.3.0"
-REPO = Path(__file__).resolve().parents[2]
 VENV = cache_dir() / f"venv-flink-{FLINK_VERSION}"
 """Flink's venv: in streamjob's per-user cache (``~/.cache/streamjob``, as the CDS
 archive), so every checkout and CI clone on a machine shares one (about 850 MB)."""
@@ -145,7 +145,7 @@ def run_flink(py: Path, spec: dict, workdir: Path) -> tuple[float, str, dict]:
     spec_path.write_text(json.dumps(spec))
     script = Path(flink_job.__file__)
     t0 = time.monotonic()
-    # -P: the script's directory (streamjob/bench, with a profile.py) stays off sys.path
+    # -P: the script's directory (tools/streamjob_tools/bench, with a profile.py) stays off sys.path
     proc = subprocess.run([str(py), "-P", str(script), str(spec_path)], cwd=workdir,
                           capture_output=True, text=True, timeout=1800)
     dt = time.monotonic() - t0
@@ -191,7 +191,7 @@ def phases(home: Path, began: datetime, ended: datetime) -> dict:
     driver JVM's launch (the header line of ``<home>/logs/spark.log``), ``sj_first_batch_s`` run row -> the first batch's start,
     ``sj_batches_s`` the committed batches' summed durations (``sj_batches``, ``sj_rows``),
     ``sj_exit_s`` last commit -> process exit (idle check, Spark's stop, JVM exit)."""
-    from ..catalog import Catalog
+    from streamjob.catalog import Catalog
 
     cat = Catalog(f"sqlite:///{home / 'catalog.db'}")
     try:
@@ -281,7 +281,7 @@ def check_nexmark(query: str, flink_out: Path, home: Path, bids: int,
     """Compare a Nexmark query's rows: Flink's JSON files against streamjob's Parquet
     (``<home>/nexmark/<query>``); the row counts. RuntimeError on a difference.
 
-    q7 is judged against the batch reference (:mod:`streamjob.dev.nexmark.reference`) of
+    q7 is judged against the batch reference (:mod:`streamjob_tools.dev.nexmark.reference`) of
     the same ``events`` (seed 0), not against Flink: every streamjob row must be its
     window's highest bid, and the only windows without a row the ones the final
     watermark (last event time - 4 s) has not passed. Flink's rows are counted against

@@ -1,2 +1,0 @@
-"""The benchmark harness (``make bench``, ``python -m streamjob.bench``): see
-``__main__`` for the scenarios and docs/performance.md for the latest results."""
