@@ -267,7 +267,7 @@ def _scope(stmt, pairs: dict[str, str]) -> str | None:
     """The connector scope of a CREATE STREAM/TABLE (``kafka stream`` ...), None for a
     derived stream or an unknown source/connector (the rule of
     :func:`streamjob.connectors.spec.stream_scope` / :func:`~streamjob.connectors.spec.table_scope`)."""
-    from .connectors import spec as cspec
+    from ..connectors import spec as cspec
 
     if isinstance(stmt, st.CreateStream):
         if stmt.as_select is not None:

@@ -48,7 +48,7 @@ KNOWN_CYCLES = (
 
 
 def test_no_file_cycle_in_the_client_rooms_counting_type_checking_imports():
-    """cli/app.py <-> cli/execute.py and shell/app.py <-> shell/meta.py, shell/preview.py
+    """cli/app.py <-> cli/execute.py and shell/app.py <-> shell/meta.py and the preview
     were cycles through annotations only: the state they shared is now an object passed
     in (``cli/context.Invocation``, ``shell/context.ShellContext``,
     ``client/preview.Previews``), never a module imported back."""
