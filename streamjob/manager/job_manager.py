@@ -200,17 +200,18 @@ class JobManager:
                 failed.append(self._failure(runner))
                 continue
             try:
-                targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
+                targets = targets_for(runner.plan)  # the tracker was seeded at start (Attempt)
             except ConnectorError as exc:
                 runner.fail(str(exc))
                 given_up.append(runner)
                 failed.append(f"job {runner.job.qualified_name} {JobStatus.FAILED}: {exc}")
                 continue
             files = file_targets(runner.plan)
-            ckdir = runner.checkpoint_dir or self.home.checkpoint_dir(runner.job.database,
-                                                                      runner.job.name)
+            attempt = runner.attempt
+            ckdir = (attempt.checkpoint_dir if attempt is not None else None) or \
+                self.home.checkpoint_dir(runner.job.database, runner.job.name)
             released = ReleasedOutput(ckdir, runner.tracker.cond, lambda r=runner: r.query,
-                                      runner.no_data_batches)
+                                      attempt.no_data_batches if attempt is not None else True)
 
             def caught_up(t, targets=targets, files=files, ckdir=ckdir,
                           released=released) -> bool:
