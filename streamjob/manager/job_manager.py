@@ -9,17 +9,12 @@ import logging
 
 import threading
 import time
-from typing import TYPE_CHECKING
-
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..home import Home
 from .admission import StartGate
+from .runner import JobRunner
 from streamjob.catalog.records import JobStatus
-
-if TYPE_CHECKING:
-    from .runner import JobRunner
-
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +29,8 @@ class JobManager:
             (``streamjob server``); None for ``streamjob run``, whose jobs have no owner.
 
     A job's SET values are those captured when it was created (``JobInfo.session_properties``).
-    Its queries start a few at a time (:mod:`.admission`).
+    Its queries start a few at a time (:mod:`.admission`). It is the
+    :class:`~.runner.RunnerHost` of its runners: they know it through that protocol only.
     """
 
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
@@ -107,8 +103,6 @@ class JobManager:
                 raise JobError(f"streamjob {job.qualified_name} is running in job manager "
                                f"{other}; stop it there first")
             self.spark()
-            from .runner import JobRunner  # here: runner.py imports this module
-
             runner = JobRunner(self, job)
             self.runners[job.uid] = runner
             runner.start()

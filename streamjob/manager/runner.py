@@ -47,25 +47,24 @@ import re
 import random
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
+from ..home import Home
 from ..checkpoint.expiry import expiry_message
 from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..security.checks import check_plan
+from .admission import StartGate
 from .attempt import Attempt, group_committers, stop_quietly
 from .failures import permanent_failure
 from streamjob.catalog.records import JobStatus, RunStatus
 
-if TYPE_CHECKING:  # job_manager.py imports this module when it starts a runner
-    from .job_manager import JobManager
-
-__all__ = ["JobRunner", "error_summary", "group_committers",
+__all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
            "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
@@ -98,6 +97,27 @@ def error_summary(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class RunnerHost(Protocol):
+    """What a :class:`JobRunner` uses of the process hosting it: the
+    :class:`~streamjob.manager.job_manager.JobManager` is one (it imports this module,
+    never the other way round)."""
+
+    catalog: Catalog
+    home: Home
+    #: the server id written into ``jobs.owner``; None for ``streamjob run``
+    owner: str | None
+    #: a few query start-ups at a time (:mod:`.admission`)
+    start_gate: StartGate
+    #: what a dead Spark JVM does: "restart" (fail over in a new session) or "exit"
+    on_jvm_death: str
+
+    def job_session(self, sql_conf: dict[str, str], sources: set[str] | None = None):
+        """A session clone for one job."""
+
+    def spark_died(self) -> str | None:
+        """A sentence if this process's Spark JVM died, else None."""
+
+
 class JobRunner(threading.Thread):
     """Runs one job until stopped or failed; see the module docstring.
 
@@ -109,7 +129,7 @@ class JobRunner(threading.Thread):
     None before the first.
     """
 
-    def __init__(self, manager: JobManager, job: JobInfo) -> None:
+    def __init__(self, manager: RunnerHost, job: JobInfo) -> None:
         super().__init__(name=f"job-{job.qualified_name}", daemon=True)
         self.manager = manager
         self.job = job

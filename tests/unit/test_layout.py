@@ -25,15 +25,17 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """``{module: modules of streamjob it imports}``, at any depth of the file."""
+def import_graph(typing: bool = False) -> dict[str, set[str]]:
+    """``{module: modules of streamjob it imports}``, at any depth of the file; with
+    ``typing``, the imports of ``if TYPE_CHECKING:`` blocks too."""
     mods = _modules()
     graph = {}
     for mod, (f, is_pkg) in mods.items():
         tree = ast.parse(f.read_text())
-        typing_only = {id(n) for node in ast.walk(tree)
-                       if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                       for n in ast.walk(node)}
+        typing_only = set() if typing else {
+            id(n) for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)}
         deps = set()
         for node in ast.walk(tree):
             if id(node) in typing_only:
