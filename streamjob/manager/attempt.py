@@ -132,14 +132,18 @@ class Attempt:
         """Release what was built, last built first (class docstring). Idempotent."""
         self._stack.close()
 
-    def _release(self, what: str, release: Callable[[], object]) -> None:
+    def _release(self, what: str, release: Callable[[], object],
+                 best_effort: bool = False) -> None:
         """Register ``release`` to run at :meth:`close`; a failure is logged (``what``
-        names it), so the other releases still run and the runner goes on."""
+        names it; at DEBUG level if ``best_effort``), so that the other releases still
+        run and the runner goes on."""
+        level = logging.DEBUG if best_effort else logging.WARNING
+
         def quietly() -> None:
             try:
                 release()
             except Exception as exc:  # noqa: BLE001 - one release must not skip the others
-                log.warning("job %s: %s failed: %s", self.job.qualified_name, what, exc)
+                log.log(level, "job %s: %s failed: %s", self.job.qualified_name, what, exc)
         self._stack.callback(quietly)
 
     def _build(self) -> None:  # noqa: C901 - the numbered steps of the class docstring
@@ -217,11 +221,12 @@ class Attempt:
             job.qualified_name, on_progress=(self.recorder.record, self.progress.on_progress),
             on_idle=self.progress.on_idle)
         session.streams.addListener(listener)
-        self._stack.callback(_remove_listener, session, listener)
+        self._release("removing the listener",  # a dead JVM has none left
+                      lambda: session.streams.removeListener(listener), best_effort=True)
         # 13. the query
         sink.prepare()
-        self.query = start_query(session, self.plan, ckdir, sink)
-        self._stack.callback(stop_quietly, self.query)
+        query = self.query = start_query(session, self.plan, ckdir, sink)
+        self._release("stopping the query", query.stop, best_effort=True)  # may have ended
 
     def _resume(self, ckdir: str, sink, ident, retained: int) -> bool:
         """Step 6 (durable checkpoints): the directory as the last run left it. Returns
@@ -255,22 +260,6 @@ class Attempt:
                     self.tracker.offsets = dict(latest.source_offsets or {})
                     self.tracker.batch_id = latest.checkpoint_id
         return fresh
-
-
-def stop_quietly(query) -> None:
-    """``query.stop()``; stopping a query that already ended is fine."""
-    try:
-        query.stop()
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _remove_listener(session, listener) -> None:
-    """Remove the attempt's listener from its session (best effort: a dead JVM has none)."""
-    try:
-        session.streams.removeListener(listener)
-    except Exception as exc:  # noqa: BLE001
-        log.debug("listener not removed: %s", exc)
 
 
 def _prepare_dead_letters(plan: JobPlan) -> None:

@@ -60,7 +60,7 @@ from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..security.checks import check_plan
 from .admission import StartGate
-from .attempt import Attempt, group_committers, stop_quietly
+from .attempt import Attempt, group_committers
 from .failures import permanent_failure
 from streamjob.catalog.records import JobStatus, RunStatus
 
@@ -193,7 +193,7 @@ class JobRunner(threading.Thread):
         q = self.query
         if q is None:
             return None
-        helper = threading.Thread(target=stop_quietly, args=(q,), daemon=True,
+        helper = threading.Thread(target=_stop_quietly, args=(q,), daemon=True,
                                   name=f"fence-{self.job.qualified_name}")
         helper.start()
         return helper
@@ -379,7 +379,7 @@ class JobRunner(threading.Thread):
         if self._graceful and not self.fenced:
             deadline = self._await_batch_end(q)
             self._await_released(q, deadline)
-        stop_quietly(q)
+        _stop_quietly(q)
         if self._graceful and not self.fenced:
             self._await_recorded()
 
@@ -487,3 +487,10 @@ class JobRunner(threading.Thread):
         except CatalogError as exc:  # the count is informational; the job runs on
             log.warning("job %s: expired checkpoint not counted: %s", self.job.qualified_name, exc)
 
+
+def _stop_quietly(query) -> None:
+    """``query.stop()``; stopping a query that already ended is fine."""
+    try:
+        query.stop()
+    except Exception:  # noqa: BLE001
+        pass
