@@ -119,3 +119,32 @@ def test_an_attempt_that_fails_halfway_releases_what_it_had_built(world):
     assert second.query is None and _listeners(world.sessions[-1]) == 0
     second.close()
     assert len(second.released) == 3
+
+
+def test_a_run_plans_the_job_once_per_statement_and_once_per_attempt(world, monkeypatch):
+    """CREATE + START executed as ``streamjob run`` does (checked whole, then executed),
+    then the job runs here until idle: three plans (4 + 1 before issue 29), and Spark's
+    streaming analysis once (at CREATE)."""
+    from streamjob.planner import plan as plan_module
+    from streamjob.session import ClientSession
+    from streamjob.spark import analysis
+
+    planned, analysed = [], []
+    real_analyze, real_refuse = plan_module.analyze, analysis.refuse_what_spark_refuses
+    monkeypatch.setattr(plan_module, "analyze",
+                        lambda q, *a, **k: planned.append(q) or real_analyze(q, *a, **k))
+    monkeypatch.setattr(analysis, "refuse_what_spark_refuses",
+                        lambda *a, **k: analysed.append(1) or real_refuse(*a, **k))
+    world.write(world.inbox, [{"id": 1, "name": "a"}])
+    session = ClientSession(world.catalog, world.home, host_jobs=True)
+    session.host()  # as `streamjob run`: its Spark analyses CREATE STREAMJOB
+    try:
+        list(session.execute_script(
+            f'CREATE STREAMJOB j AS ("{QUERY_A}") JOBPROPERTIES ("morphling.job.checkpoint.interval"="0");\n'
+            "START STREAMJOB j;"))
+        assert len(planned) == 2 and len(analysed) == 1  # one plan per statement
+        session.manager.wait_until_idle(timeout=180)
+        [runner] = session.manager.runners.values()
+        assert runner.attempt is not None and planned == [QUERY_A] * 3  # and one attempt
+    finally:
+        session.close()
