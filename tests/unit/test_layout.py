@@ -1,6 +1,8 @@
 """The house's rules, checked on the code (issue 14): the package's import graph has no
 cycles, counting imports inside functions too (only ``if TYPE_CHECKING:`` blocks are left
-out), and no module is over 500 lines. ``pytest tests/unit/test_layout.py -v`` proves it."""
+out), and no module is over 500 lines but those :data:`LONGER` names (issue 29: one
+concern may exceed it where splitting would scatter it). ``pytest
+tests/unit/test_layout.py -v`` proves it."""
 
 from __future__ import annotations
 
@@ -99,10 +101,15 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+#: Modules allowed over MAX_LINES: one concern that splitting would scatter (docs/design.md,
+#: "The rules of the layout"), each with why.
+LONGER: dict[str, str] = {}
+
+
 def test_no_module_is_over_500_lines():
     long = {str(f.relative_to(PACKAGE.parent)): n for f, _ in _modules().values()
             if (n := len(f.read_text().splitlines())) > MAX_LINES}
-    assert long == {}
+    assert set(long) <= set(LONGER), {m: n for m, n in long.items() if m not in LONGER}
 
 
 def test_the_examples_import():
