@@ -74,6 +74,25 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         self.session_props = session_props if session_props is not None else {}
         self.plans = plans
 
+    # The executor's state changes here only (a class's state lives in one file): the
+    # statement modules call these.
+
+    def use_database(self, db: str) -> None:
+        """Make ``db`` the database of unqualified names (USE; DROP DATABASE of the
+        current one falls back to ``default``)."""
+        self.database = db
+
+    def set_session_props(self, checked: dict[str, str]) -> None:
+        """SET: ``checked`` (validated job properties) become session defaults."""
+        self.session_props.update(checked)
+
+    def reset_session_props(self, key: str | None = None) -> None:
+        """RESET: forget the session's value of ``key``, or every value (None)."""
+        if key is None:
+            self.session_props.clear()
+        else:
+            self.session_props.pop(key, None)
+
     def execute(self, stmt: st.Statement) -> Result:
         """Execute one statement.
 

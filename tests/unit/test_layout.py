@@ -122,3 +122,29 @@ def test_the_examples_import():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # top level only: main() runs under __main__
     assert callable(module.main)
+
+
+def test_the_executor_state_changes_in_its_own_file():
+    """The statement modules of ``streamjob.executor`` (the Executor's bases, classes
+    without ``__init__``) assign no attribute of ``self`` and mutate none of its dicts:
+    the Executor's state is declared and changed in ``executor/__init__.py`` (issue 29)."""
+    found = []
+    for f in (PACKAGE / "executor").glob("*.py"):
+        if f.name == "__init__.py":
+            continue
+        for cls in ast.walk(ast.parse(f.read_text())):
+            if not isinstance(cls, ast.ClassDef) or any(
+                    isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
+                continue
+            for node in ast.walk(cls):
+                targets = (node.targets if isinstance(node, ast.Assign) else
+                           [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                           else [])
+                mutated = [node.func.value] if (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("update", "clear", "pop", "setdefault")) else []
+                for t in targets + mutated:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                            and t.value.id == "self":
+                        found.append(f"{f.name}:{node.lineno} self.{t.attr}")
+    assert found == []
