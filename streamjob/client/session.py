@@ -86,6 +86,7 @@ class ClientSession:
         self.database = st.DEFAULT_DATABASE  # of unqualified names; USE changes it
         self._spark = spark
         self._host = None  # the HostRegistration of a job manager created here
+        self._plans = None  # the PlanMemo of the script being executed (execute_script)
 
     # -- where jobs run ------------------------------------------------------------
 
@@ -126,7 +127,7 @@ class ClientSession:
 
         return Executor(self.catalog, self.home, manager, self.properties,
                         dry_run=self.dry_run, spark=self._spark, database=self.database,
-                        role=self.role)
+                        role=self.role, plans=self._plans)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.
@@ -184,6 +185,8 @@ class ClientSession:
         whole on a scratch copy of the catalog (:meth:`validate`: an error there executes
         nothing), then execute its statements one by one, yielding
         ``(statement, Result)`` for each. ``statements``: ``text`` already parsed.
+        The check and the execution share their plans
+        (:class:`~streamjob.planner.memo.PlanMemo`): a statement plans its job once.
 
         Raises:
             StreamJobError: a parse or validation error (what ``streamjob check
@@ -196,19 +199,28 @@ class ClientSession:
 
             statements = parse_script(text, source=source)
         applying = not self.dry_run and len(statements) > 1
-        if applying:
-            self.validate(statements, text, source)
-        done: list[tuple[st.Statement, object]] = []
-        for stmt in statements:
-            try:
-                result = self.execute(stmt)
-            except StreamJobError as exc:
-                exc.locate(stmt.position.line, stmt.position.column, text, source)
-                if applying:
-                    exc.note = took_effect(done, statements, stmt)
-                raise
-            done.append((stmt, result))
-            yield stmt, result
+        outer = self._plans is None  # (validate's dry session shares this script's memo)
+        if outer:
+            from .planner.memo import PlanMemo
+
+            self._plans = PlanMemo()
+        try:
+            if applying:
+                self.validate(statements, text, source)
+            done: list[tuple[st.Statement, object]] = []
+            for stmt in statements:
+                try:
+                    result = self.execute(stmt)
+                except StreamJobError as exc:
+                    exc.locate(stmt.position.line, stmt.position.column, text, source)
+                    if applying:
+                        exc.note = took_effect(done, statements, stmt)
+                    raise
+                done.append((stmt, result))
+                yield stmt, result
+        finally:
+            if outer:
+                self._plans = None
 
     def validate(self, statements: list[st.Statement], text: str,
                  source: str | None = None) -> None:
@@ -228,6 +240,7 @@ class ClientSession:
                                 role=self.role)
             dry.properties.update(self.properties)
             dry.database = self.database
+            dry._plans = self._plans  # the execution takes the check's plans (planner/memo.py)
             for _ in dry.execute_script(text, source, statements):
                 pass
         finally:

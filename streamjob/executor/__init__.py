@@ -53,11 +53,15 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         role: the session principal's :class:`~streamjob.catalog.records.Role` (default
             ADMIN, a local client); an OPERATOR is confined to what the admin allowed
             (DESIGN §9, docs/security.md).
+        plans: the :class:`~streamjob.planner.memo.PlanMemo` of the script this
+            statement belongs to (its check and its execution share plans); None: each
+            statement plans afresh.
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
-                 spark=None, database: str = st.DEFAULT_DATABASE, role=None) -> None:
+                 spark=None, database: str = st.DEFAULT_DATABASE, role=None,
+                 plans=None) -> None:
         from ..catalog.records import Role
 
         self.catalog = catalog
@@ -68,6 +72,26 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         self.dry_run = dry_run
         self.database = database
         self.session_props = session_props if session_props is not None else {}
+        self.plans = plans
+
+    # The executor's state changes here only (a class's state lives in one file): the
+    # statement modules call these.
+
+    def use_database(self, db: str) -> None:
+        """Make ``db`` the database of unqualified names (USE; DROP DATABASE of the
+        current one falls back to ``default``)."""
+        self.database = db
+
+    def set_session_props(self, checked: dict[str, str]) -> None:
+        """SET: ``checked`` (validated job properties) become session defaults."""
+        self.session_props.update(checked)
+
+    def reset_session_props(self, key: str | None = None) -> None:
+        """RESET: forget the session's value of ``key``, or every value (None)."""
+        if key is None:
+            self.session_props.clear()
+        else:
+            self.session_props.pop(key, None)
 
     def execute(self, stmt: st.Statement) -> Result:
         """Execute one statement.

@@ -55,7 +55,7 @@ class DatabaseStatements:
             known = [row[0] for row in self.catalog.list_databases()]
             raise ObjectNotFoundError(f"database {db} does not exist{_nearest(db, known)}; "
                                       f"create it with CREATE DATABASE {ddl.quote_name(db)}")
-        self.database = db
+        self.use_database(db)
         return Result(f"using database {db}", object=db, database=db)
 
     def _do_ShowDatabases(self, s: st.ShowDatabases) -> Result:
@@ -80,7 +80,7 @@ class DatabaseStatements:
             return Result(f"database {db} does not exist", object=db)
         result = Result(f"database {db} dropped", object=db)
         if db == self.database:  # the session falls back to default, as Hive does
-            self.database = st.DEFAULT_DATABASE
+            self.use_database(st.DEFAULT_DATABASE)
             result.database = st.DEFAULT_DATABASE
             result.message += "; using database default"
         return result

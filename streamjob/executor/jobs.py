@@ -29,7 +29,8 @@ class JobStatements:
         from ..checkpoint.backends import check_plan
         from ..planner.plan import plan_job
 
-        plan = plan_job(self.catalog, self.home, db, name, query, props, session, position)
+        planner = self.plans.plan if self.plans is not None else plan_job  # planner/memo.py
+        plan = planner(self.catalog, self.home, db, name, query, props, session, position)
         check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
         # the admin's rules for everyone over every object it reads or writes (objects
         # were checked against the declaring role when declared: streamjob/security)

@@ -33,19 +33,19 @@ class SessionStatements:
         value = (s.value or "").strip()
         checked = jp.validate({s.key: value})
         checks.check_job_properties(self.home.policy, checked, self.confined)
-        self.session_props.update(checked)
+        self.set_session_props(checked)
         (name, raw), = checked.items()
         return Result("\n".join([f"{name}={jp.mask(name, raw)}{set_scope(name)}",
                                   *jp.notices(checked)]))
 
     def _do_ResetProperty(self, s: st.ResetProperty) -> Result:
         if s.key is None:
-            self.session_props.clear()
+            self.reset_session_props()
             return Result("session properties reset")
         key = s.key.strip().lower()
         if key not in self.session_props:
             key = jp.lookup(key).name
-        self.session_props.pop(key, None)
+        self.reset_session_props(key)
         return Result(f"{key} reset: streamjobs created later in this session take its "
                       "default")
 

@@ -9,17 +9,12 @@ import logging
 
 import threading
 import time
-from typing import TYPE_CHECKING
-
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..home import Home
 from .admission import StartGate
+from .runner import JobRunner
 from streamjob.catalog.records import JobStatus
-
-if TYPE_CHECKING:
-    from .runner import JobRunner
-
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +29,8 @@ class JobManager:
             (``streamjob server``); None for ``streamjob run``, whose jobs have no owner.
 
     A job's SET values are those captured when it was created (``JobInfo.session_properties``).
-    Its queries start a few at a time (:mod:`.admission`).
+    Its queries start a few at a time (:mod:`.admission`). It is the
+    :class:`~.runner.RunnerHost` of its runners: they know it through that protocol only.
     """
 
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
@@ -107,8 +103,6 @@ class JobManager:
                 raise JobError(f"streamjob {job.qualified_name} is running in job manager "
                                f"{other}; stop it there first")
             self.spark()
-            from .runner import JobRunner  # here: runner.py imports this module
-
             runner = JobRunner(self, job)
             self.runners[job.uid] = runner
             runner.start()
@@ -200,17 +194,18 @@ class JobManager:
                 failed.append(self._failure(runner))
                 continue
             try:
-                targets = targets_for(runner.plan)  # the tracker was seeded at start (_start)
+                targets = targets_for(runner.plan)  # the tracker was seeded at start (Attempt)
             except ConnectorError as exc:
                 runner.fail(str(exc))
                 given_up.append(runner)
                 failed.append(f"job {runner.job.qualified_name} {JobStatus.FAILED}: {exc}")
                 continue
             files = file_targets(runner.plan)
-            ckdir = runner.checkpoint_dir or self.home.checkpoint_dir(runner.job.database,
-                                                                      runner.job.name)
+            attempt = runner.attempt
+            ckdir = (attempt.checkpoint_dir if attempt is not None else None) or \
+                self.home.checkpoint_dir(runner.job.database, runner.job.name)
             released = ReleasedOutput(ckdir, runner.tracker.cond, lambda r=runner: r.query,
-                                      runner.no_data_batches)
+                                      attempt.no_data_batches if attempt is not None else True)
 
             def caught_up(t, targets=targets, files=files, ckdir=ckdir,
                           released=released) -> bool:

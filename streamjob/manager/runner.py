@@ -33,10 +33,11 @@ stops the query at once. A *fenced* runner (its job manager lost the lease, see
 :mod:`~streamjob.manager.server`) stops at once and writes nothing more to the catalog:
 another job manager may already own the job.
 
-This module holds :class:`JobRunner`'s attempt loop, failover and stopping;
-:mod:`.attempt` wires one attempt into Spark (checkpoint directory, session, backend,
-recorder, sink, consumer-group committers) and releases it; :mod:`.job_manager` holds the
-:class:`JobManager` (the runners this process hosts, and its SparkSession).
+This module holds :class:`JobRunner`'s attempt loop, failover and stopping; an
+:class:`~.attempt.Attempt` builds what one run of the query needs (checkpoint directory,
+session, backend, sink, recorder, progress, probe, committers), starts the query and
+releases it all; :mod:`.job_manager` holds the :class:`JobManager` (the runners this
+process hosts, and its SparkSession).
 """
 
 from __future__ import annotations
@@ -46,27 +47,24 @@ import re
 import random
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .. import properties as jp
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
-from ..checkpoint.backends import CheckpointBackend
-from ..checkpoint.expiry import ExpiryWatch, expiry_message
+from ..home import Home
+from ..checkpoint.expiry import expiry_message
 from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..security.checks import check_plan
-from .attempt import AttemptMixin, group_committers
+from .admission import StartGate
+from .attempt import Attempt, group_committers
 from .failures import permanent_failure
-from .progress import ProgressReporter
 from streamjob.catalog.records import JobStatus, RunStatus
 
-if TYPE_CHECKING:  # job_manager.py imports this module when it starts a runner
-    from .job_manager import JobManager
-
-__all__ = ["JobRunner", "error_summary", "group_committers",
+__all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
            "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
@@ -99,21 +97,44 @@ def error_summary(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-class JobRunner(AttemptMixin, threading.Thread):
+class RunnerHost(Protocol):
+    """What a :class:`JobRunner` uses of the process hosting it: the
+    :class:`~streamjob.manager.job_manager.JobManager` is one (it imports this module,
+    never the other way round)."""
+
+    catalog: Catalog
+    home: Home
+    #: the server id written into ``jobs.owner``; None for ``streamjob run``
+    owner: str | None
+    #: a few query start-ups at a time (:mod:`.admission`)
+    start_gate: StartGate
+    #: what a dead Spark JVM does: "restart" (fail over in a new session) or "exit"
+    on_jvm_death: str
+
+    def job_session(self, sql_conf: dict[str, str], sources: set[str] | None = None):
+        """A session clone for one job."""
+
+    def spark_died(self) -> str | None:
+        """A sentence if this process's Spark JVM died, else None."""
+
+
+class JobRunner(threading.Thread):
     """Runs one job until stopped or failed; see the module docstring.
 
     ``status`` is the status this runner last wrote (None before it wrote one);
     ``ended_by_request`` tells, once the thread ended, whether a stop request ended it
     (otherwise the job failed, was invalid, or its query stopped by itself).
+    ``attempt`` is the current run of the query (:class:`~.attempt.Attempt`), or the
+    last one once it ended (its query, checkpoint directory and tracker stay readable);
+    None before the first.
     """
 
-    def __init__(self, manager: JobManager, job: JobInfo) -> None:
+    def __init__(self, manager: RunnerHost, job: JobInfo) -> None:
         super().__init__(name=f"job-{job.qualified_name}", daemon=True)
         self.manager = manager
         self.job = job
         self.tracker = CheckpointTracker()
         self.plan: JobPlan | None = None
-        self.query = None
         self.error: str | None = None
         #: ``updated_at`` of this runner's last write to its job's row (None before one):
         #: the job manager tells a START that came after the runner ended by it.
@@ -126,20 +147,17 @@ class JobRunner(AttemptMixin, threading.Thread):
         self.ended_by_request = False
         self._fail_cause: str | None = None  # set by fail(): the stop ends the job FAILED
         self._write_lock = threading.Lock()  # status writes vs. reassert()
-        self._tmp: str | None = None  # checkpoint dir of a job without durable checkpoints
-        self.watch: ExpiryWatch | None = None  # expiry of the current attempt's checkpoints
-        self.backend: CheckpointBackend | None = None  # checkpoint backend of the current attempt
-        self.sink = None  # the TableSink of the current attempt (connectors/sinks.py)
-        self.committers: list = []  # Kafka consumer-group committers of the current attempt
-        self.progress: ProgressReporter | None = None  # progress writer of the current attempt
-        self.probe = None  # the EndOffsetsProbe of the current attempt (its Kafka lag)
-        self.recorder = None  # the CheckpointRecorder of the current attempt (its checkpoints)
-        self.checkpoint_dir: str | None = None  # the current attempt's (attempt.py)
-        self.no_data_batches = True  # Spark runs no-data micro-batches for this job
+        self.attempt: Attempt | None = None
 
     @property
     def catalog(self) -> Catalog:
         return self.manager.catalog
+
+    @property
+    def query(self):
+        """The StreamingQuery of the current (or last) attempt; None before one started."""
+        attempt = self.attempt
+        return attempt.query if attempt is not None else None
 
     @property
     def stop_requested(self) -> bool:
@@ -168,8 +186,9 @@ class JobRunner(AttemptMixin, threading.Thread):
         thread, returned (None without a query), so this returns at once even if the
         runner thread is stuck on the catalog."""
         self.fenced = True
-        if self.progress is not None:
-            self.progress.enabled = False
+        attempt = self.attempt
+        if attempt is not None and attempt.progress is not None:
+            attempt.progress.enabled = False
         self.request_stop(graceful=False)
         q = self.query
         if q is None:
@@ -240,6 +259,7 @@ class JobRunner(AttemptMixin, threading.Thread):
             attempt += 1
             run_id = None
             admission = None  # this attempt's start-up slot (admission.py)
+            current = None  # this attempt's Attempt, once building began
             permanent = None  # the note of an error no restart can fix (failures.py)
             try:
                 job = self.catalog.get_job_by_uid(self.job.uid)
@@ -263,22 +283,25 @@ class JobRunner(AttemptMixin, threading.Thread):
                 admission = self.manager.start_gate.admit(self._stop_requested)
                 if admission is None:
                     break
-                self.query = self._start(self.plan)
+                current = self.attempt = Attempt(self.catalog, self.manager.home, job,
+                                                 self.plan, self.tracker,
+                                                 self.manager.job_session)
+                query = current.open().query
                 mark("query started", job.qualified_name)
                 self._update(status=JobStatus.RUNNING, attempts=failures)
                 self.started.set()
                 while not self._stop_requested.is_set():
-                    if self.query.awaitTermination(WATCH_S):
+                    if query.awaitTermination(WATCH_S):
                         break
-                    admission.release_once_started(self.query)
+                    admission.release_once_started(query)
                     self._check_expiry()
-                    self.progress.flush()
+                    current.progress.flush()
                 if self._stop_requested.is_set():
                     self._stop_query()
-                    self.progress.flush(force=True)
+                    current.progress.flush(force=True)
                     self._end_stopped(run_id)
                     return
-                exc = self.query.exception()
+                exc = query.exception()
                 if exc is None:
                     self._end(run_id, JobStatus.STOPPED, "query stopped")
                     return
@@ -297,12 +320,8 @@ class JobRunner(AttemptMixin, threading.Thread):
             finally:
                 if admission is not None:
                     admission.release()
-                if self.query is not None:  # never leave a query behind an attempt
-                    _stop_quietly(self.query)
-                self._stop_probe()
-                self._cleanup_temp()
-                self._close_backend()
-                self._close_sink()
+                if current is not None:  # never leave a query behind an attempt
+                    current.close()
             if self._stop_requested.is_set():
                 self._end_stopped(run_id)
                 return
@@ -371,7 +390,7 @@ class JobRunner(AttemptMixin, threading.Thread):
         a retained, restorable checkpoint, and the catalog shows it at once)."""
         from ..checkpoint.store import log_ids
 
-        recorder = getattr(self, "recorder", None)
+        recorder = self.attempt.recorder if self.attempt is not None else None
         if not self.plan or not self.plan.props.checkpoint_enabled or recorder is None:
             return
         try:
@@ -399,10 +418,11 @@ class JobRunner(AttemptMixin, threading.Thread):
         (:func:`~streamjob.checkpoint.watermark.schedule_released_batch`)."""
         from .idle import ReleasedOutput
 
-        if not self.checkpoint_dir:
+        attempt = self.attempt
+        if attempt is None or not attempt.checkpoint_dir:
             return
-        released = ReleasedOutput(self.checkpoint_dir, self.tracker.cond, lambda: q,
-                                  self.no_data_batches)
+        released = ReleasedOutput(attempt.checkpoint_dir, self.tracker.cond, lambda: q,
+                                  attempt.no_data_batches)
 
         def done(_t) -> bool:
             try:
@@ -453,8 +473,8 @@ class JobRunner(AttemptMixin, threading.Thread):
     def _check_expiry(self) -> None:
         """Log and count a checkpoint running past ``morphling.checkpoint.timeout``; the
         recorder records it as LATE if it completes after all (DESIGN §4)."""
-        watch = self.watch
-        recorder = self.recorder
+        watch = self.attempt.watch
+        recorder = self.attempt.recorder
         due = recorder.due_now() if recorder is not None else True
         expired = watch.poll(due) if watch is not None else None
         if expired is None:

@@ -75,7 +75,7 @@ from ..catalog.records import JobInfo
 from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
-from .lease import LeaseMixin, renew_every_ms
+from .lease import Lease, renew_every_ms
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -86,7 +86,7 @@ log = logging.getLogger(__name__)
 SHUTDOWN_TIMEOUT_S = 120.0
 
 
-class JobServer(LeaseMixin):
+class JobServer:
     """A job manager process: see the module docstring.
 
     Args:
@@ -103,12 +103,12 @@ class JobServer(LeaseMixin):
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
 
+    The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
+    server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
+
     Raises ValueError for an invalid TTL, poll or renewal period. Raises (from :meth:`run`): CatalogError if the catalog cannot be reached at start;
     StreamJobError with ``until_idle`` when another server holds the lease or a job fails.
     """
-
-    #: Seconds between two prunes of dead servers' rows by the lease holder.
-    PRUNE_EVERY_S = 30.0
 
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
@@ -130,26 +130,22 @@ class JobServer(LeaseMixin):
         self.spark_master = home.conf.get("spark.master", "local[*]")
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
         self._echo = echo or log.info
-        self._lock = threading.RLock()          # holding/deadline vs. starting vs. fencing
-        self.holding = False                     # we hold the lease and may run jobs
-        self._deadline = 0.0                     # monotonic time our lease ends
-        self._margin = min(2.0, lease_ttl_ms / 4000)  # fence this long before it
         self._stop = threading.Event()           # shutdown requested
-        self._lease_done = threading.Event()     # lease and watchdog threads end
-        self._lease_kick = threading.Event()     # the lease thread: try the lease now
-        self._threads: list[threading.Thread] = []
+        self.lease = Lease(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
+                           heartbeat=self._heartbeat, on_taken=self._lease_taken,
+                           on_lost=self._fenced, shutdown=self._stop, echo=self._echo)
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
-        self._standby_for: str | None = None
         self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
-        self._outage = False
-        self._release_owned = False              # fenced: give our jobs up once heard again
         self._signals = 0
         self._signal_name: str | None = None
         self._loop_error: str | None = None
-        self._lease_catalog: Catalog | None = None
         self._watcher = None
-        self._last_prune = 0.0
+
+    @property
+    def holding(self) -> bool:
+        """True while this server holds the job manager lease and may run jobs."""
+        return self.lease.held
 
     # ---------------------------------------------------------------- public
 
@@ -163,17 +159,14 @@ class JobServer(LeaseMixin):
         self.catalog.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                      self.spark_master)
         try:
-            self._lease_catalog = self.catalog.clone()
+            self.lease.open()
             self._watcher = self.catalog.watcher(self.poll_s)
             self._echo(f"server {self.server_id}: job manager on {self.spark_master}, "
                        f"catalog {self.catalog.url}")
-            self._renew()
+            self.lease.renew()
             if until_idle:
-                self._await_lease()
-            for target, name in ((self._keep_lease, "lease"), (self._watchdog, "lease-watchdog")):
-                t = threading.Thread(target=target, name=name, daemon=True)
-                t.start()
-                self._threads.append(t)
+                self.lease.await_held()
+            self.lease.start()
             # standbys too, so a takeover need not wait for Spark; on a thread, so the loop
             # answers signals and reports meanwhile (a job start waits for it)
             threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
@@ -204,26 +197,73 @@ class JobServer(LeaseMixin):
         for _runner, waiter in list(self._stopping.values()):
             if waiter is not None:
                 waiter.join(max(0.0, deadline - time.monotonic()))
-        self._lease_done.set()
-        self._lease_kick.set()
-        for t in self._threads:
-            t.join(10)
-        self._threads.clear()
+        self.lease.stop()
         try:
             self.catalog.unregister_server(self.server_id)  # releases the lease too
-            with self._lock:
-                self.holding = False
+            self.lease.released()
         except StreamJobError as exc:
             log.warning("server %s: lease not released: %s", self.server_id, exc)
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
-        if self._lease_catalog is not None and self._lease_catalog is not self.catalog:
-            self._lease_catalog.close()
-        self._lease_catalog = None
+        self.lease.close()
         from ..spark.session import stop_spark
 
         stop_spark()
+
+    # ---------------------------------------------------------------- the lease's hooks
+
+    def _heartbeat(self, cat: Catalog) -> None:
+        """This server's heartbeat, sent with each renewal of the lease (on its
+        connection); registers again if the row was pruned as dead."""
+        if not cat.heartbeat(self.server_id):
+            cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
+                                self.spark_master)
+
+    def _lease_taken(self) -> None:
+        """The lease was taken: reconcile now (under the lease's lock)."""
+        if self._watcher is not None:
+            self._watcher.wake()
+
+    def _fenced(self) -> tuple[list[threading.Thread], int]:
+        """The lease was lost (under its lock): stop every job at once, writing nothing
+        more (:mod:`.lease`). The fenced runners count as stopping until they ended, so
+        that no job of theirs starts again here while its old query still stops.
+        Returns the threads stopping the queries and the number of jobs stopped."""
+        runners = self.manager.fence()
+        stopping = [r for r, _w in list(self._stopping.values())]
+        helpers = [h for h in (r.fence() for r in runners + stopping) if h is not None]
+        for runner in runners:
+            self._stop_job(runner, graceful=False, why="fenced")
+        return helpers, len(runners)
+
+    def _start_spark(self) -> None:
+        """Start Spark (standbys too); then a standby keeps itself warm: unless it
+        already holds the lease or warm-up is off, it runs one throwaway micro-batch
+        (:func:`streamjob.spark.warmup.warm_up`) through the Python data-source path a
+        Kafka job takes, and says so (``standby warm: ...``)."""
+        try:
+            self.manager.spark()
+        except Exception as exc:  # noqa: BLE001 - the first job start raises it again
+            log.error("server %s: Spark did not start: %s", self.server_id, exc)
+            return
+        if not self.warm_up or self.holding or self._stop.is_set():
+            return
+        from ..spark.warmup import warm_up
+
+        admission = self.manager.start_gate.admit(self._stop)  # not beside a job's start
+        if admission is None:
+            return
+        try:
+            self.warm = warm_up(self.manager.spark())
+        except Exception as exc:  # noqa: BLE001 - a standby that is not warm still serves
+            log.warning("server %s: the warm-up batch failed: %s", self.server_id, exc)
+            return
+        finally:
+            admission.release()
+        self._echo(f"server {self.server_id}: standby warm: Spark up, a throwaway batch "
+                   f"read {self.warm.rows} rows in {len(self.warm.worker_pids)} Python "
+                   f"worker(s) in {self.warm.seconds:.1f} s")
 
     # ---------------------------------------------------------------- loops
 
@@ -238,7 +278,7 @@ class JobServer(LeaseMixin):
                         log.warning("server %s: reconciling failed: %s", self.server_id, exc)
                     self._loop_error = str(exc)
             else:
-                self._note_standby()
+                self.lease.note_standby()
             self._watcher.wait()
 
     def _until_idle(self) -> None:
@@ -324,8 +364,8 @@ class JobServer(LeaseMixin):
         if ended:
             log.warning("streamjob %s: ended %d run(s) left open by job manager %s",
                         job.qualified_name, ended, job.owner or "unknown")
-        with self._lock:  # short: the watchdog fences under it
-            if not self.holding or self._stop.is_set():
+        with self.lease.guard():  # short: the watchdog fences under it
+            if not self.lease.held or self._stop.is_set():
                 return
             try:
                 self.manager.start(job)
@@ -338,7 +378,7 @@ class JobServer(LeaseMixin):
         """Stop a runner without blocking the loop: a waiter thread joins it, reports,
         and for a dropped job purges its checkpoint directory."""
         uid = runner.job.uid
-        with self._lock:
+        with self.lease.guard():
             self.manager.forget(uid)
             if uid in self._stopping:
                 return
@@ -358,7 +398,7 @@ class JobServer(LeaseMixin):
 
         waiter = threading.Thread(target=wait, name=f"stop-{runner.job.qualified_name}",
                                   daemon=True)
-        with self._lock:
+        with self.lease.guard():
             self._stopping[uid] = (runner, waiter)
         waiter.start()
 

@@ -458,7 +458,7 @@ def test_at_least_once_loses_nothing_under_sigkills(chaos, record_property):
 
 def temp_ckdir(tmp: Path, job: str, exclude: set[Path]) -> Path | None:
     """The temporary checkpoint directory of ``job`` (``sj-<job>-*`` in the process's
-    TMPDIR, runner._start) not among ``exclude``; None before the job made it."""
+    TMPDIR, made by the Attempt) not among ``exclude``; None before the job made it."""
     found = [p for p in tmp.glob(f"sj-{job}-*") if p not in exclude]
     assert len(found) <= 1, f"several new temporary checkpoints of {job}: {found}"
     return found[0] if found else None

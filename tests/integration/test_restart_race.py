@@ -28,7 +28,7 @@ def test_a_start_written_before_the_server_sees_the_failure_starts_the_job(tmp_p
     server = JobServer(w.catalog, w.home)
     w.catalog.register_server(server.server_id, socket.gethostname(), os.getpid(), "local[2]")
     assert w.catalog.acquire_lease(server.server_id, 60_000)
-    server.holding = True  # what the lease thread sets once the lease is held
+    server.lease.held = True  # what the lease thread sets once the lease is held
     try:
         w.run(f"""
 CREATE STREAM s (id INT) TBLPROPERTIES ("topic"="race_{uuid.uuid4().hex[:8]}",
