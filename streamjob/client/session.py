@@ -201,7 +201,7 @@ class ClientSession:
         applying = not self.dry_run and len(statements) > 1
         outer = self._plans is None  # (validate's dry session shares this script's memo)
         if outer:
-            from .planner.memo import PlanMemo
+            from ..planner.memo import PlanMemo
 
             self._plans = PlanMemo()
         try:

@@ -126,7 +126,7 @@ def test_a_run_plans_the_job_once_per_statement_and_once_per_attempt(world, monk
     then the job runs here until idle: three plans (4 + 1 before issue 29), and Spark's
     streaming analysis once (at CREATE)."""
     from streamjob.planner import plan as plan_module
-    from streamjob.session import ClientSession
+    from streamjob.client.session import ClientSession
     from streamjob.spark import analysis
 
     planned, analysed = [], []

@@ -11,7 +11,7 @@ from streamjob.catalog import Catalog
 from streamjob.home import Home
 from streamjob.planner import plan as plan_module
 from streamjob.planner.memo import PlanMemo
-from streamjob.session import ClientSession
+from streamjob.client.session import ClientSession
 
 pytestmark = pytest.mark.unit
 
