@@ -24,6 +24,7 @@ from .databases import DatabaseStatements
 from ..home import Home
 from .describe import DescribeStatements
 from .explain import ExplainStatements
+from .functions import FunctionStatements
 from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
@@ -36,7 +37,7 @@ __all__ = ["Executor", "Result"]
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements, ExplainStatements):
+               InsertStatements, ExplainStatements, FunctionStatements):
     """Runs statements for one client session.
 
     Args:
@@ -53,14 +54,18 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         role: the session principal's :class:`~streamjob.catalog.records.Role` (default
             ADMIN, a local client); an OPERATOR is confined to what the admin allowed
             (DESIGN §9, docs/security.md).
+        principal: who runs the statements (``local:USER``, ``token:NAME``), recorded as
+            the owner of the functions they register.
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
-                 spark=None, database: str = st.DEFAULT_DATABASE, role=None) -> None:
+                 spark=None, database: str = st.DEFAULT_DATABASE, role=None,
+                 principal: str | None = None) -> None:
         from ..catalog.records import Role
 
         self.catalog = catalog
+        self.principal = principal
         self.role = Role(role) if role is not None else Role.ADMIN  # DESIGN §9
         self.home = home
         self.manager = manager
@@ -117,6 +122,11 @@ HANDLERS = {
     st.InsertInto: Executor._do_InsertInto,
     # EXPLAIN (issue 18)
     st.Explain: Executor._do_Explain,
+    # user functions (issue 31)
+    st.CreateFunction: Executor._do_CreateFunction,
+    st.DropFunction: Executor._do_DropFunction,
+    st.ShowFunctions: Executor._do_ShowFunctions,
+    st.DescribeFunction: Executor._do_DescribeFunction,
 }
 
 

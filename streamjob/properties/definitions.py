@@ -258,7 +258,7 @@ ENGINE = Registry([
              "PostgreSQL for shared use", scopes=("engine",), secret=False),
     # the admin's policy (streamjob/security/policy.py, docs/security.md): engine only,
     # never SET or JOBPROPERTIES
-    *(Property(key, "string", default, meaning + " (docs/security.md)", scopes=("engine",))
+    *(Property(key, "string", default or None, meaning + " (docs/security.md)", scopes=("engine",))
       for key, (default, meaning) in _SECURITY.items()),
 ], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
 

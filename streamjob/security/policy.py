@@ -18,6 +18,10 @@ setting                                     default                          wha
 ``streamjob.security.secret.dirs``          ``secrets`` (in the home)        ``${file:...}`` (everyone)
 ``streamjob.security.secret.env``           ``STREAMJOB_SECRET_*``           ``${env:...}`` (everyone)
 ``streamjob.security.secret.key``           ``secret.key`` (in the home)     the key of sealed secrets
+``streamjob.security.functions.dirs``       ``functions`` (in the home)      modules of CREATE FUNCTION
+                                                                             (everyone)
+``streamjob.security.functions.packages``   (none)                           installed packages of
+                                                                             CREATE FUNCTION (everyone)
 ==========================================  ===============================  ==========================
 
 Host lists hold names, addresses or ``fnmatch`` patterns (``*.corp.example``,
@@ -65,6 +69,8 @@ WEBHOOK_HOSTS = PREFIX + "webhook.hosts"
 SECRET_DIRS = PREFIX + "secret.dirs"
 SECRET_ENV = PREFIX + "secret.env"
 SECRET_KEY = PREFIX + "secret.key"
+FUNCTION_DIRS = PREFIX + "functions.dirs"
+FUNCTION_PACKAGES = PREFIX + "functions.packages"
 
 LOOPBACK = "localhost,127.0.0.1,::1"
 #: Drivers an operator may name by default: the ones streamjob is tested with. Another
@@ -96,6 +102,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
     SECRET_KEY: ("secret.key", "file holding the key that encrypts literal secrets in "
                  "the catalog (Fernet; created owner-only on first use); relative to the "
                  "home"),
+    FUNCTION_DIRS: ("functions", "comma-separated directories whose Python modules CREATE "
+                    "FUNCTION may name (code the job manager runs: everyone, the admin "
+                    "included, names only modules of these directories or of "
+                    f"{FUNCTION_PACKAGES}); relative to the home"),
+    FUNCTION_PACKAGES: ("", "comma-separated installed Python packages (top-level import "
+                        "names) whose modules CREATE FUNCTION may name; none by default"),
 }
 
 #: Largest secret file ``${file:...}`` reads (bytes).
@@ -188,6 +200,18 @@ class AdminPolicy:
     def secret_dirs(self) -> list[Path]:
         """Real paths of the directories ``${file:...}`` may read."""
         return self._paths(SECRET_DIRS)
+
+    @property
+    def function_dirs(self) -> list[Path]:
+        """Real paths of the directories CREATE FUNCTION's modules may come from
+        (``streamjob.security.functions.dirs``)."""
+        return self._paths(FUNCTION_DIRS)
+
+    @property
+    def function_packages(self) -> list[str]:
+        """The installed top-level packages CREATE FUNCTION may name
+        (``streamjob.security.functions.packages``; none by default)."""
+        return _split(dict(self.conf).get(FUNCTION_PACKAGES, ""))
 
     @property
     def key_file(self) -> Path:

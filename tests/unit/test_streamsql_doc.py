@@ -58,7 +58,12 @@ BLOCKS = sql_blocks(PAGE.read_text(encoding="utf-8"))
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    return Home.open(tmp_path_factory.mktemp("home"))
+    home = Home.open(tmp_path_factory.mktemp("home"))
+    functions = Path(home.root) / "functions"  # the admin's function directory
+    functions.mkdir()
+    for module in (PAGE.parents[1] / "examples" / "functions").glob("*.py"):
+        (functions / module.name).write_bytes(module.read_bytes())
+    return home
 
 
 def _text(block: str, home: Home) -> str:

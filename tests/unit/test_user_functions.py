@@ -1,0 +1,154 @@
+"""CREATE / DROP / SHOW / DESCRIBE FUNCTION through the executor, on a real SQLite
+catalog (no Spark): where code may come from (the admin's function directories and
+packages), the catalog's record, refusals (docs/functions.md, docs/security.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import pytest
+
+from streamjob.catalog import Catalog
+from streamjob.catalog.records import Role
+from streamjob.exceptions import (ObjectExistsError, ObjectInUseError, ObjectNotFoundError,
+                                  ParseError, ValidationError)
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import Home
+from streamjob.security.policy import PolicyError
+
+pytestmark = pytest.mark.unit
+
+UDF = '''
+import pandas as pd
+
+
+def shout(s: pd.Series) -> pd.Series:
+    return s.str.upper() + "!"
+
+
+def add(a, b):
+    return a + b
+
+
+def many(*cols):
+    return cols[0]
+'''
+
+
+@pytest.fixture
+def home(tmp_path):
+    home = Home.open(tmp_path / "home")
+    fdir = tmp_path / "home" / "functions"
+    fdir.mkdir()
+    (fdir / "udfs.py").write_text(UDF)
+    (fdir / "pkg").mkdir()
+    (fdir / "pkg" / "__init__.py").write_text("")
+    (fdir / "pkg" / "text.py").write_text(UDF)
+    return home
+
+
+def executor(home, tmp_path, role=Role.ADMIN):
+    return Executor(Catalog(f"sqlite:///{tmp_path}/catalog.db"), home, role=role,
+                    principal="local:tester")
+
+
+def run(ex, script):
+    out = None
+    for stmt in parse_script(script):
+        out = ex.execute(stmt)
+    return out
+
+
+def test_create_records_source_hash_and_owner(home, tmp_path):
+    ex = executor(home, tmp_path)
+    assert run(ex, "CREATE FUNCTION shout AS 'udfs:shout' RETURNS string").message == \
+        "function default.shout created"
+    f = ex.catalog.get_function("default", "shout")
+    path = tmp_path / "home" / "functions" / "udfs.py"
+    assert (f.source, f.kind, f.location) == ("udfs:shout", "python", str(path.resolve()))
+    assert f.code_hash == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (f.return_type, f.parameters, f.owner) == ("string", ("s",), "local:tester")
+    run(ex, "CREATE TEMPORARY FUNCTION db2.plus AS 'pkg.text:add' RETURNS BIGINT LANGUAGE PYTHON;"
+            "CREATE FUNCTION IF NOT EXISTS shout AS 'udfs:shout' RETURNS string")
+    assert ex.catalog.get_function("db2", "plus").temporary
+    with pytest.raises(ObjectExistsError):
+        run(ex, "CREATE FUNCTION shout AS 'udfs:shout' RETURNS string")
+    show = run(ex, "SHOW FUNCTIONS")
+    assert show.rows == [("shout", "shout(s) -> string", "udfs:shout", "python")]
+    desc = dict(run(ex, "DESCRIBE FUNCTION db2.plus").rows)
+    assert desc["signature"] == "plus(a, b) -> bigint" and desc["owner"] == "local:tester"
+    run(ex, "CREATE FUNCTION any_args AS 'udfs:many' RETURNS string")
+    assert dict(run(ex, "DESC FUNCTION any_args").rows)["signature"] == "any_args(...) -> string"
+
+
+def test_a_module_outside_the_admins_places_is_refused_before_import(home, tmp_path):
+    outside = tmp_path / "evil"
+    outside.mkdir()
+    (outside / "evil_mod.py").write_text("raise SystemExit('imported')\n")
+    sys.path.insert(0, str(outside))
+    try:
+        ex = executor(home, tmp_path)
+        with pytest.raises(PolicyError) as info:
+            run(ex, "CREATE FUNCTION f AS\n  'evil_mod:f' RETURNS int")
+        assert "streamjob.security.functions.dirs" in info.value.message
+        assert (info.value.line, info.value.column) == (2, 3)
+        assert "evil_mod" not in sys.modules
+        # a symbolic link out of the directory is refused too
+        (tmp_path / "home" / "functions" / "linked.py").symlink_to(outside / "evil_mod.py")
+        with pytest.raises(PolicyError, match="symbolic link"):
+            run(ex, "CREATE FUNCTION f AS 'linked:f' RETURNS int")
+        # an installed package is refused unless the admin names it
+        with pytest.raises(PolicyError, match="functions.packages"):
+            run(ex, "CREATE FUNCTION f AS 'json:dumps' RETURNS string")
+    finally:
+        sys.path.remove(str(outside))
+
+
+def test_an_allowed_installed_package_is_hashed_by_its_version(tmp_path):
+    from importlib import metadata
+
+    home = Home.open(tmp_path / "home", {"streamjob.security.functions.packages": "sqlglot"})
+    ex = executor(home, tmp_path)
+    run(ex, "CREATE FUNCTION tr AS 'sqlglot:transpile' RETURNS array<string>")
+    f = ex.catalog.get_function("default", "tr")
+    dist = f"sqlglot=={metadata.version('sqlglot')}"
+    assert (f.location, f.code_hash) == (dist, hashlib.sha256(dist.encode()).hexdigest())
+
+
+@pytest.mark.parametrize("script, error, message", [
+    ("CREATE FUNCTION f AS '/etc/passwd'", ValidationError, "is not 'package.module:callable'"),
+    ("CREATE FUNCTION f AS 'udfs:missing' RETURNS int", ValidationError, "has no missing"),
+    ("CREATE FUNCTION f AS 'udfs:add'", ValidationError, "needs RETURNS"),
+    ("CREATE FUNCTION f AS 'udfs:add' RETURNS strng", ValidationError, "RETURNS strng"),
+    ("CREATE FUNCTION upper AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
+    ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE java", ParseError, "LANGUAGE java"),
+    ("DROP FUNCTION nope", ObjectNotFoundError, "does not exist"),
+    ("DESCRIBE FUNCTION nope", ObjectNotFoundError, "does not exist"),
+])
+def test_refusals(home, tmp_path, script, error, message):
+    ex = executor(home, tmp_path)
+    with pytest.raises(error, match=message):
+        run(ex, script)
+
+
+def test_drop_is_refused_while_a_job_calls_the_function(home, tmp_path):
+    ex = executor(home, tmp_path)
+    run(ex, "CREATE FUNCTION shout AS 'udfs:shout' RETURNS string")
+    ex.catalog.create_job("default", "j", "insert into t select shout(k) from s", {},
+                          [("function", "default", "shout", "call")])
+    with pytest.raises(ObjectInUseError, match="called by job default.j"):
+        run(ex, "DROP FUNCTION shout")
+    assert dict(run(ex, "DESCRIBE FUNCTION shout").rows)["jobs"] == "default.j"
+    ex.catalog.drop_job("default", "j")
+    assert run(ex, "DROP FUNCTION shout").message == "function default.shout dropped"
+    assert run(ex, "DROP FUNCTION IF EXISTS shout").message == "function default.shout does not exist"
+
+
+def test_a_viewer_may_only_show_and_describe_functions():
+    from streamjob.api.auth import READ_ONLY
+    from streamjob.grammar import statements as st
+
+    assert issubclass(st.ShowFunctions, READ_ONLY) and issubclass(st.DescribeFunction, READ_ONLY)
+    assert not issubclass(st.CreateFunction, READ_ONLY) and not issubclass(st.DropFunction, READ_ONLY)
