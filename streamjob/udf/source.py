@@ -68,7 +68,7 @@ def parse_reference(text: str) -> tuple[str, str]:
     if not sep or not all(_NAME.fullmatch(p) for p in parts) \
             or not all(_NAME.fullmatch(p) for p in attribute.split(".")):
         raise ValidationError(f"function source '{text}' is not 'package.module:callable' "
-                              "(Python names; e.g. 'text_udfs:normalize'); a path is never "
+                              "(Python names; e.g. 'text_udfs:shout'); a path is never "
                               "accepted, the admin decides where code comes from")
     return module, attribute
 

@@ -26,7 +26,12 @@ EXPECT = re.compile(r"^-- expect: (\d+):(\d+): (.+)$")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    return Home.open(tmp_path_factory.mktemp("home"))
+    home = Home.open(tmp_path_factory.mktemp("home"))
+    functions = Path(home.root) / "functions"  # the admin's function directory
+    functions.mkdir()
+    for module in (EXAMPLES / "functions").glob("*.py"):
+        (functions / module.name).write_bytes(module.read_bytes())
+    return home
 
 
 def _text(path: Path, home: Home) -> str:
