@@ -32,7 +32,7 @@ class FunctionsBuilder:
                              token.start_pos, token.value)
         returns = self.find(tree, "function_returns")
         if returns is not None:
-            self.locations["value:returns"] = self.position(returns.meta.start_pos)
+            self.locations["value:returns"] = self.position(returns.children[0].meta.start_pos)
         language = "python"
         lang = self.find(tree, "function_language")
         if lang is not None:
