@@ -36,6 +36,20 @@ def _declared(obj) -> tuple[str | None, tuple[str, ...] | None]:
     return text, tuple(p.name for p in params)
 
 
+def _plain_call(name: str) -> bool:
+    """True when ``name(x)`` reads as a call of an unknown function (sqlglot's
+    ``Anonymous``), so the query reaches Spark with the name as written: a name sqlglot
+    knows (``strpos``) would be rewritten to another one."""
+    from sqlglot import exp, parse_one
+    from sqlglot.errors import SqlglotError
+
+    try:
+        node = parse_one(f"{name}(x)", read="hive")
+    except SqlglotError:
+        return False
+    return isinstance(node, exp.Anonymous) and node.name.lower() == name
+
+
 class FunctionStatements:
     """Function statements of :class:`~streamjob.executor.Executor`."""
 
@@ -45,9 +59,9 @@ class FunctionStatements:
 
     def _do_CreateFunction(self, s: st.CreateFunction) -> Result:
         db, name = self._function_name(s.name)
-        if name in SPARK_FUNCTIONS:
-            raise ValidationError(f"function {name} is a Spark SQL built-in; give yours "
-                                  "another name")
+        if name in SPARK_FUNCTIONS or not _plain_call(name):
+            raise ValidationError(f"function {name} is a Spark SQL built-in or a word of "
+                                  "SQL; give yours another name")
         try:
             source = udf_source.resolve(s.source, self.home.policy)
             obj = udf_source.load(source)

@@ -98,13 +98,15 @@ class JobPlan:
     @property
     def dependencies(self) -> list[tuple[str, str, str, str]]:
         """``(kind, database, name, role)`` rows for the catalog: every stream beneath
-        the job, derived or not, is a ``source`` (so none can be dropped under it)."""
+        the job, derived or not, is a ``source`` (so none can be dropped under it); every
+        user function it calls a ``call``."""
         deps = [("stream", s.stream.database, s.stream.name, "source") for s in self.sources]
         deps += [("stream", d.stream.database, d.stream.name, "source") for d in self.derived]
         deps += [("table", s.table.database, s.table.name, "static") for s in self.statics]
         deps += [("table", s.dead_letter_table.database, s.dead_letter_table.name, "dead-letter")
                  for s in self.sources if s.dead_letter_table is not None]
         deps.append(("table", self.sink.database, self.sink.name, "sink"))
+        deps += [("function", f.database, f.name, "call") for f in self.query.functions]
         return deps
 
 

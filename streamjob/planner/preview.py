@@ -109,7 +109,8 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
             ``committed`` offsets without a consumer group.
     """
     text = text.rstrip().removesuffix(";")
-    qt = QueryText(text, None)
+    lookup = Lookup(catalog)
+    qt = QueryText(text, None, lookup.functions(default_database))
     policy.check_text(qt, text, "query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     statements = parse(qt, blanked, "query")
@@ -118,7 +119,6 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
                        "CREATE STREAMJOB j AS (\"insert into t select ...\"))")
     select = statements[0]
     limit = _take_limit(qt, select)
-    lookup = Lookup(catalog)
     try:
         body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
     except ValidationError as exc:

@@ -96,6 +96,8 @@ class AnalyzedQuery:
     target_spans: tuple[Span, ...] = field(default=(), compare=False)
     select_span: Span | None = field(default=None, compare=False)
     pattern: Any = None  # a CEP query's planner.cep.CepPlan
+    #: the user functions it calls (FunctionInfo; docs/functions.md)
+    functions: tuple = field(default=(), compare=False)
 
     @property
     def streams(self) -> tuple[Reference, ...]:
@@ -128,7 +130,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
             aggregation, or with a written ``window(...)`` grouping), each at its line
             and column in the script.
     """
-    qt = QueryText(query, position)
+    qt = QueryText(query, position, lookup.functions(default_database))
     policy.check_text(qt, query, "job's query", calls=False)  # as written
     text, clauses = extract_windows(qt)
     text, pattern = extract_pattern(qt, text)
@@ -163,7 +165,15 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
         output_columns=body.output_columns, windows=body.windows,
         output_types=body.output_types, arity_known=body.arity_known, sessions=body.sessions,
         target_spans=target_spans, select_span=body.select_span, pattern=body.pattern,
+        functions=called_functions(qt, insert),
     )
+
+
+def called_functions(qt: QueryText, tree: exp.Expr) -> tuple:
+    """The user functions (:class:`~streamjob.catalog.records.FunctionInfo`) ``tree``
+    calls, by name."""
+    names = {node.name.lower() for node in tree.find_all(exp.Anonymous)}
+    return tuple(qt.functions[n] for n in sorted(names & qt.functions.keys()))
 
 
 def _pattern_body(qt: QueryText, select: exp.Expr, pattern, lookup: Lookup,
@@ -189,7 +199,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     Raises:
         ValidationError: as :func:`analyze`, or not one SELECT.
     """
-    qt = QueryText(text, position)
+    qt = QueryText(text, position, lookup.functions(default_database))
     policy.check_text(qt, text, f"{what}'s query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     _, pattern = extract_pattern(qt, blanked)

@@ -123,6 +123,7 @@ def test_an_allowed_installed_package_is_hashed_by_its_version(tmp_path):
     ("CREATE FUNCTION f AS 'udfs:add'", ValidationError, "needs RETURNS"),
     ("CREATE FUNCTION f AS 'udfs:add' RETURNS strng", ValidationError, "RETURNS strng"),
     ("CREATE FUNCTION upper AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
+    ("CREATE FUNCTION strpos AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
     ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE java", ParseError, "LANGUAGE java"),
     ("DROP FUNCTION nope", ObjectNotFoundError, "does not exist"),
     ("DESCRIBE FUNCTION nope", ObjectNotFoundError, "does not exist"),
@@ -152,3 +153,56 @@ def test_a_viewer_may_only_show_and_describe_functions():
 
     assert issubclass(st.ShowFunctions, READ_ONLY) and issubclass(st.DescribeFunction, READ_ONLY)
     assert not issubclass(st.CreateFunction, READ_ONLY) and not issubclass(st.DropFunction, READ_ONLY)
+
+
+SETUP = """
+CREATE STREAM s (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="localhost:9092");
+CREATE TABLE out (k STRING, n DOUBLE) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///x.db");
+CREATE FUNCTION shout AS 'udfs:shout' RETURNS string;
+CREATE FUNCTION plus AS 'udfs:add' RETURNS double;
+"""
+
+
+def test_a_job_may_call_its_databases_functions_and_records_them(home, tmp_path):
+    ex = executor(home, tmp_path)
+    run(ex, SETUP)
+    run(ex, "CREATE STREAMJOB j AS (\"insert into out select shout(k), plus(v, 1) from s\")")
+    deps = ex.catalog.get_job("default", "j").dependencies
+    assert ("function", "default", "shout", "call") in deps
+    assert ("function", "default", "plus", "call") in deps
+    with pytest.raises(ObjectInUseError, match="called by job default.j"):
+        run(ex, "DROP FUNCTION plus")
+    # EXPLAIN plans it too
+    assert run(ex, "EXPLAIN STREAMJOB j") is not None
+
+
+@pytest.mark.parametrize("select, message, column", [
+    ("shout(k, k), v", "function shout(s) takes 1 argument, not 2", 26),
+    ("shut(k), v", "unknown function shut(): not a Spark SQL built-in function; did you mean "
+                   "shout()?", 26),
+    ("k, plus(v)", "function plus(a, b) takes 2 arguments, not 1", 29),
+    ("other.shout(k), v", "unknown function shout()", 32),
+])
+def test_a_wrong_call_is_an_error_at_its_place(home, tmp_path, select, message, column):
+    ex = executor(home, tmp_path)
+    run(ex, SETUP)
+    with pytest.raises(ValidationError) as info:
+        run(ex, f'CREATE STREAMJOB j AS\n("insert into out select {select} from s")')
+    assert message in info.value.message
+    assert (info.value.line, info.value.column) == (2, column)
+
+
+def test_another_databases_function_is_unknown(home, tmp_path):
+    ex = executor(home, tmp_path)
+    run(ex, SETUP + "CREATE FUNCTION db2.only_there AS 'udfs:shout' RETURNS string;")
+    with pytest.raises(ValidationError, match="unknown function only_there"):
+        run(ex, 'CREATE STREAMJOB j AS ("insert into out select only_there(k), v from s")')
+
+
+def test_the_return_type_is_checked_against_the_sink(home, tmp_path):
+    ex = executor(home, tmp_path)
+    run(ex, SETUP + "CREATE TABLE nums (n INT) TBLPROPERTIES (\"connector\"=\"sql\", \"url\"=\"sqlite:///y.db\");")
+    from streamjob.planner.plan import plan_job
+
+    plan = plan_job(ex.catalog, home, "default", "j", "insert into out select shout(k), v from s", {})
+    assert plan.query.output_types[0] == "string"
