@@ -66,9 +66,9 @@ class FunctionStatements:
             source = udf_source.resolve(s.source, self.home.policy)
             obj = udf_source.load(source)
         except ValidationError as exc:  # at the quoted source
-            if exc.key is None:
-                exc.key, exc.bad_value = "source", True
-            raise
+            if exc.key is not None or exc.line is not None:
+                raise
+            raise type(exc)(exc.message, key="source", bad_value=True) from None
         declared, parameters = _declared(obj)
         returns = s.returns or declared
         if returns is None:

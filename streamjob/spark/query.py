@@ -163,7 +163,9 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     from pyspark.sql import functions as F
 
     from ..types import ddl
+    from .udf import register
 
+    register(session, plan.query.functions)
     for src in plan.sources:
         if empty_dir is not None:  # Spark's Parquet source with the declared schema: no
             # per-column key matching of JSON text to build, typed as declared

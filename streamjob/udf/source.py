@@ -30,7 +30,8 @@ from typing import Callable
 from ..exceptions import ChangedLogic, ValidationError
 from ..security.policy import FUNCTION_DIRS, FUNCTION_PACKAGES, AdminPolicy, PolicyError
 
-__all__ = ["FunctionSource", "code_hash", "load", "parse_reference", "resolve"]
+__all__ = ["FunctionSource", "check_unchanged", "code_hash", "current_hash", "load",
+           "of_record", "parse_reference", "resolve"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The prefix of the names modules of the function directories are imported under, so
@@ -153,6 +154,34 @@ def current_hash(source: FunctionSource) -> str:
     if version is None:
         raise ChangedLogic(f"function package {source.module} is no longer installed")
     return code_hash(f"{version[0]}=={version[1]}".encode())
+
+
+def of_record(f) -> FunctionSource:
+    """The source of a catalog record (:class:`~streamjob.catalog.records.FunctionInfo`):
+    a file module when its location is an absolute path, else a package
+    (``dist==version``)."""
+    module, attribute = parse_reference(f.source)
+    kind = "file" if Path(f.location).is_absolute() else "package"
+    return FunctionSource(module, attribute, kind, f.location, f.code_hash)
+
+
+def check_unchanged(functions) -> None:
+    """Each function's code (records of the catalog) still hashes as registered.
+
+    Raises:
+        ChangedLogic: an edited (or removed) module file, another package version: the
+            job would run other code than the one its checkpoints and CREATE FUNCTION
+            saw. Names the function and both hashes.
+    """
+    for f in functions:
+        source = of_record(f)
+        now = current_hash(source)
+        if now != f.code_hash:
+            raise ChangedLogic(
+                f"function {f.database}.{f.name} changed since CREATE FUNCTION: its code "
+                f"({source.path}) now hashes {now[:12]}, the catalog registered "
+                f"{f.code_hash[:12]}; restore the code, or drop the jobs calling it and the "
+                "function and create them again")
 
 
 def load(source: FunctionSource) -> Callable:

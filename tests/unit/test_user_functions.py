@@ -206,3 +206,27 @@ def test_the_return_type_is_checked_against_the_sink(home, tmp_path):
 
     plan = plan_job(ex.catalog, home, "default", "j", "insert into out select shout(k), v from s", {})
     assert plan.query.output_types[0] == "string"
+
+
+def test_an_edited_function_file_is_refused_at_start(home, tmp_path):
+    from streamjob.checkpoint.fingerprint import of_plan
+    from streamjob.exceptions import ChangedLogic
+    from streamjob.planner.plan import plan_job
+
+    ex = executor(home, tmp_path)
+    run(ex, SETUP)
+    query = "insert into out select shout(k), v from s"
+    run(ex, f'CREATE STREAMJOB j AS ("{query}")')
+    before = of_plan(plan_job(ex.catalog, home, "default", "j", query, {}))
+    module = tmp_path / "home" / "functions" / "udfs.py"
+    module.write_text(UDF.replace('"!"', '"?"'))
+    with pytest.raises(ChangedLogic) as info:
+        run(ex, "START STREAMJOB j")
+    assert "function default.shout changed since CREATE FUNCTION" in info.value.message
+    assert str(module.resolve()) in info.value.message
+    module.write_text(UDF)  # restored: it starts
+    run(ex, "START STREAMJOB j")
+    # the fingerprint holds each called function's code hash (and only when it calls one)
+    plain = of_plan(plan_job(ex.catalog, home, "default", "j",
+                             "insert into out select k, v from s", {}))
+    assert before.query != plain.query
