@@ -5,7 +5,7 @@ the job's own session, vectorised: a pandas UDF (Arrow batches), never row by ro
 code is the one the catalog registered: the module file is read again and its SHA-256
 compared with the catalog's code hash before it is imported, so an edited file is
 refused at START (:class:`~streamjob.exceptions.ChangedLogic`) like a changed query.
-The module is pickled by value to the Python workers (cloudpickle), so executors run the
+The module is pickled by value to the Python workers (PySpark's cloudpickle), so executors run the
 same code as the driver without a path of the server on theirs.
 
 :func:`registered` tells :mod:`.guard` which names a session's SQL may call beside the
@@ -35,22 +35,27 @@ def _vectorised(name: str, fn, return_type: str):
     """``fn`` as a scalar pandas UDF returning ``return_type`` (a Spark DDL type); a
     callable that is a PySpark UDF already keeps its own function and type. An
     exception inside it becomes a :class:`UserFunctionError` naming the function."""
-    import pandas as pd
+    import warnings
+
     from pyspark.sql.functions import pandas_udf
+    from pyspark.util import PythonEvalType
 
     from ..types import spark_type
 
     inner = getattr(fn, "func", fn)
     rtype = getattr(fn, "returnType", None) or spark_type(return_type)
 
-    def call(*columns: pd.Series) -> pd.Series:
+    def call(*columns):  # pandas Series in, a Series out
         try:
             return inner(*columns)
         except Exception as exc:  # noqa: BLE001 - the user's code: named, no trace
             raise UserFunctionError(
                 f"function {name} raised {type(exc).__name__}: {exc}") from None
 
-    return pandas_udf(call, returnType=rtype)
+    with warnings.catch_warnings():  # the eval type given, not read from type hints
+        warnings.simplefilter("ignore", UserWarning)
+        return pandas_udf(call, returnType=rtype,
+                          functionType=PythonEvalType.SQL_SCALAR_PANDAS_UDF)
 
 
 def register(session, functions: Iterable[FunctionInfo]) -> None:
@@ -61,7 +66,7 @@ def register(session, functions: Iterable[FunctionInfo]) -> None:
             code the catalog registered.
         ValidationError: its module fails to import or lacks the callable.
     """
-    import cloudpickle
+    from pyspark import cloudpickle  # the pickler PySpark ships UDFs with
 
     names = set(getattr(session, _ATTRIBUTE, ()))
     functions = tuple(functions)
