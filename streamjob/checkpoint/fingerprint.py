@@ -69,8 +69,8 @@ def of_plan(plan: "JobPlan") -> Fingerprint:
     sources = tuple(sorted(s.stream.qualified_name for s in plan.sources))
     stateful = bool(plan.query.aggregate or plan.query.windows or len(plan.sources) > 1)
     logic = [plan.query.select_sql, [d.select_sql for d in plan.derived]]
-    if plan.query.functions:  # the code of each user function it calls (docs/functions.md)
-        logic.append(sorted((f.database, f.name, f.code_hash) for f in plan.query.functions))
+    if plan.functions:  # the code of each user function it calls (docs/functions.md)
+        logic.append(sorted((f.database, f.name, f.code_hash) for f in plan.functions))
     return Fingerprint(
         sources=sources,
         query=_digest(logic),
@@ -122,7 +122,7 @@ def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
     """
     from ..udf.source import check_unchanged
 
-    check_unchanged(plan.query.functions)
+    check_unchanged(plan.functions)
     new = of_plan(plan)
     old = stored(checkpoint_dir)
     if old is None or not log_ids(checkpoint_dir, "offsets"):

@@ -27,6 +27,9 @@ class Lookup:
         self._streams: dict[tuple[str, str], StreamInfo | None] = {}
         self._tables: dict[tuple[str, str], TableInfo | None] = {}
         self._functions: dict[str, dict[str, FunctionInfo]] = {}
+        #: the user functions the queries analyzed with this lookup call (a job's query
+        #: and the derived streams beneath it), by ``(database, name)``
+        self.called: dict[tuple[str, str], FunctionInfo] = {}
 
     def stream(self, database: str, name: str) -> StreamInfo | None:
         """The stream ``database.name``, or None."""
@@ -49,6 +52,11 @@ class Lookup:
             listing = getattr(self.catalog, "list_functions", None)
             self._functions[database] = {f.name: f for f in (listing(database) if listing else ())}
         return self._functions[database]
+
+    def note_calls(self, functions) -> None:
+        """Record ``functions`` (FunctionInfo) as called (:attr:`called`)."""
+        for f in functions:
+            self.called[(f.database, f.name)] = f
 
     def kind(self, database: str, name: str) -> str | None:
         """``"stream"``, ``"table"`` or None (no such object)."""

@@ -90,6 +90,9 @@ class JobPlan:
     props: JobProperties
     guarantee: str
     derived: tuple[Derived, ...] = ()
+    #: the user functions it calls, in its query and the derived streams beneath it
+    #: (FunctionInfo, by name; docs/functions.md)
+    functions: tuple = ()
 
     @property
     def qualified_name(self) -> str:
@@ -106,7 +109,7 @@ class JobPlan:
         deps += [("table", s.dead_letter_table.database, s.dead_letter_table.name, "dead-letter")
                  for s in self.sources if s.dead_letter_table is not None]
         deps.append(("table", self.sink.database, self.sink.name, "sink"))
-        deps += [("function", f.database, f.name, "call") for f in self.query.functions]
+        deps += [("function", f.database, f.name, "call") for f in self.functions]
         return deps
 
 
@@ -145,7 +148,8 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     mode = _output_mode(aq, sources, sink, sink_spec)
     props = _flush_interval(props, sink_spec, {**(session_props or {}), **job_props})
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
-                   props, jp.guarantee(props), derived)
+                   props, jp.guarantee(props), derived,
+                   tuple(lookup.called[k] for k in sorted(lookup.called)))
 
 
 def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> JobProperties:

@@ -96,8 +96,6 @@ class AnalyzedQuery:
     target_spans: tuple[Span, ...] = field(default=(), compare=False)
     select_span: Span | None = field(default=None, compare=False)
     pattern: Any = None  # a CEP query's planner.cep.CepPlan
-    #: the user functions it calls (FunctionInfo; docs/functions.md)
-    functions: tuple = field(default=(), compare=False)
 
     @property
     def streams(self) -> tuple[Reference, ...]:
@@ -159,13 +157,13 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
         raise qt.error("the insert has no select")
     body = (_pattern_body(qt, select, pattern, lookup, default_database) if pattern is not None
             else _analyze_body(qt, select, clauses, lookup, default_database, "job"))
+    lookup.note_calls(called_functions(qt, insert))
     return AnalyzedQuery(
         target=target, target_columns=target_columns, select_sql=body.select_sql,
         references=body.references, aggregate=body.aggregate, windowed=body.windowed,
         output_columns=body.output_columns, windows=body.windows,
         output_types=body.output_types, arity_known=body.arity_known, sessions=body.sessions,
         target_spans=target_spans, select_span=body.select_span, pattern=body.pattern,
-        functions=called_functions(qt, insert),
     )
 
 
@@ -219,6 +217,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
 
 def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
                   default_database: str, what: str) -> AnalyzedSelect:
+    lookup.note_calls(called_functions(qt, select))
     ctes = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
     tables: dict[int, CatalogSource] = {}
     refs: dict[tuple[str, str], Reference] = {}

@@ -230,3 +230,19 @@ def test_an_edited_function_file_is_refused_at_start(home, tmp_path):
     plain = of_plan(plan_job(ex.catalog, home, "default", "j",
                              "insert into out select k, v from s", {}))
     assert before.query != plain.query
+
+
+def test_functions_of_derived_streams_and_previews_are_the_plans_too(home, tmp_path):
+    from streamjob.planner.preview import plan_preview
+
+    ex = executor(home, tmp_path)
+    run(ex, SETUP + "CREATE STREAM loud AS SELECT shout(k) AS k, v FROM s;")
+    run(ex, 'CREATE STREAMJOB j AS ("insert into out select k, plus(v, 2) from loud")')
+    deps = ex.catalog.get_job("default", "j").dependencies
+    assert {d for d in deps if d[0] == "function"} == {
+        ("function", "default", "shout", "call"), ("function", "default", "plus", "call")}
+    with pytest.raises(ObjectInUseError, match="called by job default.j"):
+        run(ex, "DROP FUNCTION shout")
+    preview = plan_preview(ex.catalog, home, "select shout(k) from loud", {},
+                           default_database="default")
+    assert [f.name for f in preview.functions] == ["shout"]
