@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from lark import Token, Tree
 
 from streamjob.grammar.lexical import ident_value, unescape_string
@@ -14,6 +16,9 @@ from streamjob.grammar.statements import (
 )
 
 __all__ = ["FunctionsBuilder"]
+
+#: A Java class name (Hive's ``CREATE FUNCTION f AS 'com.x.Udf'``).
+_JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 
 #: The languages of CREATE FUNCTION (Flink's ``LANGUAGE``; Python is the default).
 LANGUAGES = ("python",)
@@ -30,6 +35,11 @@ class FunctionsBuilder:
         if not source:
             raise self.error("the function's source is empty: write 'package.module:callable'",
                              token.start_pos, token.value)
+        if ":" not in source and _JAVA_CLASS.fullmatch(source):
+            raise self.error(
+                f"'{source}' names a Java (Hive) UDF class; Hive UDF jars are not supported "
+                "yet: write the function in Python and name it as 'module:callable' "
+                "(docs/functions.md)", token.start_pos, token.value)
         returns = self.find(tree, "function_returns")
         if returns is not None:
             self.locations["value:returns"] = self.position(returns.children[0].meta.start_pos)

@@ -125,6 +125,7 @@ def test_an_allowed_installed_package_is_hashed_by_its_version(tmp_path):
     ("CREATE FUNCTION upper AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
     ("CREATE FUNCTION strpos AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
     ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE java", ParseError, "LANGUAGE java"),
+    ("CREATE TEMPORARY FUNCTION f AS 'com.x.Udf'", ParseError, "Java \\(Hive\\) UDF class"),
     ("DROP FUNCTION nope", ObjectNotFoundError, "does not exist"),
     ("DESCRIBE FUNCTION nope", ObjectNotFoundError, "does not exist"),
 ])
