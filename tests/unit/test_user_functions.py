@@ -247,3 +247,20 @@ def test_functions_of_derived_streams_and_previews_are_the_plans_too(home, tmp_p
     preview = plan_preview(ex.catalog, home, "select shout(k) from loud", {},
                            default_database="default")
     assert [f.name for f in preview.functions] == ["shout"]
+
+
+def test_the_guard_admits_only_the_sessions_registered_functions_by_bare_name():
+    import json as _json
+
+    from streamjob.exceptions import StreamJobError
+    from streamjob.spark.guard import spark_parse_check
+
+    def call(*parts):
+        return _json.dumps([{"class": "org.apache.spark.sql.catalyst.analysis.UnresolvedFunction",
+                             "nameParts": f"[{', '.join(parts)}]"}])
+
+    spark_parse_check(call("upper"))
+    spark_parse_check(call("shout"), frozenset({"shout"}))
+    for tree, user in ((call("shout"), frozenset()), (call("db", "shout"), frozenset({"shout"}))):
+        with pytest.raises(StreamJobError, match="shout"):
+            spark_parse_check(tree, user)
