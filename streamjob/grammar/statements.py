@@ -251,8 +251,8 @@ class ResetProperty(Statement):
 
 @dataclass(frozen=True)
 class ShowCreate(Statement):
-    """``SHOW CREATE STREAM|TABLE|STREAMJOB name``: ``kind`` is ``"stream"``,
-    ``"table"`` or ``"streamjob"``."""
+    """``SHOW CREATE STREAM|TABLE|STREAMJOB|FUNCTION name``: ``kind`` is ``"stream"``,
+    ``"table"``, ``"streamjob"`` or ``"function"``."""
 
     name: QualifiedName
     kind: str
