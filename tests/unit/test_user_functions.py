@@ -158,15 +158,20 @@ def test_a_viewer_may_only_show_and_describe_functions():
 
 SETUP = """
 CREATE STREAM s (k STRING, v DOUBLE) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="localhost:9092");
-CREATE TABLE out (k STRING, n DOUBLE) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///x.db");
+CREATE TABLE out (k STRING, n DOUBLE) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{db}");
 CREATE FUNCTION shout AS 'udfs:shout' RETURNS string;
 CREATE FUNCTION plus AS 'udfs:add' RETURNS double;
 """
 
 
+def script_head(tmp_path) -> str:
+    """:data:`SETUP` with its SQLite sink under ``tmp_path``."""
+    return SETUP.replace("{db}", str(tmp_path / "out.db"))
+
+
 def test_a_job_may_call_its_databases_functions_and_records_them(home, tmp_path):
     ex = executor(home, tmp_path)
-    run(ex, SETUP)
+    run(ex, script_head(tmp_path))
     run(ex, "CREATE STREAMJOB j AS (\"insert into out select shout(k), plus(v, 1) from s\")")
     deps = ex.catalog.get_job("default", "j").dependencies
     assert ("function", "default", "shout", "call") in deps
@@ -186,7 +191,7 @@ def test_a_job_may_call_its_databases_functions_and_records_them(home, tmp_path)
 ])
 def test_a_wrong_call_is_an_error_at_its_place(home, tmp_path, select, message, column):
     ex = executor(home, tmp_path)
-    run(ex, SETUP)
+    run(ex, script_head(tmp_path))
     with pytest.raises(ValidationError) as info:
         run(ex, f'CREATE STREAMJOB j AS\n("insert into out select {select} from s")')
     assert message in info.value.message
@@ -195,14 +200,14 @@ def test_a_wrong_call_is_an_error_at_its_place(home, tmp_path, select, message, 
 
 def test_another_databases_function_is_unknown(home, tmp_path):
     ex = executor(home, tmp_path)
-    run(ex, SETUP + "CREATE FUNCTION db2.only_there AS 'udfs:shout' RETURNS string;")
+    run(ex, script_head(tmp_path) + "CREATE FUNCTION db2.only_there AS 'udfs:shout' RETURNS string;")
     with pytest.raises(ValidationError, match="unknown function only_there"):
         run(ex, 'CREATE STREAMJOB j AS ("insert into out select only_there(k), v from s")')
 
 
 def test_the_return_type_is_checked_against_the_sink(home, tmp_path):
     ex = executor(home, tmp_path)
-    run(ex, SETUP + "CREATE TABLE nums (n INT) TBLPROPERTIES (\"connector\"=\"sql\", \"url\"=\"sqlite:///y.db\");")
+    run(ex, script_head(tmp_path))
     from streamjob.planner.plan import plan_job
 
     plan = plan_job(ex.catalog, home, "default", "j", "insert into out select shout(k), v from s", {})
@@ -215,7 +220,7 @@ def test_an_edited_function_file_is_refused_at_start(home, tmp_path):
     from streamjob.planner.plan import plan_job
 
     ex = executor(home, tmp_path)
-    run(ex, SETUP)
+    run(ex, script_head(tmp_path))
     query = "insert into out select shout(k), v from s"
     run(ex, f'CREATE STREAMJOB j AS ("{query}")')
     before = of_plan(plan_job(ex.catalog, home, "default", "j", query, {}))
@@ -237,7 +242,7 @@ def test_functions_of_derived_streams_and_previews_are_the_plans_too(home, tmp_p
     from streamjob.planner.preview import plan_preview
 
     ex = executor(home, tmp_path)
-    run(ex, SETUP + "CREATE STREAM loud AS SELECT shout(k) AS k, v FROM s;")
+    run(ex, script_head(tmp_path) + "CREATE STREAM loud AS SELECT shout(k) AS k, v FROM s;")
     run(ex, 'CREATE STREAMJOB j AS ("insert into out select k, plus(v, 2) from loud")')
     deps = ex.catalog.get_job("default", "j").dependencies
     assert {d for d in deps if d[0] == "function"} == {
