@@ -269,3 +269,13 @@ def test_the_guard_admits_only_the_sessions_registered_functions_by_bare_name():
     for tree, user in ((call("shout"), frozenset()), (call("db", "shout"), frozenset({"shout"}))):
         with pytest.raises(StreamJobError, match="shout"):
             spark_parse_check(tree, user)
+
+
+def test_a_databases_functions_go_with_drop_database_cascade_only(home, tmp_path):
+    ex = executor(home, tmp_path)
+    run(ex, "CREATE FUNCTION db2.f AS 'udfs:shout' RETURNS string")
+    assert ex.catalog.database_exists("db2")
+    with pytest.raises(ObjectInUseError, match="function db2.f"):
+        run(ex, "DROP DATABASE db2")
+    run(ex, "DROP DATABASE db2 CASCADE")
+    assert ex.catalog.get_function("db2", "f") is None
