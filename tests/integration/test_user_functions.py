@@ -98,3 +98,24 @@ def test_a_raising_udf_fails_the_job_naming_the_function(world, tmp_path):
     assert job.status == "FAILED"
     assert "function picky raised ValueError: x too large" in job.last_error, job.last_error
     assert "Traceback" not in job.last_error and "File " not in job.last_error
+
+
+def test_an_edited_udf_is_refused_at_start_and_the_restored_one_resumes(world, tmp_path):
+    from streamjob.exceptions import ChangedLogic
+
+    ex, broker = world
+    topic, url = _script(ex, broker, tmp_path, "label(name, x)")
+    ex.manager.wait_until_idle(timeout=240)
+    ex.execute(parse_script("STOP STREAMJOB j")[0])
+    module = tmp_path / "home" / "functions" / "shop_udfs.py"
+    module.write_text(MODULE.replace('":"', '"="'))
+    with pytest.raises(ChangedLogic, match="function default.label changed since CREATE FUNCTION"):
+        ex.execute(parse_script("START STREAMJOB j")[0])
+    module.write_text(MODULE)
+    more = [{"id": i, "name": f"n{i}", "x": i / 4} for i in range(300, 400)]
+    replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in more], 2)
+    ex.execute(parse_script("START STREAMJOB j")[0])
+    ex.manager.wait_until_idle(timeout=240)
+    got = pd.read_sql("select id, label from labels order by id", sa.create_engine(url))
+    assert list(got["id"]) == list(range(400))  # resumed from its checkpoint: all, once
+    assert got["label"].iloc[-1] == "N399:" + str(round(399 / 4 * 2, 2))
