@@ -140,6 +140,12 @@ class JobError(StreamJobError):
     """A job cannot be started, stopped or kept running (includes failover giving up)."""
 
 
+class UserFunctionError(JobError):
+    """A user function (CREATE FUNCTION, docs/functions.md) raised inside a micro-batch:
+    the message names the function, the exception's type and its message (raised in a
+    Spark Python worker; the driver reads it from the worker's traceback)."""
+
+
 class CheckpointError(StreamJobError):
     """A checkpoint cannot be recorded, restored or purged."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from streamjob.catalog.access import AccessMixin
 from streamjob.catalog.checkpoints import CheckpointsMixin
 from streamjob.catalog.databases import DatabasesMixin
+from streamjob.catalog.functions import FunctionsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.servers import ServersMixin
@@ -32,7 +33,7 @@ __all__ = ["Catalog"]
 
 
 class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
-              DatabasesMixin):
+              DatabasesMixin, FunctionsMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:

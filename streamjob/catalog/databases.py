@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, select
 
 from streamjob.catalog.engine import CatalogEngine, Conflict, now_utc
-from streamjob.catalog.models import Database, Job, JobDependency, Stream, Table
+from streamjob.catalog.models import Database, Function, Job, JobDependency, Stream, Table
 from streamjob.exceptions import ObjectExistsError, ObjectInUseError, ObjectNotFoundError
 
 __all__ = ["DEFAULT", "DatabasesMixin"]
@@ -53,7 +53,7 @@ class DatabasesMixin(CatalogEngine):
     def _database_exists(session, name: str) -> bool:
         if name == DEFAULT:
             return True
-        for model in (Database, Stream, Table, Job):
+        for model in (Database, Stream, Table, Job, Function):
             column = model.name if model is Database else model.database
             if session.scalar(select(column).where(column == name).limit(1)) is not None:
                 return True
@@ -74,8 +74,8 @@ class DatabasesMixin(CatalogEngine):
     def drop_database(self, name: str, if_exists: bool = False, cascade: bool = False) -> bool:
         """Drop a database. True if dropped; False if missing and ``if_exists``.
 
-        Without ``cascade`` it must be empty; with ``cascade`` its streams and tables
-        are dropped with it, in one transaction. Never its stream jobs: a database
+        Without ``cascade`` it must be empty; with ``cascade`` its streams, tables and
+        functions are dropped with it, in one transaction. Never its stream jobs: a database
         holding a job (whose checkpoints would go too) is refused either way, as is one
         whose stream or table a job of another database uses.
 
@@ -96,7 +96,8 @@ class DatabasesMixin(CatalogEngine):
                 raise ObjectInUseError(
                     f"cannot drop database {name}: it holds stream job(s) "
                     f"{', '.join(f'{name}.{j}' for j in jobs[:5])}; drop them first")
-            objects = [f"{kind} {name}.{n}" for kind, model in (("stream", Stream), ("table", Table))
+            objects = [f"{kind} {name}.{n}" for kind, model in (("stream", Stream), ("table", Table),
+                                                                ("function", Function))
                        for n in session.scalars(select(model.name).where(model.database == name)
                                                 .order_by(model.name))]
             if objects and not cascade:
@@ -114,7 +115,8 @@ class DatabasesMixin(CatalogEngine):
             self._lock_names(session, [(name, o.split(".", 1)[1]) for o in objects])
             session.execute(delete(Stream).where(Stream.database == name))
             session.execute(delete(Table).where(Table.database == name))
+            session.execute(delete(Function).where(Function.database == name))
             session.execute(delete(Database).where(Database.name == name))
-            for kind in ("database", "stream", "table"):
+            for kind in ("database", "stream", "table", "function"):
                 self._notify(session, kind)
         return True

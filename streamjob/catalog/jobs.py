@@ -21,6 +21,7 @@ from streamjob.secrets import mask_text
 from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
 from streamjob.catalog.models import (
     Checkpoint,
+    Function,
     Job,
     JobDependency,
     ProgressSample,
@@ -71,8 +72,8 @@ class JobsMixin(CatalogEngine):
     ) -> bool:
         """Register a job (desired state STOPPED, status CREATED, a fresh uid).
 
-        ``dependencies`` are ``(kind, database, name, role)`` tuples, kind ``stream`` or
-        ``table``, role ``source``, ``sink`` or ``static``; duplicates are dropped.
+        ``dependencies`` are ``(kind, database, name, role)`` tuples, kind and role of
+        :data:`DEPENDENCY_KINDS` and :data:`DEPENDENCY_ROLES`; duplicates are dropped.
         ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
         (JSON-serializable; stored as a copy, None meaning ``{}``), kept with the job.
 
@@ -102,10 +103,9 @@ class JobsMixin(CatalogEngine):
                     raise ObjectExistsError(f"streamjob {qname} already exists")
                 if check_dependencies:
                     for kind, dep_db, dep_name, _role in deps:
-                        model = Stream if kind == "stream" else Table
-                        if session.scalar(
-                            select(model.id).where(model.database == dep_db, model.name == dep_name)
-                        ) is None:
+                        model = {"stream": Stream, "table": Table, "function": Function}[kind]
+                        if session.scalar(select(model.id).where(
+                                model.database == dep_db, model.name == dep_name)) is None:
                             raise ObjectNotFoundError(
                                 f"{kind} {qualified(dep_db, dep_name)} does not exist"
                             )

@@ -49,7 +49,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0008"
+SCHEMA_VERSION = "0009"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -141,6 +141,32 @@ class Database(Base):
     __tablename__ = "databases"
 
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Function(Base):
+    """A user function (CREATE FUNCTION, revision 0009; docs/functions.md): its
+    ``source`` reference (``module:callable``), ``kind`` (``python``), ``location`` (the
+    real path of its module file, or ``dist==version`` of an installed package),
+    ``return_type`` (RETURNS, or what the callable declares), ``parameters``, ``code_hash`` (SHA-256 hex
+    of the module file's bytes or of the package version), ``owner`` the principal that
+    registered it (``local:USER``, ``token:NAME``) and ``temporary`` as written."""
+
+    __tablename__ = "functions"
+    __table_args__ = (UniqueConstraint("database", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    database: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    kind: Mapped[str] = mapped_column(String(16))
+    source: Mapped[str] = mapped_column(Text)
+    location: Mapped[str] = mapped_column(Text)
+    return_type: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: JSON text of the callable's parameter names; NULL: it takes any number (``*args``).
+    parameters: Mapped[str | None] = mapped_column(Text, nullable=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    temporary: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 

@@ -63,11 +63,37 @@ ACTIVE_STATUSES: tuple[str, ...] = (JobStatus.STARTING, JobStatus.RUNNING,
                                     JobStatus.RECOVERING, JobStatus.STOPPING)
 
 #: Kinds of catalog objects a job can depend on, and the role it plays for the job.
-DEPENDENCY_KINDS: tuple[str, ...] = ("stream", "table")
-DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static", "dead-letter")
+DEPENDENCY_KINDS: tuple[str, ...] = ("stream", "table", "function")
+DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static", "dead-letter", "call")
 
 #: One dependency of a job: (kind, database, name, role).
 Dependency = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """A registered user function (docs/functions.md): ``source`` ``module:callable``,
+    ``kind`` ``python``, ``location`` its module file's real path or ``dist==version``,
+    ``return_type`` the RETURNS type (or the one the callable declares), ``code_hash`` the
+    SHA-256 hex of its code, ``owner`` the principal that registered it."""
+
+    database: str
+    name: str
+    kind: str
+    source: str
+    location: str
+    return_type: str | None
+    code_hash: str
+    owner: str | None
+    temporary: bool
+    created_at: datetime | None = None
+    #: The callable's parameter names; None: it takes any number (``*args``).
+    parameters: tuple[str, ...] | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        """``database.name``."""
+        return f"{self.database}.{self.name}"
 
 
 @dataclass(frozen=True)

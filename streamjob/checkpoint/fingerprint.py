@@ -46,7 +46,8 @@ def _digest(value) -> str:
 @dataclass(frozen=True)
 class Fingerprint:
     """What a checkpoint depends on: ``sources`` (the source streams' names),
-    ``query`` (digest of the Spark SQL of the job and its derived streams), ``schemas``
+    ``query`` (digest of the Spark SQL of the job and its derived streams, and the code
+    hashes of the user functions it calls), ``schemas``
     (digest of the source streams' columns), ``sink`` (digest of the sink's columns and
     output mode) and whether the query keeps state."""
 
@@ -67,9 +68,12 @@ def of_plan(plan: "JobPlan") -> Fingerprint:
     """The fingerprint of a planned job."""
     sources = tuple(sorted(s.stream.qualified_name for s in plan.sources))
     stateful = bool(plan.query.aggregate or plan.query.windows or len(plan.sources) > 1)
+    logic = [plan.query.select_sql, [d.select_sql for d in plan.derived]]
+    if plan.functions:  # the code of each user function it calls (docs/functions.md)
+        logic.append(sorted((f.database, f.name, f.code_hash) for f in plan.functions))
     return Fingerprint(
         sources=sources,
-        query=_digest([plan.query.select_sql, [d.select_sql for d in plan.derived]]),
+        query=_digest(logic),
         schemas=_digest(sorted((s.stream.qualified_name, list(map(dict, s.stream.columns)))
                                for s in plan.sources)),
         sink=_digest([plan.sink.qualified_name, list(map(dict, plan.sink.columns)),
@@ -113,8 +117,12 @@ def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
 
     Raises:
         ChangedLogic: (a JobError) the checkpoints cannot be resumed by this job (says what changed and
-            how to start fresh).
+            how to start fresh); a user function it calls was edited since CREATE
+            FUNCTION (:func:`streamjob.udf.source.check_unchanged`).
     """
+    from ..udf.source import check_unchanged
+
+    check_unchanged(plan.functions)
     new = of_plan(plan)
     old = stored(checkpoint_dir)
     if old is None or not log_ids(checkpoint_dir, "offsets"):

@@ -37,6 +37,8 @@ REWRITES = (
     ("create application", "streamjob has no applications: drop the statement (a job's "
                            "database qualifies its name)"),
     ("use application", "streamjob has no applications: drop the statement"),
+    ("add jar", "Hive UDF jars are not supported yet: write the function in Python and "
+                "register it with CREATE FUNCTION f AS 'module:callable' (docs/functions.md)"),
 )
 
 

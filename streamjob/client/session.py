@@ -35,7 +35,7 @@ NO_SERVER = "no job manager is running: start one with `streamjob server`"
 READS = (st.ShowStreams, st.ShowTables, st.Describe, st.ShowStreamJobs,
          st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty,
          st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic,
-         st.Explain)
+         st.Explain, st.ShowFunctions, st.DescribeFunction)
 
 
 def local_principal() -> str:
@@ -127,7 +127,7 @@ class ClientSession:
 
         return Executor(self.catalog, self.home, manager, self.properties,
                         dry_run=self.dry_run, spark=self._spark, database=self.database,
-                        role=self.role, plans=self._plans)
+                        role=self.role, plans=self._plans, principal=self.principal)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.

@@ -24,6 +24,7 @@ from .databases import DatabaseStatements
 from ..home import Home
 from .describe import DescribeStatements
 from .explain import ExplainStatements
+from .functions import FunctionStatements
 from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
@@ -36,7 +37,7 @@ __all__ = ["Executor", "Result"]
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements, ExplainStatements):
+               InsertStatements, ExplainStatements, FunctionStatements):
     """Runs statements for one client session.
 
     Args:
@@ -56,15 +57,18 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         plans: the :class:`~streamjob.planner.memo.PlanMemo` of the script this
             statement belongs to (its check and its execution share plans); None: each
             statement plans afresh.
+        principal: who runs the statements (``local:USER``, ``token:NAME``), recorded as
+            the owner of the functions they register.
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
                  spark=None, database: str = st.DEFAULT_DATABASE, role=None,
-                 plans=None) -> None:
+                 plans=None, principal: str | None = None) -> None:
         from ..catalog.records import Role
 
         self.catalog = catalog
+        self.principal = principal
         self.role = Role(role) if role is not None else Role.ADMIN  # DESIGN §9
         self.home = home
         self.manager = manager
@@ -141,6 +145,11 @@ HANDLERS = {
     st.InsertInto: Executor._do_InsertInto,
     # EXPLAIN (issue 18)
     st.Explain: Executor._do_Explain,
+    # user functions (issue 31)
+    st.CreateFunction: Executor._do_CreateFunction,
+    st.DropFunction: Executor._do_DropFunction,
+    st.ShowFunctions: Executor._do_ShowFunctions,
+    st.DescribeFunction: Executor._do_DescribeFunction,
 }
 
 

@@ -33,13 +33,17 @@ class DatabaseStatements:
         elif s.kind == "table":
             obj = self.catalog.get_table(db, name)
             text = ddl.create_table_text(obj) if obj is not None else None
+        elif s.kind == "function":
+            obj = self.catalog.get_function(db, name)
+            text = ddl.create_function_text(obj) if obj is not None else None
         else:
             obj = self.catalog.get_job(db, name)
             text = ddl.create_job_text(obj) if obj is not None else None
         if text is None:
             known = [x.name for x in {"stream": self.catalog.list_streams,
                                       "table": self.catalog.list_tables,
-                                      "streamjob": self.catalog.list_jobs}[s.kind](db)]
+                                      "streamjob": self.catalog.list_jobs,
+                                      "function": self.catalog.list_functions}[s.kind](db)]
             raise ObjectNotFoundError(f"{s.kind} {db}.{name} does not exist{_nearest(name, known)}")
         return Result(columns=("statement",), rows=[(text,)], title=f"{s.kind} {db}.{name}",
                       object=f"{db}.{name}", text=text)

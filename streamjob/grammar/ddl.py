@@ -155,3 +155,11 @@ def create_job_text(job) -> str:
     sets = "".join(f"SET {k} = {sql_string(shown_value(k, v))};\n" for k, v in session.items())
     resets = "".join(f"\nRESET {k};" for k in session)
     return sets + text + resets
+
+
+def create_function_text(function) -> str:
+    """``CREATE [TEMPORARY] FUNCTION db.f AS 'module:callable' RETURNS type;`` of a
+    :class:`~streamjob.catalog.records.FunctionInfo` (docs/functions.md)."""
+    temporary = "TEMPORARY " if function.temporary else ""
+    return (f"CREATE {temporary}FUNCTION {qualified(function.database, function.name)} "
+            f"AS {sql_string(function.source)} RETURNS {function.return_type};")

@@ -251,8 +251,8 @@ class ResetProperty(Statement):
 
 @dataclass(frozen=True)
 class ShowCreate(Statement):
-    """``SHOW CREATE STREAM|TABLE|STREAMJOB name``: ``kind`` is ``"stream"``,
-    ``"table"`` or ``"streamjob"``."""
+    """``SHOW CREATE STREAM|TABLE|STREAMJOB|FUNCTION name``: ``kind`` is ``"stream"``,
+    ``"table"``, ``"streamjob"`` or ``"function"``."""
 
     name: QualifiedName
     kind: str
@@ -336,3 +336,44 @@ class Explain(Statement):
     target: QualifiedName | None = None
     query_position: Position | None = None
     extended: bool = False
+
+
+# ---- user functions (issue 31) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreateFunction(Statement):
+    """``CREATE [TEMPORARY] FUNCTION [IF NOT EXISTS] [db.]name AS 'package.module:callable'
+    [RETURNS type] [LANGUAGE PYTHON]``: ``source`` the quoted reference as written,
+    ``returns`` the Hive/Spark type text (lower-cased) or None, ``language`` lower-cased
+    (``python``, the default). ``temporary`` is Slipstream's and Hive's word; a job
+    outlives its session, so the catalog keeps the function either way
+    (docs/functions.md)."""
+
+    name: QualifiedName
+    source: str
+    returns: str | None = None
+    language: str = "python"
+    temporary: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropFunction(Statement):
+    """``DROP [TEMPORARY] FUNCTION [IF EXISTS] [db.]name``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowFunctions(Statement):
+    """``SHOW [USER] FUNCTIONS``: the registered functions of the current database."""
+
+
+@dataclass(frozen=True)
+class DescribeFunction(Statement):
+    """``DESCRIBE FUNCTION [db.]name``: its signature, source, code hash and the jobs
+    calling it."""
+
+    name: QualifiedName

@@ -51,13 +51,15 @@ from streamjob.grammar.statements import (
 )
 
 from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
+from streamjob.grammar.transform_functions import FunctionsBuilder
 
 __all__ = ["Builder"]
 
 
-class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder):
+class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, FunctionsBuilder):
     """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
     databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
+    user functions: :class:`.transform_functions.FunctionsBuilder`;
     Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`;
     EXPLAIN: :class:`.transform_explain.ExplainBuilder`)."""
 

@@ -38,7 +38,8 @@ class CatalogSource:
 @dataclass(frozen=True)
 class OutputColumn:
     """One column of a select list: ``name`` (lower case; None for an unnamed expression),
-    ``type`` (the declared type when it passes a source column through, else None) and
+    ``type`` (the declared type when it passes a source column through, a user
+    function's RETURNS type for its call, else None) and
     the select ``node``."""
 
     name: str | None
@@ -296,9 +297,11 @@ class ColumnResolver:
             msg += f"; did you mean '{close[0]}'?"
         return self.qt.error(msg, span)
 
-    @staticmethod
-    def _passed_type(e: exp.Expr, env: _Env) -> str | None:
+    def _passed_type(self, e: exp.Expr, env: _Env) -> str | None:
         inner = e.this if isinstance(e, exp.Alias) else e
+        if isinstance(inner, exp.Anonymous):  # a user function's RETURNS
+            fn = self.qt.functions.get(inner.name.lower())
+            return fn.return_type if fn is not None else None
         if type(inner) is not exp.Column or inner.text("db"):
             return None
         name, table = inner.name.lower(), inner.table.lower()

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..catalog.records import StreamInfo, TableInfo
+from ..catalog.records import FunctionInfo, StreamInfo, TableInfo
 from ..exceptions import ValidationError
 
 
@@ -26,6 +26,10 @@ class Lookup:
         self.catalog = catalog
         self._streams: dict[tuple[str, str], StreamInfo | None] = {}
         self._tables: dict[tuple[str, str], TableInfo | None] = {}
+        self._functions: dict[str, dict[str, FunctionInfo]] = {}
+        #: the user functions the queries analyzed with this lookup call (a job's query
+        #: and the derived streams beneath it), by ``(database, name)``
+        self.called: dict[tuple[str, str], FunctionInfo] = {}
 
     def stream(self, database: str, name: str) -> StreamInfo | None:
         """The stream ``database.name``, or None."""
@@ -40,6 +44,19 @@ class Lookup:
         if key not in self._tables:
             self._tables[key] = self.catalog.get_table(database, name)
         return self._tables[key]
+
+    def functions(self, database: str) -> dict[str, FunctionInfo]:
+        """The user functions of ``database`` by name (docs/functions.md); none for a
+        catalog without functions."""
+        if database not in self._functions:
+            listing = getattr(self.catalog, "list_functions", None)
+            self._functions[database] = {f.name: f for f in (listing(database) if listing else ())}
+        return self._functions[database]
+
+    def note_calls(self, functions) -> None:
+        """Record ``functions`` (FunctionInfo) as called (:attr:`called`)."""
+        for f in functions:
+            self.called[(f.database, f.name)] = f
 
     def kind(self, database: str, name: str) -> str | None:
         """``"stream"``, ``"table"`` or None (no such object)."""

@@ -96,6 +96,9 @@ class JobPlan:
     props: JobProperties
     guarantee: str
     derived: tuple[Derived, ...] = ()
+    #: the user functions it calls, in its query and the derived streams beneath it
+    #: (FunctionInfo, by name; docs/functions.md)
+    functions: tuple = ()
 
     @property
     def qualified_name(self) -> str:
@@ -104,13 +107,15 @@ class JobPlan:
     @property
     def dependencies(self) -> list[tuple[str, str, str, str]]:
         """``(kind, database, name, role)`` rows for the catalog: every stream beneath
-        the job, derived or not, is a ``source`` (so none can be dropped under it)."""
+        the job, derived or not, is a ``source`` (so none can be dropped under it); every
+        user function it calls a ``call``."""
         deps = [("stream", s.stream.database, s.stream.name, "source") for s in self.sources]
         deps += [("stream", d.stream.database, d.stream.name, "source") for d in self.derived]
         deps += [("table", s.table.database, s.table.name, "static") for s in self.statics]
         deps += [("table", s.dead_letter_table.database, s.dead_letter_table.name, "dead-letter")
                  for s in self.sources if s.dead_letter_table is not None]
         deps.append(("table", self.sink.database, self.sink.name, "sink"))
+        deps += [("function", f.database, f.name, "call") for f in self.functions]
         return deps
 
 
@@ -148,7 +153,8 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
     mode = _output_mode(aq, sources, sink, sink_spec)
     props = _flush_interval(props, sink_spec, {**(session_props or {}), **job_props})
     return JobPlan(database, name, aq, tuple(sources), tuple(statics), sink, sink_spec, mode,
-                   props, jp.guarantee(props), derived)
+                   props, jp.guarantee(props), derived,
+                   tuple(lookup.called[k] for k in sorted(lookup.called)))
 
 
 def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> JobProperties:

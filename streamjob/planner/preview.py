@@ -65,6 +65,8 @@ class PreviewPlan:
     derived: tuple[Derived, ...]
     props: dict[str, Any]
     output_mode: str
+    #: the user functions it calls (FunctionInfo), as :attr:`JobPlan.functions`
+    functions: tuple = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -109,7 +111,8 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
             ``committed`` offsets without a consumer group.
     """
     text = text.rstrip().removesuffix(";")
-    qt = QueryText(text, None)
+    lookup = Lookup(catalog)
+    qt = QueryText(text, None, lookup.functions(default_database))
     policy.check_text(qt, text, "query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     statements = parse(qt, blanked, "query")
@@ -118,7 +121,6 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
                        "CREATE STREAMJOB j AS (\"insert into t select ...\"))")
     select = statements[0]
     limit = _take_limit(qt, select)
-    lookup = Lookup(catalog)
     try:
         body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
     except ValidationError as exc:
@@ -139,7 +141,8 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     check_reads(home.policy, sources, statics)  # the admin's rules for everyone
     # Spark runs session window aggregations in append (or complete) mode only
     mode = "append" if body.sessions or not body.aggregate else "update"
-    return PreviewPlan(body, limit, sources, tuple(statics), derived, props, mode)
+    return PreviewPlan(body, limit, sources, tuple(statics), derived, props, mode,
+                       tuple(lookup.called[k] for k in sorted(lookup.called)))
 
 
 def _take_limit(qt: QueryText, select: exp.Expr) -> int:

@@ -128,7 +128,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
             aggregation, or with a written ``window(...)`` grouping), each at its line
             and column in the script.
     """
-    qt = QueryText(query, position)
+    qt = QueryText(query, position, lookup.functions(default_database))
     policy.check_text(qt, query, "job's query", calls=False)  # as written
     text, clauses = extract_windows(qt)
     text, pattern = extract_pattern(qt, text)
@@ -157,6 +157,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
         raise qt.error("the insert has no select")
     body = (_pattern_body(qt, select, pattern, lookup, default_database) if pattern is not None
             else _analyze_body(qt, select, clauses, lookup, default_database, "job"))
+    lookup.note_calls(called_functions(qt, insert))
     return AnalyzedQuery(
         target=target, target_columns=target_columns, select_sql=body.select_sql,
         references=body.references, aggregate=body.aggregate, windowed=body.windowed,
@@ -164,6 +165,13 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
         output_types=body.output_types, arity_known=body.arity_known, sessions=body.sessions,
         target_spans=target_spans, select_span=body.select_span, pattern=body.pattern,
     )
+
+
+def called_functions(qt: QueryText, tree: exp.Expr) -> tuple:
+    """The user functions (:class:`~streamjob.catalog.records.FunctionInfo`) ``tree``
+    calls, by name."""
+    names = {node.name.lower() for node in tree.find_all(exp.Anonymous)}
+    return tuple(qt.functions[n] for n in sorted(names & qt.functions.keys()))
 
 
 def _pattern_body(qt: QueryText, select: exp.Expr, pattern, lookup: Lookup,
@@ -189,7 +197,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     Raises:
         ValidationError: as :func:`analyze`, or not one SELECT.
     """
-    qt = QueryText(text, position)
+    qt = QueryText(text, position, lookup.functions(default_database))
     policy.check_text(qt, text, f"{what}'s query", calls=False)  # as written
     blanked, clauses = extract_windows(qt)
     _, pattern = extract_pattern(qt, blanked)
@@ -209,6 +217,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
 
 def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
                   default_database: str, what: str) -> AnalyzedSelect:
+    lookup.note_calls(called_functions(qt, select))
     ctes = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
     tables: dict[int, CatalogSource] = {}
     refs: dict[tuple[str, str], Reference] = {}

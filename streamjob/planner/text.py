@@ -55,11 +55,15 @@ class QueryText:
         text: the query as written.
         position: the script position of its first character (None: report positions
             relative to the query itself).
+        functions: the user functions the query may call (lower-case name ->
+            :class:`~streamjob.catalog.records.FunctionInfo`, those of its database),
+            which the SQL policy admits beside Spark's allowed built-ins.
     """
 
-    def __init__(self, text: str, position: Position | None) -> None:
+    def __init__(self, text: str, position: Position | None, functions=None) -> None:
         self.text = text
         self.position = position
+        self.functions = dict(functions or {})
 
     def pos(self, offset: int) -> tuple[int | None, int | None]:
         """Script ``(line, column)`` of a 0-based offset into the query."""

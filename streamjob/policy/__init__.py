@@ -32,7 +32,8 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from ..exceptions import ValidationError
 from ..grammar.limits import MAX_EXPRESSION_DEPTH, MAX_NESTING, MAX_QUERY_CHARS
 from .checked import CheckedSQL, mint
-from .functions import REFUSED, ALLOWED_FUNCTIONS, _calls, check_calls, function_error
+from .functions import (REFUSED, ALLOWED_FUNCTIONS, _calls, check_calls, function_error,
+                        user_functions)
 from .nodes import check_tree
 
 __all__ = ["CheckedSQL", "MAX_EXPRESSION_DEPTH", "MAX_NESTING", "MAX_QUERY_CHARS",
@@ -142,9 +143,10 @@ def render(qt, tree: exp.Expr, what: str) -> CheckedSQL:
         raise qt.error(f"the {what} nests its expressions too deeply to plan; split it "
                        "(docs/reliability.md, limits)") from None
     tokens = tokens_of(text, "spark") or []
+    user = user_functions(qt)
     for i, _ in _calls(tokens):
-        if tokens[i].text.lower() not in ALLOWED_FUNCTIONS:
-            raise function_error(tokens[i].text, what, qt.start())
+        if tokens[i].text.lower() not in ALLOWED_FUNCTIONS and tokens[i].text.lower() not in user:
+            raise function_error(tokens[i].text, what, qt.start(), user)
     for tok in tokens:  # niladic built-ins the tokenizer keeps as keywords (CURRENT_USER)
         if tok.text.lower() in REFUSED and tok.token_type not in (TokenType.STRING,
                                                                   TokenType.IDENTIFIER):

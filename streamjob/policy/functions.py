@@ -37,7 +37,7 @@ from sqlglot.tokens import Token, TokenType
 from ..exceptions import ValidationError
 
 __all__ = ["ALLOWED_FUNCTIONS", "ALLOWED_OPTIONS", "OPTION_ARGUMENT", "REFUSED",
-           "SPARK_FUNCTIONS", "check_calls", "function_error"]
+           "SPARK_FUNCTIONS", "check_calls", "function_error", "user_functions"]
 
 _REFLECTION = "it calls any Java method by reflection (e.g. System.exit) in the job manager's JVM"
 _USER = "it tells the query the operating-system user the job manager runs as"
@@ -155,17 +155,23 @@ def _calls(tokens: list[Token]):
         yield i, j
 
 
-def function_error(name: str, what: str, span=None) -> ValidationError:
+def user_functions(qt) -> dict:
+    """The user functions ``qt`` may call (lower-case name -> FunctionInfo): those of its
+    database, registered by CREATE FUNCTION (docs/functions.md)."""
+    return getattr(qt, "functions", None) or {}
+
+
+def function_error(name: str, what: str, span=None, user=()) -> ValidationError:
     """The error for a call of ``name`` (not allowed): the reason when it is refused,
-    else "unknown function" with the nearest allowed name. ``span`` (a
-    :class:`~streamjob.planner.text.Span` or None) places it."""
+    else "unknown function" with the nearest allowed name or user function (``user``,
+    names). ``span`` (a :class:`~streamjob.planner.text.Span` or None) places it."""
     lower = name.lower()
     line, column, text = (span.line, span.column, span.text) if span else (None, None, None)
     if lower in REFUSED:
         return ValidationError(
             f"function {lower}() is not allowed in a {what}: {REFUSED[lower]} "
             "(docs/security.md, sql-policy)", line=line, column=column, text=text)
-    near = difflib.get_close_matches(lower, list(ALLOWED_FUNCTIONS), n=1, cutoff=0.75)
+    near = difflib.get_close_matches(lower, [*ALLOWED_FUNCTIONS, *user], n=1, cutoff=0.75)
     hint = f"; did you mean {near[0]}()?" if near else ""
     return ValidationError(
         f"unknown function {name}(): not a Spark SQL built-in function{hint}",
@@ -187,16 +193,49 @@ def check_calls(qt, tokens: list[Token] | None, what: str = "query") -> None:
             "unknown function" and the nearest allowed one) or options argument.
     """
     tokens = tokens or []
+    user = user_functions(qt)
     for tok, nxt in zip(tokens, tokens[1:]):  # refused names the tokenizer keeps as keywords
         if nxt.token_type == TokenType.L_PAREN and tok.text.lower() in REFUSED:
             raise function_error(tok.text, what, qt.span(tok.start, tok.end))
     for i, paren in _calls(tokens):
         tok = tokens[i]
         lower = tok.text.lower()
+        if lower in user and lower not in ALLOWED_FUNCTIONS and not _qualified(tokens, i):
+            _check_arity(qt, tokens, i, paren, user[lower])
+            continue
         if lower not in ALLOWED_FUNCTIONS:
-            raise function_error(tok.text, what, qt.span(tok.start, tok.end))
+            raise function_error(tok.text, what, qt.span(tok.start, tok.end), user)
         if lower in OPTION_ARGUMENT:
             _check_options(qt, tokens, paren, lower, OPTION_ARGUMENT[lower])
+
+
+def _qualified(tokens: list[Token], i: int) -> bool:
+    """True when the name at ``tokens[i]`` is written qualified (``x.f(...)``): a user
+    function is called by its bare name only, as Spark's session registers it."""
+    k = i - 1
+    if k >= 0 and tokens[k].token_type == TokenType.UNKNOWN and tokens[k].text == "`":
+        k -= 1
+    return k >= 0 and tokens[k].token_type == TokenType.DOT
+
+
+def _check_arity(qt, tokens: list[Token], i: int, paren: int, fn) -> None:
+    """A user function's call against its registered parameters (``fn.parameters``;
+    None: any number).
+
+    Raises:
+        ValidationError: another number of arguments, at the function's name.
+    """
+    if fn.parameters is None:
+        return
+    given = len(_arguments(tokens, paren))
+    if given != len(fn.parameters):
+        tok = tokens[i]
+        where = qt.span(tok.start, tok.end)
+        want = len(fn.parameters)
+        raise ValidationError(
+            f"function {fn.name}({', '.join(fn.parameters)}) takes {want} argument"
+            f"{'' if want == 1 else 's'}, not {given} ({fn.source}; DESCRIBE FUNCTION "
+            f"{fn.name})", line=where.line, column=where.column, text=where.text)
 
 
 def _arguments(tokens: list[Token], paren: int) -> list[list[Token]]:

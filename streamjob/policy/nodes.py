@@ -37,7 +37,7 @@ from sqlglot.tokens import Token
 
 from ..exceptions import ValidationError
 from ..grammar.limits import MAX_EXPRESSION_DEPTH
-from .functions import ALLOWED_FUNCTIONS, REFUSED, function_error
+from .functions import ALLOWED_FUNCTIONS, REFUSED, function_error, user_functions
 
 __all__ = ["ALLOWED_TABLE_FUNCTIONS", "NODES", "check_tree"]
 
@@ -225,13 +225,14 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
 
 
 def _check_function(qt, node: exp.Func, what: str) -> None:
-    """A function node by its name: an Anonymous one's written name must be allowed; a
+    """A function node by its name: an Anonymous one's written name must be allowed (or
+    a user function of the query's database); a
     typed one (sqlglot's class for a known function) must not be one of the refused
     built-ins under any of its names (``CURRENT_USER`` written without parentheses
     is one). What it emits is checked again by :func:`streamjob.policy.render`."""
     if isinstance(node, exp.Anonymous):
         names = {node.name.lower()}
-        bad = {n for n in names if n not in ALLOWED_FUNCTIONS}
+        bad = {n for n in names if n not in ALLOWED_FUNCTIONS and n not in user_functions(qt)}
     else:
         names = {n.lower() for n in type(node).sql_names()}
         bad = names & set(REFUSED)

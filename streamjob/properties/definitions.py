@@ -262,7 +262,8 @@ ENGINE = Registry([
              "PostgreSQL for shared use", scopes=("engine",), secret=False),
     # the admin's policy (:class:`streamjob.security.policy.AdminPolicy` reads these,
     # docs/security.md): engine only, never SET or JOBPROPERTIES
-    *(Property(key, "string", default, meaning + " (docs/security.md)", scopes=("engine",))
+    *(Property(key, "string", default or None, meaning + " (docs/security.md)",
+               scopes=("engine",))
       for key, default, meaning in (
         ("streamjob.security.file.roots", "data,warehouse",
          "comma-separated directories (or Hadoop URIs such as hdfs://nn/data) under which an "
@@ -289,7 +290,14 @@ ENGINE = Registry([
          "may read"),
         ("streamjob.security.secret.key", "secret.key",
          "file holding the key that encrypts literal secrets in the catalog (Fernet; created "
-         "owner-only on first use); relative to the home"))),
+         "owner-only on first use); relative to the home"),
+        ("streamjob.security.functions.dirs", "functions",
+         "comma-separated directories whose Python modules CREATE FUNCTION may name (code "
+         "the job manager runs: everyone, the admin included, names only modules of these "
+         "directories or of streamjob.security.functions.packages); relative to the home"),
+        ("streamjob.security.functions.packages", "",
+         "comma-separated installed Python packages (top-level import names) whose modules "
+         "CREATE FUNCTION may name; none by default"))),
 ], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
 
 # --------------------------------------------------------------------- connectors

@@ -18,6 +18,10 @@ setting                                     default                          wha
 ``streamjob.security.secret.dirs``          ``secrets`` (in the home)        ``${file:...}`` (everyone)
 ``streamjob.security.secret.env``           ``STREAMJOB_SECRET_*``           ``${env:...}`` (everyone)
 ``streamjob.security.secret.key``           ``secret.key`` (in the home)     the key of sealed secrets
+``streamjob.security.functions.dirs``       ``functions`` (in the home)      modules of CREATE FUNCTION
+                                                                             (everyone)
+``streamjob.security.functions.packages``   (none)                           installed packages of
+                                                                             CREATE FUNCTION (everyone)
 ==========================================  ===============================  ==========================
 
 Host lists hold names, addresses or ``fnmatch`` patterns (``*.corp.example``,
@@ -63,12 +67,14 @@ WEBHOOK_HOSTS = PREFIX + "webhook.hosts"
 SECRET_DIRS = PREFIX + "secret.dirs"
 SECRET_ENV = PREFIX + "secret.env"
 SECRET_KEY = PREFIX + "secret.key"
+FUNCTION_DIRS = PREFIX + "functions.dirs"
+FUNCTION_PACKAGES = PREFIX + "functions.packages"
 
 #: ``{setting: its default}``: the settings are engine properties, registered with their
 #: defaults and meanings in :mod:`streamjob.properties.definitions` (docs/properties.md).
 DEFAULTS: dict[str, str] = {key: ENGINE.get(key).default for key in (
     FILE_ROOTS, SQL_HOSTS, SQL_DRIVERS, KAFKA_HOSTS, WEBHOOK_HOSTS, SECRET_DIRS, SECRET_ENV,
-    SECRET_KEY)}
+    SECRET_KEY, FUNCTION_DIRS, FUNCTION_PACKAGES)}
 
 #: Largest secret file ``${file:...}`` reads (bytes).
 SECRET_MAX_BYTES = 64 * 1024
@@ -163,6 +169,18 @@ class AdminPolicy:
     def secret_dirs(self) -> list[Path]:
         """Real paths of the directories ``${file:...}`` may read."""
         return self._paths(SECRET_DIRS)
+
+    @property
+    def function_dirs(self) -> list[Path]:
+        """Real paths of the directories CREATE FUNCTION's modules may come from
+        (``streamjob.security.functions.dirs``)."""
+        return self._paths(FUNCTION_DIRS)
+
+    @property
+    def function_packages(self) -> list[str]:
+        """The installed top-level packages CREATE FUNCTION may name
+        (``streamjob.security.functions.packages``; none by default)."""
+        return _split(dict(self.conf).get(FUNCTION_PACKAGES, ""))
 
     @property
     def key_file(self) -> Path:

@@ -47,13 +47,14 @@ def _names(node) -> list[str]:
     return [str(p).strip("`").lower() for p in (parts or []) if str(p).strip()]
 
 
-def spark_parse_check(tree_json: str) -> None:
+def spark_parse_check(tree_json: str, user: frozenset[str] = frozenset()) -> None:
     """Check Spark's unresolved plan (or expression) of a checked text, as ``toJSON``
     gives it.
 
     Raises:
         StreamJobError: a script transformation, a table-valued function or a call of a
-            function outside the allowlist (the policy let something through: not run).
+            function outside the allowlist and ``user`` (the user functions registered
+            in the session; the policy let something through: not run).
     """
     from ..policy.functions import ALLOWED_FUNCTIONS
 
@@ -71,7 +72,8 @@ def spark_parse_check(tree_json: str) -> None:
             found.append(kind)
         elif kind in _FUNCTIONS:
             names = _names(item)
-            if names and names[-1] not in ALLOWED_FUNCTIONS:
+            if names and names[-1] not in ALLOWED_FUNCTIONS and (
+                    len(names) > 1 or names[-1] not in user):
                 found.append(f"{names[-1]}()")
         todo.extend(item.values())
     if found:
@@ -92,8 +94,10 @@ def run_sql(session, text: CheckedSQL):
         StreamJobError: ``text`` is not a :class:`~streamjob.policy.CheckedSQL`, or Spark
             reads in it what the policy does not allow.
     """
+    from .udf import registered
+
     checked = _checked(text)
-    spark_parse_check(_parser(session).parsePlan(checked).toJSON())
+    spark_parse_check(_parser(session).parsePlan(checked).toJSON(), registered(session))
     return session.sql(checked)
 
 

@@ -145,7 +145,9 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     from pyspark.sql import functions as F
 
     from ..types import ddl
+    from .udf import register
 
+    register(session, plan.functions)
     for src in plan.sources:
         if empty_dir is not None:  # Spark's Parquet source with the declared schema: no
             # per-column key matching of JSON text to build, typed as declared
@@ -212,6 +214,9 @@ def preview_frame(session, plan):
     """The streaming DataFrame of a shell preview (a
     :class:`streamjob.planner.preview.PreviewPlan`) in ``session`` (a session clone): a view per
     source stream, static table and derived stream, in dependency order, then the select."""
+    from .udf import register
+
+    register(session, plan.functions)
     for src in plan.sources:
         source_frame(session, src, plan.props).createOrReplaceTempView(src.view)
     for st in plan.statics:

@@ -165,3 +165,17 @@ def test_compat_names_a_database_statement_by_its_database(tmp_path):
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[:2] == [f"{script}:1: CREATE DATABASE shop: runs",
                                            f"{script}:2: USE shop: runs"]
+
+
+def test_compat_reports_hive_udf_jars_refused_and_python_functions_running(tmp_path):
+    script = tmp_path / "udfs.sql"
+    script.write_text("add jar /opt/udfs/normalize.jar;\n"
+                      "create temporary function normalize as 'com.example.Normalize';\n"
+                      "create function shout as 'text_udfs:shout' returns string;\n")
+    res = invoke(tmp_path, "check", "--compat", str(script))
+    assert res.exit_code == 1
+    out = res.output
+    assert f"{script}:1: ADD JAR" in out and "rewrite: Hive UDF jars are not supported yet" in out
+    assert (f"{script}:2: CREATE TEMPORARY FUNCTION: refused: 'com.example.Normalize' names a "
+            "Java (Hive) UDF class") in out
+    assert f"{script}:3: CREATE FUNCTION shout: runs" in out

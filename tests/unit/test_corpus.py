@@ -15,6 +15,8 @@ from streamjob.exceptions import StreamJobError
 from streamjob.home import Home
 from streamjob.script import substitute
 
+from . import example_functions
+
 pytestmark = pytest.mark.unit
 
 CORPUS = Path(__file__).parent.parent / "corpus"
@@ -25,8 +27,8 @@ EXPECT = re.compile(r"^-- expect: (\d+):(\d+): (.+)$")
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return Home.open(tmp_path_factory.mktemp("home"))
+def home(tmp_path_factory):  # with the example functions in its functions/
+    return example_functions.install(Home.open(tmp_path_factory.mktemp("home")))
 
 
 def _text(path: Path, home: Home) -> str:

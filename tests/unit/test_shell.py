@@ -122,8 +122,9 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("database", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
-    ("show create ", [("stream", 0), ("streamjob", 0), ("table", 0)]),
+    ("create ", [("database", 0), ("function", 0), ("stream", 0), ("streamjob", 0), ("table", 0),
+                 ("temporary", 0)]),
+    ("show create ", [("function", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
     ("print s1 from ", [("beginning", 0)]),
     ("SHOW TO", [("TOPICS", -2)]),
     ("LIST ", [("STREAMJOBS", 0)]),
@@ -161,7 +162,7 @@ def test_catalog_name_completion(text, expected):
 
 def test_describe_offers_kinds_and_every_name():
     offered = [t for t, _ in _offers("DESCRIBE ")]
-    assert offered[:3] == ["STREAM", "STREAMJOB", "TABLE"]
+    assert offered[:4] == ["FUNCTION", "STREAM", "STREAMJOB", "TABLE"]
     assert {"clicks", "agg", "j1"} <= set(offered)
 
 

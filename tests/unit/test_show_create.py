@@ -18,6 +18,8 @@ from streamjob.home import Home
 from streamjob.script import substitute
 from streamjob.client.session import ClientSession
 
+from . import example_functions
+
 pytestmark = pytest.mark.unit
 
 CORPUS = Path(__file__).parent.parent / "corpus"
@@ -26,8 +28,8 @@ VALID = sorted((CORPUS / "valid").glob("*.sql")) + sorted(EXAMPLES.glob("*/*.sql
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return Home.open(tmp_path_factory.mktemp("home"))
+def home(tmp_path_factory):  # with the example functions in its functions/
+    return example_functions.install(Home.open(tmp_path_factory.mktemp("home")))
 
 
 def _session(home, catalog=None) -> ClientSession:
@@ -56,18 +58,19 @@ def _show_create(session, kind: str, qualified: str) -> str:
 
 
 def _objects(catalog) -> list[tuple[str, object]]:
-    """Every object in an order that can be recreated: sources and tables, then derived
-    streams (as created), then jobs."""
+    """Every object in an order that can be recreated: functions, sources and tables,
+    then derived streams (as created), then jobs."""
     streams = sorted(catalog.list_streams(), key=lambda s: (s.query is not None, s.created_at))
     out = [("STREAM", s) for s in streams if s.query is None]
     out += [("TABLE", t) for t in catalog.list_tables()]
     out += [("STREAM", s) for s in streams if s.query is not None]
+    out = [("FUNCTION", f) for f in catalog.list_functions()] + out
     return out + [("STREAMJOB", j) for j in catalog.list_jobs()]
 
 
 def _get(catalog, kind: str, obj):
     getter = {"STREAM": catalog.get_stream, "TABLE": catalog.get_table,
-              "STREAMJOB": catalog.get_job}[kind]
+              "STREAMJOB": catalog.get_job, "FUNCTION": catalog.get_function}[kind]
     return getter(obj.database, obj.name)
 
 

@@ -27,6 +27,8 @@ from streamjob.grammar import parse_script
 from streamjob.home import Home
 from streamjob.script import substitute
 
+from . import example_functions
+
 pytestmark = pytest.mark.unit
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "streamsql.md"
@@ -57,8 +59,8 @@ BLOCKS = sql_blocks(PAGE.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return Home.open(tmp_path_factory.mktemp("home"))
+def home(tmp_path_factory):  # with the example functions in its functions/
+    return example_functions.install(Home.open(tmp_path_factory.mktemp("home")))
 
 
 def _text(block: str, home: Home) -> str:

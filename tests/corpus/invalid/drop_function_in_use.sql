@@ -1,0 +1,6 @@
+-- expect: 6:15: cannot drop function default.shout: called by job default.j
+CREATE STREAM s (k STRING) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="localhost:9092");
+CREATE TABLE out (k STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///out.db");
+CREATE FUNCTION shout AS 'text_udfs:shout' RETURNS STRING;
+CREATE STREAMJOB j AS ("insert into out select shout(k) from s");
+DROP FUNCTION shout;

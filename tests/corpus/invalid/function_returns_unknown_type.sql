@@ -1,0 +1,2 @@
+-- expect: 2:48: RETURNS strin
+CREATE FUNCTION f AS 'text_udfs:shout' RETURNS strin;

@@ -1,0 +1,5 @@
+-- expect: 5:48: did you mean shout()?
+CREATE STREAM s (k STRING) TBLPROPERTIES ("topic"="t", "kafka.broker.list"="localhost:9092");
+CREATE TABLE out (k STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///out.db");
+CREATE FUNCTION shout AS 'text_udfs:shout' RETURNS STRING;
+CREATE STREAMJOB j AS ("insert into out select shoutt(k) from s");

@@ -1,0 +1,16 @@
+-- User functions (docs/functions.md): the example module examples/functions/text_udfs.py
+-- lies in the home's functions/ directory.
+CREATE FUNCTION shout AS 'text_udfs:shout' RETURNS STRING;
+CREATE TEMPORARY FUNCTION IF NOT EXISTS scaled AS 'text_udfs:scaled'
+  RETURNS DOUBLE LANGUAGE PYTHON;
+SHOW FUNCTIONS;
+SHOW USER FUNCTIONS;
+DESCRIBE FUNCTION shout;
+DESC FUNCTION default.scaled;
+DROP TEMPORARY FUNCTION scaled;
+DROP FUNCTION IF EXISTS scaled;
+CREATE STREAM words (w STRING, x DOUBLE) TBLPROPERTIES ("topic"="words", "kafka.broker.list"="localhost:9092");
+CREATE TABLE loud (w STRING, x DOUBLE) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///loud.db");
+CREATE FUNCTION scaled AS 'text_udfs:scaled' RETURNS DOUBLE;
+CREATE STREAMJOB shouting AS ("insert into loud select shout(w), scaled(x, 2.0) from words");
+EXPLAIN STREAMJOB shouting;

@@ -1,0 +1,121 @@
+"""User functions on real Spark and the real broker (issue 31, docs/functions.md): a
+scalar Python function, registered by CREATE FUNCTION from the home's functions/
+directory, runs vectorised in a job over Kafka into SQLite, and its results equal
+pandas'; a function that raises fails the job with an error naming it, the exception's
+type and message, and no trace."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from streamjob.catalog import Catalog
+from streamjob.dev.broker import create_topic
+from streamjob.dev.flights import replay
+from streamjob.exceptions import JobError
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
+from streamjob.home import Home
+from streamjob.manager.job_manager import JobManager
+
+pytestmark = pytest.mark.spark
+
+MODULE = '''
+import pandas as pd
+
+
+def label(name: pd.Series, x: pd.Series) -> pd.Series:
+    return name.str.upper() + ":" + (x * 2).round(2).astype(str)
+
+
+def picky(x: pd.Series) -> pd.Series:
+    if (x > 100).any():
+        raise ValueError(f"x too large: {x.max()}")
+    return x
+'''
+
+ROWS = [{"id": i, "name": f"n{i}", "x": i / 4} for i in range(300)]
+
+
+@pytest.fixture
+def world(tmp_path, broker):
+    home = Home.open(tmp_path / "home", {"spark.master": "local[2]",
+                                         "spark.sql.shuffle.partitions": "2"})
+    (tmp_path / "home" / "functions").mkdir()
+    (tmp_path / "home" / "functions" / "shop_udfs.py").write_text(MODULE)
+    catalog = Catalog(home.catalog_url)
+    manager = JobManager(catalog, home)
+    ex = Executor(catalog, home, manager, {"morphling.job.checkpoint.interval": "0"})
+    yield ex, broker
+    for uid in list(manager.runners):
+        manager.stop(uid)
+    catalog.close()
+
+
+def _script(ex, broker, tmp_path, fn: str, extra: str = "") -> tuple[str, str]:
+    topic = f"udf_{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in ROWS], 2)
+    db = tmp_path / "out.db"
+    script = f"""
+    CREATE STREAM items (id BIGINT, name STRING, x DOUBLE)
+      TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
+    CREATE TABLE labels (id BIGINT, label STRING)
+      TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{db}", "primary.key"="id");
+    CREATE FUNCTION label AS 'shop_udfs:label' RETURNS STRING;
+    CREATE FUNCTION picky AS 'shop_udfs:picky' RETURNS DOUBLE;
+    CREATE STREAMJOB j AS ("insert into labels select id, {fn} from items") {extra};
+    START STREAMJOB j;"""
+    for stmt in parse_script(script):
+        ex.execute(stmt)
+    return topic, f"sqlite:///{db}"
+
+
+def test_a_scalar_udf_over_kafka_into_sqlite_equals_pandas(world, tmp_path):
+    ex, broker = world
+    _, url = _script(ex, broker, tmp_path, "label(name, x)")
+    ex.manager.wait_until_idle(timeout=240)
+    got = pd.read_sql("select id, label from labels order by id", sa.create_engine(url))
+    frame = pd.DataFrame(ROWS)
+    want = pd.DataFrame({"id": frame["id"],
+                         "label": frame["name"].str.upper() + ":" + (frame["x"] * 2).round(2).astype(str)})
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+    desc = dict(ex.execute(parse_script("DESCRIBE FUNCTION label")[0]).rows)
+    assert desc["jobs"] == "default.j"
+
+
+def test_a_raising_udf_fails_the_job_naming_the_function(world, tmp_path):
+    ex, broker = world
+    _script(ex, broker, tmp_path, "cast(picky(x * 10) as string)",
+            'JOBPROPERTIES ("morphling.task.max.failures"="0")')
+    with pytest.raises(JobError):
+        ex.manager.wait_until_idle(timeout=240)
+    job = ex.catalog.get_job("default", "j")
+    assert job.status == "FAILED"
+    assert "function picky raised ValueError: x too large" in job.last_error, job.last_error
+    assert "Traceback" not in job.last_error and "File " not in job.last_error
+
+
+def test_an_edited_udf_is_refused_at_start_and_the_restored_one_resumes(world, tmp_path):
+    from streamjob.exceptions import ChangedLogic
+
+    ex, broker = world
+    topic, url = _script(ex, broker, tmp_path, "label(name, x)")
+    ex.manager.wait_until_idle(timeout=240)
+    ex.execute(parse_script("STOP STREAMJOB j")[0])
+    module = tmp_path / "home" / "functions" / "shop_udfs.py"
+    module.write_text(MODULE.replace('":"', '"="'))
+    with pytest.raises(ChangedLogic, match="function default.label changed since CREATE FUNCTION"):
+        ex.execute(parse_script("START STREAMJOB j")[0])
+    module.write_text(MODULE)
+    more = [{"id": i, "name": f"n{i}", "x": i / 4} for i in range(300, 400)]
+    replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in more], 2)
+    ex.execute(parse_script("START STREAMJOB j")[0])
+    ex.manager.wait_until_idle(timeout=240)
+    got = pd.read_sql("select id, label from labels order by id", sa.create_engine(url))
+    assert list(got["id"]) == list(range(400))  # resumed from its checkpoint: all, once
+    assert got["label"].iloc[-1] == "N399:" + str(round(399 / 4 * 2, 2))
