@@ -145,6 +145,13 @@ class Attempt:
                 log.log(level, "job %s: %s failed: %s", self.job.qualified_name, what, exc)
         self._stack.callback(quietly)
 
+    def _close_sink(self) -> None:
+        """Close the table sink (a Kafka table's producer; the next attempt's sink fences
+        it anyway, KIP-98); :attr:`sink` is None once it is closed."""
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            sink.close()
+
     def _build(self) -> None:  # noqa: C901 - the numbered steps of the class docstring
         job, plan = self.job, self.plan
         props = plan.props
@@ -184,7 +191,7 @@ class Attempt:
             plan.sink, plan.sink_spec, marker=marker, job=job.qualified_name,
             exactly_once=plan.guarantee == "exactly-once",
             upsert=plan.output_mode == "update", checkpointed=durable)
-        self._release("closing the sink", sink.close)
+        self._release("closing the sink", self._close_sink)
         # 6. the checkpoint directory's state
         fresh = True
         if durable:

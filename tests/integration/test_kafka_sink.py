@@ -516,12 +516,12 @@ def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(wo
             ex.execute(stmt)
         job = world.catalog.get_job("default", "relay")
         manager.wait_until_idle(timeout=120)
-        runner = manager.runners[job.uid]
-        assert runner.sink is not None and not runner.sink.kafka.exactly_once
+        attempt = manager.runners[job.uid].attempt
+        assert attempt.sink is not None and not attempt.sink.kafka.exactly_once
     finally:
         if job is not None:
             manager.stop(job.uid)
-    assert runner.sink is None  # closed with the attempt
+    assert attempt.sink is None  # closed with the attempt
     got = read_topic(broker.bootstrap, target)
     cols = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}]
     values = [v for _, _, v in got]

@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from streamjob.catalog import Catalog
-from streamjob.dev.broker import create_topic
-from streamjob.dev.flights import replay
+from streamjob_tools.dev.broker import create_topic
+from streamjob_tools.dev.flights import replay
 from streamjob.exceptions import JobError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
