@@ -9,7 +9,7 @@ import threading
 from datetime import datetime, timezone
 from typing import Callable
 
-from ..secrets import mask_text
+from ..sensitive import mask_text
 from ..status import status_snapshot
 from .rules import Alert, AlertEvaluator
 from .webhook import WebhookSender

@@ -4,7 +4,7 @@ backoff on background threads, never raising and never blocking the evaluation.
 The body is :meth:`streamjob.alerts.rules.Alert.payload` (Prometheus Alertmanager's
 webhook receiver in spirit: status firing/resolved, a fingerprint, starts_at/ends_at).
 A ``user:password`` in the webhook URL is sent as HTTP basic auth, never as part of the
-URL httpx logs; every URL this module logs is masked (:func:`streamjob.secrets.mask_url`).
+URL httpx logs; every URL this module logs is masked (:func:`streamjob.sensitive.mask_url`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from ..secrets import mask_text, mask_url
+from ..sensitive import mask_text, mask_url
 from .rules import Alert
 
 log = logging.getLogger(__name__)

@@ -134,8 +134,8 @@ class AccessMixin(CatalogEngine):
     def log_statement(self, principal: str, kind: str, object: str | None, ok: bool,
                       error: str | None = None) -> None:
         """Record that ``principal`` executed a statement of ``kind`` on ``object``; an
-        ``error`` is stored masked (:func:`streamjob.secrets.mask_text`, DESIGN §9)."""
-        from streamjob.secrets import mask_text
+        ``error`` is stored masked (:func:`streamjob.sensitive.mask_text`, DESIGN §9)."""
+        from streamjob.sensitive import mask_text
 
         error = mask_text(error) if error else None
         with self._tx(write=True) as session:

@@ -86,7 +86,7 @@ def _create_private(path: Path) -> None:
 
 
 def _mask_raw_url(url: str) -> str:
-    from ..secrets import mask_url
+    from ..sensitive import mask_url
 
     return mask_url(url)
 

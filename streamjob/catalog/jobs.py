@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from streamjob.secrets import mask_text
+from streamjob.sensitive import mask_text
 from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
 from streamjob.catalog.models import (
     Checkpoint,
@@ -211,7 +211,7 @@ class JobsMixin(CatalogEngine):
             if desired_state is not None:
                 job.desired_state = desired_state
             if last_error is not _UNCHANGED:
-                job.last_error = mask_text(last_error)  # errors carry URLs (secrets.py)
+                job.last_error = mask_text(last_error)  # errors carry URLs (sensitive.py)
             if attempts is not None:
                 job.attempts = attempts
             if properties is not None:

@@ -232,7 +232,7 @@ def refuse_orphaned(home, catalog) -> None:
     found = job_directories(home.checkpoint_root)
     if not found:
         return
-    from ..secrets import mask_url
+    from ..sensitive import mask_url
 
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     raise CheckpointError(

@@ -25,7 +25,7 @@ from typing import Callable, Protocol, Sequence
 from urllib.parse import urlparse
 
 from ..exceptions import JobError, ValidationError
-from ..secrets import mask_url
+from ..sensitive import mask_url
 from . import hive_forms
 from . import spec as cspec
 

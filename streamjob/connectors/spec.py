@@ -38,7 +38,7 @@ FILE_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 @dataclass(frozen=True)
 class Reach:
     """What a stream or table declaration reaches, for the security checks
-    (``security/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
+    (``planner/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
     ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
     :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
     as ``(url, property label)``."""

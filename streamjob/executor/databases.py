@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 
 from ..exceptions import ObjectNotFoundError
-from ..grammar import ddl
+from . import ddl
 from ..grammar import statements as st
 from ..home import validate_name
 from .result import Result

@@ -15,7 +15,7 @@ from ..catalog.records import FunctionInfo
 from ..exceptions import ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from ..policy.functions import SPARK_FUNCTIONS
-from ..types import check_type
+from ..columntypes import check_type
 from ..udf import source as udf_source
 from .databases import _nearest
 from .result import Result

@@ -9,7 +9,7 @@ from ..checkpoint import fingerprint, identity, store
 from ..connectors import spec as cspec
 from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
-from ..security import checks
+from ..planner import checks
 from .result import Result
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
 

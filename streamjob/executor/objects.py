@@ -10,8 +10,8 @@ from ..connectors.sources import stream_source
 from ..exceptions import ObjectInUseError, ValidationError
 from ..grammar import statements as st
 from ..home import validate_name
-from ..security import checks
-from ..types import check_type
+from ..planner import checks
+from ..columntypes import check_type
 from .result import Result
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import properties as jp
 from ..grammar import statements as st
-from ..security import checks
+from ..planner import checks
 from .result import Result
 
 

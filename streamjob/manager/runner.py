@@ -58,7 +58,7 @@ from ..checkpoint.recorder import CheckpointTracker
 from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
-from ..security.checks import check_plan
+from ..planner.checks import check_plan
 from .admission import StartGate
 from .attempt import Attempt, group_committers
 from .failures import permanent_failure

@@ -50,7 +50,7 @@ from sqlglot.tokens import TokenType
 from ..catalog.records import StreamInfo
 from ..exceptions import ValidationError
 from ..grammar.statements import Position
-from ..types import normalize_type
+from ..columntypes import normalize_type
 from ..policy.checked import CheckedSQL
 from .lookup import Lookup, direct_references, is_window_stream
 from .query import AnalyzedSelect, Reference, analyze_select, view_name

@@ -136,7 +136,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     sources = tuple(_source(st, view, view in proctime, reset) for st, view in bases)
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
     statics = static_tables(lookup, home, body.references)
-    from ..security.checks import check_reads
+    from .checks import check_reads
 
     check_reads(home.policy, sources, statics)  # the admin's rules for everyone
     # Spark runs session window aggregations in append (or complete) mode only

@@ -247,7 +247,7 @@ def mask(name: str, value: Any) -> Any:
     if (prop is not None and prop.secret) or any(w in low for w in SECRET_WORDS):
         return "******"
     if isinstance(value, str):
-        from ..secrets import mask_url
+        from ..sensitive import mask_url
 
         return mask_url(value)
     return value

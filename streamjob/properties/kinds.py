@@ -14,12 +14,13 @@ import difflib
 import functools
 import re
 
+from ..sensitive import REFERENCE
+
 #: TCP ports (RFC 6335): 1-65535; 0 is "any port" to a listener, never a server's address.
 PORT_MIN, PORT_MAX = 1, 65535
 
 _HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?)$")
-#: ``${env:NAME}`` / ``${file:/path}`` (streamjob.secrets): stands in for text checked later.
-_REFERENCE = re.compile(r"\$\{(?:env|file):[^}]+\}")
+#: ``${env:NAME}`` / ``${file:/path}`` (streamjob.sensitive): stands in for text checked later.
 
 
 def check_port(text: str, what: str) -> int:
@@ -115,7 +116,7 @@ def sql_url(text: str) -> str:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-    probe = _REFERENCE.sub("secret", text)
+    probe = REFERENCE.sub("secret", text)
     try:
         url = make_url(probe)
     except (ArgumentError, ValueError):

@@ -177,7 +177,7 @@ class Property:
     def _checked(self, text: str) -> str:
         """A ``hostports``, ``quorum`` or ``sqlurl`` value (:mod:`.kinds`); the error
         shows the value with its password masked."""
-        from ..secrets import mask_url
+        from ..sensitive import mask_url
         from . import kinds
 
         try:
@@ -193,7 +193,7 @@ class Property:
         the value with its password masked."""
         from urllib.parse import urlsplit
 
-        from ..secrets import mask_url
+        from ..sensitive import mask_url
 
         if not text:
             return None

@@ -11,7 +11,10 @@ this be reached" question.
   resolved under the policy, when a connection is made.
 * :mod:`.sealed` — literal secrets encrypted at rest in the catalog (Fernet, with the key
   the admin holds).
-* :mod:`.checks` — the policy applied to statements and job plans.
+
+The policy applied to what statements declare and to job plans is the planner's
+(:mod:`streamjob.planner.checks`): it asks each connector what its declaration reaches, so
+this room, below the connectors, imports none of them.
 
 The policy of this process is the one of the home it opened last
 (:func:`active`; ``Home.open`` activates it): a process serves one home.

@@ -286,7 +286,7 @@ class AdminPolicy:
         """
         from sqlalchemy.engine import make_url
 
-        from ..secrets import _userinfo_span, has_reference, mask_url
+        from ..sensitive import _userinfo_span, has_reference, mask_url
 
         shown = mask_url(url)
         span = _userinfo_span(url)
@@ -372,7 +372,7 @@ class AdminPolicy:
         Raises:
             PolicyError: the host is not allowed (the URL shown masked).
         """
-        from ..secrets import _userinfo_span, has_reference, mask_url
+        from ..sensitive import _userinfo_span, has_reference, mask_url
 
         if not url or not url.strip():
             return

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from ..secrets import _ANY, _SECRET_KEYS, _userinfo_span, mask_url, remember
+from ..sensitive import _ANY, _SECRET_KEYS, _userinfo_span, mask_url, remember
 
 #: the end of ``?password=`` (and the other secret query keys) just before a value
 _QUERY_KEY = re.compile(rf"[?&;]{_SECRET_KEYS}=$", re.IGNORECASE)
@@ -30,7 +30,7 @@ def resolve(text: str, what: str = "a property", policy=None) -> str:
       device is refused, never waited on or read endlessly;
     * ``${sealed:...}``: a literal secret sealed in the catalog (:mod:`.sealed`).
 
-    Resolved values are masked by :func:`streamjob.secrets.mask_text` from then on.
+    Resolved values are masked by :func:`streamjob.sensitive.mask_text` from then on.
 
     Raises:
         PolicyError: a reference outside the admin's rules (names the reference, the rule

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..exceptions import ConnectorError
-from ..secrets import _SECRET_KEYS
+from ..sensitive import _SECRET_KEYS
 
 if TYPE_CHECKING:
     from .policy import AdminPolicy
 
-#: a secret query parameter: ``(?password=)(value)`` (the keys of :mod:`streamjob.secrets`)
+#: a secret query parameter: ``(?password=)(value)`` (the keys of :mod:`streamjob.sensitive`)
 _QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_KEYS}=)([^&\s'\"]*)", re.IGNORECASE)
 #: ``${sealed:TOKEN}``: a Fernet token (URL-safe base64).
 SEALED = re.compile(r"\$\{sealed:([A-Za-z0-9_\-=]+)\}")
@@ -99,7 +99,7 @@ def seal_properties(props: Mapping[str, Any], policy: "AdminPolicy") -> dict[str
     password of a ``"url"``, the ``user:password`` of ``streamjob.alert.webhook``.
     References (``${env:}``, ``${file:}``) and sealed values stay as they are."""
     from .. import properties as jp
-    from ..secrets import _userinfo_span, has_reference
+    from ..sensitive import _userinfo_span, has_reference
 
     out = dict(props)
     for name, value in props.items():

@@ -50,7 +50,7 @@ def match_frame(session, plan: CepPlan):
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from ..types import ddl
+    from ..columntypes import ddl
 
     df = session.table(plan.view)
     cols = [c for c, _ in plan.columns]

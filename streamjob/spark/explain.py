@@ -30,7 +30,7 @@ def physical_plan(session, plan) -> str:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from ..secrets import mask_text
+    from ..sensitive import mask_text
     from .analysis import _reason
     from .query import result_frame
     from .session import SAFE_SQL_CONF

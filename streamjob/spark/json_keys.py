@@ -42,7 +42,7 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
     :mod:`streamjob.spark.observe` count the columns no record carried."""
     from pyspark.sql import functions as F
 
-    from .. import types as sjtypes
+    from .. import columntypes as sjtypes
 
     names = [c["name"] for c in columns]
     value = F.col(f"`{TEXT_COLUMN}`")

@@ -24,7 +24,7 @@ def source_frame(session, src: Source, props: JobProperties):
     (:meth:`~streamjob.connectors.sources.StreamSource.reader`), watermarked if it
     declares event time (its ``"watermark.delay"``, or the job's
     ``morphling.maxlag.on.disorder``)."""
-    from .. import types as sjtypes
+    from .. import columntypes as sjtypes
 
     st = src.stream
     how = src.source.reader(sjtypes.ddl(st.columns), start=props.start_position,
@@ -73,7 +73,7 @@ def static_frame(session, st: Static):
         ConnectorError: the SQL table cannot be reached, does not exist or its columns
             do not match (checked here, at job start).
     """
-    from .. import types as sjtypes
+    from .. import columntypes as sjtypes
     from ..connectors import static
 
     sp = st.spec
@@ -109,7 +109,7 @@ def spark_file_frame(session, sp, columns):
     from the ``col=value`` directories, typed as declared."""
     from pyspark.sql import functions as F
 
-    from .. import types as sjtypes
+    from .. import columntypes as sjtypes
 
     names = [c["name"] for c in columns]
     if sp.format == "json":
@@ -144,7 +144,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
     read or connected to."""
     from pyspark.sql import functions as F
 
-    from ..types import ddl
+    from ..columntypes import ddl
     from .udf import register
 
     register(session, plan.functions)
@@ -173,7 +173,7 @@ def result_frame(session, plan: JobPlan, empty_dir: str | None = None):
         raise ValidationError(
             f"the select gives {len(df.columns)} columns but {len(targets)} are inserted into "
             f"{plan.sink.qualified_name} ({', '.join(targets)})")
-    from ..types import spark_type
+    from ..columntypes import spark_type
 
     spelled = {c["name"].lower(): c["name"] for c in plan.sink.columns}  # as declared
     # INSERT maps the select's columns to the table's by position (Hive, Slipstream, Flink):

@@ -40,7 +40,7 @@ def _vectorised(name: str, fn, return_type: str):
     from pyspark.sql.functions import pandas_udf
     from pyspark.util import PythonEvalType
 
-    from ..types import spark_type
+    from ..columntypes import spark_type
 
     inner = getattr(fn, "func", fn)
     rtype = getattr(fn, "returnType", None) or spark_type(return_type)

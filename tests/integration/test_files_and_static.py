@@ -486,7 +486,7 @@ def test_json_file_stream_matches_keys_as_a_kafka_stream_does(world):
     from streamjob.connectors.kafka.decode import _decoder
     from streamjob.connectors.kafka.formats import RecordSlice
     from streamjob.spark.observe import missing_columns
-    from streamjob.types import ddl
+    from streamjob.columntypes import ddl
 
     records = [{"auction": i, "dateTime": f"2024-01-01T00:00:0{i}Z", "itemName": f"x{i}",
                 **({"ItemName": "other case", "itemname": f"exact{i}"} if i == 3 else {})}

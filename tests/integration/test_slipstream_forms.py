@@ -11,7 +11,7 @@ import uuid
 import pyarrow.orc as po
 import pytest
 
-from streamjob import types as sjtypes
+from streamjob import columntypes as sjtypes
 from streamjob.connectors.files.table import committed_files
 from streamjob.connectors.kafka.formats import RecordSlice, decode
 from streamjob.executor.insert import implicit_job_name

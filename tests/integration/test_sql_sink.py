@@ -256,7 +256,7 @@ def test_types_round_trip(url, path):
     sink = sink_for(url, cols=TYPED)
     sink.prepare()
     if path == "arrow":
-        from streamjob.types import arrow_schema
+        from streamjob.columntypes import arrow_schema
 
         schema = arrow_schema(TYPED).set(1, pa.field("at", pa.timestamp("us", tz="Asia/Kolkata")))
         sink.write_arrow(pa.Table.from_pylist(TYPED_ROWS, schema=schema), 0)

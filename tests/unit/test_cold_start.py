@@ -65,7 +65,7 @@ def test_checking_statements_does_not_import_pyarrow(tmp_path):
     out = _python("""
         import sys
         import streamjob.cli, streamjob.client.session, streamjob.manager, streamjob.executor
-        import streamjob.connectors.spec, streamjob.types, streamjob.client.check
+        import streamjob.connectors.spec, streamjob.columntypes, streamjob.client.check
         print("pyarrow" in sys.modules)
         """, tmp_path)
     assert out.strip() == "False"
@@ -74,7 +74,7 @@ def test_checking_statements_does_not_import_pyarrow(tmp_path):
 def test_arrow_types_are_the_same_as_before():
     import pyarrow as pa
 
-    from streamjob.types import arrow_schema, arrow_type
+    from streamjob.columntypes import arrow_schema, arrow_type
 
     expected = {"tinyint": pa.int8(), "byte": pa.int8(), "smallint": pa.int16(),
                 "short": pa.int16(), "int": pa.int32(), "integer": pa.int32(),

@@ -214,7 +214,7 @@ def test_the_checker_finds_what_does_not_exist():
     assert dotted_problem("streamjob.conf") is None  # the home's file, spelt by the code
     assert dotted_problem("streamjob.foo.bar") == "module streamjob has no foo"
     assert dotted_problem("streamjob.bench") == "module streamjob has no bench"  # tools now
-    assert dotted_problem("streamjob.secrets.resolve") == "module streamjob.secrets has no resolve"
+    assert dotted_problem("streamjob.sensitive.resolve") == "module streamjob.sensitive has no resolve"
     assert path_problem("streamjob/connectors/kafka/source.py", None) is None
     assert path_problem("planner/text.py", None) is None
     assert path_problem("streamjob/dev/flights.py", None) == "no such file"

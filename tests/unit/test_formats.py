@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from streamjob.connectors.kafka.formats import MalformedRecord, RecordSlice, decode
-from streamjob.types import arrow_schema
+from streamjob.columntypes import arrow_schema
 
 COLS = [{"name": "id", "type": "int"}, {"name": "name", "type": "string"},
         {"name": "x", "type": "double"}, {"name": "ok", "type": "boolean"},

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from streamjob import types as sjtypes
+from streamjob import columntypes as sjtypes
 from streamjob.connectors import spec as cspec
 from streamjob.connectors.kafka.formats import RecordSlice, decode
 from streamjob.connectors.kafka.sink import KafkaSink, assign_partitions, encode_records

@@ -13,7 +13,7 @@ import pytest
 from streamjob import properties as jp
 from streamjob.catalog import Catalog
 from streamjob.home import Home
-from streamjob.secrets import mask_text, mask_url
+from streamjob.sensitive import mask_text, mask_url
 
 pytestmark = pytest.mark.component
 

@@ -17,7 +17,7 @@ from streamjob.executor.insert import implicit_job_name
 from streamjob.grammar import parse_script
 from streamjob.grammar import statements as st
 from streamjob.home import Home
-from streamjob.types import arrow_schema
+from streamjob.columntypes import arrow_schema
 
 pytestmark = pytest.mark.unit
 

@@ -290,7 +290,7 @@ def test_check_offline_refuses_transform_and_session_reflection(tmp_path):
 def test_a_declared_name_cannot_end_its_quotes_in_the_schema_spark_parses():
     """Column names reach Spark in DDL schema text (``.schema("`a` BIGINT, ...")``): a
     backquote in a declared name (``x``` `` in StreamSQL) is doubled, as Spark quotes."""
-    from streamjob.types import ddl
+    from streamjob.columntypes import ddl
 
     text = ddl([{"name": "x` BIGINT DEFAULT reflect('a', 'b'), `y", "type": "string"}])
     assert text.startswith("`x`` BIGINT DEFAULT reflect('a', 'b'), ``y` ")

@@ -26,7 +26,7 @@ reference, ``${env:NAME}`` or ``${file:/path}`` (:func:`streamjob.security.resol
 that only the reference reaches the catalog; references are resolved when a client is
 made, in the process that makes it (the job manager; Spark's executors for the reads).
 Every secret is masked wherever a property is shown (``streamjob.properties.mask``),
-and resolved values are remembered by :mod:`streamjob.secrets` so that an error text
+and resolved values are remembered by :mod:`streamjob.sensitive` so that an error text
 carrying one is masked too.
 
 Spark's reader gets the settings as data source options (:meth:`KafkaSecurity.options`),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...secrets import mask_url
+from ...sensitive import mask_url
 from ..source_base import QuietSource, Reader
 from ..spec import KafkaTopic, Reach
 from . import options as opt

@@ -78,9 +78,9 @@ def engine_for(url: str) -> Engine:
 
 
 def _mask(url: str) -> str:
-    """The URL fit for output (streamjob/secrets.py: passwords with '/', '@', blanks,
+    """The URL fit for output (streamjob/sensitive.py: passwords with '/', '@', blanks,
     ``?password=``)."""
-    from streamjob.secrets import mask_url
+    from streamjob.sensitive import mask_url
 
     return mask_url(url)
 

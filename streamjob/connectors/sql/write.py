@@ -124,7 +124,7 @@ class ArrowWrite:
 def _arrow_type(type_text: str) -> pa.DataType | None:
     """The Arrow type of a declared column for :meth:`SqlSink.write_batch`; None when
     there is none (complex types)."""
-    from streamjob import types as sjtypes
+    from streamjob import columntypes as sjtypes
 
     t = _norm(type_text)
     if t == "timestamp_ntz":

@@ -111,7 +111,8 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 
 #: ``${env:NAME}`` / ``${file:/path}``: a secret reference (Kafka Connect's config
 #: providers' form), resolved when a connection is made, never stored resolved.
-_REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
+#: Group 1 is the provider (env, file), group 2 its argument.
+REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
 #: a reference, or a literal secret sealed in the catalog (:mod:`streamjob.security.sealed`)
 _ANY = re.compile(r"\$\{(env|file|sealed):([^}]+)\}")
 _SEALED = re.compile(r"\$\{sealed:[^}]*\}")
@@ -120,7 +121,7 @@ _REMEMBERED: set[str] = set()
 
 def has_reference(text: str) -> bool:
     """True if ``text`` holds a ``${env:...}`` or ``${file:...}`` secret reference."""
-    return isinstance(text, str) and _REFERENCE.search(text) is not None
+    return isinstance(text, str) and REFERENCE.search(text) is not None
 
 
 def is_sealed(text: str) -> bool:
@@ -132,7 +133,7 @@ def references(text: str) -> list[tuple[str, str]]:
     """The ``(kind, name)`` of every ``${env:}``/``${file:}`` reference in ``text``."""
     if not isinstance(text, str):
         return []
-    return [(m.group(1), m.group(2).strip()) for m in _REFERENCE.finditer(text)]
+    return [(m.group(1), m.group(2).strip()) for m in REFERENCE.finditer(text)]
 
 
 def remember(value: str) -> None:

@@ -1,6 +1,6 @@
-"""The admin's policy (:mod:`.policy`) applied to what statements declare and to job
-plans: the one place that knows which value of a stream, table or job is a path, a
-database, a Kafka host, a webhook or a secret.
+"""The admin's policy (:mod:`streamjob.security.policy`) applied to what statements
+declare and to job plans: the one place that knows which value of a stream, table or
+job is a path, a database, a Kafka host, a webhook or a secret.
 
 * :func:`check_source` / :func:`check_table` — a stream's or table's connector spec and
   TBLPROPERTIES, when it is declared (CREATE STREAM/TABLE), with the declaring role.
@@ -10,7 +10,7 @@ database, a Kafka host, a webhook or a secret.
   everyone, so that a row written before them cannot slip through.
 * :func:`check_values` — no statement writes a sealed secret (``${sealed:...}``).
 
-Every refusal is a :class:`~.policy.PolicyError` whose ``key`` names the property, so the
+Every refusal is a :class:`~streamjob.security.policy.PolicyError` whose ``key`` names the property, so the
 executor reports it at the property's value.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from ..connectors.sources import stream_source
 from ..connectors.kafka.security import PROPERTIES as KAFKA_SECURITY, SECRETS, KafkaSecurity
-from .policy import AdminPolicy, PolicyError
+from ..security.policy import AdminPolicy, PolicyError
 
 #: Kafka TLS settings naming files the client reads (PEM).
 _TLS_FILES = {"ca_location": "kafka.ssl.ca.location",
@@ -31,12 +31,12 @@ _SECRET_PROPS = {name for name, field in KAFKA_SECURITY.items() if field in SECR
 
 def check_values(pairs: Mapping[str, Any]) -> None:
     """No value given in a statement is a sealed secret: those are streamjob's own
-    (:mod:`.sealed`), and a copied token must not be opened towards another host.
+    (:mod:`streamjob.security.sealed`), and a copied token must not be opened towards another host.
 
     Raises:
         PolicyError: names the property.
     """
-    from ..secrets import is_sealed
+    from ..sensitive import is_sealed
 
     for name, value in pairs.items():
         if is_sealed(str(value)):
@@ -56,7 +56,7 @@ def check_references(policy: AdminPolicy, pairs: Mapping[str, Any]) -> None:
     Raises:
         PolicyError: the reference and the rule, ``key`` the property.
     """
-    from ..secrets import references
+    from ..sensitive import references
 
     for name, value in pairs.items():
         low = str(name).strip().lower()
@@ -89,7 +89,7 @@ def check_source(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
     (``"kafka.broker.list"`` or ``"kafka.zookeeper"``), TLS files and secret references.
 
     Raises:
-        PolicyError: see :mod:`.policy`.
+        PolicyError: see :mod:`streamjob.security.policy`.
     """
     check_values(props)
     check_references(policy, props)
@@ -103,7 +103,7 @@ def check_table(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
     it at the LOCATION clause).
 
     Raises:
-        PolicyError: see :mod:`.policy`.
+        PolicyError: see :mod:`streamjob.security.policy`.
     """
     check_values(props)
     check_references(policy, props)

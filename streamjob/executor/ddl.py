@@ -9,7 +9,7 @@ part of its record, DESIGN §3): its text sets them first and resets them after.
 
 Secrets are never printed: a secret property (:func:`streamjob.properties.mask`: by the
 registry's flag or a name with password/secret/sasl.jaas/...) shows ``******`` and a
-password inside a URL ``***`` (:mod:`streamjob.secrets`). A value that is a secret
+password inside a URL ``***`` (:mod:`streamjob.sensitive`). A value that is a secret
 *reference* (``${env:NAME}``, ``${file:/path}``) is not a secret and is kept, so such
 objects round-trip exactly; objects holding a literal secret need it typed in again.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from .lexical import GRAMMAR_KEYWORDS
+from ..grammar.lexical import GRAMMAR_KEYWORDS
 
 __all__ = ["create_job_text", "create_stream_text", "create_table_text", "quote_name", "sql_string"]
 
@@ -69,16 +69,16 @@ def sql_string(value: str, quote: str = "'", raw_newlines: bool = False) -> str:
 def shown_value(key: str, value: Any) -> str:
     """A property value fit to print: secrets masked, secret references kept."""
     from .. import properties as jp
-    from ..secrets import has_reference, url_password
+    from ..sensitive import has_reference, url_password
 
     text = str(value)
     masked = jp.mask(key, text)
     if masked == text:
         return text
     if has_reference(text) and jp.mask(key, "x") != "x":  # a secret property given by reference
-        from ..secrets import _REFERENCE
+        from ..sensitive import REFERENCE
 
-        if _REFERENCE.fullmatch(text.strip()):
+        if REFERENCE.fullmatch(text.strip()):
             return text
     password = url_password(text)
     if password is not None and has_reference(password):
