@@ -229,6 +229,20 @@ class Env:
         return wait_for(lambda: [i for i in self.checkpoint_ids(name) if i > after] or None,
                         timeout, f"a checkpoint of {name} after {after}")
 
+    def wait_batches_beyond(self, after: dict[str, int], timeout: float) -> dict[str, set[int]]:
+        """Every checkpoint id seen beyond ``after[name]`` for each job, all jobs watched
+        together until each has one: at 1 s a checkpoint, a job watched only after another
+        could roll its first new batch off the five retained ones."""
+        seen: dict[str, set[int]] = {name: set() for name in after}
+
+        def each_has_one():
+            for name, ids in seen.items():
+                ids.update(i for i in self.checkpoint_ids(name) if i > after[name])
+            return all(seen.values()) or None
+        wait_for(each_has_one, timeout, f"a checkpoint of {', '.join(after)} beyond {after}",
+                 interval=0.1)
+        return seen
+
     def close(self) -> None:
         if self.feeder is not None:
             self.feeder.stop()
@@ -424,12 +438,13 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
         f"took the lease {took_over:.2f} s after the kill, before it expired ({remaining:.2f} s)"
     # a new server, started now, waits as standby (its Spark starts meanwhile)
     third = env.server("--lease-ttl", "30000")
+    # a batch committed by the new holder (a batch the kill interrupted runs again)
+    resumed = env.wait_batches_beyond(killed, 90)
     for name in ("k1", "k2"):
         job = env.wait_job(name, 90, "taken over", status="RUNNING", owner=second.id)
-        # a batch committed by the new holder (a batch the kill interrupted runs again)
-        env.wait_checkpoint_beyond(name, committed[name], 60)
-        new = [i for i in env.checkpoint_ids(name) if i > killed[name]]
-        assert min(new) <= killed[name] + 2, f"{name} did not resume from its checkpoint"
+        env.wait_checkpoint_beyond(name, committed[name], 60)  # committed by the new holder
+        assert min(resumed[name]) <= killed[name] + 2, \
+            f"{name} did not resume from its checkpoint ({sorted(resumed[name])})"
         runs = env.catalog.list_runs(job.uid)
         assert any(r.status == "FAILED" and first.id in (r.cause or "") for r in runs), runs
         assert runs[-1].ended_at is None and len([r for r in runs if r.ended_at is None]) == 1
@@ -468,16 +483,7 @@ def test_standby_takeover_after_sigkill_and_handover_at_sigterm(env):
     third.wait_line(r": active \(", 15)
     handed_over = time.monotonic() - thawed
     assert handed_over < 5, f"took {handed_over:.1f} s: the lease was not released"
-    # both jobs watched together, every retained id seen kept: at 1 s a checkpoint, a job
-    # watched only after the other could roll batch stopped+1 off its five retained ones
-    # (CI 2026-11-27 saw k2's list at [5..9] after stopping at 3)
-    seen: dict[str, set[int]] = {"k1": set(), "k2": set()}
-
-    def next_batches():
-        for name, ids in seen.items():
-            ids.update(i for i in env.checkpoint_ids(name) if i > stopped[name])
-        return all(seen.values()) or None
-    wait_for(next_batches, 90, "a checkpoint of k1 and k2 after the handover", interval=0.1)
+    seen = env.wait_batches_beyond(stopped, 90)
     for name in ("k1", "k2"):
         env.wait_job(name, 90, "taken over", status="RUNNING", owner=third.id)
         assert min(seen[name]) == stopped[name] + 1, \
