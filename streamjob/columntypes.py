@@ -12,6 +12,7 @@ import re
 from typing import Iterable, Mapping
 
 from .exceptions import ValidationError
+from .nearest import nearest
 
 #: Simple type names -> the pyarrow factory and its arguments (pyarrow is imported only
 #: by :func:`arrow_type`: checking statements does not need it, issue 19).
@@ -103,7 +104,6 @@ def check_type(type_text: str) -> str:
     Raises:
         ValidationError: an unknown type; suggests the nearest known name.
     """
-    import difflib
 
     t = normalize_type(type_text)
     if t in _SIMPLE or t in ("timestamp_ntz", "decimal") or _DECIMAL.match(t) or _SIZED_STRING.match(t):
@@ -124,9 +124,8 @@ def check_type(type_text: str) -> str:
                 check_type(p.split(":", 1)[1])
             return t
     base = re.split(r"[(<]", t, 1)[0]
-    near = difflib.get_close_matches(base, list(_SIMPLE) + ["decimal", "varchar", "array", "map",
-                                                            "struct", "timestamp_ntz"], n=1)
-    hint = f"; did you mean '{near[0]}'?" if near else ""
+    near = nearest(base, [*_SIMPLE, "decimal", "varchar", "array", "map", "struct", "timestamp_ntz"])
+    hint = f"; did you mean '{near}'?" if near else ""
     raise ValidationError(f"unknown column type '{type_text}'{hint}", text=type_text)
 
 

@@ -35,13 +35,13 @@ __all__ = ["MASK", "has_reference", "is_sealed", "mask_text", "mask_url", "refer
 
 MASK = "***"
 #: Query parameters and ``key=value`` pairs whose values are secrets.
-_SECRET_KEYS = r"(?:password|passwd|pwd|secret|token|sslpassword|sasl\.password|api[_-]?key|access[_-]?key)"
-_QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_KEYS}=)[^&\s'\"]*", re.IGNORECASE)
-_PAIR_SECRET = re.compile(rf"(\b{_SECRET_KEYS}\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,;&)]+)", re.IGNORECASE)
+SECRET_KEYS = r"(?:password|passwd|pwd|secret|token|sslpassword|sasl\.password|api[_-]?key|access[_-]?key)"
+_QUERY_SECRET = re.compile(rf"([?&;]{SECRET_KEYS}=)[^&\s'\"]*", re.IGNORECASE)
+_PAIR_SECRET = re.compile(rf"(\b{SECRET_KEYS}\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,;&)]+)", re.IGNORECASE)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
-def _userinfo_span(url: str, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
+def userinfo_span(url: str, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
     """``(start, end)`` of the password in the URL at ``url[start:end]`` (after
     ``scheme://user:`` up to the last ``@`` of its authority), or None."""
     end = len(url) if end is None else end
@@ -59,7 +59,7 @@ def _userinfo_span(url: str, start: int = 0, end: int | None = None) -> tuple[in
 
 def url_password(url: str) -> str | None:
     """The password written in a URL value (raw, as :func:`mask_url` finds it), or None."""
-    span = _userinfo_span(url)
+    span = userinfo_span(url)
     return url[span[0]:span[1]] if span and span[1] > span[0] else None
 
 
@@ -71,7 +71,7 @@ def mask_url(url: str) -> str:
     """
     if not isinstance(url, str):
         return url
-    span = _userinfo_span(url)
+    span = userinfo_span(url)
     if span and span[1] > span[0]:
         url = url[:span[0]] + MASK + url[span[1]:]
     return _QUERY_SECRET.sub(rf"\g<1>{MASK}", url)
@@ -99,7 +99,7 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
             continue
         after = re.search(r"[\s'\"]", text[at + 1:])
         stop = at + 1 + after.start() if after else len(text)
-        span = _userinfo_span(text, m.start(), stop)
+        span = userinfo_span(text, m.start(), stop)
         if span and span[1] > span[0]:
             out.append(text[pos:span[0]] + MASK)
             pos = span[1]
@@ -114,7 +114,7 @@ def mask_text(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 #: Group 1 is the provider (env, file), group 2 its argument.
 REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
 #: a reference, or a literal secret sealed in the catalog (:mod:`streamjob.security.sealed`)
-_ANY = re.compile(r"\$\{(env|file|sealed):([^}]+)\}")
+ANY_REFERENCE = re.compile(r"\$\{(env|file|sealed):([^}]+)\}")
 _SEALED = re.compile(r"\$\{sealed:[^}]*\}")
 _REMEMBERED: set[str] = set()
 

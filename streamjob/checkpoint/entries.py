@@ -8,7 +8,7 @@ calls, other URIs through Hadoop in the process's Spark JVM.
 from __future__ import annotations
 
 from ..exceptions import CheckpointError
-from .store import _fs, _join, _why, log_ids
+from .store import filesystem, join_uri, os_reason, log_ids
 
 __all__ = ["committed_source_files", "has_state", "read_entry", "write_entry"]
 
@@ -26,8 +26,8 @@ def read_entry(checkpoint_dir: str, log_name: str, batch_id: int) -> list[str] |
         CheckpointError: a Hadoop URI in a process without Spark.
     """
     try:
-        return _fs(checkpoint_dir).read_text(
-            _join(checkpoint_dir, log_name, str(batch_id))).splitlines()
+        return filesystem(checkpoint_dir).read_text(
+            join_uri(checkpoint_dir, log_name, str(batch_id))).splitlines()
     except OSError:
         return None
 
@@ -43,15 +43,15 @@ def write_entry(checkpoint_dir: str, log_name: str, batch_id: int, lines: list[s
     Raises:
         CheckpointError: the entry cannot be written.
     """
-    fs = _fs(checkpoint_dir)
-    d = _join(checkpoint_dir, log_name)
+    fs = filesystem(checkpoint_dir)
+    d = join_uri(checkpoint_dir, log_name)
     try:
-        if fs.exists(_join(d, str(batch_id))):
+        if fs.exists(join_uri(d, str(batch_id))):
             return False
-        fs.delete(_join(d, f".{batch_id}.crc"))
-        return fs.write_new(_join(d, str(batch_id)), "\n".join(lines))
+        fs.delete(join_uri(d, f".{batch_id}.crc"))
+        return fs.write_new(join_uri(d, str(batch_id)), "\n".join(lines))
     except OSError as exc:
-        raise CheckpointError(f"cannot write {_join(d, str(batch_id))}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot write {join_uri(d, str(batch_id))}: {os_reason(exc)}") from None
 
 
 def has_state(checkpoint_dir: str) -> bool:
@@ -65,10 +65,10 @@ def has_state(checkpoint_dir: str) -> bool:
             without Spark.
     """
     try:
-        return any(n.isdigit() for n in _fs(checkpoint_dir).list_names(
-            _join(checkpoint_dir, "state")))
+        return any(n.isdigit() for n in filesystem(checkpoint_dir).list_names(
+            join_uri(checkpoint_dir, "state")))
     except OSError as exc:
-        raise CheckpointError(f"cannot list {_join(checkpoint_dir, 'state')}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot list {join_uri(checkpoint_dir, 'state')}: {os_reason(exc)}") from None
 
 
 def committed_source_files(checkpoint_dir: str) -> set[str]:
@@ -104,14 +104,14 @@ def committed_source_files(checkpoint_dir: str) -> set[str]:
             continue
         if isinstance(offset, dict) and "logOffset" in offset:
             positions[str(i)] = int(offset["logOffset"])
-    fs, done = _fs(checkpoint_dir), set()
+    fs, done = filesystem(checkpoint_dir), set()
     for source, position in positions.items():
-        folder = _join(checkpoint_dir, "sources", source)
+        folder = join_uri(checkpoint_dir, "sources", source)
         for name in fs.list_names(folder):
             if not (name.isdigit() or name.endswith(".compact")):
                 continue
             try:
-                entries = fs.read_text(_join(folder, name)).splitlines()[1:]
+                entries = fs.read_text(join_uri(folder, name)).splitlines()[1:]
             except OSError:
                 continue  # written as we read: the next poll sees it whole
             for line in entries:

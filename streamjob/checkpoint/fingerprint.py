@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..exceptions import ChangedLogic
-from .store import _local_path, is_local_uri, log_ids
+from .store import local_path, is_local_uri, log_ids
 
 if TYPE_CHECKING:
     from ..planner.plan import JobPlan
@@ -83,7 +83,7 @@ def of_plan(plan: "JobPlan") -> Fingerprint:
 
 
 def _path(checkpoint_dir: str) -> Path | None:
-    return _local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
+    return local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
 
 
 def stored(checkpoint_dir: str) -> Fingerprint | None:

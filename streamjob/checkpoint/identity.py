@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 
 from ..exceptions import CheckpointError
 from . import store
-from .store import _join, _local_path, is_local_uri, log_ids
+from .store import join_uri, local_path, is_local_uri, log_ids
 
 __all__ = ["FILE_NAME", "Identity", "Purged", "marker_key", "owner_uid", "prepare",
            "purge_owned", "read", "start_over"]
@@ -66,7 +66,7 @@ def marker_key(job_uid: str, epoch: str) -> str:
 
 
 def _uri(checkpoint_dir: str) -> str:
-    return _join(checkpoint_dir, FILE_NAME)
+    return join_uri(checkpoint_dir, FILE_NAME)
 
 
 def read(checkpoint_dir: str) -> Identity | None:
@@ -92,7 +92,7 @@ def _write(checkpoint_dir: str, identity: Identity) -> None:
 
 
 def _shown(checkpoint_dir: str) -> str:
-    return str(_local_path(checkpoint_dir)) if is_local_uri(checkpoint_dir) else checkpoint_dir
+    return str(local_path(checkpoint_dir)) if is_local_uri(checkpoint_dir) else checkpoint_dir
 
 
 def _has_logs(checkpoint_dir: str) -> bool:
@@ -208,7 +208,7 @@ def job_directories(root: str) -> list[str]:
     [] for a Hadoop root or none."""
     if not is_local_uri(root):
         return []
-    base = _local_path(root)
+    base = local_path(root)
     found = []
     for db in sorted(base.iterdir()) if base.is_dir() else []:
         for job in sorted(db.iterdir()) if db.is_dir() else []:

@@ -29,15 +29,19 @@ from ..home import is_local_uri
 log = logging.getLogger(__name__)
 
 
-def _local_path(uri: str) -> Path:
+def local_path(uri: str) -> Path:
+    """The local path of a plain path or a ``file:`` URI (``file:///a/b`` -> ``/a/b``)."""
     return Path(urlparse(uri).path if uri.startswith("file:") else uri)
 
 
-def _join(uri: str, *parts: str) -> str:
+def join_uri(uri: str, *parts: str) -> str:
+    """``uri`` with ``parts`` appended, ``/``-separated (any scheme: local, hdfs:, s3a:)."""
     return "/".join([uri.rstrip("/"), *parts])
 
 
-def _why(exc: Exception) -> str:
+def os_reason(exc: Exception) -> str:
+    """The operating system's reason of an ``OSError`` (``No such file or directory``),
+    else the exception's text: the end of a :class:`CheckpointError` message."""
     return getattr(exc, "strerror", None) or str(exc)
 
 
@@ -45,31 +49,31 @@ class _LocalFs:
     """Checkpoint files on the local file system (plain paths and ``file:`` URIs)."""
 
     def exists(self, uri: str) -> bool:
-        return _local_path(uri).exists()
+        return local_path(uri).exists()
 
     def list_names(self, uri: str) -> list[str]:
-        d = _local_path(uri)
+        d = local_path(uri)
         return [p.name for p in d.iterdir()] if d.is_dir() else []
 
     def delete(self, uri: str) -> bool:
         try:
-            _local_path(uri).unlink()
+            local_path(uri).unlink()
             return True
         except FileNotFoundError:
             return False
 
     def read_text(self, uri: str) -> str:
-        return _local_path(uri).read_text()
+        return local_path(uri).read_text()
 
     def mtime(self, uri: str) -> float:
-        return _local_path(uri).stat().st_mtime
+        return local_path(uri).stat().st_mtime
 
     def write_text(self, uri: str, text: str) -> None:
         """Write ``text`` atomically (a temp file renamed over ``uri``), creating the
         directory owner-only."""
         import os
 
-        path = _local_path(uri)
+        path = local_path(uri)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
@@ -80,7 +84,7 @@ class _LocalFs:
         import os
         import uuid
 
-        path = _local_path(uri)
+        path = local_path(uri)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4()}.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
@@ -185,7 +189,7 @@ class _HadoopFs:
 _LOCAL = _LocalFs()
 
 
-def _fs(uri: str):
+def filesystem(uri: str):
     """The file system of ``uri``: local os calls, or Hadoop's through the process's
     Spark session.
 
@@ -212,11 +216,11 @@ def read_file(uri: str) -> str | None:
         CheckpointError: it exists but cannot be read, or a Hadoop URI in a process
             without Spark.
     """
-    fs = _fs(uri)
+    fs = filesystem(uri)
     try:
         return fs.read_text(uri) if fs.exists(uri) else None
     except OSError as exc:
-        raise CheckpointError(f"cannot read {uri}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot read {uri}: {os_reason(exc)}") from None
 
 
 def write_file(uri: str, text: str) -> None:
@@ -226,9 +230,9 @@ def write_file(uri: str, text: str) -> None:
         CheckpointError: it cannot be written, or a Hadoop URI in a process without Spark.
     """
     try:
-        _fs(uri).write_text(uri, text)
+        filesystem(uri).write_text(uri, text)
     except OSError as exc:
-        raise CheckpointError(f"cannot write {uri}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot write {uri}: {os_reason(exc)}") from None
 
 
 def holds_anything(checkpoint_dir: str) -> bool:
@@ -238,9 +242,9 @@ def holds_anything(checkpoint_dir: str) -> bool:
         CheckpointError: it cannot be listed, or a Hadoop URI in a process without Spark.
     """
     try:
-        return bool(_fs(checkpoint_dir).list_names(checkpoint_dir))
+        return bool(filesystem(checkpoint_dir).list_names(checkpoint_dir))
     except OSError as exc:
-        raise CheckpointError(f"cannot list {checkpoint_dir}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot list {checkpoint_dir}: {os_reason(exc)}") from None
 
 
 def is_committed(checkpoint_dir: str, batch_id: int) -> bool:
@@ -250,9 +254,9 @@ def is_committed(checkpoint_dir: str, batch_id: int) -> bool:
         CheckpointError: a Hadoop URI in a process without Spark.
     """
     try:
-        return _fs(checkpoint_dir).exists(_join(checkpoint_dir, "commits", str(batch_id)))
+        return filesystem(checkpoint_dir).exists(join_uri(checkpoint_dir, "commits", str(batch_id)))
     except OSError as exc:
-        raise CheckpointError(f"cannot read checkpoint {checkpoint_dir}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot read checkpoint {checkpoint_dir}: {os_reason(exc)}") from None
 
 
 def log_ids(checkpoint_dir: str, log_name: str) -> list[int]:
@@ -264,9 +268,9 @@ def log_ids(checkpoint_dir: str, log_name: str) -> list[int]:
             without Spark.
     """
     try:
-        names = _fs(checkpoint_dir).list_names(_join(checkpoint_dir, log_name))
+        names = filesystem(checkpoint_dir).list_names(join_uri(checkpoint_dir, log_name))
     except OSError as exc:
-        raise CheckpointError(f"cannot list {_join(checkpoint_dir, log_name)}: {_why(exc)}") from None
+        raise CheckpointError(f"cannot list {join_uri(checkpoint_dir, log_name)}: {os_reason(exc)}") from None
     return sorted(int(n) for n in names if n.isdigit())
 
 
@@ -281,8 +285,8 @@ def purge(checkpoint_dir: str, root: str) -> bool:
     """
     if not is_local_uri(checkpoint_dir):
         return _purge_hadoop(checkpoint_dir, root)
-    target = _local_path(checkpoint_dir).resolve()
-    base = _local_path(root).resolve()
+    target = local_path(checkpoint_dir).resolve()
+    base = local_path(root).resolve()
     if target == base or base not in target.parents:
         raise CheckpointError(f"refusing to delete {target}: it is not inside the checkpoint root {base}")
     if not target.exists():
@@ -299,10 +303,10 @@ def _purge_hadoop(checkpoint_dir: str, root: str) -> bool:
     if not checkpoint_dir.rstrip("/").startswith(root.rstrip("/") + "/"):
         raise CheckpointError(f"refusing to delete {checkpoint_dir}: not inside {root}")
     try:
-        return _fs(checkpoint_dir).delete(checkpoint_dir, recursive=True)
+        return filesystem(checkpoint_dir).delete(checkpoint_dir, recursive=True)
     except OSError as exc:
         raise CheckpointError(f"cannot delete checkpoint directory {checkpoint_dir}: "
-                              f"{_why(exc)}") from None
+                              f"{os_reason(exc)}") from None
 
 
 def trim_logs(checkpoint_dir: str, keep_from: int) -> int:
@@ -340,7 +344,7 @@ def trim_state(checkpoint_dir: str, oldest_checkpoint: int) -> int:
     Raises:
         CheckpointError: a directory cannot be listed or a file cannot be deleted.
     """
-    fs = _fs(checkpoint_dir)
+    fs = filesystem(checkpoint_dir)
     needed = oldest_checkpoint + 1
     deleted = 0
 
@@ -349,7 +353,7 @@ def trim_state(checkpoint_dir: str, oldest_checkpoint: int) -> int:
         try:
             names = fs.list_names(folder)
         except OSError as exc:
-            raise CheckpointError(f"cannot list {folder}: {_why(exc)}") from None
+            raise CheckpointError(f"cannot list {folder}: {os_reason(exc)}") from None
         versions = [(int(m.group(1)), m.group(2), name) for name in names
                     if (m := _STATE_FILE.match(name))]
         snapshots = [v for v, kind, _ in versions if kind == "snapshot" and v <= needed]
@@ -359,18 +363,18 @@ def trim_state(checkpoint_dir: str, oldest_checkpoint: int) -> int:
                 if v < keep_from:
                     for doomed in (name, f".{name}.crc"):
                         try:
-                            deleted += bool(fs.delete(_join(folder, doomed)))
+                            deleted += bool(fs.delete(join_uri(folder, doomed)))
                         except OSError as exc:
-                            raise CheckpointError(f"cannot delete {_join(folder, doomed)}: "
-                                                  f"{_why(exc)}") from None
+                            raise CheckpointError(f"cannot delete {join_uri(folder, doomed)}: "
+                                                  f"{os_reason(exc)}") from None
         if depth < 3:
             for name in names:
                 if not name.startswith(("_", ".")) and not _STATE_FILE.match(name) \
                         and "." not in name:
-                    visit(_join(folder, name), depth + 1)
+                    visit(join_uri(folder, name), depth + 1)
 
-    if fs.exists(_join(checkpoint_dir, "state")):
-        visit(_join(checkpoint_dir, "state"), 0)
+    if fs.exists(join_uri(checkpoint_dir, "state")):
+        visit(join_uri(checkpoint_dir, "state"), 0)
     return deleted
 
 
@@ -397,17 +401,17 @@ def _delete_entries(checkpoint_dir: str, log_name: str, doomed) -> int:
     Raises:
         CheckpointError: a file exists but cannot be deleted.
     """
-    fs = _fs(checkpoint_dir)
-    d = _join(checkpoint_dir, log_name)
+    fs = filesystem(checkpoint_dir)
+    d = join_uri(checkpoint_dir, log_name)
     deleted = 0
     for batch_id in log_ids(checkpoint_dir, log_name):
         if not doomed(batch_id):
             continue
         for name in (str(batch_id), f".{batch_id}.crc"):
             try:
-                deleted += bool(fs.delete(_join(d, name)))
+                deleted += bool(fs.delete(join_uri(d, name)))
             except OSError as exc:
-                raise CheckpointError(f"cannot delete {_join(d, name)}: {_why(exc)}") from None
+                raise CheckpointError(f"cannot delete {join_uri(d, name)}: {os_reason(exc)}") from None
     return deleted
 
 
@@ -427,12 +431,12 @@ def committed_offsets(checkpoint_dir: str):
     if not commits:
         return None
     batch_id = commits[-1]
-    fs = _fs(checkpoint_dir)
-    offsets = _join(checkpoint_dir, "offsets", str(batch_id))
+    fs = filesystem(checkpoint_dir)
+    offsets = join_uri(checkpoint_dir, "offsets", str(batch_id))
     try:
         lines = fs.read_text(offsets).splitlines()
         started = fs.mtime(offsets)
-        ended = fs.mtime(_join(checkpoint_dir, "commits", str(batch_id)))
+        ended = fs.mtime(join_uri(checkpoint_dir, "commits", str(batch_id)))
     except OSError:
         return None
     utc = _dt.timezone.utc
@@ -458,19 +462,19 @@ def remove_torn_writes(checkpoint_dir: str) -> list[str]:
     Raises:
         CheckpointError: a directory cannot be listed or a file deleted.
     """
-    fs = _fs(checkpoint_dir)
+    fs = filesystem(checkpoint_dir)
     deleted = []
     for log_name in ("offsets", "commits"):
-        d = _join(checkpoint_dir, log_name)
+        d = join_uri(checkpoint_dir, log_name)
         try:
             names = fs.list_names(d)
         except OSError as exc:
-            raise CheckpointError(f"cannot list {d}: {_why(exc)}") from None
+            raise CheckpointError(f"cannot list {d}: {os_reason(exc)}") from None
         for name in names:
             if _TORN.match(name):
                 try:
-                    fs.delete(_join(d, name))
+                    fs.delete(join_uri(d, name))
                 except OSError as exc:
-                    raise CheckpointError(f"cannot delete {_join(d, name)}: {_why(exc)}") from None
+                    raise CheckpointError(f"cannot delete {join_uri(d, name)}: {os_reason(exc)}") from None
                 deleted.append(f"{log_name}/{name}")
     return deleted

@@ -8,18 +8,20 @@ for its next statements (the rest of the script, the shell, the HTTP request).
 
 from __future__ import annotations
 
-import difflib
 
 from ..exceptions import ObjectNotFoundError
 from . import ddl
 from ..grammar import statements as st
 from ..home import validate_name
 from .result import Result
+from ..nearest import nearest
 
 
-def _nearest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+def did_you_mean(name: str, names: list[str]) -> str:
+    """``" (did you mean x?)"`` for the nearest of ``names`` (:func:`streamjob.nearest.nearest`),
+    or ``""``: the hint of an unknown database, stream, table, job or function."""
+    close = nearest(name, names)
+    return f" (did you mean {close}?)" if close else ""
 
 
 class DatabaseStatements:
@@ -44,7 +46,7 @@ class DatabaseStatements:
                                       "table": self.catalog.list_tables,
                                       "streamjob": self.catalog.list_jobs,
                                       "function": self.catalog.list_functions}[s.kind](db)]
-            raise ObjectNotFoundError(f"{s.kind} {db}.{name} does not exist{_nearest(name, known)}")
+            raise ObjectNotFoundError(f"{s.kind} {db}.{name} does not exist{did_you_mean(name, known)}")
         return Result(columns=("statement",), rows=[(text,)], title=f"{s.kind} {db}.{name}",
                       object=f"{db}.{name}", text=text)
 
@@ -57,7 +59,7 @@ class DatabaseStatements:
         db = validate_name(s.database, "database name")
         if not self.catalog.database_exists(db):
             known = [row[0] for row in self.catalog.list_databases()]
-            raise ObjectNotFoundError(f"database {db} does not exist{_nearest(db, known)}; "
+            raise ObjectNotFoundError(f"database {db} does not exist{did_you_mean(db, known)}; "
                                       f"create it with CREATE DATABASE {ddl.quote_name(db)}")
         self.use_database(db)
         return Result(f"using database {db}", object=db, database=db)

@@ -17,7 +17,7 @@ from ..grammar import statements as st
 from ..policy.functions import SPARK_FUNCTIONS
 from ..columntypes import check_type
 from ..udf import source as udf_source
-from .databases import _nearest
+from .databases import did_you_mean
 from .result import Result
 
 
@@ -106,7 +106,7 @@ class FunctionStatements:
         f = self.catalog.get_function(db, name)
         if f is None:
             known = [x.name for x in self.catalog.list_functions(db)]
-            raise ObjectNotFoundError(f"function {db}.{name} does not exist{_nearest(name, known)}")
+            raise ObjectNotFoundError(f"function {db}.{name} does not exist{did_you_mean(name, known)}")
         jobs = self.catalog.function_users(db, name)
         rows = [("signature", _signature(f)), ("kind", f.kind), ("source", f.source),
                 ("location", f.location), ("code hash", f.code_hash),

@@ -23,7 +23,6 @@ start, and stops after ``LIMIT n`` records or when interrupted (Ctrl-C).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
@@ -35,6 +34,7 @@ from ..catalog.records import Role
 from ..exceptions import AccessDeniedError, ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from .result import Result
+from ..nearest import nearest
 
 #: The fields of one PRINT record, in order.
 RECORD_FIELDS = ("offset", "partition", "timestamp", "key", "value")
@@ -249,8 +249,8 @@ class TopicStatements:
                 partitions = consumer.partitions_for_topic(topic)
                 if not partitions:
                     topics = sorted(consumer.topics())
-                    close = difflib.get_close_matches(topic, topics, n=1, cutoff=0.6)
-                    hint = f" (did you mean {close[0]}?)" if close else ""
+                    close = nearest(topic, topics)
+                    hint = f" (did you mean {close}?)" if close else ""
                     raise ObjectNotFoundError(
                         f"topic {topic} does not exist on the Kafka broker at {broker.bootstrap}{hint}")
                 tps = [TopicPartition(topic, p) for p in sorted(partitions)]

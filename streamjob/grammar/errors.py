@@ -10,7 +10,6 @@ unquoted STREAMJOB query.
 
 from __future__ import annotations
 
-import difflib
 import re
 from copy import copy
 
@@ -24,6 +23,7 @@ from lark.exceptions import (
 
 from streamjob.exceptions import ParseError
 from streamjob.grammar.lexical import STATEMENT_KEYWORDS, Lines, token_at, word_at
+from ..nearest import nearest
 
 __all__ = ["from_lark", "suggest", "unexpected", "unexpected_end"]
 
@@ -104,13 +104,12 @@ def _describe_expected(names: list[str], limit: int = 6) -> str:
 def suggest(word: str, keywords) -> str | None:
     """The keyword (of ``keywords``, upper case) ``word`` is most likely a misspelling of,
     or None: ``word`` must be a bare word (letters, ``_``) and not a keyword itself, and
-    the keyword within :func:`difflib.get_close_matches`' 0.6 of it (``FORM`` -> FROM,
+    the nearest keyword (:func:`streamjob.nearest.nearest`, 0.6) (``FORM`` -> FROM,
     ``SELEC`` -> SELECT, ``whre`` -> WHERE)."""
     keywords = [k for k in keywords if k.isalpha() and k.isupper()]
     if not word or not keywords or not re.fullmatch(r"[A-Za-z_]+", word) or word.upper() in keywords:
         return None
-    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.6)
-    return close[0] if close else None
+    return nearest(word, keywords)
 
 
 def _suggestion(word: str, keywords) -> str:

@@ -16,12 +16,12 @@ name, and a ``*`` over it is left alone.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from .text import QueryText
+from ..nearest import nearest
 
 
 @dataclass(frozen=True)
@@ -292,9 +292,9 @@ class ColumnResolver:
             msg = f"unknown column '{name}': not a column of {_join([s.short for s in sources], 'or')}"
         else:
             msg = f"unknown column '{name}': the select reads no table"
-        close = difflib.get_close_matches(name, candidates, n=1)
+        close = nearest(name, candidates)
         if close:
-            msg += f"; did you mean '{close[0]}'?"
+            msg += f"; did you mean '{close}'?"
         return self.qt.error(msg, span)
 
     def _passed_type(self, e: exp.Expr, env: _Env) -> str | None:

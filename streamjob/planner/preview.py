@@ -40,7 +40,7 @@ from ..home import Home
 from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .plan import Derived, Source, Static, static_tables
-from .query import AnalyzedSelect, _analyze_body
+from .query import AnalyzedSelect, analyze_body
 from .text import QueryText, parse
 from .window import extract_windows
 
@@ -122,7 +122,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     select = statements[0]
     limit = _take_limit(qt, select)
     try:
-        body = _analyze_body(qt, select, clauses, lookup, default_database, "job")
+        body = analyze_body(qt, select, clauses, lookup, default_database, "job")
     except ValidationError as exc:
         if exc.message.startswith("the query reads no stream"):
             exc.message = ("the query reads no stream; a SELECT in the shell shows the rows of "

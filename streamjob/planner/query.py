@@ -156,7 +156,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
     if not isinstance(select, (exp.Query, exp.Subquery)):
         raise qt.error("the insert has no select")
     body = (_pattern_body(qt, select, pattern, lookup, default_database) if pattern is not None
-            else _analyze_body(qt, select, clauses, lookup, default_database, "job"))
+            else analyze_body(qt, select, clauses, lookup, default_database, "job"))
     lookup.note_calls(called_functions(qt, insert))
     return AnalyzedQuery(
         target=target, target_columns=target_columns, select_sql=body.select_sql,
@@ -212,11 +212,19 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
     if session is not None:
         raise qt.error(f"a {what} cannot use SESSIONWINDOW yet: group by sessions in the "
                        f"streamjob that reads it", session.keyword)
-    return _analyze_body(qt, statements[0], clauses, lookup, default_database, what)
+    return analyze_body(qt, statements[0], clauses, lookup, default_database, what)
 
 
-def _analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
-                  default_database: str, what: str) -> AnalyzedSelect:
+def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
+                 default_database: str, what: str) -> AnalyzedSelect:
+    """The analysis of one select (a job's, a derived stream's or a preview's: ``what``
+    names it in errors) with its window ``clauses`` taken out: the relations it reads
+    through ``lookup``, its rendered Spark SQL and its windows.
+
+    Raises:
+        ValidationError: at the offending text's line and column (an unknown relation,
+            a refused function or construct).
+    """
     lookup.note_calls(called_functions(qt, select))
     ctes = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
     tables: dict[int, CatalogSource] = {}

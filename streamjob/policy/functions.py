@@ -28,13 +28,13 @@ a suggestion. Regenerate ``spark_functions.txt`` after a Spark upgrade with
 
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from importlib import resources
 
 from sqlglot.tokens import Token, TokenType
 
 from ..exceptions import ValidationError
+from ..nearest import nearest
 
 __all__ = ["ALLOWED_FUNCTIONS", "ALLOWED_OPTIONS", "OPTION_ARGUMENT", "REFUSED",
            "SPARK_FUNCTIONS", "check_calls", "function_error", "user_functions"]
@@ -171,8 +171,8 @@ def function_error(name: str, what: str, span=None, user=()) -> ValidationError:
         return ValidationError(
             f"function {lower}() is not allowed in a {what}: {REFUSED[lower]} "
             "(docs/security.md, sql-policy)", line=line, column=column, text=text)
-    near = difflib.get_close_matches(lower, [*ALLOWED_FUNCTIONS, *user], n=1, cutoff=0.75)
-    hint = f"; did you mean {near[0]}()?" if near else ""
+    near = nearest(lower, [*ALLOWED_FUNCTIONS, *user], cutoff=0.75)
+    hint = f"; did you mean {near}()?" if near else ""
     return ValidationError(
         f"unknown function {name}(): not a Spark SQL built-in function{hint}",
         line=line, column=column, text=text)

@@ -18,9 +18,9 @@ store provider is a class name: only Spark's two).
 
 from __future__ import annotations
 
-import difflib
 
 from ..exceptions import PropertyError
+from ..nearest import nearest
 
 __all__ = ["ALLOWED", "ALLOWED_PREFIXES", "VALUES", "allowed_spark_setting",
            "check_spark_setting"]
@@ -106,8 +106,8 @@ def check_spark_setting(name: str, value: str | None = None) -> str:
     low = name.strip().lower()
     if canonical is None:
         why = next((w for prefix, w in _WHY.items() if low.startswith(prefix.lower())), None)
-        near = difflib.get_close_matches(low, list(_CANONICAL), n=1, cutoff=0.8)
-        hint = f"; did you mean '{_CANONICAL[near[0]]}'?" if near else ""
+        near = nearest(low, _CANONICAL, cutoff=0.8)
+        hint = f"; did you mean '{_CANONICAL[near]}'?" if near else ""
         reason = f": {why}" if why else ""
         err = PropertyError(
             f"Spark setting '{name.strip()}' is not allowed in a job{reason} (the allowed "

@@ -10,11 +10,11 @@ values range- and type-checked at CREATE, never first at START).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 
 from ..sensitive import REFERENCE
+from ..nearest import nearest
 
 #: TCP ports (RFC 6335): 1-65535; 0 is "any port" to a listener, never a server's address.
 PORT_MIN, PORT_MAX = 1, 65535
@@ -143,7 +143,7 @@ def sql_url(text: str) -> str:
 def _nearest(written: str) -> str:
     """``"; did you mean 'x'?"`` for the nearest installed driver, else the list."""
     known = installed_drivers()
-    near = difflib.get_close_matches(written.lower(), known, n=1, cutoff=0.0)
+    near = nearest(written, known, cutoff=0.0)
     installed = ", ".join(known) or "none"
-    return (f"; did you mean '{near[0]}'? (installed: {installed})" if near
+    return (f"; did you mean '{near}'? (installed: {installed})" if near
             else f" (installed: {installed})")

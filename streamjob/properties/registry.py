@@ -9,12 +9,12 @@ Names are case-insensitive; values parse as users write them: ``TRUE``/``true``,
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..exceptions import PropertyError
+from ..nearest import nearest
 
 #: Duration units accepted in a ``duration`` value, in milliseconds.
 DURATION_UNITS: dict[str, int] = {
@@ -327,8 +327,8 @@ class Registry:
 
     def suggest(self, name: str) -> str:
         """``"; did you mean 'x'?"`` for the nearest known name, or ``""``."""
-        near = difflib.get_close_matches(name.strip().lower(), self._by_name, n=1, cutoff=0.6)
-        return f"; did you mean '{near[0]}'?" if near else ""
+        near = nearest(name, self._by_name)
+        return f"; did you mean '{near}'?" if near else ""
 
     def validate(self, pairs: Mapping[str, Any], what: str = "job property") -> dict[str, str]:
         """Check every ``name -> raw value``; returns them with canonical names.

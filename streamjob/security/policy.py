@@ -286,10 +286,10 @@ class AdminPolicy:
         """
         from sqlalchemy.engine import make_url
 
-        from ..sensitive import _userinfo_span, has_reference, mask_url
+        from ..sensitive import userinfo_span, has_reference, mask_url
 
         shown = mask_url(url)
-        span = _userinfo_span(url)
+        span = userinfo_span(url)
         rest = url[:span[0]] + "x" + url[span[1]:] if span and span[1] > span[0] else url
         if has_reference(rest):  # (a sealed value is streamjob's own: check_values)
             raise self._error(f"{what} {shown}: a secret reference (${{env:...}}, "
@@ -372,11 +372,11 @@ class AdminPolicy:
         Raises:
             PolicyError: the host is not allowed (the URL shown masked).
         """
-        from ..sensitive import _userinfo_span, has_reference, mask_url
+        from ..sensitive import userinfo_span, has_reference, mask_url
 
         if not url or not url.strip():
             return
-        span = _userinfo_span(url)
+        span = userinfo_span(url)
         rest = url[:span[0]] + "x" + url[span[1]:] if span and span[1] > span[0] else url
         if has_reference(rest):
             raise self._error(f"{what} {mask_url(url)}: a secret reference may stand only for "

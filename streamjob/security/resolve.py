@@ -9,10 +9,10 @@ import os
 import re
 from pathlib import Path
 
-from ..sensitive import _ANY, _SECRET_KEYS, _userinfo_span, mask_url, remember
+from ..sensitive import ANY_REFERENCE, SECRET_KEYS, userinfo_span, mask_url, remember
 
 #: the end of ``?password=`` (and the other secret query keys) just before a value
-_QUERY_KEY = re.compile(rf"[?&;]{_SECRET_KEYS}=$", re.IGNORECASE)
+_QUERY_KEY = re.compile(rf"[?&;]{SECRET_KEYS}=$", re.IGNORECASE)
 
 __all__ = ["resolve", "resolve_url"]
 
@@ -41,7 +41,7 @@ def resolve(text: str, what: str = "a property", policy=None) -> str:
     """
     if not isinstance(text, str) or "${" not in text:
         return text
-    return _ANY.sub(lambda m: _value(m, what, policy), text)
+    return ANY_REFERENCE.sub(lambda m: _value(m, what, policy), text)
 
 
 def resolve_url(url: str, what: str = "a URL", policy=None) -> str:
@@ -61,7 +61,7 @@ def resolve_url(url: str, what: str = "a URL", policy=None) -> str:
 
     if not isinstance(url, str) or "${" not in url:
         return url
-    span = _userinfo_span(url)
+    span = userinfo_span(url)
 
     def inside(m: re.Match) -> bool:
         if span is not None and span[0] <= m.start() and m.end() <= span[1]:
@@ -69,7 +69,7 @@ def resolve_url(url: str, what: str = "a URL", policy=None) -> str:
         # a sealed ?password= (streamjob sealed it there: security/sealed.py)
         return m.group(1) == "sealed" and _QUERY_KEY.search(url[:m.start()]) is not None
 
-    for m in _ANY.finditer(url):
+    for m in ANY_REFERENCE.finditer(url):
         if not inside(m):
             raise PolicyError(f"{what} {mask_url(url)}: a secret reference may stand only for "
                               "the URL's password, never for its host, database or parameters")
@@ -78,7 +78,7 @@ def resolve_url(url: str, what: str = "a URL", policy=None) -> str:
         found = _value(m, what, policy)
         return found if m.group(1) == "sealed" else quote(found, safe="")
 
-    return _ANY.sub(value, url)
+    return ANY_REFERENCE.sub(value, url)
 
 
 def _value(m: re.Match, what: str, policy) -> str:

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..exceptions import ConnectorError
-from ..sensitive import _SECRET_KEYS
+from ..sensitive import SECRET_KEYS
 
 if TYPE_CHECKING:
     from .policy import AdminPolicy
 
 #: a secret query parameter: ``(?password=)(value)`` (the keys of :mod:`streamjob.sensitive`)
-_QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_KEYS}=)([^&\s'\"]*)", re.IGNORECASE)
+_QUERY_SECRET = re.compile(rf"([?&;]{SECRET_KEYS}=)([^&\s'\"]*)", re.IGNORECASE)
 #: ``${sealed:TOKEN}``: a Fernet token (URL-safe base64).
 SEALED = re.compile(r"\$\{sealed:([A-Za-z0-9_\-=]+)\}")
 _KEY_BYTES = 44  # a Fernet key: 32 bytes, URL-safe base64
@@ -99,7 +99,7 @@ def seal_properties(props: Mapping[str, Any], policy: "AdminPolicy") -> dict[str
     password of a ``"url"``, the ``user:password`` of ``streamjob.alert.webhook``.
     References (``${env:}``, ``${file:}``) and sealed values stay as they are."""
     from .. import properties as jp
-    from ..sensitive import _userinfo_span, has_reference
+    from ..sensitive import userinfo_span, has_reference
 
     out = dict(props)
     for name, value in props.items():
@@ -111,7 +111,7 @@ def seal_properties(props: Mapping[str, Any], policy: "AdminPolicy") -> dict[str
             if not has_reference(value):
                 out[name] = seal(value, policy)
         elif low in ("url", "streamjob.alert.webhook"):
-            span = _userinfo_span(value)
+            span = userinfo_span(value)
             if span and span[1] > span[0] and not has_reference(value[span[0]:span[1]]):
                 # sealed as written (percent-encoded or not), put back as written
                 value = value[:span[0]] + seal(value[span[0]:span[1]], policy) + value[span[1]:]

@@ -70,14 +70,14 @@ def refuse_what_spark_refuses(session, plan) -> None:
                     spark_session.clearActiveSession()
         except (PySparkException, Py4JJavaError) as exc:
             span = plan.query.select_span
-            message = f"Spark cannot run this query as a stream: {_reason(exc)}"
+            message = f"Spark cannot run this query as a stream: {spark_reason(exc)}"
             if span is None:
                 raise ValidationError(message) from None
             raise ValidationError(message, line=span.line, column=span.column,
                                   text=span.text) from None
 
 
-def _reason(exc: Exception) -> str:
+def spark_reason(exc: Exception) -> str:
     """Spark's sentence without its error class, SQLSTATE and the plan it appends."""
     from py4j.protocol import Py4JJavaError
 

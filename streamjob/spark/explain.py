@@ -31,7 +31,7 @@ def physical_plan(session, plan) -> str:
     from pyspark.errors import PySparkException
 
     from ..sensitive import mask_text
-    from .analysis import _reason
+    from .analysis import spark_reason
     from .query import result_frame
     from .session import SAFE_SQL_CONF
 
@@ -44,5 +44,5 @@ def physical_plan(session, plan) -> str:
             jvm = clone.sparkContext._jvm
             text = jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "simple")
         except (PySparkException, Py4JJavaError) as exc:
-            raise ValidationError(f"Spark cannot plan this query: {_reason(exc)}") from None
+            raise ValidationError(f"Spark cannot plan this query: {spark_reason(exc)}") from None
     return mask_text(str(text).replace(empty, "<empty input>")).strip()
