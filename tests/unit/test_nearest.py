@@ -2,8 +2,12 @@
 
 from pathlib import Path
 
+import pytest
+
 import streamjob
 from streamjob.nearest import nearest
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_nearest_name_is_given_as_it_is_spelt_among_the_known():
