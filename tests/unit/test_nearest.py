@@ -12,7 +12,8 @@ pytestmark = pytest.mark.unit
 
 def test_the_nearest_name_is_given_as_it_is_spelt_among_the_known():
     assert nearest("chekpoint.interval", ["Checkpoint.Interval", "flush.mode"]) == "Checkpoint.Interval"
-    assert nearest("FORM", ["FROM", "FOR", "WHERE"]) == "FROM"
+    assert nearest("FORM", ["FROM", "WHERE"]) == "FROM"
+    assert nearest("form", ["FROM", "FOR"]) == "FOR"  # difflib: FOR is 0.86, FROM 0.75
 
 
 def test_no_name_below_the_cutoff_and_always_one_at_zero():
