@@ -436,6 +436,20 @@ CONNECTOR = Registry([
              "with \"primary.key\" it may only name the primary key's single column, whose "
              "raw text then replaces the encoded key (ksqlDB's KAFKA key format)",
              scopes=("kafka table",)),
+    Property("delta.appendonly", "bool", False,
+             "Delta's delta.appendOnly, set when the job creates the table: true makes "
+             "every Delta writer refuse deletes and updates of its rows",
+             scopes=("delta table",)),
+    Property("delta.checkpointinterval", "int", 100,
+             "Delta's delta.checkpointInterval, set when the job creates the table: a "
+             "checkpoint of the transaction log every n commits (a micro-batch is a "
+             "commit), so readers replay at most n JSON commits", minimum=1,
+             maximum=1_000_000, scopes=("delta table",)),
+    Property("delta.logretentionduration", "duration", None,
+             "Delta's delta.logRetentionDuration (default there 30 days), set when the job "
+             "creates the table: how long commits of the log are kept for time travel, "
+             "e.g. '7 days'", unit="ms", minimum=3_600_000, maximum=3650 * 86_400_000,
+             scopes=("delta table",)),
 ])
 
 #: Words in a property name that make its value a secret (masked in output).
