@@ -166,6 +166,30 @@ def test_a_batch_of_another_schema_is_refused_and_nothing_written(tmp_path):
     assert read_back(path) == rows(0, 3)
 
 
+@pytest.mark.component
+def test_two_attempts_committing_one_batch_conflict_and_the_second_fails(tmp_path):
+    """A fenced attempt still running read the table before the new owner committed the
+    same batch: Delta's optimistic concurrency refuses its commit (delta-rs sees the app
+    transaction changed since its snapshot), so the batch is not doubled."""
+    from streamjob.exceptions import ConnectorError
+
+    path = tmp_path / "t"
+    sink_for(path).prepare()
+    stale = DeltaTable(str(path))  # the old attempt's snapshot, before the commit below
+
+    class Fenced(DeltaSink):
+        def _open(self):
+            return stale
+
+    assert sink_for(path).write_arrow(batch(0, 10), 0) == 10
+    fenced = Fenced(DeltaTableSpec(str(path), ("day",)), COLUMNS, "default.t", "job-1:0", True)
+    with pytest.raises(ConnectorError) as err:
+        fenced.write_arrow(batch(0, 10), 0)
+    assert "writing batch 0 to Delta table default.t" in err.value.message
+    assert "Traceback" not in err.value.message and "\n" not in err.value.message
+    assert read_back(path) == rows(0, 10)
+
+
 # -- (b) through Spark ---------------------------------------------------------------
 
 
