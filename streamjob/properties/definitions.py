@@ -39,9 +39,9 @@ _SLIPSTREAM = (
              slipstream=_CD + "无限滑动窗口默认的Reduce Task数量 (default number of reduce "
              "tasks of an infinite sliding window)" + _NO_DEFAULT),
     Property("morphling.hdfs.flush.interval.ms", "duration", None,
-             "for a job writing a file table (Slipstream's HDFS sinks): its trigger "
-             "interval (streamjob.trigger.interval, which wins when given), so files are "
-             "written at most this often; no effect on other sinks", unit="ms", minimum=0,
+             "for a job writing a file or Delta table (Slipstream's HDFS sinks): its "
+             "trigger interval (streamjob.trigger.interval, which wins when given), so files "
+             "are written at most this often; no effect on other sinks", unit="ms", minimum=0,
              slipstream=_CD + "数据刷新到目标表的频率，默认每60秒刷新一次 (how often rows are "
              "flushed to the target table); default 60000 (60 s)"),
     Property("morphling.hdfs.flush.size", "int", None,

@@ -124,3 +124,23 @@ def test_an_operators_delta_location_lies_under_the_file_roots(home, tmp_path):
 
 def ex_tables(ex: Executor) -> list[str]:
     return sorted(t.name for t in ex.catalog.list_tables())
+
+
+def test_start_refuses_a_delta_table_of_another_shape(home, tmp_path):
+    """An existing Delta table is checked at START STREAMJOB, as a SQL sink table is: a
+    difference is an error naming it, before the job starts (its own delta-rs table,
+    written here with delta-rs)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from streamjob.exceptions import SchemaMismatch
+
+    DeltaTable.create(str(tmp_path / "d"), pa.schema([("value", pa.int32())]))
+    ex = _executor(home)
+    _run(ex, f"""CREATE STREAM s (value BIGINT) TBLPROPERTIES("source"="rate");
+    CREATE TABLE d (value BIGINT) STORED AS DELTA LOCATION '{tmp_path}/d';
+    CREATE STREAMJOB j AS ("insert into d select value from s");""")
+    with pytest.raises(SchemaMismatch) as err:
+        _run(ex, "START STREAMJOB j;")
+    assert "column value is integer, declared long" in err.value.message
+    assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
