@@ -106,7 +106,8 @@ def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
     if isinstance(spec, cspec.ConsoleTableSpec):
         return ConsoleTableSink()
     if isinstance(spec, cspec.DeltaTableSpec):
-        return DeltaTableSink(spec, table.columns, table.qualified_name, marker, exactly_once)
+        return DeltaTableSink(spec, table.columns, table.qualified_name, marker, exactly_once,
+                              upsert)
     raise ValidationError(f"table {table.qualified_name} cannot be written by a job yet")
 
 
@@ -332,22 +333,24 @@ class DeltaTableSink(_Quiet):
     exactly-once."""
 
     def __init__(self, spec, columns: Sequence[dict], table: str, marker: str,
-                 exactly_once: bool) -> None:
+                 exactly_once: bool, upsert: bool = False) -> None:
         from .delta.sink import DeltaSink
 
-        self.delta = DeltaSink(spec, columns, table, marker, exactly_once)
-        self.spec, self.exactly_once = spec, exactly_once
+        self.delta = DeltaSink(spec, columns, table, marker, exactly_once, upsert)
+        self.spec, self.exactly_once, self.upsert = spec, exactly_once, self.delta.upsert
 
     def describe(self) -> dict:
         sp = self.spec
+        write = (f"merge on primary key ({', '.join(sp.primary_key)}), one Delta commit "
+                 "per micro-batch" if self.upsert else
+                 "append (one Delta commit per micro-batch)")
         return {"connector": "delta", "location": sp.location,
-                "write": "append (one Delta commit per micro-batch)"
-                         + (f" partitioned by {', '.join(sp.partitioned_by)}"
-                            if sp.partitioned_by else ""),
+                "write": write + (f" partitioned by {', '.join(sp.partitioned_by)}"
+                                  if sp.partitioned_by else ""),
                 "commit": ("each micro-batch's files and the job's Delta app transaction "
                            "(app id uid:epoch, version batch id) commit in one Delta log "
                            "entry; a replayed batch at or below the version is skipped"),
-                "upsert": False}
+                "upsert": self.upsert}
 
     def visibility(self) -> str:
         if self.exactly_once:
@@ -355,7 +358,9 @@ class DeltaTableSink(_Quiet):
                     "_delta_log, with the job's app transaction in the same commit, so "
                     "readers never see part of a micro-batch")
         return ("to any Delta reader as each micro-batch commits (auto.flush); a "
-                "micro-batch replayed after a failure may repeat rows")
+                "micro-batch replayed after a failure may repeat rows"
+                + (" (merged on the primary key, which makes that harmless)"
+                   if self.upsert else ""))
 
     def check(self) -> None:
         self.delta.check()

@@ -274,7 +274,7 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "
-        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, or "
-        f"on a Kafka table, records keyed by it), "
+        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, "
+        f"on a Delta table, merged, or on a Kafka table, records keyed by it), "
         f"or aggregate over a window of a stream with \"watermark.column\" and "
         f"\"watermark.delay\" so that finished windows can be appended")

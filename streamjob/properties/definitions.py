@@ -428,8 +428,10 @@ CONNECTOR = Registry([
              "record's key is these columns in the table's format (json: an object of them; "
              "delimited: their fields joined with the delimiter), the value the whole row, "
              "so a compacted topic keeps the latest row per key (Flink's upsert-kafka); no "
-             "tombstones (Spark's update mode deletes nothing)",
-             scopes=("sql table", "kafka table")),
+             "tombstones (Spark's update mode deletes nothing). Delta table: each "
+             "micro-batch is merged on them (Delta's MERGE: matched rows updated, others "
+             "inserted)",
+             scopes=("sql table", "kafka table", "delta table")),
     Property("key", "string", None,
              "a declared column whose value, as UTF-8 text, is each record's key (records "
              "with the same key go to the same partition); default: records without a key; "

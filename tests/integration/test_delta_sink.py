@@ -190,6 +190,35 @@ def test_two_attempts_committing_one_batch_conflict_and_the_second_fails(tmp_pat
     assert read_back(path) == rows(0, 10)
 
 
+@pytest.mark.component
+def test_an_upsert_merges_each_batch_on_the_primary_key(tmp_path):
+    """Update mode into a Delta table with "primary.key": matched rows updated, others
+    inserted, NULL keys equal, the last row of a key within a batch counts; a replay is
+    skipped like any batch."""
+    cols = [{"name": "Carrier", "type": "string"}, {"name": "month", "type": "int"},
+            {"name": "flights", "type": "bigint"}]
+    schema = sjtypes.arrow_schema(cols)
+    path = tmp_path / "t"
+    sink = DeltaSink(DeltaTableSpec(str(path), primary_key=("carrier", "month")), cols,
+                     "default.t", "job-1:0", True, upsert=True)
+    sink.prepare()
+
+    def agg(rs):
+        return pa.Table.from_pylist([dict(zip(("Carrier", "month", "flights"), r)) for r in rs],
+                                    schema=schema)
+
+    assert sink.write_arrow(agg([("AA", 1, 5), ("UA", 1, 3), (None, 1, 1)]), 0) == 3
+    assert sink.write_arrow(agg([("AA", 1, 9), ("AA", 2, 4), (None, 1, 2), ("UA", 1, 6),
+                                 ("UA", 1, 7)]), 1) == 5
+    assert sink.write_arrow(agg([("AA", 1, 99)]), 1) == 0  # a replay: skipped
+    got = sorted(DeltaTable(str(path)).to_pyarrow_table().to_pylist(), key=str)
+    assert got == sorted([{"Carrier": "AA", "month": 1, "flights": 9},
+                          {"Carrier": "AA", "month": 2, "flights": 4},
+                          {"Carrier": "UA", "month": 1, "flights": 7},
+                          {"Carrier": None, "month": 1, "flights": 2}], key=str)
+    assert DeltaTable(str(path)).transaction_version("job-1:0") == 1
+
+
 # -- (b) through Spark ---------------------------------------------------------------
 
 
@@ -204,7 +233,8 @@ class World(SparkWorld):
 
         plan = self.plan(job, query)
         sink = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,
-                          exactly_once=plan.guarantee == "exactly-once")
+                          exactly_once=plan.guarantee == "exactly-once",
+                          upsert=plan.output_mode == "update")
         sink.prepare()
         return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job),
                                  sink), sink
@@ -271,3 +301,35 @@ def test_a_kafka_job_writes_a_delta_table_exactly_once_across_a_replay(world, br
     assert sink.delta.skipped == 1
     assert DeltaTable(str(out)).version() == version  # no new commit
     assert read_back(out) == rows(0, 100)  # nothing twice
+
+
+@pytest.mark.spark
+def test_an_aggregation_merges_into_a_delta_table_with_a_primary_key(world, broker):
+    import pandas as pd
+
+    topic = f"delta-agg-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    out = world.root / "per_day"
+    world.run(f"""
+    CREATE STREAM aorders (id BIGINT, name STRING, price DECIMAL(12,2), at TIMESTAMP, day STRING)
+      TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
+    CREATE TABLE per_day (day STRING, n BIGINT, total DECIMAL(22,2))
+      STORED AS DELTA LOCATION '{out}' TBLPROPERTIES("primary.key"="day");
+    """)
+    uid = f"{uuid.uuid4().hex}:0"
+    produce(broker.bootstrap, topic, kafka_records(0, 50))
+    plan, query, sink = world.start_delta(
+        "per_day", "insert into per_day select day, count(*), sum(price) from aorders group by day",
+        uid)
+    assert plan.output_mode == "update" and sink.describe()["upsert"] is True
+    try:
+        query.processAllAvailable()
+        produce(broker.bootstrap, topic, kafka_records(50, 70))
+        query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        query.stop()
+    want = pd.DataFrame(rows(0, 120)).groupby("day").agg(n=("id", "size"), total=("price", "sum"))
+    got = {r["day"]: (r["n"], r["total"]) for r in DeltaTable(str(out)).to_pyarrow_table().to_pylist()}
+    assert got == {day: (r.n, r.total) for day, r in want.iterrows()}
+    assert DeltaTable(str(out)).transaction_version(uid) == query.lastProgress["batchId"]

@@ -144,3 +144,19 @@ def test_start_refuses_a_delta_table_of_another_shape(home, tmp_path):
         _run(ex, "START STREAMJOB j;")
     assert "column value is integer, declared long" in err.value.message
     assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
+
+
+def test_a_delta_primary_key_names_declared_columns_and_makes_aggregations_merge(home, tmp_path):
+    ex = _executor(home)
+    with pytest.raises(ValidationError) as err:
+        _run(ex, f"""CREATE TABLE k (day STRING, n BIGINT) STORED AS DELTA
+          LOCATION '{tmp_path}/k' TBLPROPERTIES("primary.key"="dy");""")
+    assert "primary key column 'dy' is not a column" in err.value.message
+    assert err.value.key == "primary.key"
+    _run(ex, f"""CREATE STREAM s (value BIGINT) TBLPROPERTIES("source"="rate");
+    CREATE TABLE k (day STRING, n BIGINT) STORED AS DELTA LOCATION '{tmp_path}/k'
+      TBLPROPERTIES("primary.key"="Day");""")
+    explained = _run(ex, "EXPLAIN insert into k select cast(value % 7 as string), count(*) "
+                         "from s group by value % 7;").data
+    assert explained["output_mode"] == "update"
+    assert explained["sink"]["write"] == "merge on primary key (day), one Delta commit per micro-batch"

@@ -91,6 +91,8 @@ class DeltaSink:
             transactions.
         exactly_once: commit the app transaction and skip replays (else at-least-once:
             plain appends).
+        upsert: merge each micro-batch on the spec's primary key (update mode; Delta's
+            MERGE: matched rows updated, others inserted); ignored without a primary key.
 
     Call :meth:`check` to refuse a mismatching table before a job starts, :meth:`prepare`
     when it starts, then :meth:`write_arrow` once per micro-batch. ``skipped`` counts
@@ -98,9 +100,10 @@ class DeltaSink:
     """
 
     def __init__(self, spec: DeltaTableSpec, columns: Sequence[dict], table: str,
-                 app_id: str, exactly_once: bool) -> None:
+                 app_id: str, exactly_once: bool, upsert: bool = False) -> None:
         self.spec, self.table, self.app_id = spec, table, app_id
         self.exactly_once = exactly_once
+        self.upsert = upsert and bool(spec.primary_key)
         self.schema = pa.schema([pa.field(c["name"], table_arrow_type(c["type"]))
                                  for c in columns])
         self._by_lower = {c["name"].lower(): c["name"] for c in columns}
@@ -282,13 +285,31 @@ class DeltaSink:
         elif not data.num_rows:
             return 0
         try:
-            write_deltalake(dt, data, mode="append", commit_properties=props,
-                            partition_by=list(self.spec.partitioned_by) or None)
+            if self.upsert:
+                self._merge(dt, data, props)
+            else:
+                write_deltalake(dt, data, mode="append", commit_properties=props,
+                                partition_by=list(self.spec.partitioned_by) or None)
         except Exception as exc:
             self._table = None
             raise ConnectorError(f"writing batch {batch_id} to {self._where()} failed: "
                                  f"{_first_line(exc)}") from None
         return data.num_rows
+
+    def _merge(self, dt, data: pa.Table, props) -> None:
+        """One Delta MERGE of ``data`` on the primary key (NULL keys equal, ``<=>``):
+        matched rows updated, the others inserted, in one commit with ``props``. Of rows
+        of one key within the batch the last counts (Delta refuses a MERGE in which two
+        source rows match one target row)."""
+        keys = [self._by_lower[k] for k in self.spec.primary_key]
+        if data.num_rows > 1:
+            last = (data.append_column("__row", pa.array(range(data.num_rows), pa.int64()))
+                    .group_by(keys, use_threads=False).aggregate([("__row", "max")]))
+            if last.num_rows < data.num_rows:
+                data = data.take(last["__row_max"])
+        predicate = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        (dt.merge(data, predicate, source_alias="s", target_alias="t", commit_properties=props)
+         .when_matched_update_all().when_not_matched_insert_all().execute())
 
 
 def _short(delta_json: str) -> str:

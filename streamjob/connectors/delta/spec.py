@@ -5,7 +5,8 @@ TBLPROPERTIES in one place (as a Flink table factory holds its identifier and op
 The table lives at LOCATION (default: the warehouse directory of the table, as for file
 tables); only local paths and ``file:`` URIs are written so far. Its TBLPROPERTIES are
 Delta table configuration set when a job first creates the table
-(:data:`CONFIGURATION`); writing is :mod:`.sink`.
+(:data:`CONFIGURATION`), and ``"primary.key"``, on which an update-mode job merges;
+writing is :mod:`.sink`.
 """
 
 from __future__ import annotations
@@ -35,16 +36,23 @@ CONFIGURATION = {"delta.appendonly": "delta.appendOnly",
 class DeltaTableSpec:
     """A Delta Lake table at ``location`` (a local directory or ``file:`` URI) written
     through delta-rs, partitioned by ``partitioned_by`` (lower-cased, in order), created
-    with Delta table ``configuration`` (``((key, value), ...)``, Delta's spelling)."""
+    with Delta table ``configuration`` (``((key, value), ...)``, Delta's spelling);
+    ``primary_key`` (``"primary.key"``, lower-cased, in order) makes update-mode jobs
+    merge each micro-batch on it."""
 
     location: str
     partitioned_by: tuple[str, ...] = ()
     configuration: tuple[tuple[str, str], ...] = ()
+    primary_key: tuple[str, ...] = ()
 
     label: ClassVar[str] = "a Delta"
     on_files: ClassVar[bool] = True
     static_readable: ClassVar[bool] = False
-    updates_in_place: ClassVar[bool] = False
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode merges each micro-batch on the primary key (Delta's MERGE)."""
+        return bool(self.primary_key)
 
     @property
     def path(self) -> str:
@@ -55,9 +63,19 @@ class DeltaTableSpec:
         return str(Path(loc))
 
     def check_columns(self, columns, table: str) -> None:
-        """Nothing beyond the parser's: every declared type has a Delta type
-        (:func:`streamjob.columntypes.table_arrow_type`), partition columns are checked
-        where PARTITIONED BY is."""
+        """The primary-key columns must be declared ``columns`` of ``table`` (every
+        declared type has a Delta type, :func:`streamjob.columntypes.table_arrow_type`;
+        partition columns are checked where PARTITIONED BY is).
+
+        Raises:
+            ValidationError: ``key`` ``"primary.key"``.
+        """
+        declared = {c["name"].lower() for c in columns}
+        missing = [k for k in self.primary_key if k not in declared]
+        if missing:
+            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
+                                  f"{table} ({', '.join(c['name'] for c in columns)})",
+                                  key="primary.key", bad_value=True)
 
     def reach(self) -> Reach:
         return Reach(paths=((self.location, "LOCATION", "location"),))
@@ -85,9 +103,12 @@ def delta_table_spec(name: str, p: Mapping[str, str], location: str | None,
             bad_value=True)
     config = []
     for key, value in typed.items():
+        if key not in CONFIGURATION:
+            continue
         if key == "delta.logretentionduration":
             value = f"interval {max(1, value // 1000)} seconds"  # Delta's interval text
         elif isinstance(value, bool):
             value = str(value).lower()
         config.append((CONFIGURATION[key], str(value)))
-    return DeltaTableSpec(loc, tuple(c.lower() for c in partitioned_by), tuple(config))
+    return DeltaTableSpec(loc, tuple(c.lower() for c in partitioned_by), tuple(config),
+                          tuple(dict.fromkeys(typed.get("primary.key", ()))))
