@@ -18,7 +18,8 @@ for replays.
 Schemas: the table is created at ``prepare`` from the declared columns (Arrow types of
 :func:`streamjob.columntypes.table_arrow_type`, partitioned by PARTITIONED BY, with the
 table's Delta configuration); an existing table must have the declared columns with the
-same Delta types and the same partition columns, and each micro-batch must carry exactly
+same Delta types and the same partition columns, except that declared columns it lacks
+are added, nullable (the one evolution allowed); each micro-batch must carry exactly
 the declared columns with those types (Delta's types: a timestamp's time zone and the
 names Arrow gives list items do not count), else :class:`SchemaMismatch`.
 """
@@ -149,7 +150,8 @@ class DeltaSink:
 
     def check(self) -> None:
         """Refuse an existing table whose columns or partitioning differ from the
-        declaration; a missing table is fine (``prepare`` creates it).
+        declaration; a missing table is fine (``prepare`` creates it), and so are declared
+        columns the table lacks (``prepare`` adds them: the one evolution allowed).
 
         Raises:
             SchemaMismatch: names each differing column and the partition columns.
@@ -159,20 +161,25 @@ class DeltaSink:
         if dt is not None:
             self._fits(dt)
 
-    def _fits(self, dt) -> None:
+    def _fits(self, dt) -> list[str]:
+        """The declared columns table ``dt`` lacks (to be added, nullable), in declared
+        order.
+
+        Raises:
+            SchemaMismatch: a column of another Delta type, a column of the table not
+                declared, or other partition columns.
+        """
         have = delta_types(pa.schema(dt.schema().to_arrow()))
         want = delta_types(self.schema)
         have_low = {k.lower(): (k, v) for k, v in have.items()}
-        problems, names = [], []
+        problems, names, added = [], [], []
         for name, typ in want.items():
             got = have_low.get(name.lower())
             if got is None:
-                problems.append(f"column {name} is missing")
+                added.append(name)
             elif got[1] != typ:
                 problems.append(f"column {name} is {_short(got[1])}, declared {_short(typ)}")
-            else:
-                continue
-            names.append(name)
+                names.append(name)
         for low, (name, typ) in have_low.items():
             if low not in self._by_lower:
                 problems.append(f"column {name} ({_short(typ)}) is not declared")
@@ -184,28 +191,41 @@ class DeltaSink:
         if problems:
             raise SchemaMismatch(
                 f"{self._where()} does not fit its declaration: {'; '.join(problems)}. "
-                "Declare the table as it is, or write to a new LOCATION",
-                columns=tuple(names))
+                "Declare the table as it is (a declared column the table lacks is added), "
+                "or write to a new LOCATION", columns=tuple(names))
+        return added
 
     def prepare(self) -> None:
-        """:meth:`check` the table, then create it (declared columns, partition columns,
-        configuration; the table's name is ``db.table``) if there is none.
+        """Create the table (declared columns, partition columns, configuration; the
+        table's name is ``db.table``) if there is none; else :meth:`check` it and add
+        the declared columns it lacks, nullable (rows written before read them as NULL;
+        Delta's schema evolution, one commit).
 
         Raises:
             SchemaMismatch: an existing table does not fit.
-            ConnectorError: the table cannot be created (names the location).
+            ConnectorError: the table cannot be created or altered (names the location).
         """
-        from deltalake import DeltaTable
+        from deltalake import DeltaTable, Schema
 
-        if self._open() is not None:
-            return self.check()
-        try:
-            dt = DeltaTable.create(self.spec.path, self.schema, mode="ignore",
-                                   partition_by=list(self.spec.partitioned_by) or None,
-                                   name=self.table, configuration=dict(self.spec.configuration))
-        except Exception as exc:
-            raise ConnectorError(f"cannot create {self._where()}: {_first_line(exc)}") from None
-        self._fits(dt)  # another writer may have created it first
+        dt = self._open()
+        if dt is None:
+            try:
+                dt = DeltaTable.create(self.spec.path, self.schema, mode="ignore",
+                                       partition_by=list(self.spec.partitioned_by) or None,
+                                       name=self.table,
+                                       configuration=dict(self.spec.configuration))
+            except Exception as exc:
+                raise ConnectorError(f"cannot create {self._where()}: {_first_line(exc)}") \
+                    from None
+        added = self._fits(dt)  # another writer may have created it first
+        if added:
+            fields = Schema.from_arrow(pa.schema([self.schema.field(n) for n in added])).fields
+            try:
+                dt.alter.add_columns(fields)
+            except Exception as exc:
+                raise ConnectorError(f"cannot add column(s) {', '.join(added)} to "
+                                     f"{self._where()}: {_first_line(exc)}") from None
+            log.info("added column(s) %s to %s", ", ".join(added), self._where())
 
     def last_committed(self) -> int | None:
         """The last batch id this job (its app id) committed to the table, or None.
