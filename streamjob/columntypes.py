@@ -96,6 +96,33 @@ KNOWN_TYPES = tuple(_SIMPLE) + ("timestamp_ntz", "decimal(p,s)", "varchar(n)", "
                                 "array<t>", "map<k,v>", "struct<name:t,...>")
 
 
+def table_arrow_type(type_text: str) -> pa.DataType:
+    """The Arrow type of a declared column of a table written as Arrow (Delta): the
+    simple types as :func:`arrow_type`, ``timestamp_ntz`` as a timestamp without time
+    zone, and ``array<t>``, ``map<k,v>``, ``struct<name:t,...>`` (nested) as Arrow's
+    list, map and struct, as Spark's own Arrow conversion maps them.
+
+    Raises:
+        ValidationError: a type :func:`check_type` does not know.
+    """
+    import pyarrow as pa
+
+    t = check_type(type_text)
+    if t == "timestamp_ntz":
+        return pa.timestamp("us")
+    m = _COMPLEX.match(t)
+    if m is None:
+        return arrow_type(t)
+    kind, inner = m.groups()
+    parts = _split_top(inner)
+    if kind == "array":
+        return pa.list_(table_arrow_type(parts[0]))
+    if kind == "map":
+        return pa.map_(table_arrow_type(parts[0]), table_arrow_type(parts[1]))
+    return pa.struct([pa.field(p.split(":", 1)[0], table_arrow_type(p.split(":", 1)[1]))
+                      for p in parts])
+
+
 def check_type(type_text: str) -> str:
     """The normalized type text if it is a Hive/Spark column type streamjob knows
     (simple types, ``decimal(p,s)``, ``varchar(n)``, ``array<t>``, ``map<k,v>``,

@@ -275,7 +275,7 @@ def _scope(stmt, pairs: dict[str, str]) -> str | None:
         if stmt.as_select is not None:
             return None
         return cspec.stream_scope(pairs)
-    return cspec.table_scope(pairs)
+    return cspec.table_scope(pairs, stmt.stored_as)
 
 
 def connector_verdict(scope: str | None, key: str, pairs: dict[str, str]) -> tuple[str, str]:

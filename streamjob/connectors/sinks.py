@@ -13,7 +13,10 @@ The kinds and what they guarantee:
 * file table (:class:`FileTableSink`): Spark's file sink and its ``_spark_metadata``
   manifest (exactly-once with checkpoints); without checkpoints each batch's files are
   appended directly (guarantee none, DESIGN §6);
-* console table (:class:`ConsoleTableSink`): Spark's console sink (no guarantee).
+* console table (:class:`ConsoleTableSink`): Spark's console sink (no guarantee);
+* Delta table (:class:`DeltaTableSink`): foreachBatch, one Delta commit per micro-batch
+  carrying the job's app transaction (exactly-once, :mod:`.delta.sink`), or plain
+  appends.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from . import spec as cspec
 log = logging.getLogger(__name__)
 
 __all__ = ["TableSink", "table_sink", "SqlTableSink", "KafkaTableSink", "FileTableSink",
-           "ConsoleTableSink"]
+           "ConsoleTableSink", "DeltaTableSink"]
 
 
 class TableSink(Protocol):
@@ -102,6 +105,9 @@ def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
         return FileTableSink(spec, table.qualified_name, job, checkpointed)
     if isinstance(spec, cspec.ConsoleTableSpec):
         return ConsoleTableSink()
+    if isinstance(spec, cspec.DeltaTableSpec):
+        return DeltaTableSink(spec, table.columns, table.qualified_name, marker, exactly_once,
+                              upsert)
     raise ValidationError(f"table {table.qualified_name} cannot be written by a job yet")
 
 
@@ -319,3 +325,53 @@ class ConsoleTableSink(_Quiet):
         return {"connector": "console", "location": None, "write": "print",
                 "commit": "the console prints each micro-batch and keeps nothing",
                 "upsert": False}
+
+
+class DeltaTableSink(_Quiet):
+    """A Delta table through :class:`.delta.sink.DeltaSink`: one Delta commit per
+    micro-batch, with the job's app transaction (marker key, batch id) when
+    exactly-once."""
+
+    def __init__(self, spec, columns: Sequence[dict], table: str, marker: str,
+                 exactly_once: bool, upsert: bool = False) -> None:
+        from .delta.sink import DeltaSink
+
+        self.delta = DeltaSink(spec, columns, table, marker, exactly_once, upsert)
+        self.spec, self.exactly_once, self.upsert = spec, exactly_once, self.delta.upsert
+
+    def describe(self) -> dict:
+        sp = self.spec
+        write = (f"merge on primary key ({', '.join(sp.primary_key)}), one Delta commit "
+                 "per micro-batch" if self.upsert else
+                 "append (one Delta commit per micro-batch)")
+        return {"connector": "delta", "location": sp.location,
+                "write": write + (f" partitioned by {', '.join(sp.partitioned_by)}"
+                                  if sp.partitioned_by else ""),
+                "commit": ("each micro-batch's files and the job's Delta app transaction "
+                           "(app id uid:epoch, version batch id) commit in one Delta log "
+                           "entry; a replayed batch at or below the version is skipped"),
+                "upsert": self.upsert}
+
+    def visibility(self) -> str:
+        if self.exactly_once:
+            return ("to any Delta reader when their micro-batch's commit enters the table's "
+                    "_delta_log, with the job's app transaction in the same commit, so "
+                    "readers never see part of a micro-batch")
+        return ("to any Delta reader as each micro-batch commits (auto.flush); a "
+                "micro-batch replayed after a failure may repeat rows"
+                + (" (merged on the primary key, which makes that harmless)"
+                   if self.upsert else ""))
+
+    def check(self) -> None:
+        self.delta.check()
+
+    def prepare(self) -> None:
+        self.delta.prepare()
+
+    def attach(self, writer):
+        return writer.foreachBatch(_foreach_batch(self.delta.write_arrow))
+
+    def purge_markers(self) -> None:
+        """Nothing to delete: the job's app transactions are entries of the table's own
+        log (Delta expires them with delta.setTransactionRetentionDuration); DROP
+        STREAMJOB leaves the table and its data."""

@@ -11,20 +11,24 @@ Each table spec answers the questions asked of its kind (``label``, ``on_files``
 Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 (``"source"="files"``), rate (``"source"="rate"``). Sinks (tables): files
 (``STORED AS`` / ``LOCATION``, the default), SQL (``"connector"="sql"``), Kafka
-(``"topic"``), console (``"connector"="console"``).
+(``"topic"``), console (``"connector"="console"``), Delta Lake (``STORED AS DELTA``,
+:mod:`.delta`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 from .. import properties as registry
 from ..exceptions import ValidationError
 from . import hive_forms
+from .delta import spec as delta
+from .delta.spec import DeltaTableSpec  # noqa: F401  (the specs of every kind, importable here)
 from .kafka import FORMATS
 from .kafka.security import KafkaSecurity
+from .reach import KafkaTopic, Reach
 
 log = logging.getLogger(__name__)
 
@@ -33,31 +37,6 @@ FILE_FORMATS = ("parquet", "json", "csv")
 FILE_TABLE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 """Formats of file tables (``STORED AS``); TEXTFILE is Hive's delimited text
 (:mod:`.hive_forms`)."""
-
-
-@dataclass(frozen=True)
-class Reach:
-    """What a stream or table declaration reaches, for the security checks
-    (``planner/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
-    ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
-    :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
-    as ``(url, property label)``."""
-
-    paths: tuple[tuple[str, str, str], ...] = ()
-    broker: tuple[str, Any] | None = None
-    urls: tuple[tuple[str, str], ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class KafkaTopic:
-    """A Kafka stream's or table's topic and how to reach its brokers (PRINT, SHOW
-    TOPICS, the kafka checkpoint backend): bootstrap servers, security settings
-    (references unresolved), the bound on each request in ms."""
-
-    topic: str
-    bootstrap: str
-    security: KafkaSecurity
-    request_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -299,9 +278,12 @@ def table_connector(properties: Mapping[str, str]) -> str:
     return "kafka" if not connector and "topic" in p else connector
 
 
-def table_scope(properties: Mapping[str, str]) -> str | None:
+def table_scope(properties: Mapping[str, str], stored_as: str | None = None) -> str | None:
     """The connector scope of a table (``kafka table``, ``sql table``, ``file table``,
-    ``console table``), None for an unknown ``"connector"``."""
+    ``console table``, ``delta table`` for ``STORED AS DELTA``), None for an unknown
+    ``"connector"``."""
+    if (stored_as or "").strip().lower() == delta.STORED_AS:
+        return delta.SCOPE
     connector = table_connector(properties)
     return "kafka table" if connector == "kafka" else TABLE_SCOPES.get(connector)
 
@@ -417,8 +399,8 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
                location: str | None, default_location: str, partitioned_by=(),
                row_format: Mapping | None = None, stored_by: str | None = None):
     """The sink/static spec of table ``name``; ``partitioned_by`` (the table's partition
-    columns) goes into a :class:`FileTableSpec` (other kinds of table are not partitioned:
-    the executor refuses PARTITIONED BY for them).
+    columns) goes into a :class:`FileTableSpec` or a Delta table's spec (other kinds of
+    table are not partitioned: the executor refuses PARTITIONED BY for them).
 
     Raises:
         ValidationError: missing or contradictory properties; HBase, Hyperdrive and
@@ -426,6 +408,11 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
     """
     hive_forms.check_storage(name, stored_as, stored_by)
     p = _lower(properties)
+    if table_scope(p, stored_as) == delta.SCOPE:
+        if "connector" in p:
+            raise ValidationError(f"table '{name}': STORED AS DELTA makes it a Delta table; "
+                                  "drop \"connector\"", key="connector", bad_value=True)
+        return delta.delta_table_spec(name, p, location, default_location, partitioned_by)
     connector = table_connector(p)
     if connector == "kafka":
         return _kafka_table_spec(name, p, row_format)

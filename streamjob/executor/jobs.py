@@ -295,8 +295,9 @@ class JobStatements:
 
 
 def check_sql_tables(plan) -> None:
-    """The SQL tables a job writes (its sink, its dead-letter tables) against their
-    declarations, at START, so a mismatch is an error before the job starts (DESIGN §7).
+    """The SQL tables a job writes (its sink, its dead-letter tables), and a Delta table
+    it writes, against their declarations, at START, so a mismatch is an error before the
+    job starts (DESIGN §7).
     An unreachable database is not an error here: the job starts and fails over until
     the database answers.
 

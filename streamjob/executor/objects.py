@@ -89,6 +89,9 @@ class ObjectStatements:
             if exc.text in ("STORED",) or (stored_as and exc.text == stored_as):
                 pos = s.where("stored_as")
                 exc.locate(pos.line, pos.column)
+            elif getattr(exc, "key", None) == "location" and s.location is not None:
+                pos = s.where("location")
+                exc.locate(pos.line, pos.column)
             raise
         if spec.on_files and stored_as is None and "format" not in \
                 {k.lower() for k in props} and hive_forms.row_format_default(row_format) == "delimited":
@@ -175,7 +178,7 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
 
 def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[str, str]],
                       partitioned_by: tuple[str, ...]) -> None:
-    """PARTITIONED BY is for file tables only, and partition columns must have a simple
+    """PARTITIONED BY is for file and Delta tables only, and partition columns must have a simple
     type (Spark writes each value into a ``col=value`` directory name). The parser has
     already checked that each names exactly one column."""
     if not partitioned_by:
@@ -183,8 +186,9 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
     if not spec.on_files:
         pos = s.where("partitioned_by")
         raise ValidationError(
-            f"only file tables can be partitioned: {qname} is {spec.label} table; drop PARTITIONED BY "
-            f"or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE)", pos.line, pos.column,
+            f"only file and Delta tables can be partitioned: {qname} is {spec.label} table; drop "
+            f"PARTITIONED BY or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE|DELTA)",
+            pos.line, pos.column,
             "PARTITIONED")
     types = {c["name"].lower(): c["type"] for c in columns}
     for name in partitioned_by:
@@ -252,10 +256,13 @@ def source_kind(stream) -> str:
 
 
 def sink_kind(table) -> str:
-    """``sql``, ``console``, ``kafka`` or ``files (<format>)`` (the rule of
+    """``sql``, ``console``, ``kafka``, ``delta`` or ``files (<format>)`` (the rule of
     :func:`~streamjob.connectors.spec.table_spec`: a table with ``"topic"`` is Kafka)."""
     p = {k.lower(): v for k, v in table.properties.items()}
     connector = cspec.table_connector(p)
-    if cspec.table_scope(p) == "file table":
+    scope = cspec.table_scope(p, table.stored_as)
+    if scope == "delta table":
+        return "delta"
+    if scope == "file table":
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector

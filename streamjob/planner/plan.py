@@ -159,8 +159,9 @@ def plan_job(catalog: Catalog, home: Home, database: str, name: str, query: str,
 
 def _flush_interval(props: JobProperties, sink_spec, given: dict[str, str]) -> JobProperties:
     """``props`` with Slipstream's ``morphling.hdfs.flush.interval.ms`` as the trigger
-    interval of a job writing a file table (Slipstream's HDFS sinks flush at most that
-    often), unless ``streamjob.trigger.interval`` is given; other sinks are unchanged."""
+    interval of a job writing a table on files (a file or Delta table: Slipstream's HDFS
+    sinks flush at most that often), unless ``streamjob.trigger.interval`` is given; other
+    sinks are unchanged."""
     from dataclasses import replace
 
     explicit = any(k.strip().lower() == "streamjob.trigger.interval" for k in given)
@@ -273,7 +274,7 @@ def _output_mode(aq: AnalyzedQuery, sources, sink: TableInfo, sink_spec) -> str:
         return "update"
     raise ValidationError(
         f"the query aggregates, so its results change as data arrives: give table "
-        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, or "
-        f"on a Kafka table, records keyed by it), "
+        f"{sink.qualified_name} a primary key (\"primary.key\" on a SQL table, upserted, "
+        f"on a Delta table, merged, or on a Kafka table, records keyed by it), "
         f"or aggregate over a window of a stream with \"watermark.column\" and "
         f"\"watermark.delay\" so that finished windows can be appended")

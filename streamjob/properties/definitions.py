@@ -39,9 +39,9 @@ _SLIPSTREAM = (
              slipstream=_CD + "无限滑动窗口默认的Reduce Task数量 (default number of reduce "
              "tasks of an infinite sliding window)" + _NO_DEFAULT),
     Property("morphling.hdfs.flush.interval.ms", "duration", None,
-             "for a job writing a file table (Slipstream's HDFS sinks): its trigger "
-             "interval (streamjob.trigger.interval, which wins when given), so files are "
-             "written at most this often; no effect on other sinks", unit="ms", minimum=0,
+             "for a job writing a file or Delta table (Slipstream's HDFS sinks): its "
+             "trigger interval (streamjob.trigger.interval, which wins when given), so files "
+             "are written at most this often; no effect on other sinks", unit="ms", minimum=0,
              slipstream=_CD + "数据刷新到目标表的频率，默认每60秒刷新一次 (how often rows are "
              "flushed to the target table); default 60000 (60 s)"),
     Property("morphling.hdfs.flush.size", "int", None,
@@ -428,14 +428,30 @@ CONNECTOR = Registry([
              "record's key is these columns in the table's format (json: an object of them; "
              "delimited: their fields joined with the delimiter), the value the whole row, "
              "so a compacted topic keeps the latest row per key (Flink's upsert-kafka); no "
-             "tombstones (Spark's update mode deletes nothing)",
-             scopes=("sql table", "kafka table")),
+             "tombstones (Spark's update mode deletes nothing). Delta table: each "
+             "micro-batch is merged on them (Delta's MERGE: matched rows updated, others "
+             "inserted)",
+             scopes=("sql table", "kafka table", "delta table")),
     Property("key", "string", None,
              "a declared column whose value, as UTF-8 text, is each record's key (records "
              "with the same key go to the same partition); default: records without a key; "
              "with \"primary.key\" it may only name the primary key's single column, whose "
              "raw text then replaces the encoded key (ksqlDB's KAFKA key format)",
              scopes=("kafka table",)),
+    Property("delta.appendonly", "bool", False,
+             "Delta's delta.appendOnly, set when the job creates the table: true makes "
+             "every Delta writer refuse deletes and updates of its rows",
+             scopes=("delta table",)),
+    Property("delta.checkpointinterval", "int", 100,
+             "Delta's delta.checkpointInterval, set when the job creates the table: a "
+             "checkpoint of the transaction log every n commits (a micro-batch is a "
+             "commit), so readers replay at most n JSON commits", minimum=1,
+             maximum=1_000_000, scopes=("delta table",)),
+    Property("delta.logretentionduration", "duration", None,
+             "Delta's delta.logRetentionDuration (default there 30 days), set when the job "
+             "creates the table: how long commits of the log are kept for time travel, "
+             "e.g. '7 days'", unit="ms", minimum=3_600_000, maximum=3650 * 86_400_000,
+             scopes=("delta table",)),
 ])
 
 #: Words in a property name that make its value a secret (masked in output).

@@ -40,16 +40,18 @@ def test_bench_tiny_writes_results(tmp_path):
     s1 = {f["name"]: f for f in scenarios["s1"]["figures"]}
     for name in ("raw kafka-python consumer", "raw confluent-kafka consumer",
                  "hand-written PySpark job", "hand-written, recordParser=kafka-python",
-                 "streamjob job", "parse only: kafka-python", "parse only: bulk parser"):
+                 "streamjob job", "streamjob job into Delta", "parse only: kafka-python",
+                 "parse only: bulk parser"):
         assert s1[name]["unit"] == "records/s" and s1[name]["median"] > 0
     assert {"streamjob / raw consumer", "streamjob / raw confluent-kafka",
             "streamjob / hand-written", "parse only: bulk / kafka-python",
-            "bulk / kafka-python parser (hand-written)"} <= set(s1)
+            "bulk / kafka-python parser (hand-written)", "Delta / Parquet sink (streamjob)"} <= set(s1)
     assert {t["figure"] for t in scenarios["s1"]["targets"]} == {
         "streamjob / raw consumer", "streamjob / raw confluent-kafka",
-        "streamjob / hand-written"}
-    breakdown = scenarios["s1"]["details"]["breakdown"]
-    assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
+        "streamjob / hand-written", "Delta / Parquet sink (streamjob)"}
+    for key in ("breakdown", "delta_breakdown"):
+        breakdown = scenarios["s1"]["details"][key]
+        assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}
     assert {"SQLite: CREATE STREAMJOB", "SQLite: DROP STREAMJOB"} <= s6
 

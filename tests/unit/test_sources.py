@@ -154,6 +154,8 @@ def _table(name: str = "d.t", columns=({"name": "k", "type": "int"},)):
     (cspec.FileTableSpec("parquet", "/w/t", False, ("k",)), False, "files (parquet)", "/w/t",
      "append files partitioned by k", False),
     (cspec.ConsoleTableSpec(), True, "console", None, "print", False),
+    (cspec.DeltaTableSpec("/w/d", ("k",)), False, "delta", "/w/d",
+     "append (one Delta commit per micro-batch) partitioned by k", False),
 ])
 def test_each_sink_describes_itself(spec, update, connector, location, write, upsert):
     described = table_sink(_table(), spec, marker="", job="d.j", exactly_once=True,

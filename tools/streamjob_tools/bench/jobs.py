@@ -85,14 +85,16 @@ class StreamjobSession:
 
 def parquet_job(s: StreamjobSession, topic: str, interval_ms: int, batch: int,
                 columns: str = FLIGHT_COLUMNS, job: str = "copy", reset: str = "earliest",
-                start: bool = True, props: dict[str, str] | None = None) -> Path:
-    """Declare stream ``src_<job>``, Parquet table ``out_<job>`` and job ``job`` (a plain
-    projection of every column, with further job ``props``); START it if ``start``.
-    Returns the table's directory."""
+                start: bool = True, props: dict[str, str] | None = None,
+                stored_as: str = "PARQUET") -> Path:
+    """Declare stream ``src_<job>``, table ``out_<job>`` (``STORED AS stored_as``:
+    Parquet, or DELTA for a Delta table) and job ``job`` (a plain projection of every
+    column, with further job ``props``); START it if ``start``. Returns the table's
+    directory."""
     names = ", ".join(c.split()[0] for c in columns.split(", "))
     location = s.home.root / "warehouse" / "default" / f"out_{job}"
     s.run(stream_sql(f"src_{job}", topic, s.bench.bootstrap, columns, reset)
-          + f"CREATE TABLE out_{job} ({columns}) STORED AS PARQUET LOCATION '{location}';"
+          + f"CREATE TABLE out_{job} ({columns}) STORED AS {stored_as} LOCATION '{location}';"
           + f'CREATE STREAMJOB {job} AS ("insert into out_{job} select {names} from src_{job}") '
           + job_props(interval_ms, batch, **(props or {})) + ";")
     if start:

@@ -1,4 +1,4 @@
-"""Scenario 1: stateless Kafka -> Parquet, a streamjob job against its two anchors.
+"""Scenario 1: stateless Kafka -> Parquet (and Delta), a streamjob job against its anchors.
 
 Each repeat runs, one after the other on the same topic (the flights replayed to
 ``sizes.s1_records`` records, 2 partitions):
@@ -12,7 +12,10 @@ Each repeat runs, one after the other on the same topic (the flights replayed to
 - **hand-written, recordParser=kafka-python** (``--compare-parser``): the same job
   reading with kafka-python's consumer alone, the source's path before the bulk decoder;
 - **streamjob**: the same copy as a StreamSQL job started with ``START STREAMJOB`` in an
-  in-process job manager (what ``streamjob run`` does), until every record is committed.
+  in-process job manager (what ``streamjob run`` does), until every record is committed;
+- **streamjob into Delta**: the same job into a Delta table (``STORED AS DELTA``: one
+  Delta commit per micro-batch with its app transaction), beside the Parquet one; the
+  ``delta_breakdown`` detail holds its per-batch times (``addBatch``: the commit).
 
 Rates are records / wall-clock seconds from the start of each reader until its last
 record is committed. Ratios are taken within each repeat (side by side), then summarised.
@@ -53,13 +56,13 @@ def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
 
 
 def streamjob_seconds(bench: Bench, n: int, batch: int, profile=None,
-                      topic: str = TOPIC) -> tuple[float, list]:
+                      topic: str = TOPIC, stored_as: str = "PARQUET") -> tuple[float, list]:
     """Seconds from START STREAMJOB until the job committed all ``n`` records of
-    ``topic``, and its Spark progress. ``profile``: a callable started with the job
-    (py-spy), or None."""
+    ``topic`` into a table ``STORED AS stored_as`` (Parquet, or DELTA), and its Spark
+    progress. ``profile``: a callable started with the job (py-spy), or None."""
     s = StreamjobSession(bench)
     try:
-        parquet_job(s, topic, 0, batch, start=False)
+        parquet_job(s, topic, 0, batch, start=False, stored_as=stored_as)
         stop_profile = profile() if profile else None
         t0 = time.monotonic()
         s.run("START STREAMJOB copy;")
@@ -90,7 +93,8 @@ def run(bench: Bench) -> ScenarioResult:
             handwritten_seconds(bench, warm, 1_000, "warm-client", topic="bench_warmup",
                                 options={"recordParser": "kafka-python"})
         streamjob_seconds(bench, warm, 1_000, topic="bench_warmup")
-    progress = []
+        streamjob_seconds(bench, warm, 1_000, topic="bench_warmup", stored_as="DELTA")
+    progress, delta_progress = [], []
     _parse_figures(bench, res)
     for i in range(bench.repeat):
         raw_s = raw_consumer(bench.bootstrap, TOPIC, n)
@@ -108,6 +112,10 @@ def run(bench: Bench) -> ScenarioResult:
         sj_s, prog = streamjob_seconds(bench, n, sz.s1_batch,
                                        profile=bench.profiler("s1") if i == 0 else None)
         progress += prog
+        delta_s, prog = streamjob_seconds(bench, n, sz.s1_batch, stored_as="DELTA")
+        delta_progress += prog
+        res.figure("streamjob job into Delta", "records/s").add(n / delta_s)
+        res.figure("Delta / Parquet sink (streamjob)", "ratio").add(sj_s / delta_s)
         res.figure("raw kafka-python consumer", "records/s").add(n / raw_s)
         if rdk_s is not None:
             res.figure("raw confluent-kafka consumer", "records/s").add(n / rdk_s)
@@ -124,14 +132,18 @@ def run(bench: Bench) -> ScenarioResult:
                   + (f", confluent-kafka {n / rdk_s:,.0f}/s" if rdk_s else "")
                   + f", hand-written {n / hand_s:,.0f}/s"
                   + (f", before-optimisation {n / old_s:,.0f}/s" if old_s else "")
-                  + f", streamjob {n / sj_s:,.0f}/s")
+                  + f", streamjob {n / sj_s:,.0f}/s, streamjob into Delta {n / delta_s:,.0f}/s")
     res.details["breakdown"] = progress_breakdown(progress)
+    # the Delta sink's commit cost per micro-batch: its addBatch beside the Parquet one
+    res.details["delta_breakdown"] = progress_breakdown(delta_progress)
     res.targets = [
         Target("streamjob >= 2x raw kafka-python consumer", "streamjob / raw consumer", ">=", 2.0),
         Target("streamjob >= raw confluent-kafka consumer", "streamjob / raw confluent-kafka",
                ">=", 1.0),
         Target("manager costs <= 5% vs hand-written (ratio >= 0.95)", "streamjob / hand-written",
                ">=", 0.95),
+        Target("Delta sink >= 0.8x the Parquet sink", "Delta / Parquet sink (streamjob)",
+               ">=", 0.8),
     ]
     return res
 

@@ -1,0 +1,114 @@
+"""What ``CREATE TABLE t (...) STORED AS DELTA [LOCATION 'dir'] [PARTITIONED BY (...)]
+[TBLPROPERTIES (...)]`` declares: the Delta table's spec, its identifier and its
+TBLPROPERTIES in one place (as a Flink table factory holds its identifier and options).
+
+The table lives at LOCATION (default: the warehouse directory of the table, as for file
+tables); only local paths and ``file:`` URIs are written so far. Its TBLPROPERTIES are
+Delta table configuration set when a job first creates the table
+(:data:`CONFIGURATION`), and ``"primary.key"``, on which an update-mode job merges;
+writing is :mod:`.sink`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Mapping
+from urllib.parse import unquote, urlparse
+
+from ... import properties as registry
+from ...exceptions import ValidationError
+from ..reach import KafkaTopic, Reach
+
+STORED_AS = "delta"
+"""The identifier: ``STORED AS DELTA``."""
+SCOPE = "delta table"
+"""The connector scope of its TBLPROPERTIES in the property registry."""
+
+#: TBLPROPERTIES (registry names, lower-case) -> Delta's configuration keys (Delta's
+#: protocol spells them in camel case; names are case-insensitive in StreamSQL).
+CONFIGURATION = {"delta.appendonly": "delta.appendOnly",
+                 "delta.checkpointinterval": "delta.checkpointInterval",
+                 "delta.logretentionduration": "delta.logRetentionDuration"}
+
+
+@dataclass(frozen=True)
+class DeltaTableSpec:
+    """A Delta Lake table at ``location`` (a local directory or ``file:`` URI) written
+    through delta-rs, partitioned by ``partitioned_by`` (lower-cased, in order), created
+    with Delta table ``configuration`` (``((key, value), ...)``, Delta's spelling);
+    ``primary_key`` (``"primary.key"``, lower-cased, in order) makes update-mode jobs
+    merge each micro-batch on it."""
+
+    location: str
+    partitioned_by: tuple[str, ...] = ()
+    configuration: tuple[tuple[str, str], ...] = ()
+    primary_key: tuple[str, ...] = ()
+
+    label: ClassVar[str] = "a Delta"
+    on_files: ClassVar[bool] = True
+    static_readable: ClassVar[bool] = False
+
+    @property
+    def updates_in_place(self) -> bool:
+        """Update mode merges each micro-batch on the primary key (Delta's MERGE)."""
+        return bool(self.primary_key)
+
+    @property
+    def path(self) -> str:
+        """The table's directory as a local path (a ``file:`` URI decoded)."""
+        loc = self.location
+        if loc.startswith("file:"):
+            return unquote(urlparse(loc).path)
+        return str(Path(loc))
+
+    def check_columns(self, columns, table: str) -> None:
+        """The primary-key columns must be declared ``columns`` of ``table`` (every
+        declared type has a Delta type, :func:`streamjob.columntypes.table_arrow_type`;
+        partition columns are checked where PARTITIONED BY is).
+
+        Raises:
+            ValidationError: ``key`` ``"primary.key"``.
+        """
+        declared = {c["name"].lower() for c in columns}
+        missing = [k for k in self.primary_key if k not in declared]
+        if missing:
+            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
+                                  f"{table} ({', '.join(c['name'] for c in columns)})",
+                                  key="primary.key", bad_value=True)
+
+    def reach(self) -> Reach:
+        return Reach(paths=((self.location, "LOCATION", "location"),))
+
+    def kafka_topic(self) -> KafkaTopic | None:
+        return None
+
+
+def delta_table_spec(name: str, p: Mapping[str, str], location: str | None,
+                     default_location: str, partitioned_by=()) -> DeltaTableSpec:
+    """The spec of Delta table ``name`` from its lower-cased TBLPROPERTIES ``p``, its
+    LOCATION (None: ``default_location``) and its partition columns.
+
+    Raises:
+        ValidationError: a property unknown to Delta tables or with a bad value (``key``
+            the property); a LOCATION on another file system than the local one (``key``
+            ``location``).
+    """
+    typed = registry.validate_connector(SCOPE, p, f"Delta table '{name}'")
+    loc = location or default_location
+    if urlparse(loc).scheme not in ("", "file"):
+        raise ValidationError(
+            f"Delta table '{name}': LOCATION '{loc}' is not a local directory; Delta tables "
+            "are written to local paths (or file:// URIs) so far", key="location",
+            bad_value=True)
+    config = []
+    for key, value in typed.items():
+        if key not in CONFIGURATION:
+            continue
+        if key == "delta.logretentionduration":
+            value = f"interval {max(1, value // 1000)} seconds"  # Delta's interval text
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        config.append((CONFIGURATION[key], str(value)))
+    return DeltaTableSpec(loc, tuple(c.lower() for c in partitioned_by), tuple(config),
+                          tuple(dict.fromkeys(typed.get("primary.key", ()))))
