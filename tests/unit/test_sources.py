@@ -59,9 +59,12 @@ def test_kafka_reader_options_are_read_back_by_the_kafka_reader():
 
 
 def test_the_kafka_data_source_is_registered_under_the_name_its_readers_use():
-    from streamjob.connectors.kafka import source, stream
+    from streamjob.connectors.kafka import options, source, stream
 
-    assert source.SOURCE_NAME == stream.SOURCE_NAME == source.KafkaDataSource.name()
+    assert source.KafkaDataSource.name() == options.SOURCE_NAME
+    assert stream_source(KAFKA).data_sources == {options.SOURCE_NAME}
+    # one name, one place: the data source and the stream kind spell it nowhere else
+    assert "SOURCE_NAME" not in vars(source) and "SOURCE_NAME" not in vars(stream)
 
 
 def test_kafka_source_answers_for_kafka():

@@ -13,16 +13,12 @@ from ..source_base import QuietSource, Reader
 from ..spec import KafkaTopic, Reach
 from . import options as opt
 
-#: The Kafka source's data source name (:data:`.source.SOURCE_NAME`; spelled here so
-#: that a job planned without Spark or the Kafka client need not import them).
-SOURCE_NAME = "streamjob_kafka"
-
 
 class KafkaStreamSource(QuietSource):
     """A Kafka stream (:class:`~streamjob.connectors.spec.KafkaSourceSpec`)."""
 
     identifier = "kafka"
-    data_sources = frozenset({SOURCE_NAME})
+    data_sources = frozenset({opt.SOURCE_NAME})
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -63,7 +59,7 @@ class KafkaStreamSource(QuietSource):
             from .formats import MALFORMED_COLUMN
 
             ddl += f", `{MALFORMED_COLUMN}` STRING"
-        return Reader(SOURCE_NAME, opt.reader_options(
+        return Reader(opt.SOURCE_NAME, opt.reader_options(
             self.spec, starting=start, max_records=max_records, group_id=group_id,
             dead_letter=dead_letter), ddl)
 
