@@ -47,7 +47,7 @@ class KafkaStreamSource(QuietSource):
                 f"SET transwarp.consumer.reset.offset.strategy=earliest or latest to look at it")
         return sp, sp.group_id
 
-    def reader(self, ddl: str, *, start: str | None, max_records: int,
+    def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader:
         """The job's reader: the declared columns (and, when tolerant, the
         malformed-record column), options as :func:`.options.reader_options`.
@@ -55,13 +55,16 @@ class KafkaStreamSource(QuietSource):
         Raises:
             ConnectorError: a secret reference that cannot be resolved.
         """
+        from ...columntypes import ddl
+
+        schema, malformed = ddl(columns), None
         if self.tolerant:
             from .formats import MALFORMED_COLUMN
 
-            ddl += f", `{MALFORMED_COLUMN}` STRING"
+            schema, malformed = f"{schema}, `{MALFORMED_COLUMN}` STRING", MALFORMED_COLUMN
         return Reader(opt.SOURCE_NAME, opt.reader_options(
             self.spec, starting=start, max_records=max_records, group_id=group_id,
-            dead_letter=dead_letter), ddl)
+            dead_letter=dead_letter), schema, malformed=malformed)
 
     def describe(self, *, group_id: str | None, dead_letter_table: str | None,
                  checkpointed: bool, offsets: dict, checkpoint_id: str | None) -> dict:
