@@ -123,7 +123,7 @@ def bind_job(plan, *, read: bool = True) -> BoundQuery:
     return BoundQuery(
         name=plan.qualified_name, functions=plan.functions,
         sources=tuple(_stream(src, plan.props, read) for src in plan.sources),
-        statics=tuple(_table(st, read) for st in plan.statics),
+        statics=tuple(bind_static(st, read) for st in plan.statics),
         derived=_derived(plan.derived), windows=q.windows, select_sql=q.select_sql,
         output_mode=plan.output_mode, pattern=q.pattern, sink=sink,
         sink_name=plan.sink.qualified_name, targets=targets,
@@ -136,7 +136,7 @@ def bind_preview(plan) -> BoundQuery:
     return BoundQuery(
         name=None, functions=plan.functions,
         sources=tuple(_stream(src, plan.props, True) for src in plan.sources),
-        statics=tuple(_table(st, True) for st in plan.statics),
+        statics=tuple(bind_static(st) for st in plan.statics),
         derived=_derived(plan.derived), windows=plan.select.windows,
         select_sql=plan.select.select_sql, output_mode=plan.output_mode)
 
@@ -163,7 +163,7 @@ def _stream(src, props, read: bool) -> StreamRead:
                       PROCTIME_COLUMN if src.proctime else None, counted)
 
 
-def _table(st, read: bool) -> TableRead:
+def bind_static(st, read: bool = True) -> TableRead:
     """A static table (:class:`~streamjob.planner.plan.Static`) as read
     (:func:`~streamjob.connectors.static.table_reader`, imported only when reading)."""
     columns = st.table.columns

@@ -44,15 +44,24 @@ def table_reader(spec, columns: Sequence[dict]) -> Reader:
     which lists the files once, at job start; JSON files are read as text lines whose keys
     the Spark room matches as a Kafka stream's, partition columns typed as declared (not
     inferred from the directory names) and every column selected in declared order (Spark
-    puts partition columns after the data columns)."""
+    puts partition columns after the data columns): :func:`spark_table_reader`."""
+    from streamjob.columntypes import ddl
+
+    if not is_local(spec.location):
+        return spark_table_reader(spec, columns)
+    return Reader(FILE_SOURCE_NAME, {
+        LOCATION: absolute(spec.location), FORMAT: spec.format,
+        DELIMITER: spec.delimiter or "", HEADER: str(spec.header).lower(),
+        PARTITIONED_BY: ",".join(spec.partitioned_by)}, ddl(columns), parallelism=PARTITIONS)
+
+
+def spark_table_reader(spec, columns: Sequence[dict]) -> Reader:
+    """How Spark's own reader reads file table ``spec`` (a location that
+    :func:`table_files` cannot list, see :func:`table_reader`), with the declared
+    ``columns`` in declared order."""
     from streamjob.columntypes import ddl
     from streamjob.connectors.hive_forms import spark_format, text_options
 
-    if is_local(spec.location):
-        return Reader(FILE_SOURCE_NAME, {
-            LOCATION: absolute(spec.location), FORMAT: spec.format,
-            DELIMITER: spec.delimiter or "", HEADER: str(spec.header).lower(),
-            PARTITIONED_BY: ",".join(spec.partitioned_by)}, ddl(columns), parallelism=PARTITIONS)
     names = tuple(c["name"] for c in columns)
     parts = {p.lower() for p in spec.partitioned_by}
     if spec.format == "json":
