@@ -25,8 +25,9 @@ class Reader:
       columns read beside the JSON text line (partition columns), if any;
     * ``path``: given to ``load`` (None: the options name what is read);
     * ``json_columns``: each row is one JSON text line (Spark's text source) whose keys
-      the Spark room matches to these declared columns (``[{"name", "type"}]``) as a
-      Kafka stream's are (``spark/json_keys.py``), the ``schema`` columns kept beside;
+      the Spark room matches to these declared column names as a Kafka stream's are
+      (``spark/json_keys.py``), typed as ``json_schema`` (their Spark DDL), the
+      ``schema`` columns kept beside; None: not JSON text;
     * ``columns``: the declared column names, selected in this order after reading
       (Spark puts partition columns last); None: as read;
     * ``parallelism``: the option that is given the session's default parallelism
@@ -39,7 +40,8 @@ class Reader:
     options: dict[str, str] = field(default_factory=dict, repr=False)
     schema: str | None = None
     path: str | None = None
-    json_columns: tuple[dict, ...] | None = None
+    json_columns: tuple[str, ...] | None = None
+    json_schema: str | None = None
     columns: tuple[str, ...] | None = None
     parallelism: str | None = None
     malformed: str | None = None

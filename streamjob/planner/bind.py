@@ -77,7 +77,7 @@ class BoundQuery:
     * ``functions``: the user functions it calls (FunctionInfo), registered first;
     * ``sources``, ``statics``, ``derived``: the views, in dependency order;
     * ``pattern``: a CEP query's :class:`~streamjob.planner.cep.CepPlan`, whose matches
-      become view ``match_view``; None: none;
+      (of Spark DDL ``match_schema``) become view ``match_view``; None: none;
     * ``windows``: the select's stream windows (predicate SESSIONWINDOWs sessionize
       their view);
     * ``select_sql``: the select over the views;
@@ -98,6 +98,7 @@ class BoundQuery:
     output_mode: str
     pattern: Any = None
     match_view: str = MATCH_VIEW
+    match_schema: str | None = None
     sink: tuple[tuple[str, str], ...] | None = None
     sink_name: str | None = None
     targets: tuple[str, ...] = ()
@@ -126,6 +127,8 @@ def bind_job(plan, *, read: bool = True) -> BoundQuery:
         statics=tuple(bind_static(st, read) for st in plan.statics),
         derived=_derived(plan.derived), windows=q.windows, select_sql=q.select_sql,
         output_mode=plan.output_mode, pattern=q.pattern, sink=sink,
+        match_schema=None if q.pattern is None else ddl(
+            {"name": c, "type": t} for c, t in q.pattern.outputs),
         sink_name=plan.sink.qualified_name, targets=targets,
         trigger_ms=plan.props.trigger_ms, select_span=q.select_span)
 

@@ -42,7 +42,7 @@ def read_frame(session, read, how):
     df = reader.load() if how.path is None else reader.load(how.path)
     if how.json_columns is not None:
         # keys matched as a Kafka stream matches them (exact, else ignoring case), per record
-        df = json_columns(df, how.json_columns,
+        df = json_columns(df, how.json_columns, how.json_schema,
                           keep=[c for c in df.columns if c != TEXT_COLUMN])
     if how.columns is not None:  # Spark puts partition columns last: the declared order
         df = df.select(*[f"`{n}`" for n in how.columns])
@@ -105,7 +105,7 @@ def create_views(session, q, empty_dir: str | None = None) -> None:
     if q.pattern is not None:  # CEP: the matches of the pattern, as a view
         from .cep import match_frame
 
-        match_frame(session, q.pattern).createOrReplaceTempView(q.match_view)
+        match_frame(session, q.pattern, q.match_schema).createOrReplaceTempView(q.match_view)
     for w in q.windows:
         if w.kind == "predicate":
             from .sessions import sessionize

@@ -56,7 +56,8 @@ def test_a_file_table_elsewhere_is_described_for_sparks_reader():
         "json", "hdfs://nn/t", False, ("Region",)))).reader
     assert (json_table.format, json_table.path, json_table.schema) == (
         "text", "hdfs://nn/t", "`Region` string")  # the partition column, typed as declared
-    assert json_table.json_columns == (COLUMNS[0],) and json_table.columns == ("id", "Region")
+    assert (json_table.json_columns, json_table.json_schema) == (("id",), "`id` bigint")
+    assert json_table.columns == ("id", "Region")
     csv = bind_static(_static(cspec.FileTableSpec("textfile", "s3a://b/t", True))).reader
     assert (csv.format, csv.options["sep"], csv.options["header"], csv.columns) == (
         "csv", "\x01", "true", None)

@@ -106,8 +106,8 @@ def test_file_source_answers_for_files(tmp_path):
     (tmp_path / ".hidden").write_text("")
     json_source = stream_source(cspec.FileSourceSpec(str(tmp_path), "json"))
     how = json_source.reader(COLUMNS, start=None, max_records=0, group_id=None)
-    assert (how.format, how.options, how.schema, how.json_columns) == \
-        ("text", {"path": str(tmp_path)}, None, tuple(COLUMNS))
+    assert (how.format, how.options, how.schema, how.json_columns, how.json_schema) == \
+        ("text", {"path": str(tmp_path)}, None, ("a",), "`a` int")
     csv = stream_source(cspec.FileSourceSpec(str(tmp_path), "csv")).reader(
         COLUMNS, start=None, max_records=0, group_id=None)
     assert (csv.format, csv.schema, csv.json_columns) == ("csv", "`a` int", None)

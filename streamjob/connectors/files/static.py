@@ -65,9 +65,10 @@ def spark_table_reader(spec, columns: Sequence[dict]) -> Reader:
     names = tuple(c["name"] for c in columns)
     parts = {p.lower() for p in spec.partitioned_by}
     if spec.format == "json":
+        data = [c for c in columns if c["name"].lower() not in parts]
         return Reader("text", schema=ddl(c for c in columns if c["name"].lower() in parts) or None,
-                      path=spec.location, columns=names,
-                      json_columns=tuple(c for c in columns if c["name"].lower() not in parts))
+                      path=spec.location, columns=names, json_schema=ddl(data),
+                      json_columns=tuple(c["name"] for c in data))
     options = text_options(spec.format, spec.delimiter)
     if spec.format in ("csv", "textfile"):
         options["header"] = str(spec.header).lower()  # Spark's CSV reader's option

@@ -25,7 +25,8 @@ class FileStreamSource(QuietSource):
     def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader:
         if self.spec.format == "json":  # text lines, keys matched as a Kafka stream's
-            return Reader("text", {"path": self.spec.path}, json_columns=tuple(columns))
+            return Reader("text", {"path": self.spec.path}, json_schema=ddl(columns),
+                          json_columns=tuple(c["name"] for c in columns))
         return Reader(self.spec.format, {"path": self.spec.path}, ddl(columns))
 
     def describe(self, *, group_id: str | None, dead_letter_table: str | None,
