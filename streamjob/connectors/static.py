@@ -33,8 +33,8 @@ So both sources here do all their work in ``read``:
     ``__HIVE_DEFAULT_PARTITION__`` is NULL), ``partitions`` (read tasks; each file goes
     to one task by a hash of its path), ``batchRows``. A location that does not exist
     reads as an empty table; a file deleted between listing and reading is skipped.
-    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.is_local` tells the
-    planner to use Spark's reader, which lists them once at job start.
+    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.table_reader`
+    describes Spark's reader for them, which lists them once at job start.
 
 Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
 TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
