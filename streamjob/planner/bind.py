@@ -74,7 +74,8 @@ class BoundQuery:
     """A job's (or a preview's) query bound to its connectors (module docstring).
 
     * ``name``: the streaming query's name (``db.job``; a preview's: None);
-    * ``functions``: the user functions it calls (FunctionInfo), registered first;
+    * ``functions``: the user functions it calls (FunctionInfo), each with its RETURNS
+      type as a Spark type (None: its callable's own), registered first;
     * ``sources``, ``statics``, ``derived``: the views, in dependency order;
     * ``pattern``: a CEP query's :class:`~streamjob.planner.cep.CepPlan`, whose matches
       (of Spark DDL ``match_schema``) become view ``match_view``; None: none;
@@ -122,7 +123,7 @@ def bind_job(plan, *, read: bool = True) -> BoundQuery:
     # INSERT maps the select's columns to the table's by position (Hive, Slipstream, Flink)
     sink = tuple((spelled.get(t.lower(), t), spark_type(declared[t.lower()])) for t in targets)
     return BoundQuery(
-        name=plan.qualified_name, functions=plan.functions,
+        name=plan.qualified_name, functions=_functions(plan.functions),
         sources=tuple(_stream(src, plan.props, read) for src in plan.sources),
         statics=tuple(bind_static(st, read) for st in plan.statics),
         derived=_derived(plan.derived), windows=q.windows, select_sql=q.select_sql,
@@ -137,7 +138,7 @@ def bind_preview(plan) -> BoundQuery:
     """The query of a shell preview (a :class:`~streamjob.planner.preview.PreviewPlan`)
     bound to its connectors, as :func:`bind_job` (its readers resolved now)."""
     return BoundQuery(
-        name=None, functions=plan.functions,
+        name=None, functions=_functions(plan.functions),
         sources=tuple(_stream(src, plan.props, True) for src in plan.sources),
         statics=tuple(bind_static(st) for st in plan.statics),
         derived=_derived(plan.derived), windows=plan.select.windows,
@@ -176,6 +177,10 @@ def bind_static(st, read: bool = True) -> TableRead:
 
         reader = table_reader(st.spec, columns, st.table.qualified_name)
     return TableRead(st.view, ddl(columns), reader)
+
+
+def _functions(functions) -> tuple:
+    return tuple((f, spark_type(f.return_type) if f.return_type else None) for f in functions)
 
 
 def _derived(derived) -> tuple[DerivedView, ...]:
