@@ -235,7 +235,8 @@ class Attempt:
         # 13. the query: the sink prepared, the plan bound to its readers (secrets
         # resolved, SQL static tables checked), the query started
         sink.prepare()
-        query = self.query = start_query(session, bind_job(self.plan), ckdir, sink)
+        bound = bind_job(self.plan)
+        query = self.query = start_query(session, bound, ckdir, sink)
         self._release("stopping the query", query.stop, best_effort=True)  # may have ended
 
     def _resume(self, ckdir: str, sink, ident, retained: int) -> bool:
