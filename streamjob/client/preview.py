@@ -161,12 +161,13 @@ class Previews:
         if plan.limit == 0:
             self.echo("0 rows")
             return
+        from ..planner.bind import bind_preview
         from ..spark.session import job_session
         from ..spark.query import preview_frame
 
         spark = self.spark()
         self.started = True
-        df = preview_frame(job_session(spark, jp.spark_settings(plan.props)), plan)
+        df = preview_frame(job_session(spark, jp.spark_settings(plan.props)), bind_preview(plan))
         printer = RowPrinter(df.columns, plan.limit, as_json, self.echo)
         self._stream(df, plan, printer)
 

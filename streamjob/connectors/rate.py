@@ -17,7 +17,7 @@ class RateStreamSource(QuietSource):
     def __init__(self, spec) -> None:
         self.spec = spec
 
-    def reader(self, ddl: str, *, start: str | None, max_records: int,
+    def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader:
         return Reader("rate", {"rowsPerSecond": str(self.spec.rows_per_second)})
 

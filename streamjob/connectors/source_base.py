@@ -5,7 +5,7 @@ contract's defaults. Apart from :mod:`.sources` so that the kinds (``kafka/strea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .spec import KafkaTopic, Reach
@@ -13,15 +13,38 @@ from .spec import KafkaTopic, Reach
 
 @dataclass(frozen=True)
 class Reader:
-    """How Spark reads a stream: ``spark.readStream.format(format)``, with ``schema``
-    (Spark DDL; None: the data source's own) and ``options`` (all strings); with
-    ``json_text`` each row is one JSON text line (column ``value``) that the Spark room
-    turns into the declared columns (``spark/json_keys.py``)."""
+    """How Spark reads a source stream or a static table: all the Spark room
+    (``spark/query.py``) needs to build its DataFrame, answered by the connector that
+    reads it (:meth:`.sources.StreamSource.reader`, :func:`.static.table_reader`), so
+    that the Spark room applies it without asking back.
+
+    * ``format``: the Spark data source (``spark.read[Stream].format(format)``);
+    * ``options``: its options, all strings, secret references resolved (at job start;
+      left out of ``repr``);
+    * ``schema``: Spark DDL (None: the data source's own); with ``json_columns``, the
+      columns read beside the JSON text line (partition columns), if any;
+    * ``path``: given to ``load`` (None: the options name what is read);
+    * ``json_columns``: each row is one JSON text line (Spark's text source) whose keys
+      the Spark room matches to these declared column names as a Kafka stream's are
+      (``spark/json_keys.py``), typed as ``json_schema`` (their Spark DDL), the
+      ``schema`` columns kept beside; None: not JSON text;
+    * ``columns``: the declared column names, selected in this order after reading
+      (Spark puts partition columns last); None: as read;
+    * ``parallelism``: the option that is given the session's default parallelism
+      (read tasks), or None;
+    * ``malformed``: the column that flags a malformed record (a tolerant Kafka
+      stream), counted and dropped by the Spark room; None: none.
+    """
 
     format: str
-    options: dict[str, str]
+    options: dict[str, str] = field(default_factory=dict, repr=False)
     schema: str | None = None
-    json_text: bool = False
+    path: str | None = None
+    json_columns: tuple[str, ...] | None = None
+    json_schema: str | None = None
+    columns: tuple[str, ...] | None = None
+    parallelism: str | None = None
+    malformed: str | None = None
 
 
 class QuietSource:

@@ -15,9 +15,11 @@ The kinds:
   read as text lines and matched to the columns as a Kafka stream's JSON);
 * rate stream (:class:`.rate.RateStreamSource`): Spark's rate source.
 
-Where Spark is touched: a source describes its reader (:class:`Reader`: data source
-name, options, schema) and ``spark/query.py`` builds the DataFrame from it, since the
-Spark room may import ``connectors/`` and not the reverse; the readers of the broker's
+Where Spark is touched: a source describes its reader completely (:class:`Reader`: data
+source name, options with secrets resolved, schema, the steps after reading) and
+``spark/query.py`` builds the DataFrame from that description alone: the planner binds a
+job's plan to its readers before the Spark room (:mod:`streamjob.planner.bind`), and
+the Spark room imports no connector; the readers of the broker's
 offsets (:meth:`StreamSource.offsets_reader`) are streamjob's own Kafka reader, imported
 only when called.
 """
@@ -52,9 +54,9 @@ class StreamSource(Protocol):
       FROM EARLIEST, a file source has no such position).
     * ``data_sources``: names of streamjob's Python data sources Spark must register
       for this source (``spark/session.py:job_data_sources``).
-    * ``reader(ddl, start=, max_records=, group_id=, dead_letter=)``: the
-      :class:`Reader` of a job's query; ``ddl`` the stream's declared columns as Spark
-      DDL, ``start`` the job's START position or None, ``max_records`` the cap per
+    * ``reader(columns, start=, max_records=, group_id=, dead_letter=)``: the
+      :class:`Reader` of a job's query; ``columns`` the stream's declared columns
+      (``[{"name", "type"}]``), ``start`` the job's START position or None, ``max_records`` the cap per
       micro-batch (0: none). Resolves secret references (ConnectorError).
     * ``describe(group_id=, dead_letter_table=, checkpointed=, offsets=,
       checkpoint_id=)``: EXPLAIN's fields of this source (``connector``, ``location``,
@@ -97,7 +99,7 @@ class StreamSource(Protocol):
     data_sources: frozenset[str]
     offsets_key: tuple[str, str] | None
 
-    def reader(self, ddl: str, *, start: str | None, max_records: int,
+    def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader: ...
 
     def describe(self, *, group_id: str | None, dead_letter_table: str | None,

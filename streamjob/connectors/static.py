@@ -33,8 +33,8 @@ So both sources here do all their work in ``read``:
     ``__HIVE_DEFAULT_PARTITION__`` is NULL), ``partitions`` (read tasks; each file goes
     to one task by a hash of its path), ``batchRows``. A location that does not exist
     reads as an empty table; a file deleted between listing and reading is skipped.
-    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.is_local` tells the
-    planner to use Spark's reader, which lists them once at job start.
+    Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.table_reader`
+    describes Spark's reader for them, which lists them once at job start.
 
 Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
 TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
@@ -46,12 +46,30 @@ table or file, the column and the value.
 """
 
 from . import worker
+from .source_base import Reader
 from .static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
+from .files import static as _files
 from .files.static import FileStaticDataSource, absolute, is_local, read_file_table, table_files
+from .sql import static as _sql
 from .sql.static import SqlStaticDataSource, check_sql_table, read_sql_table
 
 worker.install()  # connector warnings visible in pyspark's Python workers
 
 __all__ = ["FILE_SOURCE_NAME", "SQL_SOURCE_NAME", "FileStaticDataSource", "SqlStaticDataSource",
            "absolute", "arrow_column", "check_sql_table", "column_map", "is_local",
-           "read_file_table", "read_sql_table", "table_files"]
+           "read_file_table", "read_sql_table", "table_files", "table_reader"]
+
+
+def table_reader(spec, columns, qualified_name: str) -> Reader:
+    """How Spark reads the static table ``qualified_name`` whose connector spec is
+    ``spec`` (a file or SQL table) and whose declared columns are ``columns``
+    (``[{"name", "type"}]``): :func:`.files.static.table_reader` or
+    :func:`.sql.static.table_reader`. Called at job start.
+
+    Raises:
+        ConnectorError: the SQL table cannot be reached, does not exist or its columns
+            do not match; a secret reference that cannot be resolved.
+    """
+    if spec.on_files:
+        return _files.table_reader(spec, columns)
+    return _sql.table_reader(spec, columns, f"table {qualified_name}")

@@ -18,6 +18,13 @@ from ..exceptions import ConnectorError
 
 SQL_SOURCE_NAME = "streamjob_sql"
 FILE_SOURCE_NAME = "streamjob_files"
+# The options of both sources, named once: the readers' descriptions are written with
+# them (``table_reader`` of :mod:`.files.static`, :mod:`.sql.static`) and the data
+# sources read them back (Spark lower-cases option keys: :func:`_options`, :func:`key`).
+URL, TABLE = "url", "table"  # streamjob_sql
+LOCATION, FORMAT, DELIMITER, HEADER = "location", "format", "delimiter", "header"
+PARTITIONED_BY, PARTITIONS = "partitionedBy", "partitions"  # streamjob_files
+BATCH_ROWS = "batchRows"  # both
 DEFAULT_BATCH_ROWS = 50_000
 """Rows per Arrow batch handed to Spark (bounds a worker's memory)."""
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -25,6 +32,11 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 STATIC_FILE_FORMATS = ("parquet", "orc", "json", "csv", "textfile")
 
 _UTC = _dt.timezone.utc
+
+
+def key(name: str) -> str:
+    """The key of option ``name`` in the options Spark hands a reader (lower-cased)."""
+    return name.lower()
 
 
 def _options(options) -> dict[str, str]:

@@ -48,6 +48,7 @@ class ExplainStatements:
         return explain_result(data)
 
     def _physical_plan(self, plan) -> str:
+        from ..planner.bind import bind_job
         from ..spark.explain import physical_plan
 
         if self.spark is not None:
@@ -56,7 +57,7 @@ class ExplainStatements:
             from ..spark.session import spark_session
 
             session = spark_session(self.home)
-        return physical_plan(session, plan)
+        return physical_plan(session, bind_job(plan, read=False))
 
 
 def _list(value) -> str | None:

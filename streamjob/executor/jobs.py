@@ -37,9 +37,10 @@ class JobStatements:
         checks.check_plan(self.home.policy, plan)
         session = self.spark() if analyze and self.spark is not None else None
         if session is not None:  # what Spark would refuse at START, refused now
+            from ..planner.bind import bind_job
             from ..spark.analysis import refuse_what_spark_refuses
 
-            refuse_what_spark_refuses(session, plan)
+            refuse_what_spark_refuses(session, bind_job(plan, read=False))
         return plan
 
     def _do_CreateStreamJob(self, s: st.CreateStreamJob) -> Result:

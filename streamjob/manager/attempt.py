@@ -26,6 +26,7 @@ from ..spark.listener import ProgressListener
 from ..connectors.sinks import table_sink
 from ..exceptions import StreamJobError
 from ..home import Home
+from ..planner.bind import bind_job
 from ..planner.plan import JobPlan
 from ..spark.query import start_query
 from ..spark.session import job_data_sources
@@ -68,7 +69,9 @@ class Attempt:
     11. the end-offsets probe of the Kafka sources (the run's lag) [stopped];
     12. the checkpoint recorder, and the job's one Spark listener feeding it and the
         progress reporter [the listener removed from the session];
-    13. the sink prepared and the query started [the query stopped].
+    13. the sink prepared, the plan bound to its connectors' readers
+        (:func:`~streamjob.planner.bind.bind_job`: secret references resolved, SQL static
+        tables checked) and the query started [the query stopped].
 
     Args:
         catalog: the catalog (runs, checkpoints, progress).
@@ -229,9 +232,11 @@ class Attempt:
         session.streams.addListener(listener)
         self._release("removing the listener",  # a dead JVM has none left
                       lambda: session.streams.removeListener(listener), best_effort=True)
-        # 13. the query
+        # 13. the query: the sink prepared, the plan bound to its readers (secrets
+        # resolved, SQL static tables checked), the query started
         sink.prepare()
-        query = self.query = start_query(session, self.plan, ckdir, sink)
+        bound = bind_job(self.plan)
+        query = self.query = start_query(session, bound, ckdir, sink)
         self._release("stopping the query", query.stop, best_effort=True)  # may have ended
 
     def _resume(self, ckdir: str, sink, ident, retained: int) -> bool:

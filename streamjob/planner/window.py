@@ -102,7 +102,7 @@ class StreamWindow:
     ``database``/``stream`` name the stream, ``view`` its temporary view, ``alias`` the
     name the query reads it by; ``time_column`` is its event-time column, or
     :data:`PROCTIME_COLUMN` when ``proctime`` (the view must then add that column, see
-    :func:`streamjob.spark.query.source_frame`); ``length``/``slide`` are Spark interval
+    :func:`streamjob.spark.query.stream_frame`); ``length``/``slide`` are Spark interval
     texts (``slide`` None: tumbling). A predicate session (``kind`` ``"predicate"``)
     has ``predicate`` (its resolved parts) and an empty ``length``."""
 

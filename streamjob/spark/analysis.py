@@ -6,7 +6,7 @@ their line and column, without Spark. Everything else Spark's streaming analysis
 aggregations in update mode, ...) would still fail only at START. So where a Spark
 session is at hand, ``check`` and CREATE/ALTER STREAMJOB plan the query over *empty*
 inputs (each source a stream of Parquet files from an empty directory, each static table an
-empty DataFrame, with the declared columns and watermarks: :func:`.plan.result_frame`)
+empty DataFrame, with the declared columns and watermarks: :func:`.query.result_frame`)
 and run the two checks Spark's ``StreamingQueryManager.createQuery`` runs at start:
 the analyzer (``QueryExecution.assertAnalyzed``) and
 ``UnsupportedOperationChecker.checkForStreaming`` with the job's output mode. No query
@@ -25,8 +25,8 @@ __all__ = ["refuse_what_spark_refuses"]
 
 
 def refuse_what_spark_refuses(session, plan) -> None:
-    """Raise ValidationError when Spark would refuse ``plan`` (a :class:`.plan.JobPlan`)
-    at START.
+    """Raise ValidationError when Spark would refuse ``plan`` (a job's
+    :class:`~streamjob.planner.bind.BoundQuery`, bound without readers) at START.
 
     ``session`` is the process's SparkSession; the check runs in a session clone with its
     own temp views. streamjob's Python data sources are not registered there (Spark 4
@@ -69,7 +69,7 @@ def refuse_what_spark_refuses(session, plan) -> None:
                 else:
                     spark_session.clearActiveSession()
         except (PySparkException, Py4JJavaError) as exc:
-            span = plan.query.select_span
+            span = plan.select_span
             message = f"Spark cannot run this query as a stream: {spark_reason(exc)}"
             if span is None:
                 raise ValidationError(message) from None

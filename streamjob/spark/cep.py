@@ -44,13 +44,12 @@ KEY = "__cep_key"  # the single key of a pattern without key columns
 PROC = "__cep_proc"  # a stream without event time: the micro-batch's time, watermarked
 
 
-def match_frame(session, plan: CepPlan):
+def match_frame(session, plan: CepPlan, outputs: str):
     """The streaming DataFrame of ``plan``'s matches, over the stream's view
-    (``plan.view``, already created): one row per match, columns ``plan.outputs``."""
+    (``plan.view``, already created): one row per match, columns ``plan.outputs``, whose
+    Spark DDL is ``outputs``."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
-
-    from ..columntypes import ddl
 
     df = session.table(plan.view)
     cols = [c for c, _ in plan.columns]
@@ -65,7 +64,6 @@ def match_frame(session, plan: CepPlan):
     if not keys:
         df = df.withColumn(KEY, F.lit(0))
         keys = [KEY]
-    outputs = ddl([{"name": c, "type": t} for c, t in plan.outputs])
     return df.groupBy(*[F.col(f"`{k}`") for k in keys]).applyInPandasWithState(
         _Function(plan), outputs, "state BINARY", "append", GroupStateTimeout.EventTimeTimeout)
 

@@ -21,7 +21,8 @@ __all__ = ["physical_plan"]
 
 
 def physical_plan(session, plan) -> str:
-    """Spark's physical plan of ``plan`` (a :class:`~streamjob.planner.plan.JobPlan`) as
+    """Spark's physical plan of ``plan`` (a job's :class:`~streamjob.planner.bind.BoundQuery`,
+    bound without readers) as
     text (Spark's ``simple`` explain mode), secrets masked.
 
     Raises:

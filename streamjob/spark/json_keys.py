@@ -31,9 +31,9 @@ TEXT_COLUMN = "value"  # Spark's text source's one column
 _EXACT, _KEYS, _RECORD = "__sj_exact", "__sj_keys", "__sj_record"  # working columns
 
 
-def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
-    """The declared ``columns`` (``[{"name", "type"}]``, declared order and spelling) of
-    the JSON lines in ``text_df`` (a DataFrame, batch or streaming, whose ``value`` column
+def json_columns(text_df, names: Sequence[str], schema: str, keep: Sequence[str] = ()):
+    """The declared columns ``names`` (declared order and spelling), typed as ``schema``
+    (their Spark DDL, in that order), of the JSON lines in ``text_df`` (a DataFrame, batch or streaming, whose ``value`` column
     holds one JSON record per row), one row per non-blank line, followed by the columns
     of ``text_df`` named in ``keep`` (e.g. the partition columns of a table), as they are.
 
@@ -42,9 +42,7 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
     :mod:`streamjob.spark.observe` count the columns no record carried."""
     from pyspark.sql import functions as F
 
-    from .. import columntypes as sjtypes
-
-    names = [c["name"] for c in columns]
+    names = list(names)
     value = F.col(f"`{TEXT_COLUMN}`")
     lowered = sorted({n.lower() for n in names})
     exact_keys = F.array(*[F.lit(n) for n in names])
@@ -75,5 +73,5 @@ def json_columns(text_df, columns: Sequence[dict], keep: Sequence[str] = ()):
 
     respelt = F.to_json(F.struct(*[pick(n) for n in names]))
     df = df.select(F.from_json(F.when(F.col(_EXACT), value).otherwise(respelt),
-                               sjtypes.ddl(columns)).alias(_RECORD), *kept)
+                               schema).alias(_RECORD), *kept)
     return df.select(*[F.col(_RECORD)[n].alias(n) for n in names], *kept)

@@ -18,31 +18,29 @@ they cost one count per column and no extra pass over the data.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 COLUMNS_PREFIX = "columns:"
 MALFORMED_PREFIX = "malformed:"
 
 
-def observe_source(df, src):
-    """``df`` (a source's streaming DataFrame) with its metrics attached: malformed rows of
-    a tolerant stream counted and dropped, then the declared columns counted.
+def observe_source(df, stream: str, malformed: str | None, counted: Sequence[str]):
+    """``df`` (a source's streaming DataFrame) with its metrics attached, named after
+    ``stream`` (its qualified name): with ``malformed`` (the column that flags a
+    malformed record of a tolerant stream) malformed rows counted and dropped, with the
+    column; then each column of ``counted`` (the declared columns) counted.
 
-    ``src`` is a :class:`streamjob.planner.plan.Source`; returns a DataFrame of the
-    stream's declared columns only."""
+    Returns a DataFrame of the stream's declared columns only."""
     from pyspark.sql import functions as F
 
-    from ..connectors.kafka.formats import MALFORMED_COLUMN
-
-    if src.tolerant:
-        flag = F.col(f"`{MALFORMED_COLUMN}`")
-        df = (df.observe(MALFORMED_PREFIX + src.stream.qualified_name,
-                         F.count(flag).alias("malformed"))
-              .where(flag.isNull()).drop(MALFORMED_COLUMN))
-    if src.source.observes_columns and src.stream.columns:
-        counts = [F.count(F.col(f"`{c['name']}`")).alias("c:" + c["name"])
-                  for c in src.stream.columns]
-        df = df.observe(COLUMNS_PREFIX + src.stream.qualified_name,
-                        F.count(F.lit(1)).alias("rows"), *counts)
+    if malformed is not None:
+        flag = F.col(f"`{malformed}`")
+        df = (df.observe(MALFORMED_PREFIX + stream, F.count(flag).alias("malformed"))
+              .where(flag.isNull()).drop(malformed))
+    if counted:
+        counts = [F.count(F.col(f"`{c}`")).alias("c:" + c) for c in counted]
+        df = df.observe(COLUMNS_PREFIX + stream, F.count(F.lit(1)).alias("rows"), *counts)
     return df
 
 

@@ -333,7 +333,7 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     those from the package zip that :func:`spark_session` shipped before.
     """
     from ..connectors import static
-    from ..connectors.kafka.stream import SOURCE_NAME as KAFKA_SOURCE
+    from ..connectors.kafka.options import SOURCE_NAME as KAFKA_SOURCE
 
     session = root.newSession()
     if sources is None or KAFKA_SOURCE in sources:

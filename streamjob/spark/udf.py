@@ -31,7 +31,7 @@ def registered(session) -> frozenset[str]:
     return frozenset(getattr(session, _ATTRIBUTE, ()))
 
 
-def _vectorised(name: str, fn, return_type: str):
+def _vectorised(name: str, fn, return_type: str | None):
     """``fn`` as a scalar pandas UDF returning ``return_type`` (a Spark DDL type); a
     callable that is a PySpark UDF already keeps its own function and type. An
     exception inside it becomes a :class:`UserFunctionError` naming the function."""
@@ -40,10 +40,8 @@ def _vectorised(name: str, fn, return_type: str):
     from pyspark.sql.functions import pandas_udf
     from pyspark.util import PythonEvalType
 
-    from ..columntypes import spark_type
-
     inner = getattr(fn, "func", fn)
-    rtype = getattr(fn, "returnType", None) or spark_type(return_type)
+    rtype = getattr(fn, "returnType", None) or return_type
 
     def call(*columns):  # pandas Series in, a Series out
         try:
@@ -58,8 +56,10 @@ def _vectorised(name: str, fn, return_type: str):
                           functionType=PythonEvalType.SQL_SCALAR_PANDAS_UDF)
 
 
-def register(session, functions: Iterable[FunctionInfo]) -> None:
-    """Register ``functions`` as temporary functions of ``session`` (idempotent).
+def register(session, functions: Iterable[tuple[FunctionInfo, str | None]]) -> None:
+    """Register ``functions`` as temporary functions of ``session`` (idempotent): pairs of
+    a function and its RETURNS type as a Spark DDL type (None: the type its callable
+    declares, a PySpark UDF's ``returnType``).
 
     Raises:
         ChangedLogic: a function's module file (or package version) differs from the
@@ -70,13 +70,13 @@ def register(session, functions: Iterable[FunctionInfo]) -> None:
 
     names = set(getattr(session, _ATTRIBUTE, ()))
     functions = tuple(functions)
-    udf_source.check_unchanged(functions)
-    for f in functions:
+    udf_source.check_unchanged([f for f, _ in functions])
+    for f, return_type in functions:
         source = udf_source.of_record(f)
         fn = udf_source.load(source)
         module = sys.modules.get(getattr(fn, "__module__", "") or "")
         if source.kind == "file" and module is not None:
             cloudpickle.register_pickle_by_value(module)
-        session.udf.register(f.name, _vectorised(f.name, fn, f.return_type))
+        session.udf.register(f.name, _vectorised(f.name, fn, return_type))
         names.add(f.name)
     setattr(session, _ATTRIBUTE, names)

@@ -26,10 +26,11 @@ import sqlalchemy as sa
 from streamjob.connectors.files.table import committed_files, read_table
 from streamjob.exceptions import ValidationError
 from streamjob.planner.plan import Static
-from streamjob.spark.query import start_query, static_frame
+from streamjob.planner.bind import bind_static
+from streamjob.spark.query import table_frame
 
 from .conftest import wait_for
-from .world import SparkWorld
+from .world import SparkWorld, start_planned
 
 pytestmark = pytest.mark.spark
 
@@ -167,7 +168,7 @@ def test_json_and_csv_file_tables_written_by_jobs(world):
     assert first.read_text().splitlines()[0].count(",") == 1  # id,day: no header, no region
     # read back as static data: partition column in its declared (first) place
     table = world.catalog.get_table("default", "rows_csv")
-    df = static_frame(world.session, Static(table, "rows_csv_view", plan.sink_spec))
+    df = table_frame(world.session, bind_static(Static(table, "rows_csv_view", plan.sink_spec)))
     assert df.columns == ["region", "id", "day"]
     assert sorted(tuple(r) for r in df.collect()) == sorted((r, i, d) for i, r, _, d in ORDERS)
 
@@ -176,7 +177,7 @@ def test_json_and_csv_file_tables_written_by_jobs(world):
     plan = world.plan("late_json", "insert into rows_json select id, region, amount from orders_jc",
                       {"morphling.job.enable.checkpoint": "false"})
     with pytest.raises(ValidationError, match="was written by a checkpointed job"):
-        start_query(world.session, plan, str(world.root / "checkpoints" / "late_json"))
+        start_planned(world.session, plan, str(world.root / "checkpoints" / "late_json"))
 
 
 def test_rate_stream_into_file_table(world):
@@ -524,12 +525,13 @@ def test_json_file_stream_matches_keys_as_a_kafka_stream_does(world):
 
 def test_json_table_read_by_spark_matches_keys_as_a_kafka_stream_does(world):
     """A JSON file table on a location streamjob cannot list itself (hdfs:, s3a: ...) is
-    read by Spark's reader (``spark_file_frame``, here over a local directory): its keys
+    read by Spark's reader (``spark_table_reader``, here over a local directory): its keys
     match the declared columns exact spelling first, else ignoring case, as the local
     reader and Kafka streams do, and partition columns keep their declared type and
     place. Spark's JSON reader read NULL for ``dateTime`` into ``datetime``."""
+    from streamjob.connectors.files.static import spark_table_reader
     from streamjob.connectors.spec import FileTableSpec
-    from streamjob.spark.query import spark_file_frame
+    from streamjob.spark.query import read_frame
 
     location = world.root / "static" / "camel_json"
     for region, rows in (("007", [{"dateTime": "2024-01-01T00:00:01Z", "Manager": "Eva"}]),
@@ -541,7 +543,7 @@ def test_json_table_read_by_spark_matches_keys_as_a_kafka_stream_does(world):
     columns = [{"name": "floor", "type": "int"}, {"name": "datetime", "type": "timestamp"},
                {"name": "manager", "type": "string"}, {"name": "region", "type": "string"}]
     spec = FileTableSpec("json", str(location), False, ("floor", "region"))
-    df = spark_file_frame(world.session, spec, columns)
+    df = read_frame(world.session, world.session.read, spark_table_reader(spec, columns))
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         ("floor", "int"), ("datetime", "timestamp"), ("manager", "string"), ("region", "string")]
     got = sorted((r.floor, r.datetime.second, r.manager, r.region) for r in df.collect())

@@ -33,7 +33,7 @@ from streamjob.connectors.spec import KafkaTableSpec
 from streamjob_tools.dev.broker import create_topic, free_port
 from streamjob.exceptions import ConnectorError
 
-from .world import SparkWorld
+from .world import SparkWorld, start_planned
 
 
 UTC = dt.timezone.utc
@@ -314,14 +314,13 @@ class World(SparkWorld):
         as the runner builds it. Returns ``(plan, query, sink)`` (sink None for other
         tables)."""
         from streamjob.connectors.sinks import KafkaTableSink, table_sink
-        from streamjob.spark.query import start_query
 
         plan = self.plan(job, query, props)
         table = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,
                            exactly_once=plan.guarantee == "exactly-once")
         table.prepare()
         sink = table.kafka if isinstance(table, KafkaTableSink) else None
-        query = start_query(self.session, plan, str(self.root / "checkpoints" / job), table)
+        query = start_planned(self.session, plan, str(self.root / "checkpoints" / job), table)
         return plan, query, sink
 
 

@@ -16,7 +16,8 @@ from streamjob.connectors.files.table import committed_files
 from streamjob.connectors.kafka.formats import RecordSlice, decode
 from streamjob.executor.insert import implicit_job_name
 from streamjob.planner.plan import Static
-from streamjob.spark.query import static_frame
+from streamjob.planner.bind import bind_static
+from streamjob.spark.query import table_frame
 
 from .world import SparkWorld
 
@@ -80,7 +81,7 @@ def test_orc_and_textfile_tables_written_by_spark_and_read_back(world):
 
     for name in out:  # as static data: the local reader streamjob joins with
         table = world.catalog.get_table("default", name)
-        df = static_frame(world.session, Static(table, f"{name}_view", plans[name].sink_spec))
+        df = table_frame(world.session, bind_static(Static(table, f"{name}_view", plans[name].sink_spec)))
         assert by_id([r.asDict() for r in df.collect()]) == ROWS, name
     # and Spark's own reader with the table's options (how non-local locations are read)
     from streamjob.connectors.hive_forms import text_options

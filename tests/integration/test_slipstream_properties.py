@@ -11,7 +11,7 @@ import pytest
 
 from streamjob import properties as jp
 
-from .world import SparkWorld
+from .world import SparkWorld, start_planned
 
 pytestmark = pytest.mark.spark
 
@@ -30,7 +30,6 @@ def world(tmp_path_factory):
 
 
 def test_reduce_tasks_and_max_disorder_take_effect_in_the_running_query(world):
-    from streamjob.spark.query import start_query
     from streamjob.spark.session import job_session, spark_session
 
     directory = world.root / "clicks"
@@ -49,7 +48,7 @@ def test_reduce_tasks_and_max_disorder_take_effect_in_the_running_query(world):
     assert jp.spark_settings(plan.props) == {"spark.sql.shuffle.partitions": "3"}
     # the engine's (and World's session) default is 2 partitions: 3 comes from the job
     session = job_session(spark_session(world.home), jp.spark_settings(plan.props))
-    query = start_query(session, plan, str(world.root / "checkpoints" / "slip"))
+    query = start_planned(session, plan, str(world.root / "checkpoints" / "slip"))
     try:
         world.write(directory, [{"user_id": "ann", "ts": ts(s)} for s in (1, 30, 60)])
         query.processAllAvailable()

@@ -44,9 +44,26 @@ class World:
         self.catalog.close()
 
 
+def start_planned(session, plan, checkpoint_dir: str, sink=None):
+    """Start ``plan``'s query in ``session`` as the job manager's attempt does: its table
+    sink (``sink``, else one built with the job's name as its marker key) prepared, the
+    plan bound to its readers, the query started. Returns the StreamingQuery."""
+    from streamjob.connectors.sinks import table_sink
+    from streamjob.planner.bind import bind_job
+    from streamjob.spark.query import start_query
+
+    if sink is None:
+        sink = table_sink(plan.sink, plan.sink_spec, marker=plan.qualified_name,
+                          job=plan.qualified_name, exactly_once=plan.guarantee == "exactly-once",
+                          upsert=plan.output_mode == "update",
+                          checkpointed=plan.props.checkpoint_enabled)
+        sink.prepare()
+    return start_query(session, bind_job(plan), checkpoint_dir, sink)
+
+
 class SparkWorld(World):
     """A :class:`World` with one Spark session clone: tests plan jobs and start their
-    queries themselves (``plan_job`` + ``start_query``), then ``processAllAvailable()``."""
+    queries themselves (``plan_job`` + :func:`start_planned`), then ``processAllAvailable()``."""
 
     def __init__(self, root: Path):
         super().__init__(root)
@@ -61,11 +78,9 @@ class SparkWorld(World):
 
     def start(self, job: str, query: str, props: dict | None = None, sink=None):
         """Plan ``job`` and start its query (checkpoints under ``root/checkpoints/job``);
-        ``sink`` is its TableSink (None: built and prepared by ``start_query``)."""
-        from streamjob.spark.query import start_query
-
+        ``sink`` is its TableSink (None: built and prepared by :func:`start_planned`)."""
         plan = self.plan(job, query, props)
-        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job), sink)
+        return plan, start_planned(self.session, plan, str(self.root / "checkpoints" / job), sink)
 
     def close(self) -> None:
         for q in self.session.streams.active:

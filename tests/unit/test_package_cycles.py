@@ -136,3 +136,23 @@ def test_no_package_cycle_in_the_whole_tree_counting_type_checking_imports():
             packages.setdefault(d, set())
     assert {"streamjob.connectors", "streamjob.security"} <= set(packages)  # really read
     assert cycles(packages) == []
+
+
+#: The rooms whose knowledge is bound into a job's plan before the Spark room builds its
+#: query (issue 29, second pass): the planner's plan, the connectors' readers and sink,
+#: the security room's secrets.
+BOUND_BEFORE_SPARK = ("streamjob.connectors", "streamjob.planner", "streamjob.security")
+
+
+def test_the_spark_room_builds_the_query_from_the_bound_plan_alone():
+    """``spark/query.py`` and the helpers it applies readers with (observed metrics, JSON
+    keys) import nothing of the planner, the connectors or the security room, at module
+    or function level, annotations included: every reader comes described in full
+    (``planner/bind.py``, each connector's ``reader``/``table_reader``) and the sink
+    built and prepared by the job manager, so a walk of START to a running query enters
+    the Spark room once and never climbs back to ask."""
+    graph = import_graph(type_checking=True)
+    assert "streamjob.planner.bind" in graph["streamjob.manager.attempt"]  # really read
+    assert "streamjob.spark.query" in graph["streamjob.manager.attempt"]
+    for mod in ("streamjob.spark.query", "streamjob.spark.observe", "streamjob.spark.json_keys"):
+        assert {d for d in graph[mod] if _package(d) in BOUND_BEFORE_SPARK} == set(), mod

@@ -34,6 +34,9 @@ def test_no_isinstance_on_a_spec_type_outside_connectors():
     assert found == []
 
 
+COLUMNS = [{"name": "a", "type": "int"}]
+
+
 def test_kafka_reader_options_are_read_back_by_the_kafka_reader():
     from pyspark.sql.types import StructType
 
@@ -44,10 +47,12 @@ def test_kafka_reader_options_are_read_back_by_the_kafka_reader():
                                  isolation="read_committed", missing_columns="fail",
                                  request_timeout_ms=4000)
     dead = DeadLetterTarget("sqlite://", "dl", ({"name": "error", "type": "string"},), (), "d.s")
-    how = stream_source(spec).reader("a INT", start="1700000000000", max_records=7,
+    how = stream_source(spec).reader(COLUMNS, start="1700000000000", max_records=7,
                                      group_id="g", dead_letter=dead)
-    assert how.format == "streamjob_kafka" and not how.json_text
-    assert how.schema == "a INT, `__sj_malformed` STRING"
+    assert how.format == "streamjob_kafka" and how.json_columns is None
+    assert how.schema == "`a` int, `__sj_malformed` STRING"
+    assert how.malformed == "__sj_malformed"  # counted and dropped by the Spark room
+    assert "b:9092" not in repr(how)  # options (secrets resolved) are left out of repr
     assert set(how.options) >= {opt.TOPIC, opt.BOOTSTRAP, opt.GROUP_ID, opt.DEAD_LETTER}
     reader = KafkaStreamReader(StructType(), {k.lower(): v for k, v in how.options.items()})
     assert (reader.topic, reader.bootstrap, reader.format, reader.delimiter) == \
@@ -59,9 +64,12 @@ def test_kafka_reader_options_are_read_back_by_the_kafka_reader():
 
 
 def test_the_kafka_data_source_is_registered_under_the_name_its_readers_use():
-    from streamjob.connectors.kafka import source, stream
+    from streamjob.connectors.kafka import options, source, stream
 
-    assert source.SOURCE_NAME == stream.SOURCE_NAME == source.KafkaDataSource.name()
+    assert source.KafkaDataSource.name() == options.SOURCE_NAME
+    assert stream_source(KAFKA).data_sources == {options.SOURCE_NAME}
+    # one name, one place: the data source and the stream kind spell it nowhere else
+    assert "SOURCE_NAME" not in vars(source) and "SOURCE_NAME" not in vars(stream)
 
 
 def test_kafka_source_answers_for_kafka():
@@ -97,12 +105,12 @@ def test_file_source_answers_for_files(tmp_path):
     (tmp_path / "_tmp").write_text("")
     (tmp_path / ".hidden").write_text("")
     json_source = stream_source(cspec.FileSourceSpec(str(tmp_path), "json"))
-    how = json_source.reader("a INT", start=None, max_records=0, group_id=None)
-    assert (how.format, how.options, how.schema, how.json_text) == \
-        ("text", {"path": str(tmp_path)}, None, True)
+    how = json_source.reader(COLUMNS, start=None, max_records=0, group_id=None)
+    assert (how.format, how.options, how.schema, how.json_columns, how.json_schema) == \
+        ("text", {"path": str(tmp_path)}, None, ("a",), "`a` int")
     csv = stream_source(cspec.FileSourceSpec(str(tmp_path), "csv")).reader(
-        "a INT", start=None, max_records=0, group_id=None)
-    assert (csv.format, csv.schema, csv.json_text) == ("csv", "a INT", False)
+        COLUMNS, start=None, max_records=0, group_id=None)
+    assert (csv.format, csv.schema, csv.json_columns) == ("csv", "`a` int", None)
     assert json_source.present_files() == {str((tmp_path / "a.json").resolve())}
     assert not json_source.starts_anywhere and json_source.bounded
     assert json_source.end_offsets() == {} and json_source.commit_target("g") is None
@@ -116,7 +124,8 @@ def test_file_source_answers_for_files(tmp_path):
 
 def test_rate_source_answers_for_rate():
     source = stream_source(cspec.RateSourceSpec(5))
-    how = source.reader("timestamp TIMESTAMP", start=None, max_records=0, group_id=None)
+    how = source.reader([{"name": "timestamp", "type": "timestamp"}], start=None,
+                        max_records=0, group_id=None)
     assert (how.format, how.options, how.schema) == ("rate", {"rowsPerSecond": "5"}, None)
     assert not source.bounded and not source.observes_columns
     assert source.fixed_columns == {"timestamp", "value"}

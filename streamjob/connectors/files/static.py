@@ -13,8 +13,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from streamjob.exceptions import ConnectorError
-from streamjob.connectors.static_base import (DEFAULT_BATCH_ROWS, FILE_SOURCE_NAME, HIVE_NULL, STATIC_FILE_FORMATS,
-                     _arrow_schema, _cast, _options, arrow_column)
+from streamjob.connectors.source_base import Reader
+from streamjob.connectors.static_base import (BATCH_ROWS, DEFAULT_BATCH_ROWS, DELIMITER, FILE_SOURCE_NAME, FORMAT,
+                                              HEADER, HIVE_NULL, LOCATION, PARTITIONED_BY, PARTITIONS,
+                                              STATIC_FILE_FORMATS, _arrow_schema, _cast, _options,
+                                              arrow_column, key)
 
 
 def is_local(location: str) -> bool:
@@ -29,6 +32,48 @@ def absolute(location: str) -> str:
     if urlparse(location).scheme or Path(location).is_absolute():
         return location
     return str(Path(location).absolute())
+
+
+def table_reader(spec, columns: Sequence[dict]) -> Reader:
+    """How Spark reads file table ``spec`` (a :class:`~streamjob.connectors.spec.FileTableSpec`)
+    as static data, with the declared ``columns`` (``[{"name", "type"}]``) in declared order.
+
+    On a local or ``file:`` location: ``streamjob_files``, which lists the files again at
+    every micro-batch (the package docstring), in as many read tasks as the session's
+    default parallelism. On another URI scheme (hdfs:, s3a: ...): Spark's own reader,
+    which lists the files once, at job start; JSON files are read as text lines whose keys
+    the Spark room matches as a Kafka stream's, partition columns typed as declared (not
+    inferred from the directory names) and every column selected in declared order (Spark
+    puts partition columns after the data columns): :func:`spark_table_reader`."""
+    from streamjob.columntypes import ddl
+
+    if not is_local(spec.location):
+        return spark_table_reader(spec, columns)
+    return Reader(FILE_SOURCE_NAME, {
+        LOCATION: absolute(spec.location), FORMAT: spec.format,
+        DELIMITER: spec.delimiter or "", HEADER: str(spec.header).lower(),
+        PARTITIONED_BY: ",".join(spec.partitioned_by)}, ddl(columns), parallelism=PARTITIONS)
+
+
+def spark_table_reader(spec, columns: Sequence[dict]) -> Reader:
+    """How Spark's own reader reads file table ``spec`` (a location that
+    :func:`table_files` cannot list, see :func:`table_reader`), with the declared
+    ``columns`` in declared order."""
+    from streamjob.columntypes import ddl
+    from streamjob.connectors.hive_forms import spark_format, text_options
+
+    names = tuple(c["name"] for c in columns)
+    parts = {p.lower() for p in spec.partitioned_by}
+    if spec.format == "json":
+        data = [c for c in columns if c["name"].lower() not in parts]
+        return Reader("text", schema=ddl(c for c in columns if c["name"].lower() in parts) or None,
+                      path=spec.location, columns=names, json_schema=ddl(data),
+                      json_columns=tuple(c["name"] for c in data))
+    options = text_options(spec.format, spec.delimiter)
+    if spec.format in ("csv", "textfile"):
+        options["header"] = str(spec.header).lower()  # Spark's CSV reader's option
+    return Reader(spark_format(spec.format), options, ddl(columns), path=spec.location,
+                  columns=names if parts else None)
 
 
 def _root(location: str) -> Path:
@@ -308,14 +353,14 @@ class FileStaticReader(DataSourceReader):
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
         options = _options(options)
         self.schema = schema
-        self.location = options["location"]
-        self.format = options.get("format", "parquet").lower()
-        self.header = options.get("header", "false").lower() == "true"
-        self.delimiter = options.get("delimiter") or None
-        self.partitioned_by = tuple(c.strip() for c in options.get("partitionedby", "").split(",")
+        self.location = options[key(LOCATION)]
+        self.format = options.get(key(FORMAT), "parquet").lower()
+        self.header = options.get(key(HEADER), "false").lower() == "true"
+        self.delimiter = options.get(key(DELIMITER)) or None
+        self.partitioned_by = tuple(c.strip() for c in options.get(key(PARTITIONED_BY), "").split(",")
                                     if c.strip())
-        self.parts = max(1, int(options.get("partitions", "1")))
-        self.batch_rows = int(options.get("batchrows", DEFAULT_BATCH_ROWS))
+        self.parts = max(1, int(options.get(key(PARTITIONS), "1")))
+        self.batch_rows = int(options.get(key(BATCH_ROWS), DEFAULT_BATCH_ROWS))
         if self.format not in STATIC_FILE_FORMATS:
             raise ConnectorError(f"static file tables are {', '.join(STATIC_FILE_FORMATS)}, "
                                  f"not '{self.format}'")
@@ -349,6 +394,6 @@ class FileStaticDataSource(DataSource):
         raise ConnectorError("the streamjob file static source needs the table's declared columns")
 
     def reader(self, schema: StructType) -> FileStaticReader:
-        if "location" not in _options(self.options):
-            raise ConnectorError("the streamjob file static source needs option location")
+        if key(LOCATION) not in _options(self.options):
+            raise ConnectorError(f"the streamjob file static source needs option {LOCATION}")
         return FileStaticReader(schema, dict(self.options))

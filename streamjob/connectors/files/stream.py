@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...columntypes import ddl
 from ..source_base import QuietSource, Reader
 from ..spec import Reach
 
@@ -21,11 +22,12 @@ class FileStreamSource(QuietSource):
     def __init__(self, spec) -> None:
         self.spec = spec
 
-    def reader(self, ddl: str, *, start: str | None, max_records: int,
+    def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader:
-        if self.spec.format == "json":
-            return Reader("text", {"path": self.spec.path}, None, json_text=True)
-        return Reader(self.spec.format, {"path": self.spec.path}, ddl)
+        if self.spec.format == "json":  # text lines, keys matched as a Kafka stream's
+            return Reader("text", {"path": self.spec.path}, json_schema=ddl(columns),
+                          json_columns=tuple(c["name"] for c in columns))
+        return Reader(self.spec.format, {"path": self.spec.path}, ddl(columns))
 
     def describe(self, *, group_id: str | None, dead_letter_table: str | None,
                  checkpointed: bool, offsets: dict, checkpoint_id: str | None) -> dict:

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
+#: The Kafka source's data source name (:meth:`.source.KafkaDataSource.name`), spelled
+#: here, in pure Python, so that a job planned without Spark or the Kafka client need not
+#: import them.
+SOURCE_NAME = "streamjob_kafka"
+
 #: Option names as the planner writes them (camelCase, Spark's Kafka style).
 TOPIC = "topic"
 BOOTSTRAP = "bootstrap"

@@ -90,7 +90,6 @@ worker.install()  # in pyspark's source runner / Python workers: warnings to std
 
 log = logging.getLogger(__name__)  # "streamjob.connectors.kafka.source"
 
-SOURCE_NAME = "streamjob_kafka"  # = .stream.SOURCE_NAME (tests/unit/test_sources.py)
 class KafkaStreamReader(DataSourceStreamReader):
     """Plans micro-batches over a Kafka topic; see the module docstring for the contract."""
 
@@ -393,7 +392,7 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return SOURCE_NAME
+        return opt.SOURCE_NAME
 
     def schema(self) -> str:
         raise ConnectorError("the streamjob Kafka source needs the stream's declared columns")

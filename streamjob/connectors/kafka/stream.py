@@ -13,16 +13,12 @@ from ..source_base import QuietSource, Reader
 from ..spec import KafkaTopic, Reach
 from . import options as opt
 
-#: The Kafka source's data source name (:data:`.source.SOURCE_NAME`; spelled here so
-#: that a job planned without Spark or the Kafka client need not import them).
-SOURCE_NAME = "streamjob_kafka"
-
 
 class KafkaStreamSource(QuietSource):
     """A Kafka stream (:class:`~streamjob.connectors.spec.KafkaSourceSpec`)."""
 
     identifier = "kafka"
-    data_sources = frozenset({SOURCE_NAME})
+    data_sources = frozenset({opt.SOURCE_NAME})
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -51,7 +47,7 @@ class KafkaStreamSource(QuietSource):
                 f"SET transwarp.consumer.reset.offset.strategy=earliest or latest to look at it")
         return sp, sp.group_id
 
-    def reader(self, ddl: str, *, start: str | None, max_records: int,
+    def reader(self, columns, *, start: str | None, max_records: int,
                group_id: str | None, dead_letter=None) -> Reader:
         """The job's reader: the declared columns (and, when tolerant, the
         malformed-record column), options as :func:`.options.reader_options`.
@@ -59,13 +55,16 @@ class KafkaStreamSource(QuietSource):
         Raises:
             ConnectorError: a secret reference that cannot be resolved.
         """
+        from ...columntypes import ddl
+
+        schema, malformed = ddl(columns), None
         if self.tolerant:
             from .formats import MALFORMED_COLUMN
 
-            ddl += f", `{MALFORMED_COLUMN}` STRING"
-        return Reader(SOURCE_NAME, opt.reader_options(
+            schema, malformed = f"{schema}, `{MALFORMED_COLUMN}` STRING", MALFORMED_COLUMN
+        return Reader(opt.SOURCE_NAME, opt.reader_options(
             self.spec, starting=start, max_records=max_records, group_id=group_id,
-            dead_letter=dead_letter), ddl)
+            dead_letter=dead_letter), schema, malformed=malformed)
 
     def describe(self, *, group_id: str | None, dead_letter_table: str | None,
                  checkpointed: bool, offsets: dict, checkpoint_id: str | None) -> dict:

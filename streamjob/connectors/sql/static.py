@@ -9,8 +9,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from streamjob.exceptions import ConnectorError
-from streamjob.connectors.static_base import (DEFAULT_BATCH_ROWS, SQL_SOURCE_NAME, _arrow_schema, _options,
-                     arrow_column, column_map)
+from streamjob.connectors.source_base import Reader
+from streamjob.connectors.static_base import (BATCH_ROWS, DEFAULT_BATCH_ROWS, SQL_SOURCE_NAME, TABLE, URL,
+                                              _arrow_schema, _options, arrow_column, column_map,
+                                              key)
 
 
 def _sql_target(url: str, table: str):
@@ -48,6 +50,29 @@ def check_sql_table(url: str, table: str, names: Sequence[str]) -> None:
     column_map(found, names, what)
 
 
+def table_reader(spec, columns: Sequence[dict], what: str) -> Reader:
+    """How Spark reads SQL table ``spec`` (a :class:`~streamjob.connectors.spec.SqlTableSpec`)
+    as static data: ``streamjob_sql`` with the declared ``columns`` (``[{"name",
+    "type"}]``) as its schema. ``what`` names the table in errors (``table db.t``).
+
+    Called at job start: the table is checked (:func:`check_sql_table`) and the URL's
+    secret reference resolved here, in the job manager that holds the admin's key and
+    secret files (as Kafka's security options): Spark's Python workers need neither, and
+    Spark redacts ``url`` options in plans (``spark.sql.redaction.options.regex``).
+
+    Raises:
+        ConnectorError: the table cannot be reached, does not exist, or its columns do
+            not match; a secret reference that cannot be resolved.
+        PolicyError: a secret reference outside the URL's password.
+    """
+    from streamjob.columntypes import ddl
+    from streamjob.security.resolve import resolve_url
+
+    check_sql_table(spec.url, spec.table, [c["name"] for c in columns])
+    url = resolve_url(spec.url, f"{what}'s \"url\"")
+    return Reader(SQL_SOURCE_NAME, {URL: url, TABLE: spec.table}, ddl(columns))
+
+
 def read_sql_table(url: str, table: str, schema: StructType,
                    batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Every row of SQL table ``table`` at ``url`` (one query, one transaction) as Arrow
@@ -83,9 +108,9 @@ class SqlStaticReader(DataSourceReader):
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
         options = _options(options)
         self.schema = schema
-        self.url = options["url"]
-        self.table = options["table"]
-        self.batch_rows = int(options.get("batchrows", DEFAULT_BATCH_ROWS))
+        self.url = options[key(URL)]
+        self.table = options[key(TABLE)]
+        self.batch_rows = int(options.get(key(BATCH_ROWS), DEFAULT_BATCH_ROWS))
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(0)]
@@ -112,7 +137,7 @@ class SqlStaticDataSource(DataSource):
         raise ConnectorError("the streamjob SQL static source needs the table's declared columns")
 
     def reader(self, schema: StructType) -> SqlStaticReader:
-        missing = [k for k in ("url", "table") if k not in _options(self.options)]
+        missing = [k for k in (URL, TABLE) if key(k) not in _options(self.options)]
         if missing:
             raise ConnectorError(f"the streamjob SQL static source needs option(s) {', '.join(missing)}")
         return SqlStaticReader(schema, dict(self.options))
