@@ -30,7 +30,7 @@ from streamjob.exceptions import SchemaMismatch
 from streamjob_tools.dev import flights as nyc
 from streamjob_tools.dev.broker import create_topic
 
-from .world import SparkWorld
+from .world import SparkWorld, start_planned
 
 UTC = dt.timezone.utc
 COLUMNS = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
@@ -251,15 +251,14 @@ class World(SparkWorld):
         """Plan and start ``job`` with its Delta sink built as the runner builds it
         (marker key ``uid``); returns ``(plan, query, sink)``."""
         from streamjob.connectors.sinks import table_sink
-        from streamjob.spark.query import start_query
 
         plan = self.plan(job, query)
         sink = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,
                           exactly_once=plan.guarantee == "exactly-once",
                           upsert=plan.output_mode == "update")
         sink.prepare()
-        return plan, start_query(self.session, plan, str(self.root / "checkpoints" / job),
-                                 sink), sink
+        return plan, start_planned(self.session, plan, str(self.root / "checkpoints" / job),
+                                   sink), sink
 
 
 @pytest.fixture(scope="module")
