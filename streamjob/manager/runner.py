@@ -14,7 +14,9 @@ One :class:`JobRunner` thread per running job. Each attempt:
    goes to 1; otherwise the job is FAILED with the error kept in the catalog. An error
    no restart can fix (data loss, changed logic, a sink table that does not fit, an
    invalid setting: :func:`~streamjob.manager.failures.permanent_failure`) fails the
-   job at once, with a note saying so.
+   job at once, with a note saying so. A user function's exception is named with the
+   failed micro-batch's input (:func:`~streamjob.manager.failures.user_function_failure`);
+   the same one on the same input at two attempts in a row is such an error.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
 STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
@@ -55,13 +57,13 @@ from ..catalog.records import JobInfo
 from ..home import Home
 from ..checkpoint.expiry import expiry_message
 from ..checkpoint.recorder import CheckpointTracker
-from ..exceptions import CatalogError, ConnectorError, StreamJobError
+from ..exceptions import CatalogError, ConnectorError, StreamJobError, UserFunctionError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import StartGate
 from .attempt import Attempt, group_committers
-from .failures import permanent_failure
+from .failures import permanent_failure, repeated, user_function_failure
 from streamjob.catalog.records import JobStatus, RunStatus
 
 __all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
@@ -80,6 +82,9 @@ _OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$",
 def error_summary(exc: BaseException) -> str:
     """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
     text = str(getattr(exc, "desc", None) or exc)
+    function = UserFunctionError.from_text(text)  # a user function's, in its wire form
+    if function is not None:
+        return str(function)
     # an error raised by our own code in a Python worker (source, sink) ends its traceback
     # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
     ours = _OUR_ERROR.findall(text)
@@ -255,6 +260,7 @@ class JobRunner(threading.Thread):
         attempt = 0
         completed_at_failure = -1
         run_id = None
+        function_failure = None  # the last attempt's user function failure (failures.py)
         while not self._stop_requested.is_set():
             attempt += 1
             run_id = None
@@ -308,6 +314,7 @@ class JobRunner(threading.Thread):
                 raise exc
             except StreamJobError as exc:
                 self.error = str(exc)
+                function_failure = None
                 if not isinstance(exc, (ConnectorError, CatalogError)):
                     # an invalid job: no retry can help
                     self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error)
@@ -315,8 +322,15 @@ class JobRunner(threading.Thread):
                     return
                 permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
-                self.error = error_summary(exc)
-                permanent = permanent_failure(exc, self.job.name)
+                failure = user_function_failure(exc, current.checkpoint_dir if current else None)
+                if failure is not None:  # named, placed; permanent when it repeats
+                    failure = function_failure = repeated(function_failure, failure)
+                    self.error = str(failure)
+                    permanent = permanent_failure(failure, self.job.name)
+                else:
+                    function_failure = None
+                    self.error = error_summary(exc)
+                    permanent = permanent_failure(exc, self.job.name)
             finally:
                 if admission is not None:
                     admission.release()
