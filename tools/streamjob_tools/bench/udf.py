@@ -1,0 +1,84 @@
+"""Scenario udf: a stateless Kafka -> Parquet job with one scalar Python function
+against the same job without it (issue 31, "Speed": the target is a ratio >= 0.7).
+
+Each repeat runs, one after the other on scenario 1's topic (the flights replayed to
+``sizes.s1_records`` records, 2 partitions; ``sizes.s1_batch`` records per batch):
+
+- **without**: ``insert into out select <the 14 flight columns> from flights``;
+- **with one UDF**: the same with ``dep_delay`` replaced by ``delay_or_zero(dep_delay)``,
+  a function of the home's ``functions/`` directory registered by CREATE FUNCTION
+  (``x.fillna(0.0)`` over the pandas Series Spark hands it: what is measured is the
+  function's machinery, Arrow batches to a Python worker and back, not the user's code).
+
+Both are StreamSQL jobs started with ``START STREAMJOB`` in an in-process job manager
+(:class:`.jobs.StreamjobSession`), timed from START until every record is committed.
+The ratio (with / without, in records/s) is taken within each repeat, then summarised.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .harness import FLIGHT_COLUMNS, Bench, ScenarioResult, Target, progress_breakdown
+from .jobs import COLUMN_NAMES, StreamjobSession, job_props, stream_sql
+from .stateless import TOPIC
+
+MODULE = '''
+import pandas as pd
+
+
+def delay_or_zero(x: pd.Series) -> pd.Series:
+    return x.fillna(0.0)
+'''
+
+
+def job_seconds(bench: Bench, topic: str, n: int, batch: int, with_udf: bool) -> tuple[float, list]:
+    """Seconds from START STREAMJOB until the job (with or without the function) has
+    committed all ``n`` records of ``topic``, and its Spark progress."""
+    s = StreamjobSession(bench)
+    try:
+        functions = s.home.root / "functions"
+        functions.mkdir(exist_ok=True)
+        (functions / "bench_udfs.py").write_text(MODULE)
+        names = ", ".join("delay_or_zero(dep_delay)" if with_udf and c == "dep_delay" else c
+                          for c in COLUMN_NAMES)
+        location = s.home.root / "warehouse" / "default" / "out"
+        s.run(stream_sql("flights", topic, bench.bootstrap)
+              + "CREATE FUNCTION delay_or_zero AS 'bench_udfs:delay_or_zero' RETURNS DOUBLE;"
+              + f"CREATE TABLE out ({FLIGHT_COLUMNS}) STORED AS PARQUET LOCATION '{location}';"
+              + f'CREATE STREAMJOB copy AS ("insert into out select {names} from flights") '
+              + job_props(0, batch) + ";")
+        t0 = time.monotonic()
+        s.run("START STREAMJOB copy;")
+        s.wait_idle()
+        return time.monotonic() - t0, s.progresses("copy")
+    finally:
+        s.close()
+
+
+def run(bench: Bench) -> ScenarioResult:
+    """Scenario udf (see the module docstring)."""
+    sz = bench.sizes
+    res = ScenarioResult("udf", "one scalar Python UDF vs none")
+    n = bench.topic(TOPIC, sz.s1_records)
+    res.details.update(records=n, partitions=2, records_per_batch=sz.s1_batch,
+                       function="delay_or_zero(dep_delay): x.fillna(0.0)", runs=[])
+    if sz.warmup:  # not measured: the JIT, the Python workers, both plans once
+        warm = bench.topic("bench_warmup", 2_000)
+        for with_udf in (False, True):
+            job_seconds(bench, "bench_warmup", warm, 1_000, with_udf)
+    progress = []
+    for i in range(bench.repeat):
+        plain_s, _ = job_seconds(bench, TOPIC, n, sz.s1_batch, with_udf=False)
+        udf_s, prog = job_seconds(bench, TOPIC, n, sz.s1_batch, with_udf=True)
+        progress += prog
+        res.figure("job without the UDF", "records/s").add(n / plain_s)
+        res.figure("job with one scalar Python UDF", "records/s").add(n / udf_s)
+        res.figure("with UDF / without", "ratio").add(plain_s / udf_s)
+        res.details["runs"].append({"without_s": plain_s, "with_s": udf_s})
+        bench.log(f"  udf repeat {i + 1}: without {n / plain_s:,.0f}/s, with one UDF "
+                  f"{n / udf_s:,.0f}/s, ratio {plain_s / udf_s:.2f}")
+    res.details["breakdown"] = progress_breakdown(progress)
+    res.targets = [Target("one scalar Python UDF keeps >= 0.7 of the throughput",
+                          "with UDF / without", ">=", 0.7)]
+    return res
