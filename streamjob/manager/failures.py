@@ -175,29 +175,31 @@ def batch_position(end: list[str], start: list[str] | None) -> str | None:
     return "; ".join(parts) or None
 
 
-def user_function_failure(exc: BaseException, checkpoint_dir: str | None
+def user_function_failure(exc: BaseException, checkpoint_dir: str | None,
+                          previous: UserFunctionError | None = None
                           ) -> UserFunctionError | None:
     """The :class:`~streamjob.exceptions.UserFunctionError` a query failure ``exc``
     carries (raised by a user function's wrapper in a Python worker, seen here as
     Spark's text), placed in the failed micro-batch of ``checkpoint_dir`` with its
-    input's position (:func:`batch_position`) and offsets; None if ``exc`` is no user
-    function's failure. A checkpoint that cannot be read leaves the position unknown."""
+    input's position (:func:`batch_position`) and offsets, and :func:`repeated` against
+    ``previous`` (the attempt before's); None if ``exc`` is no user function's failure.
+    A checkpoint that cannot be read leaves the position unknown."""
     from ..checkpoint.entries import uncommitted_batch
 
     if isinstance(exc, UserFunctionError):
         found: UserFunctionError | None = exc
     else:
         found = UserFunctionError.from_text(str(getattr(exc, "desc", None) or exc))
-    if found is None or not checkpoint_dir:
-        return found
+    if found is None:
+        return None
     try:
-        batch = uncommitted_batch(checkpoint_dir)
+        batch = uncommitted_batch(checkpoint_dir) if checkpoint_dir else None
     except CheckpointError:
         batch = None
-    if batch is None:
-        return found
-    batch_id, end, start = batch
-    return found.at(batch_id, batch_position(end, start), tuple(end))
+    if batch is not None:
+        batch_id, end, start = batch
+        found = found.at(batch_id, batch_position(end, start), tuple(end))
+    return repeated(previous, found)
 
 
 def repeated(previous: UserFunctionError | None, failure: UserFunctionError

@@ -45,7 +45,6 @@ process hosts, and its SparkSession).
 from __future__ import annotations
 
 import logging
-import re
 import random
 import threading
 import time
@@ -57,13 +56,14 @@ from ..catalog.records import JobInfo
 from ..home import Home
 from ..checkpoint.expiry import expiry_message
 from ..checkpoint.recorder import CheckpointTracker
-from ..exceptions import CatalogError, ConnectorError, StreamJobError, UserFunctionError
+from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import StartGate
 from .attempt import Attempt, group_committers
-from .failures import permanent_failure, repeated, user_function_failure
+from .failures import permanent_failure, user_function_failure
+from .summary import error_summary
 from streamjob.catalog.records import JobStatus, RunStatus
 
 __all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
@@ -75,32 +75,6 @@ log = logging.getLogger(__name__)
 GRACEFUL_STOP_S = 60.0
 #: Seconds between two looks at a running query (stop requests, expiry, progress).
 WATCH_S = 0.25
-
-_OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
-
-
-def error_summary(exc: BaseException) -> str:
-    """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
-    text = str(getattr(exc, "desc", None) or exc)
-    function = UserFunctionError.from_text(text)  # a user function's, in its wire form
-    if function is not None:
-        return str(function)
-    # an error raised by our own code in a Python worker (source, sink) ends its traceback
-    # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
-    ours = _OUR_ERROR.findall(text)
-    if ours:
-        return ours[-1].strip()
-    for marker in ("ConnectorError: ", "StreamJobError: "):
-        idx = text.rfind(marker)
-        if idx >= 0:
-            tail = text[idx:].split("\n", 1)[0]
-            return tail.split(": ", 1)[1] if ": " in tail else tail
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(("at ", "File ", "Traceback", "===", "JVM stacktrace")):
-            return ln[:500]
-    return type(exc).__name__
-
 
 class RunnerHost(Protocol):
     """What a :class:`JobRunner` uses of the process hosting it: the
@@ -322,15 +296,10 @@ class JobRunner(threading.Thread):
                     return
                 permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
-                failure = user_function_failure(exc, current.checkpoint_dir if current else None)
-                if failure is not None:  # named, placed; permanent when it repeats
-                    failure = function_failure = repeated(function_failure, failure)
-                    self.error = str(failure)
-                    permanent = permanent_failure(failure, self.job.name)
-                else:
-                    function_failure = None
-                    self.error = error_summary(exc)
-                    permanent = permanent_failure(exc, self.job.name)
+                function_failure = user_function_failure(  # None if no function's
+                    exc, current.checkpoint_dir if current else None, function_failure)
+                self.error = str(function_failure) if function_failure else error_summary(exc)
+                permanent = permanent_failure(function_failure or exc, self.job.name)
             finally:
                 if admission is not None:
                     admission.release()
