@@ -12,7 +12,9 @@ Each repeat runs, one after the other on scenario 1's topic (the flights replaye
 
 Both are StreamSQL jobs started with ``START STREAMJOB`` in an in-process job manager
 (:class:`.jobs.StreamjobSession`), timed from START until every record is committed.
-The ratio (with / without, in records/s) is taken within each repeat, then summarised.
+The ratio (with / without, in records/s) is taken within each repeat, then summarised;
+the two jobs swap order from one repeat to the next, so that a load that grows or
+shrinks during a run (a shared machine) does not favour one of them.
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ def run(bench: Bench) -> ScenarioResult:
             job_seconds(bench, "bench_warmup", warm, 1_000, with_udf)
     progress = []
     for i in range(bench.repeat):
-        plain_s, _ = job_seconds(bench, TOPIC, n, sz.s1_batch, with_udf=False)
-        udf_s, prog = job_seconds(bench, TOPIC, n, sz.s1_batch, with_udf=True)
-        progress += prog
+        seconds = {}
+        for with_udf in ((False, True) if i % 2 == 0 else (True, False)):
+            seconds[with_udf], prog = job_seconds(bench, TOPIC, n, sz.s1_batch, with_udf)
+            if with_udf:
+                progress += prog
+        plain_s, udf_s = seconds[False], seconds[True]
         res.figure("job without the UDF", "records/s").add(n / plain_s)
         res.figure("job with one scalar Python UDF", "records/s").add(n / udf_s)
         res.figure("with UDF / without", "ratio").add(plain_s / udf_s)
