@@ -8,6 +8,11 @@ refused at START (:class:`~streamjob.exceptions.ChangedLogic`) like a changed qu
 The module is pickled by value to the Python workers (PySpark's cloudpickle), so executors run the
 same code as the driver without a path of the server on theirs.
 
+An exception inside a function fails its micro-batch: :func:`guarded` raises a
+:class:`~streamjob.exceptions.UserFunctionError` in its wire form, naming the function,
+the exception and the first failing row's arguments (:func:`first_failing_row`); the
+job's runner places it at the batch's input (streamjob/manager/failures.py).
+
 :func:`registered` tells :mod:`.guard` which names a session's SQL may call beside the
 allowed built-ins.
 """
