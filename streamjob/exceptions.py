@@ -314,8 +314,8 @@ class SchemaMismatch(PermanentFailure, ValidationError):
 
 
 class RepeatedFunctionError(PermanentFailure, UserFunctionError):
-    """A user function failed the same way on the same input at two consecutive
-    attempts of a job (:meth:`UserFunctionError.same_failure`): a deterministic error,
+    """A user function failed the same way on the same input at two attempts of a job
+    (with no failure of another kind between them) (:meth:`UserFunctionError.same_failure`): a deterministic error,
     so failover ends the job FAILED rather than retrying it through its whole backoff
     (streamjob/manager/failures.py; Flink's non-recoverable failures, FLIP-304).
     Made by the job's runner from the second attempt's :class:`UserFunctionError`."""

@@ -15,13 +15,15 @@ A user function's exception (:func:`user_function_failure`) is rebuilt on the dr
 from the wire form its wrapper raised in the Python worker
 (:class:`~streamjob.exceptions.UserFunctionError`) and placed at the failed
 micro-batch's input (:func:`batch_position`). The runner retries it like any failure;
-the same failure on the same input at two attempts in a row becomes a
-:class:`~streamjob.exceptions.RepeatedFunctionError`, which is permanent.
+the same failure on the same input at two attempts (any two since the last failure of
+another kind) becomes a :class:`~streamjob.exceptions.RepeatedFunctionError`, which is
+permanent.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from ..exceptions import (CatalogError, ChangedLogic, CheckpointError, ConnectorError, DataLoss,
                           InvalidConfiguration, PermanentFailure, RepeatedFunctionError,
@@ -49,7 +51,7 @@ INVALID_CONFIG = (
     "stream's or table's TBLPROPERTIES), then START STREAMJOB {job} again")
 REPEATED_FUNCTION = (
     "a restart cannot fix this: the function failed the same way on the same input at two "
-    "attempts in a row. Fix the function or the query (a changed function is a changed "
+    "attempts. Fix the function or the query (a changed function is a changed "
     "logic: DROP STREAMJOB {job}, then DROP and CREATE the function and the job), or "
     "start past this input with START STREAMJOB {job} FROM LATEST | TIMESTAMP "
     "'yyyy-mm-dd hh:mm:ss'")
@@ -176,13 +178,13 @@ def batch_position(end: list[str], start: list[str] | None) -> str | None:
 
 
 def user_function_failure(exc: BaseException, checkpoint_dir: str | None,
-                          previous: UserFunctionError | None = None
+                          previous: Iterable[UserFunctionError] = ()
                           ) -> UserFunctionError | None:
     """The :class:`~streamjob.exceptions.UserFunctionError` a query failure ``exc``
     carries (raised by a user function's wrapper in a Python worker, seen here as
     Spark's text), placed in the failed micro-batch of ``checkpoint_dir`` with its
     input's position (:func:`batch_position`) and offsets, and :func:`repeated` against
-    ``previous`` (the attempt before's); None if ``exc`` is no user function's failure.
+    ``previous`` (the earlier attempts'); None if ``exc`` is no user function's failure.
     A checkpoint that cannot be read leaves the position unknown."""
     from ..checkpoint.entries import uncommitted_batch
 
@@ -202,12 +204,15 @@ def user_function_failure(exc: BaseException, checkpoint_dir: str | None,
     return repeated(previous, found)
 
 
-def repeated(previous: UserFunctionError | None, failure: UserFunctionError
+def repeated(previous: Iterable[UserFunctionError], failure: UserFunctionError
              ) -> UserFunctionError:
-    """``failure`` as a :class:`~streamjob.exceptions.RepeatedFunctionError` if it is
-    ``previous`` (the failure of the attempt before) again on the same input
-    (:meth:`~streamjob.exceptions.UserFunctionError.same_failure`), else ``failure``."""
-    if previous is None or not previous.same_failure(failure):
+    """``failure`` as a :class:`~streamjob.exceptions.RepeatedFunctionError` if one of
+    ``previous`` (the failures of the job's earlier attempts since its last failure of
+    another kind) is the same failure on the same input
+    (:meth:`~streamjob.exceptions.UserFunctionError.same_failure`), else ``failure``.
+    Any earlier attempt, not only the last: when several tasks of a batch fail, which
+    one's error Spark reports first may change from attempt to attempt."""
+    if not any(p.same_failure(failure) for p in previous):
         return failure
     return RepeatedFunctionError(failure.function, failure.error_type, failure.error_message,
                                  failure.arguments, failure.batch, failure.position,

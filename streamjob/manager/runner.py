@@ -16,7 +16,7 @@ One :class:`JobRunner` thread per running job. Each attempt:
    invalid setting: :func:`~streamjob.manager.failures.permanent_failure`) fails the
    job at once, with a note saying so. A user function's exception is named with the
    failed micro-batch's input (:func:`~streamjob.manager.failures.user_function_failure`);
-   the same one on the same input at two attempts in a row is such an error.
+   the same one on the same input at two attempts is such an error.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
 STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
@@ -234,7 +234,7 @@ class JobRunner(threading.Thread):
         attempt = 0
         completed_at_failure = -1
         run_id = None
-        function_failure = None  # the last attempt's user function failure (failures.py)
+        function_failures: list = []  # user function failures of the attempts (failures.py)
         while not self._stop_requested.is_set():
             attempt += 1
             run_id = None
@@ -288,7 +288,7 @@ class JobRunner(threading.Thread):
                 raise exc
             except StreamJobError as exc:
                 self.error = str(exc)
-                function_failure = None
+                function_failures.clear()
                 if not isinstance(exc, (ConnectorError, CatalogError)):
                     # an invalid job: no retry can help
                     self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error)
@@ -296,10 +296,11 @@ class JobRunner(threading.Thread):
                     return
                 permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
-                function_failure = user_function_failure(  # None if no function's
-                    exc, current.checkpoint_dir if current else None, function_failure)
-                self.error = str(function_failure) if function_failure else error_summary(exc)
-                permanent = permanent_failure(function_failure or exc, self.job.name)
+                failure = user_function_failure(  # None if no function's
+                    exc, current.checkpoint_dir if current else None, function_failures)
+                function_failures[:] = [*function_failures, failure] if failure else []
+                self.error = str(failure) if failure else error_summary(exc)
+                permanent = permanent_failure(failure or exc, self.job.name)
             finally:
                 if admission is not None:
                     admission.release()

@@ -113,13 +113,13 @@ def test_the_same_failure_on_the_same_input_twice_is_permanent(tmp_path):
     ckdir = _checkpoint(tmp_path, {0: {"t": {"0": 10}}}, [])
     err = _raise(picky, pd.Series([500.0]), pd.Series(["q"]))
     first = user_function_failure(_worker(err), ckdir)
-    assert repeated(None, first) is first
-    second = repeated(first, user_function_failure(_worker(err), ckdir))
+    assert repeated([], first) is first
+    other = _raise(picky, pd.Series([600.0]), pd.Series(["q"]))
+    another = user_function_failure(_worker(other), ckdir)
+    assert not isinstance(repeated([first], another), RepeatedFunctionError)  # another row
+    second = repeated([first, another], user_function_failure(_worker(err), ckdir))
     assert isinstance(second, RepeatedFunctionError)
     assert permanent_failure(second, "j") == REPEATED_FUNCTION.format(job="j")
     assert str(second).startswith(RepeatedFunctionError.marker + " function picky raised")
-    other = _raise(picky, pd.Series([600.0]), pd.Series(["q"]))
-    assert not isinstance(repeated(first, user_function_failure(_worker(other), ckdir)),
-                          RepeatedFunctionError)  # another row: not the same failure
     unplaced = user_function_failure(_worker(err), None)
-    assert not isinstance(repeated(unplaced, unplaced), RepeatedFunctionError)  # input unknown
+    assert not isinstance(repeated([unplaced], unplaced), RepeatedFunctionError)  # no input
