@@ -56,8 +56,12 @@ def _parameters(fn, count: int) -> list[str]:
 
 
 def _shown(value) -> str:
-    """``repr(value)`` cut to :data:`ARGUMENT_CHARS` characters."""
-    text = repr(value.item() if hasattr(value, "item") else value)
+    """``repr(value)`` (of the Python scalar of a NumPy one) cut to
+    :data:`ARGUMENT_CHARS` characters."""
+    try:
+        text = repr(value.item() if hasattr(value, "item") else value)
+    except Exception:  # noqa: BLE001 - an odd value: its type, never a second failure
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= ARGUMENT_CHARS else text[:ARGUMENT_CHARS - 3] + "..."
 
 
