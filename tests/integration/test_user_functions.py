@@ -1,12 +1,14 @@
 """User functions on real Spark and the real broker (issue 31, docs/functions.md): a
 scalar Python function, registered by CREATE FUNCTION from the home's functions/
 directory, runs vectorised in a job over Kafka into SQLite, and its results equal
-pandas'; a function that raises fails the job with an error naming it, the exception's
-type and message, and no trace."""
+pandas'; a function that raises fails the job, after one retry that fails the same way on
+the same input, with an error naming it, the exception's type and message, the first
+failing row's argument and the batch's Kafka offsets, and no trace."""
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 import pandas as pd
@@ -89,7 +91,8 @@ def test_a_scalar_udf_over_kafka_into_sqlite_equals_pandas(world, tmp_path):
     assert desc["jobs"] == "default.j"
 
 
-def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(world, tmp_path):
+def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(world, tmp_path,
+                                                                               caplog):
     """Default failover: the first failure is retried; the second, the same on the same
     input, ends the job FAILED at once (two runs, not max.failures + 1), and the error
     names the function, the exception, the first failing row's argument and the batch's
@@ -98,7 +101,8 @@ def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(w
     topic, _ = _script(ex, broker, tmp_path, "cast(picky(x * 10) as string)",
                        'JOBPROPERTIES ("streamjob.failover.initial.backoff"="500")',
                        partitions=1)
-    with pytest.raises(JobError):
+    with caplog.at_level(logging.WARNING, logger="streamjob.manager.runner"), \
+            pytest.raises(JobError):
         ex.manager.wait_until_idle(timeout=240)
     job = ex.catalog.get_job("default", "j")
     assert job.status == "FAILED"
@@ -114,6 +118,9 @@ def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(w
     runs = ex.catalog.list_runs(job.uid)
     assert len(runs) == 2 and all(r.status == "FAILED" for r in runs), runs
     assert "repeated" not in runs[0].cause and "function picky raised" in runs[0].cause
+    logged = [r.getMessage() for r in caplog.records if r.name == "streamjob.manager.runner"]
+    assert any(m.startswith("job default.j failed: function picky raised ValueError")
+               and "Traceback" not in m for m in logged), logged  # the server's log
     shown = ex.execute(parse_script("SHOW STREAMJOBS")[0])
     row = dict(zip(shown.columns, shown.rows[0]))
     assert row["last error"] == error and row["status"] == "FAILED"
