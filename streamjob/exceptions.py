@@ -141,9 +141,106 @@ class JobError(StreamJobError):
 
 
 class UserFunctionError(JobError):
-    """A user function (CREATE FUNCTION, docs/functions.md) raised inside a micro-batch:
-    the message names the function, the exception's type and its message (raised in a
-    Spark Python worker; the driver reads it from the worker's traceback)."""
+    """A user function (CREATE FUNCTION, docs/functions.md) raised inside a micro-batch.
+
+    Raised in a Spark Python worker by the function's wrapper (streamjob/spark/udf.py),
+    the driver sees it only as text: PySpark's ``PythonException`` holding the worker's
+    traceback, which ends ``streamjob.exceptions.UserFunctionError: <str(error)>``. So
+    the worker's error is written in its *wire* form, :attr:`marker` followed by its
+    fields as one line of JSON (:meth:`wire`), and the driver rebuilds the error from
+    that text (:meth:`from_text`), adding the failed micro-batch's source position
+    (:meth:`at`). Classified by the marker of this class, never by the wording of the
+    user's exception (the same idea as :class:`PermanentFailure`'s markers).
+
+    Attributes:
+        function: the function's name as the query calls it.
+        error_type: the exception's class name (``ValueError``).
+        error_message: ``str(exception)``, at most 500 characters.
+        arguments: the first failing row's argument values, ``((parameter, repr of the
+            value, at most 80 characters), ...)``, in call order; empty when no single
+            row fails on its own (the function failed on the batch as a whole). Only the
+            values the query passed to the function, never other columns.
+        batch: the failed micro-batch's id, or None when unknown.
+        position: where the batch's input lies, e.g. ``topic t partition 0 offsets
+            [120, 240)``, ``; ``-joined for several partitions and sources; None when
+            the source has no such position or the checkpoint was not readable.
+        inputs: the batch's source offsets as the checkpoint's offsets log writes
+            them (one JSON text per source), for telling a repeated failure on the same
+            input (:class:`RepeatedFunctionError`); empty when unknown.
+    """
+
+    marker: str = "[streamjob:user-function]"
+
+    def __init__(self, function: str = "", error_type: str = "", error_message: str = "",
+                 arguments: tuple[tuple[str, str], ...] = (), batch: int | None = None,
+                 position: str | None = None, inputs: tuple[str, ...] = ()) -> None:
+        self.function = function
+        self.error_type = error_type
+        self.error_message = error_message[:500]
+        self.arguments = tuple((str(k), str(v)) for k, v in arguments)
+        self.batch = batch
+        self.position = position
+        self.inputs = tuple(inputs)
+        self._wire = False
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        text = f"function {self.function} raised {self.error_type}: {self.error_message}"
+        if self.arguments:
+            args = ", ".join(f"{k}={v}" for k, v in self.arguments)
+            text += f"; first failing row: {self.function}({args})"
+        if self.batch is not None:
+            text += f"; in micro-batch {self.batch}"
+            if self.position:
+                text += f", input {self.position}"
+        return text
+
+    def same_failure(self, other: "UserFunctionError") -> bool:
+        """True if ``other`` is this failure again: the same function, exception type
+        and message, failing row, batch and batch input (a deterministic error)."""
+        return (self.function, self.error_type, self.error_message, self.arguments,
+                self.batch, self.inputs) == (other.function, other.error_type,
+                                             other.error_message, other.arguments,
+                                             other.batch, other.inputs) \
+            and self.batch is not None
+
+    def at(self, batch: int | None, position: str | None,
+           inputs: tuple[str, ...] = ()) -> "UserFunctionError":
+        """A copy placed in micro-batch ``batch`` with ``position`` and ``inputs`` (see
+        the attributes)."""
+        return type(self)(self.function, self.error_type, self.error_message,
+                          self.arguments, batch, position, inputs)
+
+    def wire(self) -> "UserFunctionError":
+        """Self, made to print in the wire form (for raising in a Python worker)."""
+        self._wire = True
+        return self
+
+    def __str__(self) -> str:
+        if self._wire:
+            import json
+
+            return self.marker + " " + json.dumps(
+                {"function": self.function, "type": self.error_type,
+                 "message": self.error_message, "arguments": self.arguments})
+        return f"{self.position_prefix()}{self.message}"
+
+    @classmethod
+    def from_text(cls, text: str) -> "UserFunctionError | None":
+        """The error a Python worker raised, rebuilt from Spark's error text (the last
+        wire form in it), or None if ``text`` holds none."""
+        import json
+
+        idx = text.rfind(UserFunctionError.marker + " {")
+        if idx < 0:
+            return None
+        line = text[idx + len(UserFunctionError.marker) + 1:].split("\n", 1)[0]
+        try:
+            fields = json.JSONDecoder().raw_decode(line)[0]
+            return cls(str(fields["function"]), str(fields["type"]), str(fields["message"]),
+                       tuple(tuple(a) for a in fields.get("arguments") or ()))
+        except (ValueError, KeyError, TypeError):
+            return None
 
 
 class CheckpointError(StreamJobError):
@@ -214,3 +311,13 @@ class SchemaMismatch(PermanentFailure, ValidationError):
                  **kwargs) -> None:
         super().__init__(message, *args, **kwargs)
         self.columns = tuple(columns)
+
+
+class RepeatedFunctionError(PermanentFailure, UserFunctionError):
+    """A user function failed the same way on the same input at two attempts of a job
+    (with no failure of another kind between them) (:meth:`UserFunctionError.same_failure`): a deterministic error,
+    so failover ends the job FAILED rather than retrying it through its whole backoff
+    (streamjob/manager/failures.py; Flink's non-recoverable failures, FLIP-304).
+    Made by the job's runner from the second attempt's :class:`UserFunctionError`."""
+
+    marker = "[streamjob:repeated-function-error]"

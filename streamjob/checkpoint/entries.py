@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..exceptions import CheckpointError
 from .store import filesystem, join_uri, os_reason, log_ids
 
-__all__ = ["committed_source_files", "has_state", "read_entry", "write_entry"]
+__all__ = ["committed_source_files", "has_state", "read_entry", "uncommitted_batch",
+           "write_entry"]
 
 
 def read_entry(checkpoint_dir: str, log_name: str, batch_id: int) -> list[str] | None:
@@ -30,6 +31,32 @@ def read_entry(checkpoint_dir: str, log_name: str, batch_id: int) -> list[str] |
             join_uri(checkpoint_dir, log_name, str(batch_id))).splitlines()
     except OSError:
         return None
+
+
+def uncommitted_batch(checkpoint_dir: str) -> tuple[int, list[str], list[str] | None] | None:
+    """The micro-batch a failed query was running: ``(batch id, end offsets, start
+    offsets)`` of the newest entry of the ``offsets`` log that has no ``commits`` entry,
+    or None (every planned batch committed, no log yet, or unreadable). Spark writes a
+    batch's offsets ahead of running it (MicroBatchExecution), so after a failure inside
+    the batch its entry is the newest and uncommitted. Offsets are the source lines of
+    the entries (:func:`read_entry`; one JSON text per source in the query's source
+    order, ``-`` for a source without one); ``start`` is the previous entry's (a batch
+    starts where the one before ended), None for batch 0 or when that entry is gone.
+
+    Raises:
+        CheckpointError: the logs cannot be listed, or a Hadoop URI in a process
+            without Spark.
+    """
+    planned = log_ids(checkpoint_dir, "offsets")
+    committed = set(log_ids(checkpoint_dir, "commits"))
+    if not planned or planned[-1] in committed:
+        return None
+    batch_id = planned[-1]
+    end = read_entry(checkpoint_dir, "offsets", batch_id)
+    if end is None:
+        return None
+    start = read_entry(checkpoint_dir, "offsets", batch_id - 1) if batch_id > 0 else None
+    return batch_id, end[2:], (start[2:] if start is not None else None)
 
 
 def write_entry(checkpoint_dir: str, log_name: str, batch_id: int, lines: list[str]) -> bool:

@@ -14,7 +14,9 @@ One :class:`JobRunner` thread per running job. Each attempt:
    goes to 1; otherwise the job is FAILED with the error kept in the catalog. An error
    no restart can fix (data loss, changed logic, a sink table that does not fit, an
    invalid setting: :func:`~streamjob.manager.failures.permanent_failure`) fails the
-   job at once, with a note saying so.
+   job at once, with a note saying so. A user function's exception is named with the
+   failed micro-batch's input (:func:`~streamjob.manager.failures.user_function_failure`);
+   the same one on the same input at two attempts is such an error.
 
 Statuses are written as they happen: STARTING (RECOVERING after a failure), RUNNING,
 STOPPING when a stop was asked for, then STOPPED, or FAILED. The runner of a job manager
@@ -43,7 +45,6 @@ process hosts, and its SparkSession).
 from __future__ import annotations
 
 import logging
-import re
 import random
 import threading
 import time
@@ -61,7 +62,8 @@ from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import StartGate
 from .attempt import Attempt, group_committers
-from .failures import permanent_failure
+from .failures import permanent_failure, user_function_failure
+from .summary import error_summary
 from streamjob.catalog.records import JobStatus, RunStatus
 
 __all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
@@ -73,29 +75,6 @@ log = logging.getLogger(__name__)
 GRACEFUL_STOP_S = 60.0
 #: Seconds between two looks at a running query (stop requests, expiry, progress).
 WATCH_S = 0.25
-
-_OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
-
-
-def error_summary(exc: BaseException) -> str:
-    """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
-    text = str(getattr(exc, "desc", None) or exc)
-    # an error raised by our own code in a Python worker (source, sink) ends its traceback
-    # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
-    ours = _OUR_ERROR.findall(text)
-    if ours:
-        return ours[-1].strip()
-    for marker in ("ConnectorError: ", "StreamJobError: "):
-        idx = text.rfind(marker)
-        if idx >= 0:
-            tail = text[idx:].split("\n", 1)[0]
-            return tail.split(": ", 1)[1] if ": " in tail else tail
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(("at ", "File ", "Traceback", "===", "JVM stacktrace")):
-            return ln[:500]
-    return type(exc).__name__
-
 
 class RunnerHost(Protocol):
     """What a :class:`JobRunner` uses of the process hosting it: the
@@ -255,6 +234,7 @@ class JobRunner(threading.Thread):
         attempt = 0
         completed_at_failure = -1
         run_id = None
+        function_failures: list = []  # user function failures of the attempts (failures.py)
         while not self._stop_requested.is_set():
             attempt += 1
             run_id = None
@@ -308,6 +288,7 @@ class JobRunner(threading.Thread):
                 raise exc
             except StreamJobError as exc:
                 self.error = str(exc)
+                function_failures.clear()
                 if not isinstance(exc, (ConnectorError, CatalogError)):
                     # an invalid job: no retry can help
                     self._end(run_id, JobStatus.FAILED, self.error, last_error=self.error)
@@ -315,8 +296,11 @@ class JobRunner(threading.Thread):
                     return
                 permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
-                self.error = error_summary(exc)
-                permanent = permanent_failure(exc, self.job.name)
+                failure = user_function_failure(  # None if no function's
+                    exc, current.checkpoint_dir if current else None, function_failures)
+                function_failures[:] = [*function_failures, failure] if failure else []
+                self.error = str(failure) if failure else error_summary(exc)
+                permanent = permanent_failure(failure or exc, self.job.name)
             finally:
                 if admission is not None:
                     admission.release()

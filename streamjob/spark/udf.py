@@ -8,6 +8,11 @@ refused at START (:class:`~streamjob.exceptions.ChangedLogic`) like a changed qu
 The module is pickled by value to the Python workers (PySpark's cloudpickle), so executors run the
 same code as the driver without a path of the server on theirs.
 
+An exception inside a function fails its micro-batch: :func:`guarded` raises a
+:class:`~streamjob.exceptions.UserFunctionError` in its wire form, naming the function,
+the exception and the first failing row's arguments (:func:`first_failing_row`); the
+job's runner places it at the batch's input (streamjob/manager/failures.py).
+
 :func:`registered` tells :mod:`.guard` which names a session's SQL may call beside the
 allowed built-ins.
 """
@@ -21,7 +26,7 @@ from ..catalog.records import FunctionInfo
 from ..exceptions import UserFunctionError
 from ..udf import source as udf_source
 
-__all__ = ["register", "registered"]
+__all__ = ["first_failing_row", "guarded", "register", "registered"]
 
 _ATTRIBUTE = "_streamjob_functions"
 
@@ -31,10 +36,77 @@ def registered(session) -> frozenset[str]:
     return frozenset(getattr(session, _ATTRIBUTE, ()))
 
 
+#: Longest text of one argument value in a failure's report (characters).
+ARGUMENT_CHARS = 80
+#: Most rows of a failed Arrow batch tried one by one to find the failing row.
+ROWS_TRIED = 10_000
+
+
+def _parameters(fn, count: int) -> list[str]:
+    """Names for ``count`` arguments of ``fn``: its parameters' names, ``argN`` past
+    them (a ``*args`` callable) or when it has no readable signature."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i].name if i < len(params) else f"arg{i + 1}" for i in range(count)]
+
+
+def _shown(value) -> str:
+    """``repr(value)`` (of the Python scalar of a NumPy one) cut to
+    :data:`ARGUMENT_CHARS` characters."""
+    try:
+        text = repr(value.item() if hasattr(value, "item") else value)
+    except Exception:  # noqa: BLE001 - an odd value: its type, never a second failure
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= ARGUMENT_CHARS else text[:ARGUMENT_CHARS - 3] + "..."
+
+
+def first_failing_row(fn, columns, error: type) -> tuple[tuple[str, str], ...]:
+    """The argument values of the first row of an Arrow batch on which ``fn`` alone
+    raises ``error`` (or a subclass): ``((parameter, shown value), ...)``, in call
+    order; empty if no single row of the first :data:`ROWS_TRIED` does (a function
+    that fails on the batch as a whole). ``columns`` are the pandas Series the batch
+    was called with. Only the function's own arguments are shown, each cut to
+    :data:`ARGUMENT_CHARS` characters. Runs only after the batch failed: the cost of
+    a failure, not of a batch."""
+    if not columns or not hasattr(columns[0], "iloc"):
+        return ()
+    names = _parameters(fn, len(columns))
+    for i in range(min(len(columns[0]), ROWS_TRIED)):
+        row = [c.iloc[i:i + 1] for c in columns]
+        try:
+            fn(*row)
+        except error:
+            return tuple((n, _shown(c.iloc[0])) for n, c in zip(names, row))
+        except Exception:  # noqa: BLE001 - another failure on its own: not this row
+            continue
+    return ()
+
+
+def guarded(name: str, fn):
+    """``fn`` (pandas Series in, a Series out) wrapped so that an exception in it
+    raises a :class:`UserFunctionError` in its wire form naming the function ``name``,
+    the exception's type and message, and the first failing row's argument values
+    (:func:`first_failing_row`), without the user's traceback."""
+    def call(*columns):
+        try:
+            return fn(*columns)
+        except Exception as exc:  # noqa: BLE001 - the user's code: named, no trace
+            arguments = first_failing_row(fn, columns, type(exc))
+            raise UserFunctionError(name, type(exc).__name__, str(exc),
+                                    arguments).wire() from None
+    return call
+
+
 def _vectorised(name: str, fn, return_type: str | None):
     """``fn`` as a scalar pandas UDF returning ``return_type`` (a Spark DDL type); a
     callable that is a PySpark UDF already keeps its own function and type. An
-    exception inside it becomes a :class:`UserFunctionError` naming the function."""
+    exception inside it becomes a :class:`UserFunctionError` naming the function
+    (:func:`guarded`)."""
     import warnings
 
     from pyspark.sql.functions import pandas_udf
@@ -43,16 +115,9 @@ def _vectorised(name: str, fn, return_type: str | None):
     inner = getattr(fn, "func", fn)
     rtype = getattr(fn, "returnType", None) or return_type
 
-    def call(*columns):  # pandas Series in, a Series out
-        try:
-            return inner(*columns)
-        except Exception as exc:  # noqa: BLE001 - the user's code: named, no trace
-            raise UserFunctionError(
-                f"function {name} raised {type(exc).__name__}: {exc}") from None
-
     with warnings.catch_warnings():  # the eval type given, not read from type hints
         warnings.simplefilter("ignore", UserWarning)
-        return pandas_udf(call, returnType=rtype,
+        return pandas_udf(guarded(name, inner), returnType=rtype,
                           functionType=PythonEvalType.SQL_SCALAR_PANDAS_UDF)
 
 

@@ -1,6 +1,7 @@
 """The benchmark harness works end to end on a tiny scale: ``python -m streamjob_tools.bench
 --tiny`` runs scenario 1 (raw consumer, hand-written job, streamjob job over a few
-thousand flights) and scenario 6 (control-plane statements on SQLite and PostgreSQL) and
+thousand flights), scenario udf (the s1 job with one Python function beside it without)
+and scenario 6 (control-plane statements on SQLite and PostgreSQL) and
 writes the JSON results, and the Nexmark scenario over 3,000 events (two queries checked
 against pandas). Nothing here judges a timing: only the structure and that every
 rate is positive."""
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.system, pytest.mark.slow]
 def test_bench_tiny_writes_results(tmp_path):
     out = tmp_path / "bench.json"
     res = subprocess.run(
-        [sys.executable, "-m", "streamjob_tools.bench", "--tiny", "--only", "s1,s6", "--repeat", "1",
+        [sys.executable, "-m", "streamjob_tools.bench", "--tiny", "--only", "s1,s6,udf", "--repeat", "1",
          "--no-profile", "--compare-parser", "--out", str(out)],
         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -29,7 +30,7 @@ def test_bench_tiny_writes_results(tmp_path):
     data = json.loads(out.read_text())
     assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["pyspark"]
     scenarios = {s["key"]: s for s in data["scenarios"]}
-    assert set(scenarios) == {"s1", "s6"}
+    assert set(scenarios) == {"s1", "s6", "udf"}
     for s in scenarios.values():
         assert s["error"] is None
         for fig in s["figures"]:
@@ -52,6 +53,9 @@ def test_bench_tiny_writes_results(tmp_path):
     for key in ("breakdown", "delta_breakdown"):
         breakdown = scenarios["s1"]["details"][key]
         assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
+    udf = {f["name"]: f for f in scenarios["udf"]["figures"]}  # issue 31: side by side
+    assert {"job without the UDF", "job with one scalar Python UDF", "with UDF / without"} <= set(udf)
+    assert [t["figure"] for t in scenarios["udf"]["targets"]] == ["with UDF / without"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}
     assert {"SQLite: CREATE STREAMJOB", "SQLite: DROP STREAMJOB"} <= s6
 

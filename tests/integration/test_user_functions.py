@@ -1,12 +1,14 @@
 """User functions on real Spark and the real broker (issue 31, docs/functions.md): a
 scalar Python function, registered by CREATE FUNCTION from the home's functions/
 directory, runs vectorised in a job over Kafka into SQLite, and its results equal
-pandas'; a function that raises fails the job with an error naming it, the exception's
-type and message, and no trace."""
+pandas'; a function that raises fails the job, after one retry that fails the same way on
+the same input, with an error naming it, the exception's type and message, the first
+failing row's argument and the batch's Kafka offsets, and no trace."""
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 import pandas as pd
@@ -56,10 +58,11 @@ def world(tmp_path, broker):
     catalog.close()
 
 
-def _script(ex, broker, tmp_path, fn: str, extra: str = "") -> tuple[str, str]:
+def _script(ex, broker, tmp_path, fn: str, extra: str = "",
+            partitions: int = 2) -> tuple[str, str]:
     topic = f"udf_{uuid.uuid4().hex[:8]}"
-    create_topic(broker.bootstrap, topic, 2)
-    replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in ROWS], 2)
+    create_topic(broker.bootstrap, topic, partitions)
+    replay(broker.bootstrap, topic, [json.dumps(r).encode() for r in ROWS], partitions)
     db = tmp_path / "out.db"
     script = f"""
     CREATE STREAM items (id BIGINT, name STRING, x DOUBLE)
@@ -88,16 +91,39 @@ def test_a_scalar_udf_over_kafka_into_sqlite_equals_pandas(world, tmp_path):
     assert desc["jobs"] == "default.j"
 
 
-def test_a_raising_udf_fails_the_job_naming_the_function(world, tmp_path):
+def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(world, tmp_path,
+                                                                               caplog):
+    """Default failover: the first failure is retried; the second, the same on the same
+    input, ends the job FAILED at once (two runs, not max.failures + 1), and the error
+    names the function, the exception, the first failing row's argument and the batch's
+    Kafka offsets, with no trace (one partition: the batch's input is known exactly)."""
     ex, broker = world
-    _script(ex, broker, tmp_path, "cast(picky(x * 10) as string)",
-            'JOBPROPERTIES ("morphling.task.max.failures"="0")')
-    with pytest.raises(JobError):
+    topic, _ = _script(ex, broker, tmp_path, "cast(picky(x * 10) as string)",
+                       'JOBPROPERTIES ("streamjob.failover.initial.backoff"="500")',
+                       partitions=1)
+    with caplog.at_level(logging.WARNING, logger="streamjob.manager.runner"), \
+            pytest.raises(JobError):
         ex.manager.wait_until_idle(timeout=240)
     job = ex.catalog.get_job("default", "j")
     assert job.status == "FAILED"
-    assert "function picky raised ValueError: x too large" in job.last_error, job.last_error
-    assert "Traceback" not in job.last_error and "File " not in job.last_error
+    error = job.last_error
+    assert error.startswith("[streamjob:repeated-function-error] function picky raised "
+                            "ValueError: x too large: "), error
+    # x = i / 4 for ids 0..299: the first row over 100 after * 10 is id 41 (x * 10 = 102.5)
+    assert "first failing row: picky(x=102.5)" in error, error
+    assert f"input topic {topic} partition 0 offsets " in error, error
+    assert "[0, 300)" in error or "up to 300" in error, error
+    assert "a restart cannot fix this: the function failed the same way" in error
+    assert "Traceback" not in error and "File " not in error and "\tat " not in error
+    runs = ex.catalog.list_runs(job.uid)
+    assert len(runs) == 2 and all(r.status == "FAILED" for r in runs), runs
+    assert "repeated" not in runs[0].cause and "function picky raised" in runs[0].cause
+    logged = [r.getMessage() for r in caplog.records if r.name == "streamjob.manager.runner"]
+    assert any(m.startswith("job default.j failed: function picky raised ValueError")
+               and "Traceback" not in m for m in logged), logged  # the server's log
+    shown = ex.execute(parse_script("SHOW STREAMJOBS")[0])
+    row = dict(zip(shown.columns, shown.rows[0]))
+    assert row["last error"] == error and row["status"] == "FAILED"
 
 
 def test_an_edited_udf_is_refused_at_start_and_the_restored_one_resumes(world, tmp_path):
