@@ -68,6 +68,16 @@ class _LocalFs:
     def mtime(self, uri: str) -> float:
         return local_path(uri).stat().st_mtime
 
+    def is_dir(self, uri: str) -> bool:
+        return local_path(uri).is_dir()
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copy one file, creating the target's folders owner-only; OSError (e.g.
+        FileNotFoundError) if ``src`` is gone."""
+        target = local_path(dst)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.copyfile(local_path(src), target)
+
     def write_text(self, uri: str, text: str) -> None:
         """Write ``text`` atomically (a temp file renamed over ``uri``), creating the
         directory owner-only."""
@@ -147,6 +157,22 @@ class _HadoopFs:
 
     def mtime(self, uri: str) -> float:
         return self._call(uri, lambda fs, p: fs.getFileStatus(p).getModificationTime()) / 1000
+
+    def is_dir(self, uri: str) -> bool:
+        return bool(self._call(uri, lambda fs, p: fs.exists(p) and fs.getFileStatus(p).isDirectory()))
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copy one file with Hadoop's ``FileUtil.copy`` (target overwritten, source
+        kept); OSError if ``src`` is gone or the copy fails."""
+        def copy(fs, p):
+            target = self._jvm.org.apache.hadoop.fs.Path(dst)
+            if not fs.exists(p):
+                raise OSError(f"{src}: No such file or directory")
+            ok = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+                fs, p, target.getFileSystem(self._conf), target, False, True, self._conf)
+            if not ok:
+                raise OSError(f"{src}: cannot copy it to {dst}")
+        self._call(src, copy)
 
     def write_text(self, uri: str, text: str) -> None:
         """Write ``text`` to ``uri`` (overwriting it): a temp file beside it, then renamed
@@ -233,6 +259,65 @@ def write_file(uri: str, text: str) -> None:
         filesystem(uri).write_text(uri, text)
     except OSError as exc:
         raise CheckpointError(f"cannot write {uri}: {os_reason(exc)}") from None
+
+
+def delete_file(uri: str) -> bool:
+    """Delete one file of a checkpoint or savepoint folder (local or Hadoop); False if it
+    did not exist.
+
+    Raises:
+        CheckpointError: it cannot be deleted, or a Hadoop URI in a process without Spark.
+    """
+    try:
+        return bool(filesystem(uri).delete(uri))
+    except OSError as exc:
+        raise CheckpointError(f"cannot delete {uri}: {os_reason(exc)}") from None
+
+
+def walk_files(folder: str) -> list[str]:
+    """The paths of every file under ``folder``, relative to it and ``/``-separated,
+    sorted; [] if it does not exist.
+
+    Raises:
+        CheckpointError: a folder cannot be listed, or a Hadoop URI in a process without
+            Spark.
+    """
+    fs = filesystem(folder)
+    found: list[str] = []
+
+    def visit(uri: str, prefix: str) -> None:
+        try:
+            names = fs.list_names(uri)
+            for name in sorted(names):
+                child = join_uri(uri, name)
+                if fs.is_dir(child):
+                    visit(child, f"{prefix}{name}/")
+                else:
+                    found.append(prefix + name)
+        except OSError as exc:
+            raise CheckpointError(f"cannot list {uri}: {os_reason(exc)}") from None
+
+    visit(folder, "")
+    return found
+
+
+def copy_file(src: str, dst: str) -> None:
+    """Copy one file between checkpoint and savepoint folders (local paths and ``file:``
+    URIs with os calls, any other Hadoop URI through the Spark session's file system).
+
+    Raises:
+        FileNotFoundError: ``src`` does not exist (a local one; the caller may retry);
+        CheckpointError: any other failure, naming both paths.
+    """
+    fs = filesystem(src if not is_local_uri(src) else dst)  # Hadoop's copies if either is
+    try:
+        fs.copy(src, dst)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if "No such file" in str(exc):
+            raise FileNotFoundError(str(exc)) from None
+        raise CheckpointError(f"cannot copy {src} to {dst}: {os_reason(exc)}") from None
 
 
 def holds_anything(checkpoint_dir: str) -> bool:
