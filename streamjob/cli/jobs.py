@@ -56,7 +56,8 @@ def drop(obj: Invocation, job: str, if_exists: bool, yes: bool) -> None:
         info = obj.catalog.get_job(db, name)
         if info is not None:
             click.echo(f"Dropping streamjob {db}.{name} deletes "
-                       + "; ".join(what_drop_deletes(obj.home, info)) + ".")
+                       + "; ".join(what_drop_deletes(obj.home, info,
+                                                  len(obj.catalog.list_savepoints(info.uid)))) + ".")
             if not click.confirm("Drop it?", default=False):
                 click.echo(f"streamjob {db}.{name} not dropped")
                 return

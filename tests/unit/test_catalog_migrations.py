@@ -23,7 +23,7 @@ from streamjob.exceptions import CatalogError
 
 pytestmark = pytest.mark.component
 
-HEAD = "0009"
+HEAD = "0010"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -127,7 +127,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
