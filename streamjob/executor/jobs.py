@@ -236,6 +236,7 @@ class JobStatements:
                           + ("; no savepoint was taken" if s.savepoint is not None else ""))
         if s.savepoint is not None:
             if self.dry_run:
+                self._scratch_savepoint(job, s.savepoint)
                 return Result(f"streamjob {db}.{name} stopped; savepoint {s.savepoint} can be taken")
             # the graceful stop ended on a recorded checkpoint: that is the savepoint
             sp = self._take_savepoint(job, s.savepoint, stopped=True)
