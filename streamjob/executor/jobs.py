@@ -295,7 +295,8 @@ class JobStatements:
         kept, what = purged.kept, "checkpoints"
         if kept.startswith("warning"):  # its own line: the directory is left to the user
             kept, what = f"\n{kept}", "checkpoint records"
-        what += f" and its {savepoints} savepoint{'' if savepoints == 1 else 's'}"
+        if savepoints:  # kept by the user: say how many went
+            what += f" and its {savepoints} savepoint{'' if savepoints == 1 else 's'}"
         return Result(f"streamjob {db}.{name} dropped; its {what} were purged{again}"
                       + (f"; {kept}" if kept and not kept.startswith("\n") else kept))
 
