@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 
+from .. import shapes
 from ..checkpoint import fingerprint, identity, savepoint, store
 from ..exceptions import AccessDeniedError, CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
@@ -28,19 +29,6 @@ from streamjob.catalog.records import ACTIVE_STATUSES, CheckpointInfo, Checkpoin
 
 def _ts(value: _dt.datetime | None) -> str | None:
     return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if value else None
-
-
-def savepoint_json(sp) -> dict:
-    """A :class:`~streamjob.catalog.records.SavepointInfo` as JSON (``--json``, the HTTP
-    API): ``job``, ``savepoint``, ``checkpoint_id`` (the batch), ``job_uid``, ``epoch``,
-    ``fingerprint``, ``source_offsets``, ``taken_at`` (its batch completed) and
-    ``created_at`` (ISO 8601 UTC), ``owner``, ``location``."""
-    return {"job": sp.job, "savepoint": sp.name, "checkpoint_id": sp.checkpoint_id,
-            "job_uid": sp.job_uid, "epoch": sp.epoch, "fingerprint": sp.fingerprint,
-            "source_offsets": sp.source_offsets,
-            "taken_at": sp.taken_at.isoformat() if sp.taken_at else None,
-            "created_at": sp.created_at.isoformat() if sp.created_at else None,
-            "owner": sp.owner, "location": sp.location}
 
 
 class SavepointStatements:
@@ -63,7 +51,7 @@ class SavepointStatements:
         sp = self._take_savepoint(job, s.savepoint, stopped=False)
         return Result(f"savepoint {sp.name} of streamjob {db}.{name} taken: checkpoint "
                       f"{sp.checkpoint_id} of {_ts(sp.taken_at)} UTC, in {sp.location}",
-                      object=f"{db}.{name}", data=savepoint_json(sp))
+                      object=f"{db}.{name}", data=shapes.savepoint_json(sp))
 
     def _do_ShowSavepoints(self, s: st.ShowSavepoints) -> Result:
         uid, title = None, "savepoints"
@@ -75,7 +63,7 @@ class SavepointStatements:
                  sp.owner, sp.source_offsets) for sp in found]
         return Result(columns=("job", "savepoint", "checkpoint", "taken", "created", "by",
                                "source offsets"), rows=rows, title=title,
-                      data=[savepoint_json(sp) for sp in found])
+                      data=[shapes.savepoint_json(sp) for sp in found])
 
     def _do_DropSavepoint(self, s: st.DropSavepoint) -> Result:
         self._may_change_savepoints("DROP SAVEPOINT")
