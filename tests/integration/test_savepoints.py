@@ -140,3 +140,51 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
     assert not Path(mid.location).exists()
     assert "and its 1 savepoint were purged" in run(ex, "DROP STREAMJOB j;")
     assert not folder.exists() and catalog.list_savepoints() == []
+
+
+@pytest.mark.spark
+def test_a_savepoint_of_an_aggregation_restores_its_state(world):
+    """Counts per key (state in Spark's state store) continue from the savepoint's state:
+    after the restore, each key's count equals a count over all the input."""
+    ex, catalog = world.ex, world.catalog
+    keys = [f"k{i % 3}" for i in range(300, 390)]
+    for sql in parse_script(f"""
+        CREATE TABLE counts (name STRING, n BIGINT) TBLPROPERTIES ("connector"="sql",
+          "url"="sqlite:///{world.sink}", "primary.key"="name");
+        CREATE STREAMJOB counting AS ("insert into counts select name, count(*) from events
+          where id >= 300 group by name")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.checkpoint.retained"="{RETAINED}",
+                         "morphling.job.checkpoint.interval"="0");"""):
+        ex.execute(sql)
+    job = catalog.get_job("default", "counting")
+
+    def produce_keys(ids):
+        replay(world.bootstrap, world.topic,
+               [json.dumps({"id": i, "name": keys[i - 300]}).encode() for i in ids], 2)
+
+    def counts():
+        with sqlite3.connect(world.sink) as db:
+            return dict(db.execute("SELECT name, n FROM counts").fetchall())
+
+    produce_keys(range(300, 345))
+    run(ex, "START STREAMJOB counting;")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB counting WITH SAVEPOINT half;")
+    sp = catalog.get_savepoint(job.uid, "half")
+    versions = {int(p.name.split(".")[0]) for p in Path(sp.location, "state").rglob("*.delta")}
+    assert versions and max(versions) == sp.checkpoint_id + 1  # the state of its batch, no later
+    expected = {k: sum(1 for i in range(300, 390) if keys[i - 300] == k) for k in set(keys)}
+
+    produce_keys(range(345, 390))
+    run(ex, "START STREAMJOB counting;")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB counting;")
+    assert counts() == expected
+    with sqlite3.connect(world.sink) as db:
+        db.execute("DELETE FROM counts")
+    run(ex, "START STREAMJOB counting FROM SAVEPOINT half;")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB counting;")
+    assert counts() == expected  # the state up to the savepoint, then the rest once
+    run(ex, "DROP STREAMJOB counting;")
