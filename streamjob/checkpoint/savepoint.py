@@ -175,13 +175,22 @@ def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], 
     :class:`~streamjob.catalog.records.CheckpointInfo` (or None). Returns
     ``(checkpoint info, files)``.
 
+    A folder ``target`` without a manifest is what a copy killed before its end left
+    (the manifest is written last): it is removed first.
+
     Raises:
-        CheckpointError: the job has no checkpoint yet, or ``attempts`` copies in a row
+        CheckpointError: the job has no checkpoint yet, ``target`` holds a whole savepoint
+            no row names (another incarnation's), or ``attempts`` copies in a row
             lost a file to retention (a retention of 1 with a checkpoint interval shorter
             than the copy), or a copy failed.
     """
     pin_uri = join_uri(checkpoint_dir, PIN)
     lost = ""
+    if store.holds_anything(target):  # no row names it (the caller checked): a leftover
+        if store.read_file(join_uri(target, MANIFEST)) is not None:
+            raise CheckpointError(f"savepoint folder {target} exists already and no savepoint "
+                                  "of this job names it; move it away")
+        store.purge(target, root)  # a copy whose process died: the manifest comes last
     for _ in range(attempts):
         info = latest()
         if info is None:

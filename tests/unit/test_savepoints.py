@@ -228,8 +228,11 @@ def test_a_pin_holds_the_trim_and_a_lost_checkpoint_is_retried_with_the_next(tmp
                               state_rows=None, status="COMPLETED", fingerprint=None)
 
     target = str(tmp_path / "root/db/j.savepoints/sp")
+    (tmp_path / "root/db/j.savepoints/sp/offsets").mkdir(parents=True)  # a copy killed midway
+    (tmp_path / "root/db/j.savepoints/sp/offsets/1").write_text("x")
     info, files = savepoint.take_newest(str(ck), target, latest, "u", "e", str(tmp_path / "root"))
     assert info.checkpoint_id == 5 and files == ["commits/5", "offsets/4", "offsets/5"]
+    assert sorted(p.name for p in (Path(target) / "offsets").iterdir()) == ["4", "5"]
     assert not (ck / savepoint.PIN).exists()
     (ck / savepoint.PIN).write_text(json.dumps({"checkpoint_id": 3, "at": time.time()}))
     assert savepoint.pinned(str(ck)) == 3  # the recorder trims nothing it needs
