@@ -383,3 +383,11 @@ def test_savepoint_statements_through_the_api_keep_the_roles(api):
     assert r.status_code == 400, r.text
     assert "it has no checkpoint yet to keep" in r.json()["error"]["message"]
     assert api.catalog.list_savepoints() == []
+    got = api.http.get("/v1/jobs/j/savepoints", headers=_auth(viewer))
+    assert got.status_code == 200 and got.json() == {"savepoints": []}
+    r = api.http.post("/v1/jobs/j/start", json={"from_savepoint": "nope"}, headers=_auth(operator))
+    assert r.status_code == 400 and "has no savepoint nope; it has none" in r.text
+    r = api.http.post("/v1/jobs/j/stop", json={"savepoint": "x; DROP"}, headers=_auth(operator))
+    assert r.status_code in (400, 422)  # not a savepoint name: never reaches the SQL
+    assert api.http.post("/v1/jobs/j/stop", json={"savepoint": "s"},
+                         headers=_auth(viewer)).status_code == 403
