@@ -196,6 +196,11 @@ def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], 
         if info is None:
             raise CheckpointError("it has no checkpoint yet to keep: wait for its first "
                                   "checkpoint (SHOW CHECKPOINTS)")
+        if not store.log_ids(checkpoint_dir, "commits"):
+            raise CheckpointError(
+                f"its checkpoint directory {checkpoint_dir} holds no committed batch here, "
+                f"though checkpoint {info.checkpoint_id} is recorded: take the savepoint where "
+                "the job runs (through its server: --server URL)")
         n = info.checkpoint_id
         store.write_file(pin_uri, json.dumps({"checkpoint_id": n, "at": time.time()}))
         try:

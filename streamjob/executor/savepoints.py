@@ -248,4 +248,7 @@ class SavepointStatements:
         for sp in found:
             savepoint.remove(sp.location, self.home.checkpoint_root, job.uid)
             self.catalog.drop_savepoint(job.uid, sp.name)
+        folder = self.home.checkpoint_dir(job.database, job.name) + savepoint.SUFFIX
+        if found and not store.holds_anything(folder):  # the job's savepoint folder, empty now
+            store.purge(folder, self.home.checkpoint_root)
         return len(found)
