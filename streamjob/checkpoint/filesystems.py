@@ -49,6 +49,14 @@ class _LocalFs:
         except FileNotFoundError:
             return False
 
+    def rename(self, src: str, dst: str) -> None:
+        """Rename a file or folder (atomic on one file system); OSError if ``dst`` exists."""
+        import os
+
+        if local_path(dst).exists():
+            raise FileExistsError(f"{dst} exists")
+        os.rename(local_path(src), local_path(dst))
+
     def read_text(self, uri: str) -> str:
         return local_path(uri).read_text()
 
@@ -132,6 +140,15 @@ class _HadoopFs:
 
     def delete(self, uri: str, recursive: bool = False) -> bool:
         return bool(self._call(uri, lambda fs, p: fs.delete(p, recursive)))
+
+    def rename(self, src: str, dst: str) -> None:
+        """Hadoop's ``FileSystem.rename`` (atomic for a folder on HDFS); OSError if it
+        refuses (e.g. ``dst`` exists)."""
+        def rename(fs, p):
+            target = self._jvm.org.apache.hadoop.fs.Path(dst)
+            if fs.exists(target) or not fs.rename(p, target):
+                raise OSError(f"{src}: cannot rename it to {dst}")
+        self._call(src, rename)
 
     def read_text(self, uri: str) -> str:
         def read(fs, p):

@@ -55,6 +55,18 @@ def write_file(uri: str, text: str) -> None:
         raise CheckpointError(f"cannot write {uri}: {os_reason(exc)}") from None
 
 
+def rename(src: str, dst: str) -> None:
+    """Rename a checkpoint or savepoint folder (both on one file system, local or Hadoop).
+
+    Raises:
+        CheckpointError: it cannot be renamed (``dst`` exists, or the file system refused).
+    """
+    try:
+        filesystem(src).rename(src, dst)
+    except OSError as exc:
+        raise CheckpointError(f"cannot rename {src} to {dst}: {os_reason(exc)}") from None
+
+
 def delete_file(uri: str) -> bool:
     """Delete one file of a checkpoint or savepoint folder (local or Hadoop); False if it
     did not exist.

@@ -162,9 +162,11 @@ class SavepointStatements:
     def _restore_savepoint(self, s: st.StartStreamJob, job, plan, sp=None) -> str:
         """START ... FROM SAVEPOINT sp (or the savepoint FROM CHECKPOINT AT picked): the
         job's checkpoint directory and backend records are replaced by the savepoint's,
-        under a new checkpoint epoch (module docstring). Refused while the job runs, for
-        a savepoint whose files are missing (naming them), and for a changed query
-        (checkpoint/fingerprint.py, as any start)."""
+        under a new checkpoint epoch (module docstring). The files are copied into
+        ``<dir>.restoring`` first and swapped in by renames at the end, so that a restore
+        killed midway leaves the old directory, or none (refused at START), never a
+        partial one. Refused while the job runs, for a savepoint whose files are missing
+        (naming them), and for a changed query (checkpoint/fingerprint.py, as any start)."""
         from ..checkpoint.backends import backend_for_plan
 
         sp = sp or self._require_savepoint(job, s, s.from_savepoint)
@@ -190,17 +192,31 @@ class SavepointStatements:
                 f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
                 f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
                 "replace it: move it away, then restore the savepoint")
+        root = self.home.checkpoint_root
+        staging, replaced = ckdir + ".restoring", ckdir + ".replaced"
+        for leftover in (staging, replaced):  # of a restore killed midway
+            identity.purge_owned(leftover, root, job.uid)
+        # 1. beside the directory: a new epoch's identity, then the savepoint's files
+        new = identity.start_over(staging, job, None)
+        savepoint.restore_into(sp.location, staging)
+        # 2. the backend records the savepoint's checkpoint (killed here: the old
+        #    directory still runs, with the old epoch)
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             backend.purge(job)
-            identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
-            self._purge_sink_markers(job, old.epoch if old else "")
-            new = identity.start_over(ckdir, job, None)
-            savepoint.restore_into(sp.location, ckdir)
             backend.record(job, CheckpointInfo(
                 job_uid=job.uid, checkpoint_id=sp.checkpoint_id, started_at=sp.taken_at,
                 ended_at=sp.taken_at, duration_ms=0, source_offsets=sp.source_offsets,
                 input_rows=0, state_rows=None, status=CheckpointStatus.COMPLETED,
                 fingerprint=sp.fingerprint), retained=plan.props.checkpoints_retained)
+        # 3. the swap, two renames (killed between them: the directory is missing while
+        #    the backend records a checkpoint, which START refuses, naming the ways out)
+        if store.holds_anything(ckdir):
+            store.rename(ckdir, replaced)
+        elif old is None:
+            identity.purge_owned(ckdir, root, job.uid)  # an empty directory
+        store.rename(staging, ckdir)
+        identity.purge_owned(replaced, root, job.uid)
+        self._purge_sink_markers(job, old.epoch if old else "")
         return f"{what}; checkpoint epoch {new.epoch}"
 
     def _restore_at(self, s: st.StartStreamJob, job, plan) -> str:

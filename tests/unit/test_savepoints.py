@@ -235,3 +235,17 @@ def test_a_pin_holds_the_trim_and_a_lost_checkpoint_is_retried_with_the_next(tmp
     assert not (ck / savepoint.PIN).exists()
     (ck / savepoint.PIN).write_text(json.dumps({"checkpoint_id": 3, "at": time.time()}))
     assert savepoint.pinned(str(ck)) == 3  # the recorder trims nothing it needs
+
+
+def test_a_restore_killed_between_its_renames_is_run_again(ex):
+    import shutil
+
+    ckdir = checkpoints(ex, range(0, 4))
+    run(ex, "CREATE SAVEPOINT sp FOR STREAMJOB j")
+    checkpoints(ex, range(4, 8))
+    # killed after the old directory moved aside and before the restored one moved in
+    shutil.copytree(ckdir, str(ckdir) + ".restoring")
+    ckdir.rename(str(ckdir) + ".replaced")
+    assert "from savepoint sp (checkpoint 3)" in run(ex, "START STREAMJOB j FROM SAVEPOINT sp").message
+    assert sorted(p.name for p in ckdir.parent.iterdir()) == ["j", "j.savepoints"]
+    assert sorted(p.name for p in (ckdir / "commits").iterdir() if p.name.isdigit()) == ["3"]
