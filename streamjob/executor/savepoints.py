@@ -226,6 +226,10 @@ class SavepointStatements:
         from ..checkpoint.backends import CatalogBackend, backend_for_plan
 
         at = _dt.datetime.fromtimestamp(s.checkpoint_at / 1000, _dt.timezone.utc)
+        where = plan.props.checkpoint_backend
+        if self.dry_run and where != "catalog":  # a dry run contacts no backend
+            return (f" from the newest checkpoint or savepoint at or before {_ts(at)} UTC "
+                    f"(not checked: its checkpoints are recorded in {where})")
         with (CatalogBackend(self.catalog) if self.dry_run
               else backend_for_plan(self.catalog, self.home, plan)) as backend:
             checkpoints = backend.list(job)

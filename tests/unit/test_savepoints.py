@@ -249,3 +249,12 @@ def test_a_restore_killed_between_its_renames_is_run_again(ex):
     assert "from savepoint sp (checkpoint 3)" in run(ex, "START STREAMJOB j FROM SAVEPOINT sp").message
     assert sorted(p.name for p in ckdir.parent.iterdir()) == ["j", "j.savepoints"]
     assert sorted(p.name for p in (ckdir / "commits").iterdir() if p.name.isdigit()) == ["3"]
+
+
+def test_a_dry_run_checks_from_checkpoint_at_without_contacting_another_backend(ex):
+    from streamjob.client.check import scratch_catalog
+
+    run(ex, 'ALTER STREAMJOB j SET JOBPROPERTIES ("morphling.checkpoint.backend"="zookeeper")')
+    dry = Executor(scratch_catalog(ex.catalog), ex.home, dry_run=True)
+    assert "(not checked: its checkpoints are recorded in zookeeper)" in run(
+        dry, "START STREAMJOB j FROM CHECKPOINT AT '2026-11-27 10:00:00'").message
