@@ -31,6 +31,9 @@ JOB_DETAIL_KEYS = ("uid", "output_mode", "checkpoint_directory", "created_at",
 CHECKPOINT_KEYS = ("checkpoint_id", "status", "started_at", "ended_at", "duration_ms",
                    "input_rows", "state_rows", "state_bytes", "source_offsets",
                    "fingerprint", "job_uid")
+#: Keys of a savepoint (``SHOW SAVEPOINTS``, ``streamjob savepoint list --json``; issue 30).
+SAVEPOINT_KEYS = ("job", "savepoint", "checkpoint_id", "job_uid", "epoch", "fingerprint",
+                  "source_offsets", "taken_at", "created_at", "owner", "location")
 #: Keys of a run (a job's ``runs``, ``GET /v1/jobs/{name}/runs``).
 RUN_KEYS = ("run", "attempt", "status", "started_at", "ended_at", "cause", "job_uid")
 #: Keys of a stream (``describe STREAM --json``, ``GET /v1/streams/{name}``).
@@ -74,6 +77,17 @@ def checkpoint_json(c) -> dict[str, Any]:
             "state_rows": c.state_rows, "state_bytes": getattr(c, "state_bytes", None),
             "source_offsets": c.source_offsets, "fingerprint": c.fingerprint,
             "job_uid": c.job_uid}
+
+
+def savepoint_json(sp) -> dict[str, Any]:
+    """A :class:`~streamjob.catalog.records.SavepointInfo` as :data:`SAVEPOINT_KEYS`:
+    ``checkpoint_id`` the batch it keeps; ``epoch`` the checkpoint epoch it was taken in;
+    ``fingerprint`` the query version; ``taken_at`` when its batch completed,
+    ``created_at`` when it was made; ``owner`` the principal; ``location`` its folder."""
+    return {"job": sp.job, "savepoint": sp.name, "checkpoint_id": sp.checkpoint_id,
+            "job_uid": sp.job_uid, "epoch": sp.epoch, "fingerprint": sp.fingerprint,
+            "source_offsets": sp.source_offsets, "taken_at": ts(sp.taken_at),
+            "created_at": ts(sp.created_at), "owner": sp.owner, "location": sp.location}
 
 
 def run_json(number: int, r) -> dict[str, Any]:

@@ -21,7 +21,9 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
   (samples: rates and lag over time): jobs, checkpoints and runs in the shapes of
   :mod:`streamjob.shapes` (docs/json.md), as the CLI's ``--json`` prints them; ``POST /v1/jobs/{name}/start`` (optional
-  ``{"from_checkpoint": N}``), ``POST /v1/jobs/{name}/stop``, ``DELETE /v1/jobs/{name}``.
+  ``{"from_checkpoint": N}`` or ``{"from_savepoint": "sp"}``), ``POST /v1/jobs/{name}/stop``
+  (optional ``{"savepoint": "sp"}``), ``DELETE /v1/jobs/{name}``; ``GET
+  /v1/jobs/{name}/savepoints`` (the savepoint shape of docs/json.md).
 * ``GET /v1/streams``, ``GET /v1/tables``; ``GET /v1/streams/{name}``,
   ``GET /v1/tables/{name}`` (the stream and table shapes of docs/json.md: columns,
   properties masked, ...).
@@ -77,10 +79,22 @@ class StatementsRequest(BaseModel):
                           description="the client session's current database (USE)")
 
 
+_SAVEPOINT = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+
+
 class StartRequest(BaseModel):
-    """``POST /v1/jobs/{name}/start``: resume from a retained checkpoint (optional)."""
+    """``POST /v1/jobs/{name}/start``: resume from a retained checkpoint, or restore a
+    savepoint (optional; not both)."""
 
     from_checkpoint: int | None = Field(default=None, ge=0)
+    from_savepoint: str | None = Field(default=None, pattern=_SAVEPOINT)
+
+
+class StopRequest(BaseModel):
+    """``POST /v1/jobs/{name}/stop``: keep the checkpoint the stop ends on as a savepoint
+    (optional)."""
+
+    savepoint: str | None = Field(default=None, pattern=_SAVEPOINT)
 
 
 class ApiError(Exception):
@@ -261,11 +275,24 @@ def create_app(catalog, home, spark: Callable | None = None,
                   who: Principal = Depends(operator)):
         tail = "" if body is None or body.from_checkpoint is None else \
             f" FROM CHECKPOINT {body.from_checkpoint}"
+        if body is not None and body.from_savepoint is not None:
+            if body.from_checkpoint is not None:
+                raise _plain(400, "ValidationError", "give from_checkpoint or from_savepoint, "
+                             "not both")
+            tail = f" FROM SAVEPOINT {body.from_savepoint}"
         return job_statement(who, f"START STREAMJOB {_quoted_name(name)}{tail}", name)
 
     @app.post("/v1/jobs/{name}/stop", summary="Set a job's desired state STOPPED")
-    def stop_job(name: str, who: Principal = Depends(operator)):
-        return job_statement(who, f"STOP STREAMJOB {_quoted_name(name)}", name)
+    def stop_job(name: str, body: StopRequest | None = None, who: Principal = Depends(operator)):
+        tail = "" if body is None or body.savepoint is None else \
+            f" WITH SAVEPOINT {body.savepoint}"
+        return job_statement(who, f"STOP STREAMJOB {_quoted_name(name)}{tail}", name)
+
+    @app.get("/v1/jobs/{name}/savepoints", summary="A job's savepoints")
+    def get_savepoints(name: str, who: Principal = Depends(principal)):
+        job = find_job(name)
+        shown = execute(who, f"SHOW SAVEPOINTS FOR STREAMJOB {_quoted(job)}", {})
+        return {"savepoints": shown["results"][0]["data"]}
 
     @app.delete("/v1/jobs/{name}", summary="Drop a job and purge its checkpoints")
     def drop_job(name: str, who: Principal = Depends(operator)):

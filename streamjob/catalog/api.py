@@ -26,6 +26,7 @@ from streamjob.catalog.databases import DatabasesMixin
 from streamjob.catalog.functions import FunctionsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
+from streamjob.catalog.savepoints import SavepointsMixin
 from streamjob.catalog.servers import ServersMixin
 from streamjob.catalog.watch import CatalogWatcher
 
@@ -33,7 +34,7 @@ __all__ = ["Catalog"]
 
 
 class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
-              DatabasesMixin, FunctionsMixin):
+              DatabasesMixin, FunctionsMixin, SavepointsMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -51,7 +52,7 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
     checkpoints (:mod:`~streamjob.catalog.checkpoints`), job managers and their lease
     (:mod:`~streamjob.catalog.servers`), the HTTP API's tokens, the statement log and
     progress samples (:mod:`~streamjob.catalog.access`), databases
-    (:mod:`~streamjob.catalog.databases`). :meth:`watcher` waits for changes made by
+    (:mod:`~streamjob.catalog.databases`), savepoints (:mod:`~streamjob.catalog.savepoints`). :meth:`watcher` waits for changes made by
     other clients (:mod:`~streamjob.catalog.watch`).
     """
 

@@ -49,7 +49,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0009"
+SCHEMA_VERSION = "0010"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -293,6 +293,31 @@ class Checkpoint(Base):
     #: Last, as the migration added it (a fresh catalog's columns are in the same order:
     #: fresh.py).
     state_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class Savepoint(Base):
+    """A savepoint of a job (revision 0010; docs/checkpoints.md): a checkpoint the user
+    keeps, outside retention. ``name`` is unique per job; ``job_uid`` and ``epoch`` name
+    the incarnation and checkpoint epoch it was taken in, ``checkpoint_id`` the batch,
+    ``fingerprint`` the query version (checkpoint/fingerprint.py), ``source_offsets`` the
+    sources' end offsets, ``location`` the folder holding its files, ``taken_at`` when its
+    batch completed, ``created_at`` and ``owner`` (the principal) when and by whom."""
+
+    __tablename__ = "savepoints"
+    __table_args__ = (UniqueConstraint("job_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    job_uid: Mapped[str] = mapped_column(String(64))
+    epoch: Mapped[str] = mapped_column(String(64))
+    checkpoint_id: Mapped[int] = mapped_column(BigInteger)
+    fingerprint: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    source_offsets: Mapped[Any] = mapped_column(_json(), nullable=True)
+    location: Mapped[str] = mapped_column(Text)
+    taken_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    owner: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
 
 
 class Server(Base):

@@ -268,6 +268,32 @@ class CheckpointInfo:
     state_bytes: int | None = None
 
 
+@dataclass(frozen=True)
+class SavepointInfo:
+    """A savepoint (revision 0010; docs/checkpoints.md): a checkpoint the user keeps,
+    outside retention and expiry.
+
+    ``job`` is ``db.job``; ``job_uid`` and ``epoch`` the incarnation and checkpoint epoch
+    it was taken in; ``checkpoint_id`` the Spark batch id; ``fingerprint`` the query
+    version (:meth:`streamjob.checkpoint.fingerprint.Fingerprint.encode`, or None);
+    ``source_offsets`` the sources' end offsets (JSON, as in :class:`CheckpointInfo`);
+    ``location`` the URI of the folder holding its files; ``taken_at`` when its batch
+    completed and ``created_at`` when the savepoint was made (aware UTC); ``owner`` the
+    principal that made it."""
+
+    job: str
+    name: str
+    job_uid: str
+    epoch: str
+    checkpoint_id: int
+    fingerprint: str | None
+    source_offsets: Any
+    location: str
+    taken_at: datetime
+    created_at: datetime
+    owner: str | None = None
+
+
 class Role(StrEnum):
     """A principal's role (DESIGN §9, docs/security.md): a viewer reads (jobs, status,
     metrics, read-only statements on declared objects); an operator also changes (any

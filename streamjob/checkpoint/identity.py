@@ -137,9 +137,10 @@ def prepare(checkpoint_dir: str, job, recorded) -> Identity:
     return identity
 
 
-def start_over(checkpoint_dir: str, job, start: str) -> Identity:
+def start_over(checkpoint_dir: str, job, start: str | None) -> Identity:
     """Give ``job`` a new checkpoint epoch whose first start reads from ``start``
-    (``earliest``, ``latest`` or ms since the epoch as text). The caller has emptied
+    (``earliest``, ``latest`` or ms since the epoch as text; None: a restored savepoint,
+    whose logs say where to read, checkpoint/savepoint.py). The caller has emptied
     the directory (:func:`streamjob.checkpoint.store.purge`) or found it gone.
 
     Raises:

@@ -35,7 +35,8 @@ For a checkpoint (a due batch, or the pending one at :meth:`CheckpointRecorder.c
 6. Spark's offset and commit logs and its state versions (the HDFS state store's files)
    are trimmed back to the oldest retained checkpoint (:func:`~.store.trim_logs`,
    :func:`~.store.trim_state`): what a restore of a retained checkpoint needs stays, no
-   more; never in a directory whose identity names another job uid (a job dropped and
+   more (nor less than a savepoint being taken has pinned, checkpoint/savepoint.py);
+   never in a directory whose identity names another job uid (a job dropped and
    created again under the name owns it now); Spark's own purge is held off by :func:`batches_to_retain`;
 7. ``on_checkpoint`` runs (the Kafka consumer-group offset commits, DESIGN §7), never
    failing the checkpoint, and waiters on checkpoints are woken.
@@ -62,6 +63,7 @@ from ..spark.listener import merge_offsets
 from .backends import CatalogBackend, CheckpointBackend
 from .backends.base import JobRef
 from .identity import owner_uid
+from .savepoint import pinned
 from .store import is_committed, trim_logs, trim_state
 
 log = logging.getLogger(__name__)
@@ -225,6 +227,9 @@ class CheckpointRecorder:
             oldest = self._retain(batch_id)
             owner = owner_uid(self.checkpoint_dir)
             if owner is None or owner == self.job_uid:
+                pin = pinned(self.checkpoint_dir)  # a savepoint being copied (savepoint.py)
+                if pin is not None:
+                    oldest = min(oldest, pin)
                 trim_logs(self.checkpoint_dir, oldest)
                 trim_state(self.checkpoint_dir, oldest)
             else:  # by uid, never by name (issue 28 point 5): another incarnation's now

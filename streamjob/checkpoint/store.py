@@ -11,7 +11,7 @@ path, a ``file:`` URI or any Hadoop URI (``hdfs://``, ``s3a://``, ``abfs://``,
 ``viewfs://`` ...). Local directories are read and trimmed with os calls; any other URI
 goes through Hadoop's ``FileSystem`` in the JVM of the process's Spark session — the file
 system Spark itself writes the checkpoint with, configured by the same ``spark.hadoop.*``
-settings (:class:`_HadoopFs`). Those operations need the process to host Spark (the job
+settings (:mod:`.filesystems`). Those operations need the process to host Spark (the job
 manager, ``streamjob run``, the shell); elsewhere they raise :class:`CheckpointError`.
 """
 
@@ -20,192 +20,12 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from pathlib import Path
-from urllib.parse import urlparse
 
 from ..exceptions import CheckpointError
 from ..home import is_local_uri
+from .filesystems import filesystem, join_uri, local_path, os_reason
 
 log = logging.getLogger(__name__)
-
-
-def local_path(uri: str) -> Path:
-    """The local path of a plain path or a ``file:`` URI (``file:///a/b`` -> ``/a/b``)."""
-    return Path(urlparse(uri).path if uri.startswith("file:") else uri)
-
-
-def join_uri(uri: str, *parts: str) -> str:
-    """``uri`` with ``parts`` appended, ``/``-separated (any scheme: local, hdfs:, s3a:)."""
-    return "/".join([uri.rstrip("/"), *parts])
-
-
-def os_reason(exc: Exception) -> str:
-    """The operating system's reason of an ``OSError`` (``No such file or directory``),
-    else the exception's text: the end of a :class:`CheckpointError` message."""
-    return getattr(exc, "strerror", None) or str(exc)
-
-
-class _LocalFs:
-    """Checkpoint files on the local file system (plain paths and ``file:`` URIs)."""
-
-    def exists(self, uri: str) -> bool:
-        return local_path(uri).exists()
-
-    def list_names(self, uri: str) -> list[str]:
-        d = local_path(uri)
-        return [p.name for p in d.iterdir()] if d.is_dir() else []
-
-    def delete(self, uri: str) -> bool:
-        try:
-            local_path(uri).unlink()
-            return True
-        except FileNotFoundError:
-            return False
-
-    def read_text(self, uri: str) -> str:
-        return local_path(uri).read_text()
-
-    def mtime(self, uri: str) -> float:
-        return local_path(uri).stat().st_mtime
-
-    def write_text(self, uri: str, text: str) -> None:
-        """Write ``text`` atomically (a temp file renamed over ``uri``), creating the
-        directory owner-only."""
-        import os
-
-        path = local_path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    def write_new(self, uri: str, text: str) -> bool:
-        """Write ``text`` as a new file, atomically (a temp file renamed in without
-        replacing); False if the file exists already."""
-        import os
-        import uuid
-
-        path = local_path(uri)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)  # fails if the file exists: never overwrite Spark's entry
-        except FileExistsError:
-            return False
-        except OSError:  # a file system without hard links
-            if path.exists():
-                return False
-            os.rename(tmp, path)
-            return True
-        finally:
-            tmp.unlink(missing_ok=True)
-        return True
-
-
-class _HadoopFs:
-    """Checkpoint files on a Hadoop file system, through the JVM of the Spark session
-    (``org.apache.hadoop.fs.FileSystem`` with Spark's Hadoop configuration). JVM errors
-    are raised as OSError, like the local file system's."""
-
-    def __init__(self, spark) -> None:
-        self._jvm = spark._jvm
-        self._conf = spark._jsc.hadoopConfiguration()
-
-    def _call(self, uri: str, op):
-        from py4j.protocol import Py4JError
-
-        try:
-            path = self._jvm.org.apache.hadoop.fs.Path(uri)
-            return op(path.getFileSystem(self._conf), path)
-        except Py4JError as exc:
-            text = str(getattr(exc, "java_exception", None) or exc).strip().splitlines()
-            raise OSError(f"{uri}: {text[0] if text else type(exc).__name__}") from None
-
-    def exists(self, uri: str) -> bool:
-        return bool(self._call(uri, lambda fs, p: fs.exists(p)))
-
-    def list_names(self, uri: str) -> list[str]:
-        def ls(fs, p):
-            if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
-                return []
-            return [st.getPath().getName() for st in fs.listStatus(p)]
-        return list(self._call(uri, ls))
-
-    def delete(self, uri: str, recursive: bool = False) -> bool:
-        return bool(self._call(uri, lambda fs, p: fs.delete(p, recursive)))
-
-    def read_text(self, uri: str) -> str:
-        def read(fs, p):
-            stream = fs.open(p)
-            try:
-                return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-            finally:
-                stream.close()
-        return str(self._call(uri, read))
-
-    def mtime(self, uri: str) -> float:
-        return self._call(uri, lambda fs, p: fs.getFileStatus(p).getModificationTime()) / 1000
-
-    def write_text(self, uri: str, text: str) -> None:
-        """Write ``text`` to ``uri`` (overwriting it): a temp file beside it, then renamed
-        (Hadoop's rename does not replace, so the old file is deleted first)."""
-        data = bytearray(text.encode())
-
-        def write(fs, p):
-            tmp = self._jvm.org.apache.hadoop.fs.Path(p.getParent(), "." + p.getName() + ".tmp")
-            out = fs.create(tmp, True)
-            try:
-                out.write(data)
-            finally:
-                out.close()
-            fs.delete(p, False)
-            if not fs.rename(tmp, p):
-                raise OSError(f"{uri}: cannot rename {tmp} over it")
-        self._call(uri, write)
-    def write_new(self, uri: str, text: str) -> bool:
-        """Write ``text`` as a new file: a temp file beside it, renamed in (Hadoop's
-        ``rename`` does not replace an existing file); False if the file exists."""
-        import uuid
-
-        def write(fs, p):
-            if fs.exists(p):
-                return False
-            tmp = self._jvm.org.apache.hadoop.fs.Path(p.getParent(),
-                                                      f".{p.getName()}.{uuid.uuid4()}.tmp")
-            out = fs.create(tmp, False)
-            try:
-                out.write(bytearray(text.encode("utf-8")))
-            finally:
-                out.close()
-            if not fs.rename(tmp, p):
-                fs.delete(tmp, False)
-                return False
-            return True
-        return bool(self._call(uri, write))
-
-
-_LOCAL = _LocalFs()
-
-
-def filesystem(uri: str):
-    """The file system of ``uri``: local os calls, or Hadoop's through the process's
-    Spark session.
-
-    Raises:
-        CheckpointError: a non-local URI in a process without a Spark session.
-    """
-    if is_local_uri(uri):
-        return _LOCAL
-    from ..spark.session import _spark  # the process's session, if it hosts one
-
-    if _spark is None:
-        raise CheckpointError(
-            f"checkpoint directory {uri} is on a Hadoop file system, which streamjob reaches "
-            "through the Spark session of a process that runs jobs (streamjob server, "
-            "run, shell), and none runs here; local paths and file: URIs work anywhere")
-    return _HadoopFs(_spark)
 
 
 def read_file(uri: str) -> str | None:
@@ -233,6 +53,77 @@ def write_file(uri: str, text: str) -> None:
         filesystem(uri).write_text(uri, text)
     except OSError as exc:
         raise CheckpointError(f"cannot write {uri}: {os_reason(exc)}") from None
+
+
+def rename(src: str, dst: str) -> None:
+    """Rename a checkpoint or savepoint folder (both on one file system, local or Hadoop).
+
+    Raises:
+        CheckpointError: it cannot be renamed (``dst`` exists, or the file system refused).
+    """
+    try:
+        filesystem(src).rename(src, dst)
+    except OSError as exc:
+        raise CheckpointError(f"cannot rename {src} to {dst}: {os_reason(exc)}") from None
+
+
+def delete_file(uri: str) -> bool:
+    """Delete one file of a checkpoint or savepoint folder (local or Hadoop); False if it
+    did not exist.
+
+    Raises:
+        CheckpointError: it cannot be deleted, or a Hadoop URI in a process without Spark.
+    """
+    try:
+        return bool(filesystem(uri).delete(uri))
+    except OSError as exc:
+        raise CheckpointError(f"cannot delete {uri}: {os_reason(exc)}") from None
+
+
+def walk_files(folder: str) -> list[str]:
+    """The paths of every file under ``folder``, relative to it and ``/``-separated,
+    sorted; [] if it does not exist.
+
+    Raises:
+        CheckpointError: a folder cannot be listed, or a Hadoop URI in a process without
+            Spark.
+    """
+    fs = filesystem(folder)
+    found: list[str] = []
+
+    def visit(uri: str, prefix: str) -> None:
+        try:
+            names = fs.list_names(uri)
+            for name in sorted(names):
+                child = join_uri(uri, name)
+                if fs.is_dir(child):
+                    visit(child, f"{prefix}{name}/")
+                else:
+                    found.append(prefix + name)
+        except OSError as exc:
+            raise CheckpointError(f"cannot list {uri}: {os_reason(exc)}") from None
+
+    visit(folder, "")
+    return found
+
+
+def copy_file(src: str, dst: str) -> None:
+    """Copy one file between checkpoint and savepoint folders (local paths and ``file:``
+    URIs with os calls, any other Hadoop URI through the Spark session's file system).
+
+    Raises:
+        FileNotFoundError: ``src`` does not exist (a local one; the caller may retry);
+        CheckpointError: any other failure, naming both paths.
+    """
+    fs = filesystem(src if not is_local_uri(src) else dst)  # Hadoop's copies if either is
+    try:
+        fs.copy(src, dst)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if "No such file" in str(exc):
+            raise FileNotFoundError(str(exc)) from None
+        raise CheckpointError(f"cannot copy {src} to {dst}: {os_reason(exc)}") from None
 
 
 def holds_anything(checkpoint_dir: str) -> bool:

@@ -28,7 +28,8 @@ The modules, by concern:
 * :mod:`.server` and :mod:`.shell` — the job manager and the interactive shell;
 * :mod:`.jobs` — ``start``, ``stop``, ``drop``; :mod:`.read` — ``list``, ``describe``,
   ``checkpoints``; :mod:`.status` — ``status [--watch]``;
-* :mod:`.tokens` — ``token create|list|revoke``, the HTTP API's bearer tokens.
+* :mod:`.tokens` — ``token create|list|revoke``, the HTTP API's bearer tokens;
+* :mod:`.savepoints` — ``savepoint create|list|drop`` (issue 30).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 from .app import main
 from .jobs import drop, start, stop
 from .read import checkpoints, describe, list_jobs
+from .savepoints import savepoint
 from .scripts import check, run, submit
 from .server import server
 from .shell import shell
@@ -45,6 +47,6 @@ from .tokens import token
 __all__ = ["main"]
 
 for _command in (run, server, submit, check, list_jobs, describe, checkpoints, start, stop,
-                 drop, status, shell, token):
+                 drop, status, shell, token, savepoint):
     main.add_command(_command)
 del _command

@@ -17,24 +17,37 @@ from .execute import execute_statement, resolve_name
 @click.argument("job")
 @click.option("--from-checkpoint", "checkpoint", type=click.IntRange(min=0), metavar="N",
               help="Resume from retained checkpoint N (later ones are removed).")
+@click.option("--from-savepoint", "from_savepoint", metavar="NAME",
+              help="Restore savepoint NAME (offsets and state, a new checkpoint epoch).")
 @client_options
 @click.pass_obj
-def start(obj: Invocation, job: str, checkpoint: int | None) -> None:
+def start(obj: Invocation, job: str, checkpoint: int | None, from_savepoint: str | None) -> None:
     """Set JOB's desired state to RUNNING: the job manager starts it."""
+    from .savepoints import savepoint_name
+
     resolve_name(job)
+    if checkpoint is not None and from_savepoint is not None:
+        raise click.UsageError("give --from-checkpoint or --from-savepoint, not both")
     restore = "" if checkpoint is None else f" FROM CHECKPOINT {checkpoint}"
+    if from_savepoint is not None:
+        restore = f" FROM SAVEPOINT {savepoint_name(from_savepoint)}"
     execute_statement(obj, f"START STREAMJOB {job}{restore}", obj.json)
 
 
 @click.command()
 @click.argument("job")
+@click.option("--savepoint", "keep", metavar="NAME",
+              help="Keep the checkpoint the stop ends on as savepoint NAME.")
 @client_options
 @click.pass_obj
-def stop(obj: Invocation, job: str) -> None:
+def stop(obj: Invocation, job: str, keep: str | None) -> None:
     """Set JOB's desired state to STOPPED: the job manager stops it after its current
     batch (its checkpoints stay)."""
+    from .savepoints import savepoint_name
+
     resolve_name(job)
-    execute_statement(obj, f"STOP STREAMJOB {job}", obj.json)
+    tail = "" if keep is None else f" WITH SAVEPOINT {savepoint_name(keep)}"
+    execute_statement(obj, f"STOP STREAMJOB {job}{tail}", obj.json)
 
 
 @click.command()
@@ -56,7 +69,8 @@ def drop(obj: Invocation, job: str, if_exists: bool, yes: bool) -> None:
         info = obj.catalog.get_job(db, name)
         if info is not None:
             click.echo(f"Dropping streamjob {db}.{name} deletes "
-                       + "; ".join(what_drop_deletes(obj.home, info)) + ".")
+                       + "; ".join(what_drop_deletes(obj.home, info,
+                                                  len(obj.catalog.list_savepoints(info.uid)))) + ".")
             if not click.confirm("Drop it?", default=False):
                 click.echo(f"streamjob {db}.{name} not dropped")
                 return

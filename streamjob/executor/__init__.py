@@ -29,6 +29,7 @@ from .insert import InsertStatements
 from .jobs import JobStatements
 from .objects import ObjectStatements
 from .result import Result
+from .savepoints import SavepointStatements
 from .session import SessionStatements
 from .topics import TopicStatements
 
@@ -37,7 +38,7 @@ __all__ = ["Executor", "Result"]
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements, ExplainStatements, FunctionStatements):
+               InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements):
     """Runs statements for one client session.
 
     Args:
@@ -150,6 +151,10 @@ HANDLERS = {
     st.DropFunction: Executor._do_DropFunction,
     st.ShowFunctions: Executor._do_ShowFunctions,
     st.DescribeFunction: Executor._do_DescribeFunction,
+    # savepoints (issue 30)
+    st.CreateSavepoint: Executor._do_CreateSavepoint,
+    st.ShowSavepoints: Executor._do_ShowSavepoints,
+    st.DropSavepoint: Executor._do_DropSavepoint,
 }
 
 

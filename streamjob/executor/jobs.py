@@ -82,10 +82,19 @@ class JobStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         plan = self._plan(db, name, job.query, job.properties, job.session_properties)
-        if plan.props.checkpoint_enabled:  # changed logic is refused here
+        restoring = s.from_savepoint is not None or s.checkpoint_at is not None
+        if plan.props.checkpoint_enabled and not restoring:  # changed logic is refused here
             fingerprint.check(self.home.checkpoint_dir(db, name), plan)
         restored = ""
-        if s.from_checkpoint is not None:
+        if restoring:  # issue 30 (executor/savepoints.py)
+            self._may_change_savepoints("START ... FROM " + (
+                "SAVEPOINT" if s.from_savepoint is not None else "CHECKPOINT AT"))
+            if not plan.props.checkpoint_enabled:
+                raise JobError(f"streamjob {db}.{name} has morphling.job.enable.checkpoint="
+                               "false, so it keeps no checkpoint to start from")
+            restored = (self._restore_savepoint(s, job, plan) if s.from_savepoint is not None
+                        else self._restore_at(s, job, plan))
+        elif s.from_checkpoint is not None:
             restored = self._restore(s, job, plan)
         elif s.start_from is not None:
             restored = self._start_over(s, job, plan)
@@ -214,6 +223,9 @@ class JobStatements:
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
+        if s.savepoint is not None:  # refused before anything stops (executor/savepoints.py)
+            self._may_change_savepoints("STOP ... WITH SAVEPOINT")
+            self._savepoint_free(job, s)
         self.catalog.update_job(db, name, desired_state=DesiredState.STOPPED, uid=job.uid)
         if self.manager is not None:
             self.manager.stop(job.uid)
@@ -221,7 +233,16 @@ class JobStatements:
         if elsewhere is not None:
             return Result(f"streamjob {db}.{name}: stop requested; it is still STOPPING in "
                           f"{elsewhere} (its current micro-batch has not finished after "
-                          f"{STOP_WAIT_S:g} s); `streamjob status` shows when it is STOPPED")
+                          f"{STOP_WAIT_S:g} s); `streamjob status` shows when it is STOPPED"
+                          + ("; no savepoint was taken" if s.savepoint is not None else ""))
+        if s.savepoint is not None:
+            if self.dry_run:
+                self._scratch_savepoint(job, s.savepoint)
+                return Result(f"streamjob {db}.{name} stopped; savepoint {s.savepoint} can be taken")
+            # the graceful stop ended on a recorded checkpoint: that is the savepoint
+            sp = self._take_savepoint(job, s.savepoint, stopped=True)
+            return Result(f"streamjob {db}.{name} stopped with savepoint {sp.name} (checkpoint "
+                          f"{sp.checkpoint_id}, in {sp.location})", object=f"{db}.{name}")
         return Result(f"streamjob {db}.{name} stopped")
 
     def _await_stopped(self, job) -> str | None:
@@ -262,6 +283,7 @@ class JobStatements:
 
         with backend_for_job(self.catalog, self.home, job) as backend:
             backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
+        savepoints = self._drop_savepoints(job)  # kept by the user, gone with the job
         # by uid, never by name (issue 28 point 5): the directory goes only if its
         # identity is this job's; one of another incarnation, or without identity, stays
         purged = identity.purge_owned(self.home.checkpoint_dir(db, name),
@@ -274,6 +296,8 @@ class JobStatements:
         kept, what = purged.kept, "checkpoints"
         if kept.startswith("warning"):  # its own line: the directory is left to the user
             kept, what = f"\n{kept}", "checkpoint records"
+        if savepoints:  # kept by the user: say how many went
+            what += f" and its {savepoints} savepoint{'' if savepoints == 1 else 's'}"
         return Result(f"streamjob {db}.{name} dropped; its {what} were purged{again}"
                       + (f"; {kept}" if kept and not kept.startswith("\n") else kept))
 
@@ -320,11 +344,12 @@ def check_sql_tables(plan) -> None:
             log.warning("streamjob %s: %s (the job starts and retries)", plan.qualified_name, exc)
 
 
-def what_drop_deletes(home, job) -> list[str]:
+def what_drop_deletes(home, job, savepoints: int = 0) -> list[str]:
     """What DROP STREAMJOB deletes for ``job`` (a JobInfo), as phrases for a
     confirmation: its checkpoint directory (only when its identity names the job's uid,
     issue 28 point 5), its records in its checkpoint backend (of its uid), its
-    exactly-once markers in the tables it writes. What it wrote to its sinks stays."""
+    ``savepoints`` savepoints (issue 30), its exactly-once markers in the tables it
+    writes. What it wrote to its sinks stays."""
     from .. import properties as jp
 
     props = jp.values(job.properties, job.session_properties)
@@ -332,6 +357,9 @@ def what_drop_deletes(home, job) -> list[str]:
     out = [f"its checkpoint directory {home.checkpoint_dir(db, name)} (if its "
            f"{identity.FILE_NAME} names this job)",
            f"its checkpoint records in the {props.checkpoint_backend} backend"]
+    if savepoints:
+        out.append(f"its {savepoints} savepoint{'' if savepoints == 1 else 's'} "
+                   "(SHOW SAVEPOINTS FOR STREAMJOB lists them)")
     sinks = [f"{d}.{n}" for _kind, d, n, role in job.dependencies if role == "sink"]
     if sinks:
         out.append(f"its commit markers in {', '.join(sinks)} (the rows it wrote stay)")

@@ -59,7 +59,8 @@ class Statement:
         """Where a part of the statement starts: ``"name"`` (its object name),
         ``"key:<property>"`` / ``"value:<property>"`` (a TBLPROPERTIES/JOBPROPERTIES
         entry), ``"column:<name>"``, ``"partition:<name>"`` and ``"partitioned_by"`` (a
-        PARTITIONED BY entry and the clause), ``"checkpoint"``; the statement's start if
+        PARTITIONED BY entry and the clause), ``"checkpoint"``, ``"savepoint"``,
+        ``"timestamp"``; the statement's start if
         unknown. Names in keys are lower-cased."""
         return self.locations.get(key, self.position)
 
@@ -146,20 +147,26 @@ class CreateStreamJob(Statement):
 
 @dataclass(frozen=True)
 class StartStreamJob(Statement):
-    """``START STREAMJOB j [FROM CHECKPOINT n | FROM EARLIEST | FROM LATEST | FROM
-    TIMESTAMP t]``: ``start_from`` is ``earliest``, ``latest`` or ms since the epoch (text)
+    """``START STREAMJOB j [FROM CHECKPOINT n | FROM CHECKPOINT AT 'ts' | FROM SAVEPOINT sp
+    | FROM EARLIEST | FROM LATEST | FROM TIMESTAMP t]``: ``start_from`` is ``earliest``, ``latest`` or ms since the epoch (text)
     for the last three (a new checkpoint epoch, DESIGN §4)."""
 
     name: QualifiedName
     from_checkpoint: int | None = None
     start_from: str | None = None
+    #: ``FROM SAVEPOINT sp`` (issue 30): the savepoint's name
+    from_savepoint: str | None = None
+    #: ``FROM CHECKPOINT AT 'yyyy-MM-dd HH:mm:ss'`` (UTC; issue 30): ms since the epoch
+    checkpoint_at: int | None = None
 
 
 @dataclass(frozen=True)
 class StopStreamJob(Statement):
-    """``STOP STREAMJOB j``."""
+    """``STOP STREAMJOB j [WITH SAVEPOINT sp]``: ``savepoint`` names the savepoint its
+    final checkpoint becomes (issue 30), or None."""
 
     name: QualifiedName
+    savepoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -377,3 +384,31 @@ class DescribeFunction(Statement):
     calling it."""
 
     name: QualifiedName
+
+
+# ---- savepoints (issue 30) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreateSavepoint(Statement):
+    """``CREATE SAVEPOINT sp FOR STREAMJOB j``: ``savepoint`` the name (lower-cased
+    unless quoted), ``name`` the job; where the savepoint's name starts is
+    ``where("savepoint")``."""
+
+    name: QualifiedName
+    savepoint: str
+
+
+@dataclass(frozen=True)
+class ShowSavepoints(Statement):
+    """``SHOW SAVEPOINTS [FOR [STREAMJOB] j]``: ``name`` None lists every job's."""
+
+    name: QualifiedName | None = None
+
+
+@dataclass(frozen=True)
+class DropSavepoint(Statement):
+    """``DROP SAVEPOINT sp FOR STREAMJOB j``."""
+
+    name: QualifiedName
+    savepoint: str

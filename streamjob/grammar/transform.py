@@ -52,16 +52,19 @@ from streamjob.grammar.statements import (
 
 from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
 from streamjob.grammar.transform_functions import FunctionsBuilder
+from streamjob.grammar.transform_savepoints import SavepointsBuilder
 
 __all__ = ["Builder"]
 
 
-class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, FunctionsBuilder):
+class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, FunctionsBuilder,
+              SavepointsBuilder):
     """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
     databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
     user functions: :class:`.transform_functions.FunctionsBuilder`;
     Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`;
-    EXPLAIN: :class:`.transform_explain.ExplainBuilder`)."""
+    EXPLAIN: :class:`.transform_explain.ExplainBuilder`; savepoints:
+    :class:`.transform_savepoints.SavepointsBuilder`)."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:
         self.text = text
@@ -318,6 +321,7 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, Functio
             name=self.name(self.find(tree, "qualified_name")),
             from_checkpoint=int(checkpoint.value) if checkpoint is not None else None,
             start_from=self._start_position(tree),
+            **self.start_savepoint(tree),
         )
 
     def _start_position(self, tree: Tree) -> str | None:
@@ -345,7 +349,8 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, Functio
         return None
 
     def _stop_streamjob(self, tree: Tree):
-        return StopStreamJob, dict(name=self.name(self.find(tree, "qualified_name")))
+        return StopStreamJob, dict(name=self.name(self.find(tree, "qualified_name")),
+                                   savepoint=self.stop_savepoint(tree))
 
     def _drop_streamjob(self, tree: Tree):
         return DropStreamJob, dict(

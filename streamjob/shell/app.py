@@ -299,8 +299,9 @@ class Shell:
         if kind == "streamjob" and not self.remote:
             from ..executor.jobs import what_drop_deletes
 
+            kept = len(self.catalog.list_savepoints(found.uid))
             self.echo(f"Dropping streamjob {stmt.name} deletes "
-                      + "; ".join(what_drop_deletes(self.home, found)) + ".")
+                      + "; ".join(what_drop_deletes(self.home, found, kept)) + ".")
         if self.confirm(f"Drop {kind} {stmt.name}? [y/N] "):
             return True
         self.echo(f"{kind} {stmt.name} not dropped")

@@ -24,6 +24,9 @@ Statements end with ';' (Enter on an unfinished statement continues it on the ne
   CREATE STREAMJOB j AS ("insert into t select ... from s") [JOBPROPERTIES(...)]
   INSERT INTO t SELECT ... FROM s   starts an implicit job insert_<hex> (once per INSERT)
   START STREAMJOB j [FROM CHECKPOINT n] | STOP STREAMJOB j | DROP STREAMJOB j
+  CREATE SAVEPOINT sp FOR STREAMJOB j   STOP STREAMJOB j WITH SAVEPOINT sp   SHOW SAVEPOINTS
+  START STREAMJOB j FROM SAVEPOINT sp | FROM CHECKPOINT AT 'yyyy-MM-dd HH:mm:ss'
+  DROP SAVEPOINT sp FOR STREAMJOB j
   ALTER STREAMJOB j SET JOBPROPERTIES(...)   LIST STREAMJOBS   SHOW STREAMS | TABLES
   DESCRIBE [STREAMJOB] name   SHOW CHECKPOINTS FOR STREAMJOB j   SET k=v | SET | RESET [k]
   SELECT ... FROM s [LIMIT n]   prints rows of stream s as they arrive, until n rows

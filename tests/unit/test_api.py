@@ -360,3 +360,34 @@ def test_a_viewer_may_explain_a_job_and_an_insert(api):
     assert r.status_code == 200, r.text
     assert r.json()["results"][0]["data"]["exists"] is False
     assert [j.name for j in api.catalog.list_jobs()] == ["j"]
+
+
+def test_savepoint_statements_through_the_api_keep_the_roles(api):
+    """Savepoints (issue 30) through /v1/statements, the same executor: a viewer may SHOW
+    them and nothing more; an operator's CREATE reaches the executor (a job without a
+    checkpoint yet has nothing to keep, said with its position)."""
+    _create_job(api)
+    viewer, operator = new_token(), new_token()
+    api.catalog.create_token("reader", "viewer", viewer)
+    api.catalog.create_token("ops", "operator", operator)
+    r = api.sql("SHOW SAVEPOINTS; SHOW SAVEPOINTS FOR j", viewer)
+    assert r.status_code == 200, r.text
+    assert [res["data"] for res in r.json()["results"]] == [[], []]
+    for sql, kind in (("CREATE SAVEPOINT sp FOR STREAMJOB j", "CreateSavepoint"),
+                      ("DROP SAVEPOINT sp FOR STREAMJOB j", "DropSavepoint"),
+                      ("STOP STREAMJOB j WITH SAVEPOINT sp", "StopStreamJob"),
+                      ("START STREAMJOB j FROM SAVEPOINT sp", "StartStreamJob")):
+        refused = api.sql(sql, viewer)
+        assert refused.status_code == 403 and f"{kind} needs an operator" in refused.text
+    r = api.sql("CREATE SAVEPOINT sp FOR STREAMJOB j", operator)
+    assert r.status_code == 400, r.text
+    assert "it has no checkpoint yet to keep" in r.json()["error"]["message"]
+    assert api.catalog.list_savepoints() == []
+    got = api.http.get("/v1/jobs/j/savepoints", headers=_auth(viewer))
+    assert got.status_code == 200 and got.json() == {"savepoints": []}
+    r = api.http.post("/v1/jobs/j/start", json={"from_savepoint": "nope"}, headers=_auth(operator))
+    assert r.status_code == 400 and "has no savepoint nope; it has none" in r.text
+    r = api.http.post("/v1/jobs/j/stop", json={"savepoint": "x; DROP"}, headers=_auth(operator))
+    assert r.status_code in (400, 422)  # not a savepoint name: never reaches the SQL
+    assert api.http.post("/v1/jobs/j/stop", json={"savepoint": "s"},
+                         headers=_auth(viewer)).status_code == 403

@@ -154,6 +154,39 @@ def test_start_from_checkpoint_removes_the_later_ones(job):
         "Error: checkpoint 7 of streamjob default.j is not retained; retained: 0, 1")
 
 
+def test_savepoint_verbs_and_stop_start_options(job):
+    from streamjob.checkpoint import identity
+    from streamjob.home import Home
+
+    catalog = catalog_of(job)
+    info = catalog.get_job("default", "j")
+    ckdir = Path(Home.open(Path(job["home"])).checkpoint_dir("default", "j"))
+    identity.prepare(str(ckdir), info, None)
+    t = datetime.now(timezone.utc)
+    for n in range(3):
+        for log in ("offsets", "commits"):
+            (ckdir / log).mkdir(parents=True, exist_ok=True)
+            (ckdir / log / str(n)).write_text("v1")
+        catalog.record_checkpoint(info.uid, n, started_at=t, ended_at=t, duration_ms=5,
+                                  source_offsets={"t": {"0": n}}, input_rows=1, retained=5)
+    assert "savepoint keep of streamjob default.j taken: checkpoint 2" in ok(
+        cli(job, "savepoint", "create", "j", "keep"))
+    assert "stopped with savepoint last (checkpoint 2" in ok(
+        cli(job, "stop", "j", "--savepoint", "last"))
+    listed = json.loads(ok(cli(job, "savepoint", "list", "j", "--json")))
+    assert [(s["savepoint"], s["checkpoint_id"]) for s in listed] == [("keep", 2), ("last", 2)]
+    assert "from savepoint keep (checkpoint 2)" in ok(
+        cli(job, "start", "j", "--from-savepoint", "keep"))
+    ok(cli(job, "stop", "j"))
+    assert ok(cli(job, "savepoint", "drop", "j", "last")).startswith(
+        "savepoint last of streamjob default.j dropped")
+    assert [s["savepoint"] for s in json.loads(ok(cli(job, "savepoint", "list", "--json")))] == ["keep"]
+    assert one_error(cli(job, "savepoint", "create", "j", "x;DROP")) == (
+        "Error: invalid savepoint name 'x;DROP': letters, digits and '_', not starting with a digit")
+    assert ok(cli(job, "drop", "j")) == ("streamjob default.j dropped; its checkpoints and its 1 "
+                                         "savepoint were purged\n")
+
+
 def test_messages_name_the_job_manager_holding_the_lease(job):
     catalog = catalog_of(job)  # a job manager as `streamjob server` registers itself
     catalog.register_server("node1:4242:0badcafe", "node1", 4242, "local[*]")

@@ -432,3 +432,44 @@ def test_parse_statement_requires_exactly_one():
     with pytest.raises(ParseError) as info:
         parse_statement("  -- nothing\n")
     assert "expected a statement" in info.value.message
+
+
+def test_savepoint_statements():
+    from streamjob.grammar import CreateSavepoint, DropSavepoint, ShowSavepoints
+    from streamjob.grammar.lexical import GRAMMAR_KEYWORDS
+
+    stop, create, show_all, show_one, show_kw, drop, start_sp, start_at = parse_script("""
+        STOP STREAMJOB j WITH SAVEPOINT Before_Fix;
+        create savepoint `sp1` for streamjob db.j;
+        SHOW SAVEPOINTS;
+        SHOW SAVEPOINTS FOR j;
+        SHOW SAVEPOINTS FOR STREAMJOB db.j;
+        DROP SAVEPOINT sp1 FOR STREAMJOB j;
+        START STREAMJOB j FROM SAVEPOINT sp1;
+        START STREAMJOB j FROM CHECKPOINT AT '2026-11-27 10:00:01';""")
+    assert stop == StopStreamJob(name=QualifiedName("j"), savepoint="before_fix")
+    assert stop.where("savepoint") == Position(2, 41)
+    assert create == CreateSavepoint(name=QualifiedName("j", "db"), savepoint="sp1")
+    assert (show_all, show_one) == (ShowSavepoints(), ShowSavepoints(name=QualifiedName("j")))
+    assert show_kw == ShowSavepoints(name=QualifiedName("j", "db"))
+    assert drop == DropSavepoint(name=QualifiedName("j"), savepoint="sp1")
+    assert start_sp == StartStreamJob(name=QualifiedName("j"), from_savepoint="sp1")
+    assert start_at == StartStreamJob(name=QualifiedName("j"), checkpoint_at=1795773601000)
+    assert start_at.where("timestamp") == Position(9, 46)
+    assert parse_script("STOP STREAMJOB j")[0].savepoint is None
+    assert {"SAVEPOINT", "SAVEPOINTS", "AT"} <= GRAMMAR_KEYWORDS  # the shell's vocabulary
+
+
+@pytest.mark.parametrize("sql, where, words", [
+    # FOR is read as the savepoint's name here, as any word where a name belongs
+    ("CREATE SAVEPOINT FOR STREAMJOB j", (1, 22), "unexpected 'STREAMJOB', expected FOR"),
+    ("DROP SAVEPOINT sp j", (1, 19), "expected FOR"),
+    ("STOP STREAMJOB j WITH sp", (1, 23), "expected SAVEPOINT"),
+    ("START STREAMJOB j FROM CHECKPOINT AT 5", (1, 38), "unexpected"),
+    ("START STREAMJOB j FROM CHECKPOINT AT '27.11.2026'", (1, 38), "is not a time"),
+    ("CREATE SAVEPOINT `a-b` FOR STREAMJOB j", (1, 18), "is not a savepoint name"),
+])
+def test_savepoint_statement_errors_are_located(sql, where, words):
+    with pytest.raises(ParseError, match=words) as info:
+        parse_script(sql)
+    assert (info.value.line, info.value.column) == where

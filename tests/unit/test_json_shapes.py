@@ -52,6 +52,9 @@ def emitted(tmp_path_factory):
     catalog.record_checkpoint(job.uid, 41, started_at=now, ended_at=now, duration_ms=830,
                               source_offsets={"orders": {"0": 52000, "1": 51890}}, input_rows=1200,
                               retained=5)
+    catalog.add_savepoint(job.uid, "before_upgrade", epoch="9f1c2a7b3e40", checkpoint_id=41,
+                          fingerprint=None, source_offsets={"orders": {"0": 52000}},
+                          location=str(root / "sp"), taken_at=now, owner="token:ops")
     catalog.start_run(job.uid, 1)
     catalog.add_missing_columns(job.uid, {"default.orders": ["regoin"]})
     status = status_snapshot(catalog)
@@ -59,26 +62,27 @@ def emitted(tmp_path_factory):
             "job-detail": run("DESCRIBE STREAMJOB totals_job"),
             "checkpoint": run("SHOW CHECKPOINTS FOR STREAMJOB totals_job")[0],
             "stream": run("DESCRIBE STREAM orders"), "table": run("DESCRIBE TABLE totals"),
-            "explain": run("EXPLAIN totals_job")}
+            "explain": run("EXPLAIN totals_job"), "savepoint": run("SHOW SAVEPOINTS")[0]}
 
 
 def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
     docs = documented()
     assert set(docs) == {"status", "job", "job-detail", "checkpoint", "run", "stream", "table",
-                         "explain"}
+                         "explain", "savepoint"}
     detail = emitted["job-detail"]
     emitted_keys = {
         "status": list(emitted["status"]), "job": list(emitted["job"]),
         "job-detail": list(detail), "checkpoint": list(emitted["checkpoint"]),
         "run": list(detail["runs"][0]), "stream": list(emitted["stream"]),
         "table": list(emitted["table"]), "explain": list(emitted["explain"]),
+        "savepoint": list(emitted["savepoint"]),
     }
     constants = {
         "status": shapes.STATUS_KEYS, "job": shapes.JOB_KEYS,
         "job-detail": shapes.JOB_KEYS + shapes.JOB_DETAIL_KEYS,
         "checkpoint": shapes.CHECKPOINT_KEYS, "run": shapes.RUN_KEYS,
         "stream": shapes.STREAM_KEYS, "table": shapes.TABLE_KEYS,
-        "explain": shapes.EXPLAIN_KEYS,
+        "explain": shapes.EXPLAIN_KEYS, "savepoint": shapes.SAVEPOINT_KEYS,
     }
     for name, example in docs.items():
         assert list(example) == emitted_keys[name] == list(constants[name]), name

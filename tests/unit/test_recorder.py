@@ -173,3 +173,26 @@ def test_a_batch_committed_between_checkpoints_of_a_failed_run_is_recorded_witho
     message = caplog.text
     assert "Checkpoint[1] of job {default.j} was committed but not recorded" in message
     assert "died" not in message or "failed" in message, message
+
+
+def test_a_savepoint_pin_holds_the_trim_back_until_it_is_removed(job):
+    import json
+    import time
+
+    from streamjob.checkpoint import savepoint
+
+    rec, _ = _recorder(job, interval_ms=0, retained=2)
+    for i in range(3):
+        rec.record(_batch(job, i, i))
+    pin = job.ckdir / savepoint.PIN  # a savepoint is copying checkpoint 1
+    pin.write_text(json.dumps({"checkpoint_id": 1, "at": time.time()}))
+    for i in range(3, 6):
+        rec.record(_batch(job, i, i))
+    assert _ids(job) == [4, 5]  # the records follow retention; the files wait for the pin
+    assert sorted(int(p.name) for p in (job.ckdir / "commits").iterdir() if p.name.isdigit()) \
+        == [1, 2, 3, 4, 5]
+    assert sorted(int(p.name) for p in (job.ckdir / "offsets").iterdir() if p.name.isdigit()) \
+        == [0, 1, 2, 3, 4, 5]
+    pin.unlink()
+    rec.record(_batch(job, 6, 6))
+    assert sorted(int(p.name) for p in (job.ckdir / "commits").iterdir()) == [5, 6]

@@ -122,8 +122,8 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("database", 0), ("function", 0), ("stream", 0), ("streamjob", 0), ("table", 0),
-                 ("temporary", 0)]),
+    ("create ", [("database", 0), ("function", 0), ("savepoint", 0), ("stream", 0),
+                 ("streamjob", 0), ("table", 0), ("temporary", 0)]),
     ("show create ", [("function", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
     ("print s1 from ", [("beginning", 0)]),
     ("SHOW TO", [("TOPICS", -2)]),
@@ -585,7 +585,9 @@ def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("start streamjob j1 from ", ["checkpoint", "earliest", "latest", "timestamp"]),
+    ("start streamjob j1 from ", ["checkpoint", "earliest", "latest", "savepoint", "timestamp"]),
+    ("start streamjob j1 from checkpoint ", ["at"]),
+    ("stop streamjob j1 ", ["with"]),
     ("CREATE STREAM s (a int) ROW FORMAT ", ["DELIMITED", "SERDE"]),
     ("create table t (a int) row format serde 'x' with ", ["serdeproperties"]),
     ("show checkpoints ", ["for"]),
