@@ -50,6 +50,12 @@ class TableSink(Protocol):
     * ``on_new_checkpoint()``: the job's checkpoint starts over (batch ids from 0); a file
       table whose manifest already lists batches refuses (JobError), since Spark's file
       sink would skip them.
+    * ``on_rewind(batch_id)``: the job's checkpoint goes back to ``batch_id`` (START ...
+      FROM CHECKPOINT n, FROM SAVEPOINT, FROM CHECKPOINT AT); a file table whose manifest
+      lists a later batch refuses (JobError): Spark's file sink would skip the re-planned
+      batches up to that one, whose ranges need not match the first run's, so records
+      would be lost or doubled without a word. Others: nothing (SQL and Kafka markers
+      and Delta's app transactions are keyed by the checkpoint epoch).
     * ``attach(writer)``: a ``DataStreamWriter`` set up to write here; returns it.
     * ``purge_markers()``: DROP STREAMJOB: remove this job's exactly-once markers (SQL
       marker rows, the Kafka marker group); an unreachable system is a warning.
@@ -69,6 +75,8 @@ class TableSink(Protocol):
     def prepare(self) -> None: ...
 
     def on_new_checkpoint(self) -> None: ...
+
+    def on_rewind(self, batch_id: int) -> None: ...
 
     def attach(self, writer): ...
 
@@ -121,6 +129,9 @@ class _Quiet:
         pass
 
     def on_new_checkpoint(self) -> None:
+        pass
+
+    def on_rewind(self, batch_id: int) -> None:
         pass
 
     def purge_markers(self) -> None:
@@ -258,20 +269,41 @@ class FileTableSink(_Quiet):
             return None
         return Path(urlparse(loc).path if loc.startswith("file:") else loc) / "_spark_metadata"
 
+    def _last_manifest_batch(self) -> int | None:
+        """The newest batch id in the table's ``_spark_metadata`` (``n`` or
+        ``n.compact``), None without one (or on a non-local location)."""
+        meta = self._manifest()
+        batches = [int(n.split(".")[0]) for n in (os.listdir(meta) if meta and meta.is_dir() else [])
+                   if n.split(".")[0].isdigit()]
+        return max(batches) if batches else None
+
     def on_new_checkpoint(self) -> None:
         """Refuse a new checkpoint (batch ids from 0) writing where Spark's file-sink
         manifest already lists batches: Spark's file sink skips every batch at or below
         its last entry, so the new epoch's first batches would be lost silently."""
-        meta = self._manifest()
-        batches = [int(n.split(".")[0]) for n in (os.listdir(meta) if meta and meta.is_dir() else [])
-                   if n.split(".")[0].isdigit()]
-        if batches:
+        last = self._last_manifest_batch()
+        if last is not None:
             raise JobError(
                 f"table {self.table} at {self.spec.location} holds a file-sink manifest up "
-                f"to batch {max(batches)}, written by an earlier job or checkpoint epoch; "
-                f"Spark's file sink would skip the first {max(batches) + 1} batches of job "
+                f"to batch {last}, written by an earlier job or checkpoint epoch; "
+                f"Spark's file sink would skip the first {last + 1} batches of job "
                 f"{self.job}'s new checkpoint. Write to a new table or LOCATION, or move "
-                f"{meta} away (readers then see every file there)")
+                f"{self._manifest()} away (readers then see every file there)")
+
+    def on_rewind(self, batch_id: int) -> None:
+        """Refuse going back to ``batch_id`` when the manifest lists a later batch: Spark's
+        file sink would skip the re-planned batches ``batch_id + 1`` up to it, and their
+        input ranges need not be the first run's, so records would be lost or doubled
+        silently (the contract above)."""
+        last = self._last_manifest_batch() if self.checkpointed else None
+        if last is not None and last > batch_id:
+            raise JobError(
+                f"table {self.table} at {self.spec.location} lists micro-batches up to "
+                f"{last} in its file-sink manifest; after going back to batch {batch_id}, "
+                f"Spark's file sink would skip batches {batch_id + 1} to {last} of job "
+                f"{self.job}, whose input need not be the same as the first time. Write to "
+                f"a new table or LOCATION, or move {self._manifest()} away (readers then "
+                "see every file there), then start it again")
 
     def attach(self, writer):
         sp = self.spec

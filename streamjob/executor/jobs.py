@@ -154,6 +154,7 @@ class JobStatements:
             if self.dry_run:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
+            self._refuse_rewind_skips(job, plan, n)
             ckdir = self.home.checkpoint_dir(job.database, job.name)
             if identity.owner_uid(ckdir) not in (None, job.uid):
                 identity.prepare(ckdir, job, None)  # raises: another incarnation's directory
@@ -300,6 +301,20 @@ class JobStatements:
             what += f" and its {savepoints} savepoint{'' if savepoints == 1 else 's'}"
         return Result(f"streamjob {db}.{name} dropped; its {what} were purged{again}"
                       + (f"; {kept}" if kept and not kept.startswith("\n") else kept))
+
+    def _refuse_rewind_skips(self, job, plan, batch_id: int) -> None:
+        """Refuse taking ``job`` back to ``batch_id`` when its sink would skip the batches
+        re-planned after it (a file table whose manifest lists later batches:
+        :meth:`~streamjob.connectors.sinks.TableSink.on_rewind`), before anything changes.
+
+        Raises:
+            JobError: naming the table, its last batch and the ways out.
+        """
+        from ..connectors.sinks import table_sink
+
+        table_sink(plan.sink, plan.sink_spec, marker=job.uid, job=job.qualified_name,
+                   exactly_once=plan.guarantee == "exactly-once",
+                   checkpointed=plan.props.checkpoint_enabled).on_rewind(batch_id)
 
     def _purge_sink_markers(self, job, epoch: str = "") -> None:
         """Remove the job's exactly-once markers from its sinks (those of the bare uid

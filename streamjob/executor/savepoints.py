@@ -183,6 +183,7 @@ class SavepointStatements:
         what = f" from savepoint {sp.name} (checkpoint {sp.checkpoint_id})"
         if self.dry_run:
             return what
+        self._refuse_rewind_skips(job, plan, sp.checkpoint_id)
         ckdir = self.home.checkpoint_dir(job.database, job.name)
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:

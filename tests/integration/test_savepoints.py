@@ -188,3 +188,39 @@ def test_a_savepoint_of_an_aggregation_restores_its_state(world):
     run(ex, "STOP STREAMJOB counting;")
     assert counts() == expected  # the state up to the savepoint, then the rest once
     run(ex, "DROP STREAMJOB counting;")
+
+
+@pytest.mark.spark
+def test_a_file_table_refuses_going_back_before_batches_its_manifest_lists(world):
+    """Spark's file sink skips every batch id its manifest lists: a job taken back to an
+    earlier checkpoint would re-plan those batches over other input and have them
+    skipped, so START ... FROM CHECKPOINT n is refused before anything changes."""
+    ex, catalog = world.ex, world.catalog
+    location = world.sink.parent / "files_out"
+    for sql in parse_script(f"""
+        CREATE TABLE fout (id INT, name STRING) STORED AS JSON LOCATION '{location}';
+        CREATE STREAMJOB fj AS ("insert into fout select id, name from events")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.checkpoint.retained"="3",
+                         "morphling.job.checkpoint.interval"="0");"""):
+        ex.execute(sql)
+    produce(world, range(300, 360))
+    run(ex, "START STREAMJOB fj;")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB fj;")
+    job = catalog.get_job("default", "fj")
+    retained = [c.checkpoint_id for c in catalog.list_checkpoints(job.uid)]
+    ckdir = Path(world.home.checkpoint_dir("default", "fj"))
+    offsets = sorted(p.name for p in (ckdir / "offsets").iterdir())
+    assert len(retained) == 3
+    with pytest.raises(JobError, match=f"lists micro-batches up to {retained[-1]} in its "
+                                       f"file-sink manifest; after going back to batch "
+                                       f"{retained[0]}, Spark's file sink would skip"):
+        run(ex, f"START STREAMJOB fj FROM CHECKPOINT {retained[0]};")
+    # nothing changed: the same retained checkpoints and logs
+    assert [c.checkpoint_id for c in catalog.list_checkpoints(job.uid)] == retained
+    assert sorted(p.name for p in (ckdir / "offsets").iterdir()) == offsets
+    # the last checkpoint is no step back: it starts
+    assert "started" in run(ex, f"START STREAMJOB fj FROM CHECKPOINT {retained[-1]};")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB fj;")
