@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from streamjob.grammar.lexical import ident_value, unescape_string
+from streamjob.grammar.lexical import ident_value, is_java_class, unescape_string
 from streamjob.grammar.statements import (
     AddJar,
     CreateFunction,
@@ -32,8 +32,6 @@ class FunctionsBuilder:
         if not source:
             raise self.error("the function's source is empty: write 'package.module:callable'",
                              token.start_pos, token.value)
-        from streamjob.udf.jars import is_java_class
-
         java = is_java_class(source)
         returns = self.find(tree, "function_returns")
         if returns is not None:
@@ -51,7 +49,7 @@ class FunctionsBuilder:
             if written != language:
                 want = ("a Hive UDF class 'com.x.Udf'" if written == "java"
                         else "'package.module:callable'")
-                raise self.error(f"LANGUAGE {ident_value(word)} names {want}, not "
+                raise self.error(f"LANGUAGE {written.upper()} names {want}, not "
                                  f"'{source}'", token.start_pos, token.value)
         jars = []
         using = self.find(tree, "function_using")

@@ -145,7 +145,7 @@ def create_hive_function(session, name: str, class_name: str, jar: str) -> None:
     """
     import re
 
-    from ..udf.jars import JAVA_CLASS
+    from ..grammar.lexical import JAVA_CLASS
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or not JAVA_CLASS.fullmatch(class_name) \
             or "\x00" in jar or "\n" in jar:

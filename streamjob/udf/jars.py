@@ -25,17 +25,7 @@ from ..exceptions import ValidationError
 from ..security.policy import FUNCTION_JARS, AdminPolicy, PolicyError
 from .source import code_hash
 
-__all__ = ["JAVA_CLASS", "Jar", "class_in_jar", "is_java_class", "resolve_jar"]
-
-#: A fully qualified Java class name (Hive's ``CREATE FUNCTION f AS 'com.x.Udf'``): at
-#: least one package part; ``$`` for nested classes.
-JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
-
-
-def is_java_class(text: str) -> bool:
-    """True when ``text`` is a Java class name (``com.x.Udf``), not a Python reference
-    (``module:callable``)."""
-    return ":" not in text and JAVA_CLASS.fullmatch(text.strip()) is not None
+__all__ = ["Jar", "class_in_jar", "resolve_jar"]
 
 
 @dataclass(frozen=True)
