@@ -75,16 +75,31 @@ GRACEFUL_STOP_S = 60.0
 WATCH_S = 0.25
 
 _OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
+#: Spark's error of a JVM user function (a Hive UDF class) that threw: its name as Spark
+#: shows it (the class, in backquoted parts), the exception's class and message.
+_JVM_UDF_ERROR = re.compile(
+    r"\[FAILED_EXECUTE_UDF\] User defined function \((.+?): \(.*?\) => [^)]*\) failed due "
+    r"to: ([\w.$]+): (.+?)(?:\.? SQLSTATE: \w+)?$", re.M)
 
 
-def error_summary(exc: BaseException) -> str:
-    """One line a user can act on from a Spark/Python failure (no JVM stack trace)."""
+def error_summary(exc: BaseException, functions: dict[str, str] | None = None) -> str:
+    """One line a user can act on from a Spark/Python failure (no JVM stack trace).
+
+    ``functions`` maps the class of each Hive UDF the job calls to its name
+    (``db.name``): a Hive UDF that threw is named so, with the exception's type and
+    message (docs/functions.md)."""
     text = str(getattr(exc, "desc", None) or exc)
     # an error raised by our own code in a Python worker (source, sink) ends its traceback
     # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
     ours = _OUR_ERROR.findall(text)
     if ours:
         return ours[-1].strip()
+    jvm = _JVM_UDF_ERROR.search(text)
+    if jvm is not None:
+        shown = jvm.group(1).replace("`", "")
+        name = (functions or {}).get(shown, shown)
+        return (f"function {name} raised {jvm.group(2).rsplit('.', 1)[-1]}: "
+                f"{jvm.group(3).strip()}")[:500]
     for marker in ("ConnectorError: ", "StreamJobError: "):
         idx = text.rfind(marker)
         if idx >= 0:
@@ -315,7 +330,9 @@ class JobRunner(threading.Thread):
                     return
                 permanent = permanent_failure(exc, self.job.name)
             except Exception as exc:  # noqa: BLE001 - any query failure goes to failover
-                self.error = error_summary(exc)
+                self.error = error_summary(exc, {
+                    f.source: f.qualified_name for f in (self.plan.functions if self.plan else ())
+                    if f.kind == "hive"})
                 permanent = permanent_failure(exc, self.job.name)
             finally:
                 if admission is not None:

@@ -9,6 +9,7 @@ START."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from streamjob.catalog import Catalog
-from streamjob.exceptions import ChangedLogic
+from streamjob.exceptions import ChangedLogic, JobError
 from streamjob.security.policy import PolicyError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
@@ -30,13 +31,25 @@ from streamjob_tools.dev.hive_jar import build_jar
 pytestmark = pytest.mark.spark
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "functions" / "Reverse.java"
+#: A Hive (simple) UDF that throws on a name ending in "x6".
+PICKY = """package com.example.udf;
+
+public class Picky extends org.apache.hadoop.hive.ql.exec.UDF {
+  public String evaluate(String s) {
+    if (s != null && s.endsWith("x6")) throw new IllegalArgumentException("no sixes: " + s);
+    return s;
+  }
+}
+"""
 ROWS = [{"id": i, "name": f"n{i}x{i % 7}"} for i in range(200)]
 
 
 @pytest.fixture(scope="module")
 def jar(tmp_path_factory):
-    """The example GenericUDF (com.example.udf.Reverse), compiled now."""
-    return build_jar([EXAMPLE], tmp_path_factory.mktemp("jar") / "text_udfs.jar")
+    """The example GenericUDF (com.example.udf.Reverse) and :data:`PICKY`, compiled now."""
+    base = tmp_path_factory.mktemp("jar")
+    (base / "Picky.java").write_text(PICKY)
+    return build_jar([EXAMPLE, base / "Picky.java"], base / "text_udfs.jar")
 
 
 @pytest.fixture
@@ -109,6 +122,23 @@ def test_using_jar_names_the_jar_relative_to_the_admins_directory(world, tmp_pat
     ex.manager.wait_until_idle(timeout=240)
     got = pd.read_sql("select id, r from reversed order by id", sa.create_engine(url))
     pd.testing.assert_frame_equal(got.reset_index(drop=True), _want(ROWS), check_dtype=False)
+
+
+def test_a_throwing_hive_udf_fails_the_job_naming_the_function(world, tmp_path):
+    ex, broker = world
+    _objects(ex, broker, tmp_path)
+    _run(ex, """
+    CREATE FUNCTION picky AS 'com.example.udf.Picky' USING JAR 'text_udfs.jar';
+    CREATE STREAMJOB j AS ("insert into reversed select id, picky(name) from items")
+      JOBPROPERTIES ("morphling.task.max.failures"="0");
+    START STREAMJOB j;""")
+    with pytest.raises(JobError):
+        ex.manager.wait_until_idle(timeout=240)
+    job = ex.catalog.get_job("default", "j")
+    assert job.status == "FAILED"
+    assert job.last_error.startswith("function default.picky raised HiveException: "), job.last_error
+    assert re.search(r"no sixes: n\d+x6$", job.last_error), job.last_error
+    assert "\tat " not in job.last_error and "\n" not in job.last_error
 
 
 def test_a_jar_outside_the_admins_directories_is_refused_at_its_path(world, tmp_path, jar):
