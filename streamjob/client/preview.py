@@ -222,7 +222,7 @@ class Previews:
                     pass
             shutil.rmtree(checkpoint, ignore_errors=True)
         if failure is not None:
-            from ..manager.runner import error_summary
+            from ..manager.failures import error_summary
 
             raise StreamJobError(f"the query failed: {error_summary(failure)}")
         if interrupted.is_set():

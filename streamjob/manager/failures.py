@@ -1,4 +1,5 @@
-"""Which failures of a job a restart cannot fix (issue 16): :func:`permanent_failure`.
+"""Which failures of a job a restart cannot fix (issue 16): :func:`permanent_failure`;
+and the one line a user reads of any failure: :func:`error_summary`.
 
 Failover (:mod:`.runner`) retries a failed attempt with a growing backoff; that helps
 when something outside the job comes back (a broker, a database, the Spark JVM). Some
@@ -19,7 +20,7 @@ from ..exceptions import (CatalogError, ChangedLogic, ConnectorError, DataLoss,
                           InvalidConfiguration, PermanentFailure, SchemaMismatch, StreamJobError,
                           ValidationError)
 
-__all__ = ["permanent_failure", "DATA_LOSS", "CHANGED_LOGIC", "SINK_SCHEMA", "INVALID_CONFIG"]
+__all__ = ["error_summary", "permanent_failure", "DATA_LOSS", "CHANGED_LOGIC", "SINK_SCHEMA", "INVALID_CONFIG"]
 
 #: The note of each kind of permanent failure; ``{job}`` is the job's name.
 DATA_LOSS = (
@@ -126,3 +127,41 @@ def permanent_failure(exc: BaseException, job: str = "j") -> str | None:
     if _raised_in_worker(text, ValidationError):  # a property or option refused in a worker
         return INVALID_CONFIG.format(job=job)
     return None
+
+
+_OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
+#: Spark's error of a JVM user function (a Hive UDF class) that threw: its name as Spark
+#: shows it (the class, in backquoted parts), the exception's class and message.
+_JVM_UDF_ERROR = re.compile(
+    r"\[FAILED_EXECUTE_UDF\] User defined function \((.+?): \(.*?\) => [^)]*\) failed due "
+    r"to: ([\w.$]+): (.+?)(?:\.? SQLSTATE: \w+)?$", re.M)
+
+
+def error_summary(exc: BaseException, functions: dict[str, str] | None = None) -> str:
+    """One line a user can act on from a Spark/Python failure (no JVM stack trace).
+
+    ``functions`` maps the class of each Hive UDF the job calls to its name
+    (``db.name``): a Hive UDF that threw is named so, with the exception's type and
+    message (docs/functions.md)."""
+    text = str(getattr(exc, "desc", None) or exc)
+    # an error raised by our own code in a Python worker (source, sink) ends its traceback
+    # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
+    ours = _OUR_ERROR.findall(text)
+    if ours:
+        return ours[-1].strip()
+    jvm = _JVM_UDF_ERROR.search(text)
+    if jvm is not None:
+        shown = jvm.group(1).replace("`", "")
+        name = (functions or {}).get(shown, shown)
+        return (f"function {name} raised {jvm.group(2).rsplit('.', 1)[-1]}: "
+                f"{jvm.group(3).strip()}")[:500]
+    for marker in ("ConnectorError: ", "StreamJobError: "):
+        idx = text.rfind(marker)
+        if idx >= 0:
+            tail = text[idx:].split("\n", 1)[0]
+            return tail.split(": ", 1)[1] if ": " in tail else tail
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if not ln.startswith(("at ", "File ", "Traceback", "===", "JVM stacktrace")):
+            return ln[:500]
+    return type(exc).__name__

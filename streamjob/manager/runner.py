@@ -43,7 +43,6 @@ process hosts, and its SparkSession).
 from __future__ import annotations
 
 import logging
-import re
 import random
 import threading
 import time
@@ -61,10 +60,10 @@ from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import StartGate
 from .attempt import Attempt, group_committers
-from .failures import permanent_failure
+from .failures import error_summary, permanent_failure
 from streamjob.catalog.records import JobStatus, RunStatus
 
-__all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
+__all__ = ["JobRunner", "RunnerHost", "group_committers",
            "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
@@ -73,44 +72,6 @@ log = logging.getLogger(__name__)
 GRACEFUL_STOP_S = 60.0
 #: Seconds between two looks at a running query (stop requests, expiry, progress).
 WATCH_S = 0.25
-
-_OUR_ERROR = re.compile(r"^\s*streamjob(?:\.\w+)+: (.+?)(?:\s+SQLSTATE: \w+)?$", re.M)
-#: Spark's error of a JVM user function (a Hive UDF class) that threw: its name as Spark
-#: shows it (the class, in backquoted parts), the exception's class and message.
-_JVM_UDF_ERROR = re.compile(
-    r"\[FAILED_EXECUTE_UDF\] User defined function \((.+?): \(.*?\) => [^)]*\) failed due "
-    r"to: ([\w.$]+): (.+?)(?:\.? SQLSTATE: \w+)?$", re.M)
-
-
-def error_summary(exc: BaseException, functions: dict[str, str] | None = None) -> str:
-    """One line a user can act on from a Spark/Python failure (no JVM stack trace).
-
-    ``functions`` maps the class of each Hive UDF the job calls to its name
-    (``db.name``): a Hive UDF that threw is named so, with the exception's type and
-    message (docs/functions.md)."""
-    text = str(getattr(exc, "desc", None) or exc)
-    # an error raised by our own code in a Python worker (source, sink) ends its traceback
-    # as "streamjob.<module>.<ErrorClass>: <message>": that message is what the user needs
-    ours = _OUR_ERROR.findall(text)
-    if ours:
-        return ours[-1].strip()
-    jvm = _JVM_UDF_ERROR.search(text)
-    if jvm is not None:
-        shown = jvm.group(1).replace("`", "")
-        name = (functions or {}).get(shown, shown)
-        return (f"function {name} raised {jvm.group(2).rsplit('.', 1)[-1]}: "
-                f"{jvm.group(3).strip()}")[:500]
-    for marker in ("ConnectorError: ", "StreamJobError: "):
-        idx = text.rfind(marker)
-        if idx >= 0:
-            tail = text[idx:].split("\n", 1)[0]
-            return tail.split(": ", 1)[1] if ": " in tail else tail
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(("at ", "File ", "Traceback", "===", "JVM stacktrace")):
-            return ln[:500]
-    return type(exc).__name__
-
 
 class RunnerHost(Protocol):
     """What a :class:`JobRunner` uses of the process hosting it: the

@@ -1,7 +1,7 @@
 import pytest
 """One line a user can act on, from what Spark reports for a failed query."""
 
-from streamjob.manager.runner import error_summary
+from streamjob.manager.failures import error_summary
 
 pytestmark = pytest.mark.unit
 
