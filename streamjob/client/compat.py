@@ -37,9 +37,13 @@ REWRITES = (
     ("create application", "streamjob has no applications: drop the statement (a job's "
                            "database qualifies its name)"),
     ("use application", "streamjob has no applications: drop the statement"),
-    ("add jar", "Hive UDF jars are not supported yet: write the function in Python and "
-                "register it with CREATE FUNCTION f AS 'module:callable' (docs/functions.md)"),
 )
+
+#: The detail of Slipstream's and Hive's jar functions (docs/functions.md "Hive UDF jars").
+ADD_JAR = ("the jar must lie in a jar directory of the admin (streamjob.security.functions.jars, "
+           "default functions/ of the home); a path elsewhere is refused")
+HIVE_FUNCTION = ("a Hive UDF class, run by Spark's Hive support; its class is looked up in "
+                 "the USING JAR jars, else in the jars ADD JAR added")
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,10 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
         head = Item(line, f"INSERT INTO {stmt.target}", "runs",
                     "an implicit job, insert_<8 hex> from the statement's text, created and "
                     "started (as older Slipstream does)")
+    if isinstance(stmt, st.AddJar):
+        head = Item(line, _head(stmt.text, 2), "runs", ADD_JAR)
+    if isinstance(stmt, st.CreateFunction) and stmt.language == "java":
+        head = Item(line, head.clause, "runs", HIVE_FUNCTION)
     items = [head]
     if isinstance(stmt, (st.CreateStreamJob, st.InsertInto)):
         items += _pattern_items(stmt.query, line)

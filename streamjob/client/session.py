@@ -84,6 +84,7 @@ class ClientSession:
         self.debug, self.dry_run = debug, dry_run
         self.properties: dict[str, str] = {}  # SET values of this session
         self.database = st.DEFAULT_DATABASE  # of unqualified names; USE changes it
+        self.jars: list[str] = []  # ADD JAR's jars of this session (real paths)
         self._spark = spark
         self._host = None  # the HostRegistration of a job manager created here
         self._plans = None  # the PlanMemo of the script being executed (execute_script)
@@ -127,7 +128,8 @@ class ClientSession:
 
         return Executor(self.catalog, self.home, manager, self.properties,
                         dry_run=self.dry_run, spark=self._spark, database=self.database,
-                        role=self.role, plans=self._plans, principal=self.principal)
+                        role=self.role, plans=self._plans, principal=self.principal,
+                        jars=self.jars)
 
     def execute(self, stmt: st.Statement):
         """Execute one statement and say where a started job runs.

@@ -60,12 +60,15 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
             statement plans afresh.
         principal: who runs the statements (``local:USER``, ``token:NAME``), recorded as
             the owner of the functions they register.
+        jars: the session's ADD JAR list (shared with the client session, which keeps
+            it between statements); None: a fresh one.
     """
 
     def __init__(self, catalog: Catalog, home: Home, manager=None,
                  session_props: dict[str, str] | None = None, dry_run: bool = False,
                  spark=None, database: str = st.DEFAULT_DATABASE, role=None,
-                 plans=None, principal: str | None = None) -> None:
+                 plans=None, principal: str | None = None,
+                 jars: list[str] | None = None) -> None:
         from ..catalog.records import Role
 
         self.catalog = catalog
@@ -78,6 +81,9 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
         self.database = database
         self.session_props = session_props if session_props is not None else {}
         self.plans = plans
+        #: the jars ADD JAR added in this session (real paths inside the admin's jar
+        #: directories), where CREATE FUNCTION ... AS 'com.x.Udf' finds its class
+        self.jars = jars if jars is not None else []
 
     # The executor's state changes here only (a class's state lives in one file): the
     # statement modules call these.
@@ -90,6 +96,10 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
     def set_session_props(self, checked: dict[str, str]) -> None:
         """SET: ``checked`` (validated job properties) become session defaults."""
         self.session_props.update(checked)
+
+    def add_jars(self, paths: list[str]) -> None:
+        """ADD JAR: ``paths`` (checked real paths) join the session's jars."""
+        self.jars.extend(p for p in paths if p not in self.jars)
 
     def reset_session_props(self, key: str | None = None) -> None:
         """RESET: forget the session's value of ``key``, or every value (None)."""
@@ -150,6 +160,7 @@ HANDLERS = {
     st.CreateFunction: Executor._do_CreateFunction,
     st.DropFunction: Executor._do_DropFunction,
     st.ShowFunctions: Executor._do_ShowFunctions,
+    st.AddJar: Executor._do_AddJar,
     st.DescribeFunction: Executor._do_DescribeFunction,
     # savepoints (issue 30)
     st.CreateSavepoint: Executor._do_CreateSavepoint,

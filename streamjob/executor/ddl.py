@@ -159,7 +159,12 @@ def create_job_text(job) -> str:
 
 def create_function_text(function) -> str:
     """``CREATE [TEMPORARY] FUNCTION db.f AS 'module:callable' RETURNS type;`` of a
-    :class:`~streamjob.catalog.records.FunctionInfo` (docs/functions.md)."""
+    :class:`~streamjob.catalog.records.FunctionInfo` (docs/functions.md); a Hive UDF
+    class ``AS 'com.x.Udf' USING JAR '/real/path.jar' [RETURNS type]``."""
     temporary = "TEMPORARY " if function.temporary else ""
-    return (f"CREATE {temporary}FUNCTION {qualified(function.database, function.name)} "
-            f"AS {sql_string(function.source)} RETURNS {function.return_type};")
+    head = (f"CREATE {temporary}FUNCTION {qualified(function.database, function.name)} "
+            f"AS {sql_string(function.source)}")
+    if function.kind == "hive":
+        head += f" USING JAR {sql_string(function.location)}"
+    returns = f" RETURNS {function.return_type}" if function.return_type else ""
+    return f"{head}{returns};"

@@ -16,6 +16,7 @@ from ..exceptions import ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from ..policy.functions import SPARK_FUNCTIONS
 from ..columntypes import check_type
+from ..udf import jars as udf_jars
 from ..udf import source as udf_source
 from .databases import did_you_mean
 from .result import Result
@@ -57,11 +58,52 @@ class FunctionStatements:
         db, fn = self._names(name, "function")
         return db, fn.lower()
 
+    def _do_AddJar(self, s: st.AddJar) -> Result:
+        """ADD JAR: each jar must lie in the admin's jar directories (:mod:`streamjob.
+        udf.jars`); it joins the session's jars, nothing runs yet."""
+        found = [_at(lambda p=p: udf_jars.resolve_jar(p, self.home.policy),
+                     "path" + (f".{i}" if i else "")) for i, p in enumerate(s.paths)]
+        self.add_jars([j.path for j in found])
+        return Result(f"added {', '.join(j.path for j in found)}")
+
+    def _create_hive_function(self, s: st.CreateFunction, db: str, name: str) -> FunctionInfo:
+        """The record of a Hive UDF class: found in its USING JAR jars, else in the
+        session's ADD JAR jars (the last added first), each inside the admin's jar
+        directories. Its code hash is the SHA-256 of the jar's bytes."""
+        if s.jars:
+            jars = [_at(lambda p=p: udf_jars.resolve_jar(p, self.home.policy),
+                        "jar" + (f".{i}" if i else "")) for i, p in enumerate(s.jars)]
+        else:
+            jars = [udf_jars.resolve_jar(p, self.home.policy) for p in reversed(self.jars)]
+        jar = next((j for j in jars if udf_jars.class_in_jar(j.path, s.source)), None)
+        if jar is None:
+            searched = ", ".join(j.path for j in jars)
+            hint = (f"not in {searched}" if searched else
+                    "no jar given: ADD JAR 'x.jar' first, or write USING JAR 'x.jar'")
+            raise ValidationError(f"Hive UDF class {s.source}: {hint}", key="source",
+                                  bad_value=True)
+        returns = None
+        if s.returns:
+            try:
+                returns = check_type(s.returns)
+            except ValidationError as exc:
+                raise ValidationError(f"RETURNS {s.returns}: {exc.message}", key="returns",
+                                      bad_value=True) from None
+        return FunctionInfo(database=db, name=name, kind="hive", source=s.source,
+                            location=jar.path, return_type=returns, code_hash=jar.code_hash,
+                            owner=getattr(self, "principal", None), temporary=s.temporary,
+                            parameters=None)
+
     def _do_CreateFunction(self, s: st.CreateFunction) -> Result:
         db, name = self._function_name(s.name)
         if name in SPARK_FUNCTIONS or not _plain_call(name):
             raise ValidationError(f"function {name} is a Spark SQL built-in or a word of "
                                   "SQL; give yours another name")
+        if s.language == "java":
+            info = self._create_hive_function(s, db, name)
+            created = self.catalog.create_function(info, if_not_exists=s.if_not_exists)
+            state = "created" if created else "exists"
+            return Result(f"function {db}.{name} {state}", object=f"{db}.{name}")
         try:
             source = udf_source.resolve(s.source, self.home.policy)
             obj = udf_source.load(source)
@@ -117,7 +159,18 @@ class FunctionStatements:
                       object=f"{db}.{name}")
 
 
+def _at(resolve, key: str):
+    """``resolve()``, its error located at the statement's value ``key`` (a path)."""
+    try:
+        return resolve()
+    except ValidationError as exc:
+        if exc.key is not None or exc.line is not None:
+            raise
+        raise type(exc)(exc.message, key=key, bad_value=True) from None
+
+
 def _signature(f: FunctionInfo) -> str:
-    """``name(a, b) -> type`` (``name(...)`` for a variadic callable)."""
+    """``name(a, b) -> type`` (``name(...)`` for a variadic callable or a Hive UDF,
+    whose type Hive decides when it is called: ``?`` without RETURNS)."""
     args = "..." if f.parameters is None else ", ".join(f.parameters)
-    return f"{f.name}({args}) -> {f.return_type}"
+    return f"{f.name}({args}) -> {f.return_type or '?'}"

@@ -31,6 +31,8 @@ from pathlib import Path
 from lark import Token
 
 __all__ = [
+    "JAVA_CLASS",
+    "is_java_class",
     "GRAMMAR_KEYWORDS",
     "KEYWORDS",
     "QUERY_KEYWORDS",
@@ -381,3 +383,14 @@ def word_at(text: str, offset: int) -> str:
         return match.group(0)
     token = token_at(text, offset)
     return token.text if token.kind in ("string", "name") else text[offset]
+
+
+#: A fully qualified Java class name (Hive's ``CREATE FUNCTION f AS 'com.x.Udf'``): at
+#: least one package part; ``$`` for nested classes.
+JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+
+
+def is_java_class(text: str) -> bool:
+    """True when ``text`` is a Java class name (``com.x.Udf``), not a Python reference
+    (``module:callable``)."""
+    return ":" not in text and JAVA_CLASS.fullmatch(text.strip()) is not None

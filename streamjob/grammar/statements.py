@@ -351,10 +351,12 @@ class Explain(Statement):
 @dataclass(frozen=True)
 class CreateFunction(Statement):
     """``CREATE [TEMPORARY] FUNCTION [IF NOT EXISTS] [db.]name AS 'package.module:callable'
-    [RETURNS type] [LANGUAGE PYTHON]``: ``source`` the quoted reference as written,
-    ``returns`` the Hive/Spark type text (lower-cased) or None, ``language`` lower-cased
-    (``python``, the default). ``temporary`` is Slipstream's and Hive's word; a job
-    outlives its session, so the catalog keeps the function either way
+    [RETURNS type] [LANGUAGE PYTHON]``, or a Hive UDF class: ``AS 'com.x.Udf' [USING JAR
+    'x.jar', ...] [LANGUAGE JAVA]`` (Hive's and Flink's forms). ``source`` the quoted
+    reference or class as written, ``returns`` the Hive/Spark type text (lower-cased) or
+    None, ``language`` lower-cased (``python``, the default, or ``java`` for a class),
+    ``jars`` the USING JAR paths as written. ``temporary`` is Slipstream's and Hive's
+    word; a job outlives its session, so the catalog keeps the function either way
     (docs/functions.md)."""
 
     name: QualifiedName
@@ -363,6 +365,17 @@ class CreateFunction(Statement):
     language: str = "python"
     temporary: bool = False
     if_not_exists: bool = False
+    jars: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AddJar(Statement):
+    """``ADD JAR 'x.jar'`` / ``ADD JAR /dir/x.jar`` / ``ADD JARS a.jar b.jar`` (Hive,
+    Slipstream): ``paths`` as written. The jars join the session's, where a later
+    ``CREATE FUNCTION f AS 'com.x.Udf'`` without USING JAR finds its class
+    (docs/functions.md)."""
+
+    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)

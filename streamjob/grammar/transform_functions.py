@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import re
-
 from lark import Token, Tree
 
-from streamjob.grammar.lexical import ident_value, unescape_string
+from streamjob.grammar.lexical import ident_value, is_java_class, unescape_string
 from streamjob.grammar.statements import (
+    AddJar,
     CreateFunction,
     DescribeFunction,
     DropFunction,
@@ -17,11 +16,9 @@ from streamjob.grammar.statements import (
 
 __all__ = ["FunctionsBuilder"]
 
-#: A Java class name (Hive's ``CREATE FUNCTION f AS 'com.x.Udf'``).
-_JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
-
-#: The languages of CREATE FUNCTION (Flink's ``LANGUAGE``; Python is the default).
-LANGUAGES = ("python",)
+#: The languages of CREATE FUNCTION (Flink's ``LANGUAGE``; Python is the default, Java
+#: the language of a Hive UDF class).
+LANGUAGES = ("python", "java")
 
 
 class FunctionsBuilder:
@@ -35,29 +32,53 @@ class FunctionsBuilder:
         if not source:
             raise self.error("the function's source is empty: write 'package.module:callable'",
                              token.start_pos, token.value)
-        if ":" not in source and _JAVA_CLASS.fullmatch(source):
-            raise self.error(
-                f"'{source}' names a Java (Hive) UDF class; Hive UDF jars are not supported "
-                "yet: write the function in Python and name it as 'module:callable' "
-                "(docs/functions.md)", token.start_pos, token.value)
+        java = is_java_class(source)
         returns = self.find(tree, "function_returns")
         if returns is not None:
             self.locations["value:returns"] = self.position(returns.children[0].meta.start_pos)
-        language = "python"
+        language = "java" if java else "python"
         lang = self.find(tree, "function_language")
         if lang is not None:
             word = lang.children[0].children[0]
-            language = ident_value(word).lower()
+            written = ident_value(word).lower()
             self.locations["value:language"] = self.position(word.start_pos)
-            if language not in LANGUAGES:
+            if written not in LANGUAGES:
                 raise self.error(f"LANGUAGE {ident_value(word)} is not supported: a function "
-                                 "is written in Python (LANGUAGE PYTHON, the default)",
-                                 word.start_pos, word.value)
+                                 "is Python (LANGUAGE PYTHON, the default) or a Hive UDF "
+                                 "class in a jar (LANGUAGE JAVA)", word.start_pos, word.value)
+            if written != language:
+                want = ("a Hive UDF class 'com.x.Udf'" if written == "java"
+                        else "'package.module:callable'")
+                raise self.error(f"LANGUAGE {written.upper()} names {want}, not "
+                                 f"'{source}'", token.start_pos, token.value)
+        jars = []
+        using = self.find(tree, "function_using")
+        if using is not None:
+            for item in using.children:
+                path = item.children[0]
+                jars.append(unescape_string(path.value))
+                key = "value:jar" + (f".{len(jars) - 1}" if len(jars) > 1 else "")
+                self.locations[key] = self.position(path.start_pos)
+            if not java:
+                raise self.error("USING JAR is for a Hive UDF class ('com.x.Udf'); a Python "
+                                 "function names its module", token.start_pos, token.value)
         return CreateFunction, dict(
             name=self.name(self.find(tree, "qualified_name")), source=source,
             returns=self.type_text(returns.children[0]) if returns is not None else None,
             language=language, temporary=self.find(tree, "function_temporary") is not None,
-            if_not_exists=self.find(tree, "if_not_exists") is not None)
+            if_not_exists=self.find(tree, "if_not_exists") is not None, jars=tuple(jars))
+
+    def _add_jar(self, tree: Tree):
+        paths = []
+        for item in tree.children:
+            if not isinstance(item, Tree):
+                continue
+            token = item.children[0]
+            path = unescape_string(token.value) if token.type == "STRING" else token.value
+            key = "value:path" + (f".{len(paths)}" if paths else "")
+            self.locations[key] = self.position(token.start_pos)
+            paths.append(path)
+        return AddJar, dict(paths=tuple(paths))
 
     def _drop_function(self, tree: Tree):
         return DropFunction, dict(name=self.name(self.find(tree, "qualified_name")),

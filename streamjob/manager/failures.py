@@ -1,4 +1,5 @@
-"""Which failures of a job a restart cannot fix (issue 16): :func:`permanent_failure`.
+"""Which failures of a job a restart cannot fix (issue 16): :func:`permanent_failure`;
+and the one line a user reads of any failure: :func:`error_summary`.
 
 Failover (:mod:`.runner`) retries a failed attempt with a growing backoff; that helps
 when something outside the job comes back (a broker, a database, the Spark JVM). Some

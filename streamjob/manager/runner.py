@@ -66,7 +66,7 @@ from .failures import permanent_failure, user_function_failure
 from .summary import error_summary
 from streamjob.catalog.records import JobStatus, RunStatus
 
-__all__ = ["JobRunner", "RunnerHost", "error_summary", "group_committers",
+__all__ = ["JobRunner", "RunnerHost", "group_committers",
            "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,9 @@ class JobRunner(threading.Thread):
                 failure = user_function_failure(  # None if no function's
                     exc, current.checkpoint_dir if current else None, function_failures)
                 function_failures[:] = [*function_failures, failure] if failure else []
-                self.error = str(failure) if failure else error_summary(exc)
+                self.error = str(failure) if failure else error_summary(exc, {
+                    f.source: f.qualified_name for f in (self.plan.functions if self.plan else ())
+                    if f.kind == "hive"})
                 permanent = permanent_failure(failure or exc, self.job.name)
             finally:
                 if admission is not None:

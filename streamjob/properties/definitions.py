@@ -297,7 +297,12 @@ ENGINE = Registry([
          "directories or of streamjob.security.functions.packages); relative to the home"),
         ("streamjob.security.functions.packages", "",
          "comma-separated installed Python packages (top-level import names) whose modules "
-         "CREATE FUNCTION may name; none by default"))),
+         "CREATE FUNCTION may name; none by default"),
+        ("streamjob.security.functions.jars", "functions",
+         "comma-separated directories whose jars ADD JAR and CREATE FUNCTION ... USING JAR "
+         "may name (Hive UDF classes: code the job manager runs; everyone, the admin "
+         "included); relative to the home; none turns jar functions and Spark's Hive "
+         "support off"))),
 ], prefixes={"spark.": "any Spark setting (spark-defaults.conf)"})
 
 # --------------------------------------------------------------------- connectors

@@ -22,6 +22,9 @@ setting                                     default                          wha
                                                                              (everyone)
 ``streamjob.security.functions.packages``   (none)                           installed packages of
                                                                              CREATE FUNCTION (everyone)
+``streamjob.security.functions.jars``       ``functions`` (in the home)      jars of ADD JAR / USING
+                                                                             JAR (everyone; ``none``:
+                                                                             no jar functions)
 ==========================================  ===============================  ==========================
 
 Host lists hold names, addresses or ``fnmatch`` patterns (``*.corp.example``,
@@ -69,12 +72,13 @@ SECRET_ENV = PREFIX + "secret.env"
 SECRET_KEY = PREFIX + "secret.key"
 FUNCTION_DIRS = PREFIX + "functions.dirs"
 FUNCTION_PACKAGES = PREFIX + "functions.packages"
+FUNCTION_JARS = PREFIX + "functions.jars"
 
 #: ``{setting: its default}``: the settings are engine properties, registered with their
 #: defaults and meanings in :mod:`streamjob.properties.definitions` (docs/properties.md).
 DEFAULTS: dict[str, str] = {key: ENGINE.get(key).default for key in (
     FILE_ROOTS, SQL_HOSTS, SQL_DRIVERS, KAFKA_HOSTS, WEBHOOK_HOSTS, SECRET_DIRS, SECRET_ENV,
-    SECRET_KEY, FUNCTION_DIRS, FUNCTION_PACKAGES)}
+    SECRET_KEY, FUNCTION_DIRS, FUNCTION_PACKAGES, FUNCTION_JARS)}
 
 #: Largest secret file ``${file:...}`` reads (bytes).
 SECRET_MAX_BYTES = 64 * 1024
@@ -181,6 +185,16 @@ class AdminPolicy:
         """The installed top-level packages CREATE FUNCTION may name
         (``streamjob.security.functions.packages``; none by default)."""
         return _split(dict(self.conf).get(FUNCTION_PACKAGES, ""))
+
+    @property
+    def function_jar_dirs(self) -> list[Path]:
+        """Real paths of the directories whose jars ADD JAR and ``USING JAR`` may name
+        (``streamjob.security.functions.jars``); empty when the setting is ``none``:
+        then no jar function, and Spark's sessions run without Hive support
+        (:func:`streamjob.spark.session.spark_session`)."""
+        if self.setting(FUNCTION_JARS).lower() == "none":
+            return []
+        return self._paths(FUNCTION_JARS)
 
     @property
     def key_file(self) -> Path:

@@ -22,7 +22,11 @@ import json
 from ..exceptions import StreamJobError
 from ..policy.checked import CheckedSQL
 
-__all__ = ["checked_expr", "run_sql", "spark_parse_check"]
+__all__ = ["allow_functions", "checked_expr", "create_hive_function", "registered", "run_sql",
+           "spark_parse_check"]
+
+#: The session attribute holding the user functions registered in it (lower-case names).
+_USER_FUNCTIONS = "_streamjob_functions"
 
 #: Unresolved plan nodes that must never come out of Spark's parser for checked text.
 _NEVER = {"ScriptTransformation", "UnresolvedTableValuedFunction", "UnresolvedTVFAliases"}
@@ -94,8 +98,6 @@ def run_sql(session, text: CheckedSQL):
         StreamJobError: ``text`` is not a :class:`~streamjob.policy.CheckedSQL`, or Spark
             reads in it what the policy does not allow.
     """
-    from .udf import registered
-
     checked = _checked(text)
     spark_parse_check(_parser(session).parsePlan(checked).toJSON(), registered(session))
     return session.sql(checked)
@@ -115,3 +117,40 @@ def checked_expr(text: CheckedSQL, session=None):
     if session is not None:
         spark_parse_check(_parser(session).parseExpression(checked).toJSON())
     return F.expr(checked)
+
+
+def registered(session) -> frozenset[str]:
+    """The user functions registered in ``session`` (lower-case names,
+    :func:`allow_functions`): its SQL may call them beside the allowed built-ins."""
+    return frozenset(getattr(session, _USER_FUNCTIONS, ()))
+
+
+def allow_functions(session, names) -> None:
+    """Add ``names`` (user functions :mod:`.udf` registered in ``session``) to the
+    names its SQL may call."""
+    setattr(session, _USER_FUNCTIONS, registered(session) | {n.lower() for n in names})
+
+
+def create_hive_function(session, name: str, class_name: str, jar: str) -> None:
+    """Spark's ``CREATE OR REPLACE TEMPORARY FUNCTION `name` AS 'class' USING JAR 'jar'``
+    in ``session`` (Spark's Hive support decides how a Hive UDF, GenericUDF, UDAF or
+    UDTF class is called; the jar is added to the session and shipped to the executors
+    by Spark's resource loader). Every part is checked here, so the text says nothing
+    else: ``name`` an identifier, ``class_name`` a Java class name, ``jar`` a path
+    without NUL (quoted, its quotes and backslashes escaped); the catalog's record of a
+    function the executor admitted (docs/functions.md).
+
+    Raises:
+        StreamJobError: a part is not of its form (not run).
+    """
+    import re
+
+    from ..grammar.lexical import JAVA_CLASS
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or not JAVA_CLASS.fullmatch(class_name) \
+            or "\x00" in jar or "\n" in jar:
+        raise StreamJobError(f"internal error: Hive function {name!r} ({class_name!r}, "
+                             f"{jar!r}) is not of the checked form; it was not registered")
+    quoted = jar.replace("\\", "\\\\").replace("'", "\\'")
+    session.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION `{name}` AS '{class_name}' "
+                f"USING JAR '{quoted}'")

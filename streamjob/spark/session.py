@@ -270,12 +270,37 @@ def _import_beside(modules) -> threading.Thread:
     return thread
 
 
+#: The Hive metastore of a session with Hive support: Derby in memory, one per JVM, so no
+#: ``metastore_db`` folder is written anywhere; temporary functions and views are all
+#: streamjob asks of it (docs/functions.md "Hive UDF jars").
+HIVE_METASTORE = "jdbc:derby:memory:streamjob_metastore;create=true"
+
+
+def hive_conf(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with Spark's Hive support on, which Hive UDF classes need
+    (``spark.sql.catalogImplementation=hive``; Spark 4's in-memory catalog refuses them
+    with NO_HANDLER_FOR_UDAF): its metastore in memory (:data:`HIVE_METASTORE`), and
+    Derby's log on the JVM's stderr (the Spark log) instead of ``derby.log`` in the
+    working directory. Settings the admin gave win. The measured cost is in
+    docs/functions.md."""
+    out = dict(conf)
+    out.setdefault("spark.sql.catalogImplementation", "hive")
+    out.setdefault("spark.hadoop.javax.jdo.option.ConnectionURL", HIVE_METASTORE)
+    derby = "-Dderby.stream.error.field=java.lang.System.err"
+    opts = out.get("spark.driver.extraJavaOptions", "")
+    if "derby.stream.error" not in opts:
+        out["spark.driver.extraJavaOptions"] = f"{opts} {derby}".strip()
+    return out
+
+
 def spark_session(home: Home, debug: bool = False):
     """The process's SparkSession, created on first use from the home's ``spark.*`` conf.
 
     Python workers run this interpreter (so they see streamjob and its dependencies)
     unless ``PYSPARK_PYTHON`` names another; on a cluster master the streamjob package
-    is shipped to the executors (:func:`ship_package`). Spark's own logging is kept to
+    is shipped to the executors (:func:`ship_package`). When the admin admits jar
+    functions (``streamjob.security.functions.jars``, not ``none``) the session has
+    Spark's Hive support (:func:`hive_conf`). Spark's own logging is kept to
     errors, and it and everything else the JVM and its Python workers print go to
     :func:`spark_log` (``<home>/logs/spark.log``), unless ``debug``: then Spark logs at
     DEBUG to the terminal.
@@ -302,6 +327,8 @@ def spark_session(home: Home, debug: bool = False):
         if not debug:
             log4j = resources.files("streamjob.resources").joinpath("log4j2.properties")
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        if home.policy.function_jar_dirs:
+            conf = hive_conf(conf)
         for k, v in conf.items():
             builder = builder.config(k, v)
         _launch_gateway({"spark.app.name": "streamjob", **conf},

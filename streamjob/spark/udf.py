@@ -13,8 +13,13 @@ An exception inside a function fails its micro-batch: :func:`guarded` raises a
 the exception and the first failing row's arguments (:func:`first_failing_row`); the
 job's runner places it at the batch's input (streamjob/manager/failures.py).
 
-:func:`registered` tells :mod:`.guard` which names a session's SQL may call beside the
-allowed built-ins.
+A Hive UDF class (kind ``hive``, docs/functions.md "Hive UDF jars") becomes a temporary
+function of Spark's Hive support, its jar added by Spark's resource loader (and so shipped
+to the executors): :func:`~streamjob.spark.guard.create_hive_function`. The jar's bytes
+are hashed again first, as a module file's are.
+
+:func:`~streamjob.spark.guard.registered` tells the guard which names a session's SQL may
+call beside the allowed built-ins.
 """
 
 from __future__ import annotations
@@ -23,17 +28,40 @@ import sys
 from typing import Iterable
 
 from ..catalog.records import FunctionInfo
-from ..exceptions import UserFunctionError
+from ..exceptions import UserFunctionError, ValidationError
 from ..udf import source as udf_source
+from .guard import allow_functions, create_hive_function
 
-__all__ = ["first_failing_row", "guarded", "register", "registered"]
-
-_ATTRIBUTE = "_streamjob_functions"
+__all__ = ["first_failing_row", "guarded", "hive_support", "register"]
 
 
-def registered(session) -> frozenset[str]:
-    """The user functions :func:`register` made in ``session`` (lower-case names)."""
-    return frozenset(getattr(session, _ATTRIBUTE, ()))
+def hive_support(session) -> bool:
+    """True when ``session``'s Spark runs with Hive support
+    (``spark.sql.catalogImplementation=hive``,
+    :func:`~streamjob.spark.session.spark_session`), which a Hive UDF class needs."""
+    return session.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive"
+
+
+def _register_hive(session, f: FunctionInfo) -> None:
+    """``f`` (a Hive UDF class in its jar) as a temporary function of ``session``.
+
+    Raises:
+        ValidationError: the session has no Hive support (the admin turned jar functions
+            off), or Spark refuses the class (its message, no trace).
+    """
+    if not hive_support(session):
+        raise ValidationError(
+            f"function {f.database}.{f.name} is a Hive UDF class ({f.source}), and this "
+            "job manager's Spark runs without Hive support: the admin turned jar functions "
+            "off (streamjob.security.functions.jars=none)")
+    try:
+        create_hive_function(session, f.name, f.source, f.location)
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException, a py4j error
+        if not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValidationError(f"function {f.database}.{f.name} ({f.source} in "
+                              f"{f.location}): Spark refused it: {first}") from None
 
 
 #: Longest text of one argument value in a failure's report (characters).
@@ -129,19 +157,22 @@ def register(session, functions: Iterable[tuple[FunctionInfo, str | None]]) -> N
     Raises:
         ChangedLogic: a function's module file (or package version) differs from the
             code the catalog registered.
-        ValidationError: its module fails to import or lacks the callable.
+        ValidationError: its module fails to import or lacks the callable; a Hive UDF
+            class without Hive support, or refused by Spark.
     """
     from pyspark import cloudpickle  # the pickler PySpark ships UDFs with
 
-    names = set(getattr(session, _ATTRIBUTE, ()))
     functions = tuple(functions)
     udf_source.check_unchanged([f for f, _ in functions])
     for f, return_type in functions:
+        if f.kind == "hive":
+            _register_hive(session, f)
+            allow_functions(session, [f.name])
+            continue
         source = udf_source.of_record(f)
         fn = udf_source.load(source)
         module = sys.modules.get(getattr(fn, "__module__", "") or "")
         if source.kind == "file" and module is not None:
             cloudpickle.register_pickle_by_value(module)
         session.udf.register(f.name, _vectorised(f.name, fn, return_type))
-        names.add(f.name)
-    setattr(session, _ATTRIBUTE, names)
+        allow_functions(session, [f.name])

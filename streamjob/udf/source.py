@@ -42,9 +42,11 @@ MODULE_PREFIX = "_streamjob_functions"
 @dataclass(frozen=True)
 class FunctionSource:
     """A resolved reference: ``module`` and ``attribute`` as written, ``kind`` ``"file"``
-    (a module of a function directory; ``path`` its real path) or ``"package"`` (an
-    installed package; ``path`` the distribution and version), ``code_hash`` the SHA-256
-    hex of the file's bytes or of ``dist==version``."""
+    (a module of a function directory; ``path`` its real path), ``"package"`` (an
+    installed package; ``path`` the distribution and version) or ``"jar"`` (a Hive UDF
+    class, ``module`` its name, ``attribute`` empty; ``path`` the jar's real path,
+    :mod:`.jars`), ``code_hash`` the SHA-256 hex of the file's bytes or of
+    ``dist==version``."""
 
     module: str
     attribute: str
@@ -145,11 +147,12 @@ def current_hash(source: FunctionSource) -> str:
     Raises:
         ChangedLogic: the file or the package is gone.
     """
-    if source.kind == "file":
+    if source.kind in ("file", "jar"):
         try:
             return code_hash(Path(source.path).read_bytes())
         except OSError:
-            raise ChangedLogic(f"function module {source.module} ({source.path}) is gone") from None
+            what = "jar" if source.kind == "jar" else "module"
+            raise ChangedLogic(f"function {what} {source.module} ({source.path}) is gone") from None
     version = _package_version(source.module.split(".")[0])
     if version is None:
         raise ChangedLogic(f"function package {source.module} is no longer installed")
@@ -158,8 +161,10 @@ def current_hash(source: FunctionSource) -> str:
 
 def of_record(f) -> FunctionSource:
     """The source of a catalog record (:class:`~streamjob.catalog.records.FunctionInfo`):
-    a file module when its location is an absolute path, else a package
-    (``dist==version``)."""
+    a Hive UDF class in its jar (kind ``hive``), a file module when its location is an
+    absolute path, else a package (``dist==version``)."""
+    if f.kind == "hive":
+        return FunctionSource(f.source, "", "jar", f.location, f.code_hash)
     module, attribute = parse_reference(f.source)
     kind = "file" if Path(f.location).is_absolute() else "package"
     return FunctionSource(module, attribute, kind, f.location, f.code_hash)

@@ -167,15 +167,20 @@ def test_compat_names_a_database_statement_by_its_database(tmp_path):
                                            f"{script}:2: USE shop: runs"]
 
 
-def test_compat_reports_hive_udf_jars_refused_and_python_functions_running(tmp_path):
+def test_compat_reports_hive_udf_jars_and_python_functions_running(tmp_path):
     script = tmp_path / "udfs.sql"
     script.write_text("add jar /opt/udfs/normalize.jar;\n"
                       "create temporary function normalize as 'com.example.Normalize';\n"
-                      "create function shout as 'text_udfs:shout' returns string;\n")
+                      "create function shout as 'text_udfs:shout' returns string;\n"
+                      "create function n2 as 'com.example.Normalize' language python;\n")
     res = invoke(tmp_path, "check", "--compat", str(script))
-    assert res.exit_code == 1
-    out = res.output
-    assert f"{script}:1: ADD JAR" in out and "rewrite: Hive UDF jars are not supported yet" in out
-    assert (f"{script}:2: CREATE TEMPORARY FUNCTION: refused: 'com.example.Normalize' names a "
-            "Java (Hive) UDF class") in out
-    assert f"{script}:3: CREATE FUNCTION shout: runs" in out
+    assert res.exit_code == 1  # the last line only
+    lines = res.output.splitlines()
+    assert lines[0] == (f"{script}:1: ADD JAR: runs: the jar must lie in a jar directory of "
+                        "the admin (streamjob.security.functions.jars, default functions/ of "
+                        "the home); a path elsewhere is refused")
+    assert lines[1].startswith(f"{script}:2: CREATE TEMPORARY FUNCTION normalize: runs: a Hive "
+                               "UDF class, run by Spark's Hive support")
+    assert lines[2] == f"{script}:3: CREATE FUNCTION shout: runs"
+    assert lines[3].startswith(f"{script}:4: CREATE FUNCTION N2: refused: LANGUAGE PYTHON names "
+                               "'package.module:callable'")

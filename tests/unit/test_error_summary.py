@@ -1,7 +1,7 @@
 import pytest
 """One line a user can act on, from what Spark reports for a failed query."""
 
-from streamjob.manager.runner import error_summary
+from streamjob.manager.summary import error_summary
 
 pytestmark = pytest.mark.unit
 
@@ -25,3 +25,24 @@ def test_our_error_raised_in_a_python_worker_is_the_summary():
 def test_other_errors_give_their_first_meaningful_line():
     text = "java.lang.IllegalStateException: batch 3 doesn't exist\n\tat org.apache.X(X.scala:1)"
     assert error_summary(Exception(text)) == text.splitlines()[0]
+
+
+#: Spark 4.3's text of a Hive UDF class that threw (from a job's query; trimmed).
+HIVE_UDF = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted \
+due to stage failure: Task 0 in stage 1.0 failed 1 times
+Caused by: org.apache.spark.SparkException: [FAILED_EXECUTE_UDF] User defined function \
+(`com`.`example`.`udf`.`Picky`: (string) => string) failed due to: \
+org.apache.hadoop.hive.ql.metadata.HiveException: Unable to execute method public \
+java.lang.String com.example.udf.Picky.evaluate(java.lang.String) with arguments \
+{n6x6}:no sixes: n6x6. SQLSTATE: 39000
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.failedExecuteUserDefinedFunctionError(X.scala:182)
+"""
+
+
+def test_a_hive_udf_that_threw_is_named_by_its_function():
+    summary = error_summary(Exception(HIVE_UDF), {"com.example.udf.Picky": "default.picky"})
+    assert summary == ("function default.picky raised HiveException: Unable to execute method "
+                       "public java.lang.String com.example.udf.Picky.evaluate(java.lang.String) "
+                       "with arguments {n6x6}:no sixes: n6x6")
+    assert error_summary(Exception(HIVE_UDF)).startswith(
+        "function com.example.udf.Picky raised HiveException: ")

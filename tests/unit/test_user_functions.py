@@ -124,8 +124,12 @@ def test_an_allowed_installed_package_is_hashed_by_its_version(tmp_path):
     ("CREATE FUNCTION f AS 'udfs:add' RETURNS strng", ValidationError, "RETURNS strng"),
     ("CREATE FUNCTION upper AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
     ("CREATE FUNCTION strpos AS 'udfs:shout' RETURNS string", ValidationError, "built-in"),
-    ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE java", ParseError, "LANGUAGE java"),
-    ("CREATE TEMPORARY FUNCTION f AS 'com.x.Udf'", ParseError, "Java \\(Hive\\) UDF class"),
+    ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE java", ParseError, "LANGUAGE JAVA names a Hive"),
+    ("CREATE FUNCTION f AS 'udfs:add' LANGUAGE scala", ParseError, "LANGUAGE scala is not"),
+    ("CREATE TEMPORARY FUNCTION f AS 'com.x.Udf'", ValidationError, "no jar given"),
+    ("CREATE FUNCTION f AS 'udfs:add' USING JAR 'x.jar'", ParseError, "USING JAR is for a Hive"),
+    ("ADD JAR 'missing.jar'", ValidationError, "does not exist in the admin's jar"),
+    ("ADD JAR 'udfs.py'", ValidationError, "is not a jar"),
     ("DROP FUNCTION nope", ObjectNotFoundError, "does not exist"),
     ("DESCRIBE FUNCTION nope", ObjectNotFoundError, "does not exist"),
 ])
@@ -279,3 +283,57 @@ def test_a_databases_functions_go_with_drop_database_cascade_only(home, tmp_path
         run(ex, "DROP DATABASE db2")
     run(ex, "DROP DATABASE db2 CASCADE")
     assert ex.catalog.get_function("db2", "f") is None
+
+
+# ---------------------------------------------------------------- Hive UDF jars
+
+
+@pytest.fixture
+def jar_home(home):
+    """``home`` with the example Hive UDF jar (text_udfs.jar) in its functions/."""
+    from . import example_functions
+
+    return example_functions.install(home)
+
+
+def test_a_hive_function_records_its_class_jar_and_the_jars_hash(jar_home, tmp_path):
+    ex = executor(jar_home, tmp_path)
+    run(ex, "ADD JAR text_udfs.jar; CREATE TEMPORARY FUNCTION rev AS 'com.example.udf.Reverse'")
+    f = ex.catalog.get_function("default", "rev")
+    jar = (tmp_path / "home" / "functions" / "text_udfs.jar").resolve()
+    assert (f.kind, f.source, f.location, f.return_type, f.parameters, f.temporary) == (
+        "hive", "com.example.udf.Reverse", str(jar), None, None, True)
+    assert f.code_hash == hashlib.sha256(jar.read_bytes()).hexdigest()
+    assert dict(run(ex, "DESCRIBE FUNCTION rev").rows)["signature"] == "rev(...) -> ?"
+    # SHOW CREATE gives Hive's self-contained form, which registers it again
+    text = run(ex, "SHOW CREATE FUNCTION rev").rows[0][0]
+    assert text == (f"CREATE TEMPORARY FUNCTION default.rev AS 'com.example.udf.Reverse' "
+                    f"USING JAR '{jar}';")
+    run(ex, "DROP FUNCTION rev")
+    run(ex, text)
+    assert ex.catalog.get_function("default", "rev").code_hash == f.code_hash
+
+
+def test_jars_come_from_the_admins_jar_directories_for_every_role(jar_home, tmp_path):
+    other = tmp_path / "opt" / "udfs"
+    other.mkdir(parents=True)
+    jar = tmp_path / "home" / "functions" / "text_udfs.jar"
+    (other / "more.jar").write_bytes(jar.read_bytes())
+    for role in (Role.ADMIN, Role.OPERATOR):
+        ex = executor(jar_home, tmp_path, role)
+        with pytest.raises(PolicyError, match="streamjob.security.functions.jars"):
+            run(ex, f"ADD JAR '{other / 'more.jar'}'")
+    admitted = Home.open(tmp_path / "home", {
+        "streamjob.security.functions.jars": f"functions,{other}"})
+    ex = executor(admitted, tmp_path, Role.OPERATOR)
+    run(ex, f"ADD JAR 'file://{other / 'more.jar'}'; "
+            "CREATE FUNCTION rev AS 'com.example.udf.Reverse' RETURNS string")
+    assert ex.catalog.get_function("default", "rev").location == str((other / "more.jar").resolve())
+
+
+def test_jars_none_turns_jar_functions_off(jar_home, tmp_path):
+    off = Home.open(tmp_path / "home", {"streamjob.security.functions.jars": "none"})
+    assert off.policy.function_jar_dirs == []
+    ex = executor(off, tmp_path)
+    with pytest.raises(PolicyError, match="none: jar functions are off"):
+        run(ex, "CREATE FUNCTION rev AS 'com.example.udf.Reverse' USING JAR 'text_udfs.jar'")

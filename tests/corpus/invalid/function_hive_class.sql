@@ -1,2 +1,0 @@
--- expect: 2:40: names a Java (Hive) UDF class
-CREATE TEMPORARY FUNCTION normalize AS 'com.example.udf.Normalize';
