@@ -54,6 +54,17 @@ def files_reached(committed: set[str], targets: set[str]) -> bool:
     return all(norm(t) in have for t in targets)
 
 
+def recorded(batch_id: int | None, committed: list[int]) -> bool:
+    """True if the job's recorder has seen (:class:`~streamjob.checkpoint.recorder.
+    CheckpointTracker` ``batch_id``: its step 8, after the batch's counts and checkpoint
+    were recorded) every micro-batch Spark committed (``committed``: the ids of the
+    checkpoint's ``commits`` log). A file stream is caught up by the files its committed
+    batches hold, which Spark writes before the listener reports the batch: without this,
+    ``run --until-idle`` could stop before the last batch's checkpoint, malformed and
+    missing-column counts reached the catalog."""
+    return not committed or (batch_id is not None and batch_id >= max(committed))
+
+
 def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool:
     """True if ``offsets`` (a checkpoint's) equal ``targets`` on every partition.
 

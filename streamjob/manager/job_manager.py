@@ -181,8 +181,10 @@ class JobManager:
                 never be idle.
         """
         from ..checkpoint.entries import committed_source_files
+        from ..checkpoint.store import log_ids
         from ..exceptions import ConnectorError, JobError
-        from .idle import ReleasedOutput, file_targets, files_reached, reached, targets_for
+        from .idle import (ReleasedOutput, file_targets, files_reached, reached, recorded,
+                           targets_for)
 
         deadline = None if timeout is None else time.monotonic() + timeout
         failed: list[str] = []
@@ -210,7 +212,8 @@ class JobManager:
             def caught_up(t, targets=targets, files=files, ckdir=ckdir,
                           released=released) -> bool:
                 return reached(t.offsets, targets) and (
-                    not files or files_reached(committed_source_files(ckdir), files)) \
+                    not files or (files_reached(committed_source_files(ckdir), files)
+                                  and recorded(t.batch_id, log_ids(ckdir, "commits")))) \
                     and released.written()
 
             while not runner.tracker.wait_for(caught_up, poll_s):
