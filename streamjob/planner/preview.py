@@ -40,9 +40,8 @@ from ..home import Home
 from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .plan import Derived, Source, Static, static_tables
-from .query import AnalyzedSelect, analyze_body
+from .query import AnalyzedSelect, extract_clauses, select_body
 from .text import QueryText, parse
-from .window import extract_windows
 
 #: Rows shown by a SELECT without LIMIT.
 DEFAULT_LIMIT = 20
@@ -114,7 +113,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     lookup = Lookup(catalog)
     qt = QueryText(text, None, lookup.functions(default_database))
     policy.check_text(qt, text, "query", calls=False)  # as written
-    blanked, clauses = extract_windows(qt)
+    blanked, clauses, pattern = extract_clauses(qt)
     statements = parse(qt, blanked, "query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error("expected one 'select ...' (an insert runs as a streamjob: "
@@ -122,7 +121,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     select = statements[0]
     limit = _take_limit(qt, select)
     try:
-        body = analyze_body(qt, select, clauses, lookup, default_database, "job")
+        body = select_body(qt, select, clauses, pattern, lookup, default_database)
     except ValidationError as exc:
         if exc.message.startswith("the query reads no stream"):
             exc.message = ("the query reads no stream; a SELECT in the shell shows the rows of "
