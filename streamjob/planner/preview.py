@@ -3,9 +3,10 @@
 A job's query is an ``insert into <table> select ...``; the shell also accepts a bare
 SELECT, which runs as a short-lived streaming query whose rows are printed, not stored.
 :func:`plan_preview` resolves it with the job planner's machinery (the same column and
-object checks, STREAMWINDOW, derived streams and stream-static joins, errors at their
-line and column in the statement) and :func:`streamjob.spark.query.preview_frame` builds it in a Spark
-session clone with the same source readers a job uses.
+object checks, STREAMWINDOW, derived streams, stream-static joins and a CEP ``FROM
+PATTERN (...) WITHIN (...)``, errors at their line and column in the statement) and
+:func:`streamjob.spark.query.preview_frame` builds it in a Spark session clone with the
+same source readers and views (a pattern's match view included) a job uses.
 
 Differences from a job, on purpose:
 
@@ -106,8 +107,9 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     Raises:
         ValidationError: not one SELECT, a syntax error, an unknown stream, table or
             column, a bad STREAMWINDOW, no stream read, a LIMIT that is not a whole
-            number (at its line and column in ``text``); a Kafka stream to be read from
-            ``committed`` offsets without a consumer group.
+            number, a PATTERN the job planner refuses (at its line and column in
+            ``text``); a Kafka stream to be read from ``committed`` offsets without a
+            consumer group.
     """
     text = text.rstrip().removesuffix(";")
     lookup = Lookup(catalog)
