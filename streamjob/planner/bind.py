@@ -128,21 +128,28 @@ def bind_job(plan, *, read: bool = True) -> BoundQuery:
         statics=tuple(bind_static(st, read) for st in plan.statics),
         derived=_derived(plan.derived), windows=q.windows, select_sql=q.select_sql,
         output_mode=plan.output_mode, pattern=q.pattern, sink=sink,
-        match_schema=None if q.pattern is None else ddl(
-            {"name": c, "type": t} for c, t in q.pattern.outputs),
-        sink_name=plan.sink.qualified_name, targets=targets,
+        match_schema=_match_schema(q.pattern), sink_name=plan.sink.qualified_name, targets=targets,
         trigger_ms=plan.props.trigger_ms, select_span=q.select_span)
 
 
 def bind_preview(plan) -> BoundQuery:
     """The query of a shell preview (a :class:`~streamjob.planner.preview.PreviewPlan`)
-    bound to its connectors, as :func:`bind_job` (its readers resolved now)."""
+    bound to its connectors, as :func:`bind_job` (its readers resolved now; a CEP
+    query's pattern and match schema as a job's, so that
+    :func:`streamjob.spark.query.create_views` builds its match view)."""
     return BoundQuery(
         name=None, functions=_functions(plan.functions),
         sources=tuple(_stream(src, plan.props, True) for src in plan.sources),
         statics=tuple(bind_static(st) for st in plan.statics),
         derived=_derived(plan.derived), windows=plan.select.windows,
-        select_sql=plan.select.select_sql, output_mode=plan.output_mode)
+        select_sql=plan.select.select_sql, output_mode=plan.output_mode,
+        pattern=plan.select.pattern, match_schema=_match_schema(plan.select.pattern))
+
+
+def _match_schema(pattern) -> str | None:
+    """The Spark DDL of the matches of ``pattern`` (a
+    :class:`~streamjob.planner.cep.CepPlan`; None: no pattern, None)."""
+    return None if pattern is None else ddl({"name": c, "type": t} for c, t in pattern.outputs)
 
 
 def _stream(src, props, read: bool) -> StreamRead:

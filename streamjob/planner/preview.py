@@ -3,9 +3,10 @@
 A job's query is an ``insert into <table> select ...``; the shell also accepts a bare
 SELECT, which runs as a short-lived streaming query whose rows are printed, not stored.
 :func:`plan_preview` resolves it with the job planner's machinery (the same column and
-object checks, STREAMWINDOW, derived streams and stream-static joins, errors at their
-line and column in the statement) and :func:`streamjob.spark.query.preview_frame` builds it in a Spark
-session clone with the same source readers a job uses.
+object checks, STREAMWINDOW, derived streams, stream-static joins and a CEP ``FROM
+PATTERN (...) WITHIN (...)``, errors at their line and column in the statement) and
+:func:`streamjob.spark.query.preview_frame` builds it in a Spark session clone with the
+same source readers and views (a pattern's match view included) a job uses.
 
 Differences from a job, on purpose:
 
@@ -40,9 +41,8 @@ from ..home import Home
 from .derived import check_window_stream_readers, expand_streams
 from .lookup import Lookup
 from .plan import Derived, Source, Static, static_tables
-from .query import AnalyzedSelect, analyze_body
+from .query import AnalyzedSelect, extract_clauses, select_body
 from .text import QueryText, parse
-from .window import extract_windows
 
 #: Rows shown by a SELECT without LIMIT.
 DEFAULT_LIMIT = 20
@@ -107,14 +107,15 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     Raises:
         ValidationError: not one SELECT, a syntax error, an unknown stream, table or
             column, a bad STREAMWINDOW, no stream read, a LIMIT that is not a whole
-            number (at its line and column in ``text``); a Kafka stream to be read from
-            ``committed`` offsets without a consumer group.
+            number, a PATTERN the job planner refuses (at its line and column in
+            ``text``); a Kafka stream to be read from ``committed`` offsets without a
+            consumer group.
     """
     text = text.rstrip().removesuffix(";")
     lookup = Lookup(catalog)
     qt = QueryText(text, None, lookup.functions(default_database))
     policy.check_text(qt, text, "query", calls=False)  # as written
-    blanked, clauses = extract_windows(qt)
+    blanked, clauses, pattern = extract_clauses(qt)
     statements = parse(qt, blanked, "query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error("expected one 'select ...' (an insert runs as a streamjob: "
@@ -122,7 +123,7 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     select = statements[0]
     limit = _take_limit(qt, select)
     try:
-        body = analyze_body(qt, select, clauses, lookup, default_database, "job")
+        body = select_body(qt, select, clauses, pattern, lookup, default_database)
     except ValidationError as exc:
         if exc.message.startswith("the query reads no stream"):
             exc.message = ("the query reads no stream; a SELECT in the shell shows the rows of "

@@ -130,11 +130,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
     """
     qt = QueryText(query, position, lookup.functions(default_database))
     policy.check_text(qt, query, "job's query", calls=False)  # as written
-    text, clauses = extract_windows(qt)
-    text, pattern = extract_pattern(qt, text)
-    if pattern is not None and clauses:
-        raise qt.error(f"a PATTERN query has no {clauses[0].word}: a match is its own "
-                       f"window (WITHIN)", clauses[0].keyword)
+    text, clauses, pattern = extract_clauses(qt)
     statements = parse(qt, text, "job's query")
     if len(statements) != 1 or not isinstance(statements[0], exp.Insert):
         raise qt.error("a streamjob's query must be one 'insert into <table> select ...'")
@@ -155,8 +151,7 @@ def analyze(query: str, lookup: Lookup, position: Position | None = None,
     select = insert.expression
     if not isinstance(select, (exp.Query, exp.Subquery)):
         raise qt.error("the insert has no select")
-    body = (_pattern_body(qt, select, pattern, lookup, default_database) if pattern is not None
-            else analyze_body(qt, select, clauses, lookup, default_database, "job"))
+    body = select_body(qt, select, clauses, pattern, lookup, default_database)
     lookup.note_calls(called_functions(qt, insert))
     return AnalyzedQuery(
         target=target, target_columns=target_columns, select_sql=body.select_sql,
@@ -172,6 +167,39 @@ def called_functions(qt: QueryText, tree: exp.Expr) -> tuple:
     calls, by name."""
     names = {node.name.lower() for node in tree.find_all(exp.Anonymous)}
     return tuple(qt.functions[n] for n in sorted(names & qt.functions.keys()))
+
+
+def extract_clauses(qt: QueryText) -> tuple[str, list[WindowClause], Any]:
+    """The text of a job's query or a shell preview's SELECT (``qt``) with its window
+    clauses (:func:`.window.extract_windows`) and its ``PATTERN (...) WITHIN (...)``
+    (:func:`.pattern.extract_pattern`) taken out: ``(text, clauses, pattern)``, the
+    pattern None when there is none.
+
+    Raises:
+        ValidationError: as those two; a PATTERN with a STREAMWINDOW or SESSIONWINDOW (a
+            match is its own window), at the window's keyword.
+    """
+    text, clauses = extract_windows(qt)
+    text, pattern = extract_pattern(qt, text)
+    if pattern is not None and clauses:
+        raise qt.error(f"a PATTERN query has no {clauses[0].word}: a match is its own "
+                       f"window (WITHIN)", clauses[0].keyword)
+    return text, clauses, pattern
+
+
+def select_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], pattern,
+                lookup: Lookup, default_database: str) -> AnalyzedSelect:
+    """The analyzed select of a job's query or a shell preview (``clauses`` and
+    ``pattern`` from :func:`extract_clauses`): over the pattern's matches
+    (:func:`.cep.analyze_pattern`, its ``pattern`` the CepPlan) when there is one, else
+    :func:`analyze_body`.
+
+    Raises:
+        ValidationError: as :func:`.cep.analyze_pattern` or :func:`analyze_body`.
+    """
+    if pattern is not None:
+        return _pattern_body(qt, select, pattern, lookup, default_database)
+    return analyze_body(qt, select, clauses, lookup, default_database, "job")
 
 
 def _pattern_body(qt: QueryText, select: exp.Expr, pattern, lookup: Lookup,

@@ -95,3 +95,42 @@ def test_processing_time_pattern_with_notfollowedby(world, broker):
     got = Counter((r["id"], r["a"], r["b"]) for r in read_table(str(out)).to_pylist())
     assert sum(expected.values()) >= 10
     assert got == expected
+
+
+def test_preview_of_a_pattern_shows_the_matches_of_a_job(world):
+    """A shell/-e preview (``plan_preview`` -> ``bind_preview`` -> ``preview_frame``, as
+    :mod:`streamjob.client.preview` runs it) of a bare SELECT over the PATTERN of the job
+    above builds the same match view as a job: its rows are the matches the batch
+    computation finds over the same events (a file stream: event time, several
+    micro-batches, then the sentinels that move the watermark past every event)."""
+    from collections import Counter
+
+    from streamjob.planner.bind import bind_preview
+    from streamjob.planner.preview import plan_preview
+    from streamjob.spark.query import preview_frame
+
+    directory = world.root / "cep_preview_in"
+    directory.mkdir()
+    world.run(f"""CREATE STREAM cep_pv (id INT, cnt INT, ts TIMESTAMP)
+      TBLPROPERTIES("source"="files", "path"="{directory}", "format"="json",
+                    "watermark.column"="ts", "watermark.delay"="0 seconds");""")
+    select = QUERY.format(table="x", stream="cep_pv").split(" select ", 1)[1]
+    plan = plan_preview(world.catalog, world.home, f"select {select} limit 1000")
+    assert plan.limit == 1000 and plan.output_mode == "append"
+    df = preview_frame(world.session, bind_preview(plan))
+    query = (df.writeStream.format("memory").queryName("cep_preview_rows")
+             .option("checkpointLocation", str(world.root / "checkpoints" / "cep_preview"))
+             .outputMode(plan.output_mode).start())
+    evs = events(160, seed=29)
+    try:
+        for part in (evs[:80], evs[80:], *([s] for s in sentinels(evs[-1]["ts"]))):
+            world.write(directory, [{**e, "ts": e["ts"].strftime("%Y-%m-%dT%H:%M:%SZ")}
+                                    for e in part])
+            query.processAllAvailable()
+        assert query.exception() is None
+        rows = world.session.table("cep_preview_rows").collect()
+    finally:
+        query.stop()
+    expected = Counter((i, c, last) for i, c, _, last in batch_matches(evs).elements())
+    assert sum(expected.values()) >= 10, "the events should hold matches"
+    assert Counter((r[0], r[1], r[3]) for r in rows) == expected

@@ -289,7 +289,27 @@ def test_plan_preview_takes_the_limit_and_reads_from_the_reset_strategy(world):
         plan_preview(world.catalog, world.home, "select * from clicks", reset="committed")
 
 
+def test_plan_preview_plans_a_pattern_as_a_job_does(world):
+    """A preview's FROM PATTERN is planned (the job's CepPlan, the select over its
+    matches, append mode) and bound with the match schema a job's is bound with."""
+    from streamjob.planner.bind import bind_preview
+    from streamjob.planner.cep import MATCH_VIEW
+
+    plan = plan_preview(world.catalog, world.home, """select e1.id, e2.name from
+        pattern(e1=clicks[e1.id > 1] followedby e2=clicks[e2.id = e1.id]) within ('1' minute)
+        limit 4""")
+    assert plan.limit == 4 and plan.output_mode == "append" and plan.columns == ("id", "name")
+    assert plan.select.pattern.key == ("id",) and MATCH_VIEW in plan.select.select_sql
+    assert [s.stream.name for s in plan.sources] == ["clicks"]
+    q = bind_preview(plan)
+    assert q.pattern is plan.select.pattern and q.match_view == MATCH_VIEW
+    assert q.match_schema is not None and "e2__name" in q.match_schema
+
+
 @pytest.mark.parametrize("sql, message, where", [
+    ("select e1.id from pattern(e1=clicks[e1.id > 1]) within ('1' minute) "
+     "streamwindow w as (length '1' minute slide '1' minute)", "a PATTERN query has no",
+     (1, 69)),
     ("select nope from clicks", "unknown column 'nope'", (1, 8)),
     ("select 1", "reads no stream", (1, 1)),
     ("select * from clicks limit x", "LIMIT must be a whole number", (1, 28)),
