@@ -134,7 +134,8 @@ class JobStatements:
         records they now read beyond the first run's ranges would be lost). Rows written
         after n stay in the sink. Refused while the job runs, if n is not retained, for
         a file table whose manifest lists later batches, and for a checkpoint directory
-        that is another job's or has no identity. A dry run contacts nothing:
+        that is another job's; one without identity is adopted first, as START adopts it
+        (checkpoint/identity.py step 2). A dry run contacts nothing:
         it checks n against the scratch catalog, and not at all for a job whose records
         live in zookeeper or kafka."""
         from ..checkpoint.backends import CatalogBackend, backend_for_plan
@@ -162,6 +163,8 @@ class JobStatements:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
         ckdir = self.home.checkpoint_dir(job.database, job.name)
+        if identity.read(ckdir) is None and store.holds_anything(ckdir):
+            identity.prepare(ckdir, job, None)  # Spark's logs from before identities: adopted
         new = self._rewind(  # executor/savepoints.py: as a savepoint is restored
             job, plan, n, lambda staging: savepoint.rewind_into(ckdir, n, staging),
             lambda backend: backend.truncate(job, after=n), f"start it from checkpoint {n}")
