@@ -9,6 +9,7 @@ neither retention nor expiry of any backend reaches it. Restoring one replaces t
 checkpoint directory with the savepoint's files under a new checkpoint epoch: the sinks'
 exactly-once markers are keyed by epoch (checkpoint/identity.py), so the batches after
 the savepoint are written again rather than skipped as replays of the run that followed it.
+``START ... FROM CHECKPOINT n`` rewinds the same way (:meth:`SavepointStatements._rewind`).
 
 Roles (DESIGN §9, docs/security.md): a viewer may SHOW SAVEPOINTS; making, dropping and
 restoring them is an operator's or the admin's.
