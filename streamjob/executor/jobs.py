@@ -163,11 +163,14 @@ class JobStatements:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
         ckdir = self.home.checkpoint_dir(job.database, job.name)
-        if identity.read(ckdir) is None and store.holds_anything(ckdir):
-            identity.prepare(ckdir, job, None)  # Spark's logs from before identities: adopted
+        # n's files: in the directory, or where a rewind killed between its two renames
+        # moved it aside (executor/savepoints.py _rewind step 3)
+        source = ckdir if store.holds_anything(ckdir) or not store.holds_anything(
+            ckdir + ".replaced") else ckdir + ".replaced"
         new = self._rewind(  # executor/savepoints.py: as a savepoint is restored
-            job, plan, n, lambda staging: savepoint.rewind_into(ckdir, n, staging),
-            lambda backend: backend.truncate(job, after=n), f"start it from checkpoint {n}")
+            job, plan, n, lambda staging: savepoint.rewind_into(source, n, staging),
+            lambda backend: backend.truncate(job, after=n), f"start it from checkpoint {n}",
+            adopt=True)
         later = [c for c in retained if c > n]
         return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed); "
                 f"checkpoint epoch {new.epoch}" if later

@@ -196,7 +196,8 @@ class SavepointStatements:
                            record, "restore the savepoint")
         return f"{what}; checkpoint epoch {new.epoch}"
 
-    def _rewind(self, job, plan, checkpoint_id: int, fill, record, doing: str):
+    def _rewind(self, job, plan, checkpoint_id: int, fill, record, doing: str,
+                adopt: bool = False):
         """Take ``job`` back to checkpoint ``checkpoint_id`` under a new checkpoint epoch:
         the one way both START ... FROM SAVEPOINT and START ... FROM CHECKPOINT n rewind
         (module docstring; docs/checkpoints.md "Restoring"). The sinks' exactly-once
@@ -210,15 +211,17 @@ class SavepointStatements:
         job's checkpoint backend record ``checkpoint_id`` as the newest checkpoint. The
         new directory is swapped in by two renames at the end, so that a rewind killed
         midway leaves the old directory, or none (refused at START), never a partial
-        one. ``doing`` ends the message of a directory without identity.
+        one. A directory without identity is refused (``doing`` ends the message), or,
+        with ``adopt``, adopted as START adopts Spark's logs from before identities
+        (checkpoint/identity.py step 2).
 
         Returns:
             the new :class:`~streamjob.checkpoint.identity.Identity`.
 
         Raises:
             JobError: a file table would skip the re-planned batches (``on_rewind``).
-            CheckpointError: the directory is another job's or has no identity, or a
-                file cannot be copied or renamed.
+            CheckpointError: the directory is another job's or has no identity (without
+                ``adopt``), or a file cannot be copied or renamed.
         """
         from ..checkpoint.backends import backend_for_plan
 
@@ -227,15 +230,19 @@ class SavepointStatements:
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
             identity.prepare(ckdir, job, None)  # raises: the directory is another job's
-        if old is None and store.holds_anything(ckdir):
+        if old is None and store.holds_anything(ckdir) and adopt:
+            old = identity.prepare(ckdir, job, None)  # logs from before identities
+        elif old is None and store.holds_anything(ckdir):
             raise CheckpointError(
                 f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
                 f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
                 f"replace it: move it away, then {doing}")
         root = self.home.checkpoint_root
         staging, replaced = ckdir + ".restoring", ckdir + ".replaced"
-        for leftover in (staging, replaced):  # of a rewind killed midway
-            identity.purge_owned(leftover, root, job.uid)
+        if old is None and not store.holds_anything(ckdir):  # killed between the renames?
+            aside = identity.read(replaced)
+            old = aside if aside is not None and aside.job_uid == job.uid else None
+        identity.purge_owned(staging, root, job.uid)  # of a rewind killed midway
         # 1. beside the directory: a new epoch's identity, then the checkpoint's files
         new = identity.start_over(staging, job, None)
         fill(staging)
@@ -244,11 +251,13 @@ class SavepointStatements:
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             record(backend)
         # 3. the swap, two renames (killed between them: the directory is missing while
-        #    the backend records a checkpoint, which START refuses, naming the ways out)
+        #    the backend records a checkpoint, which START refuses, naming the ways out;
+        #    the old directory stays in <dir>.replaced until a rewind completes)
         if store.holds_anything(ckdir):
+            identity.purge_owned(replaced, root, job.uid)  # of a rewind killed midway
             store.rename(ckdir, replaced)
-        elif old is None:
-            identity.purge_owned(ckdir, root, job.uid)  # an empty directory
+        else:
+            identity.purge_owned(ckdir, root, job.uid)  # an empty directory, or none
         store.rename(staging, ckdir)
         identity.purge_owned(replaced, root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
