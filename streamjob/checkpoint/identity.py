@@ -2,7 +2,8 @@
 
 A checkpoint directory holds ``streamjob.json``: the uid of the job incarnation that
 owns it, and its *epoch*, a random id that changes whenever the job's checkpoint starts
-over (a new directory, ``START STREAMJOB j FROM EARLIEST | LATEST | TIMESTAMP t``).
+over (a new directory, ``START STREAMJOB j FROM EARLIEST | LATEST | TIMESTAMP t``, and
+a rewind: ``FROM SAVEPOINT sp`` and ``FROM CHECKPOINT n``, executor/savepoints.py).
 Sinks key their exactly-once markers by :func:`marker_key` (uid and epoch), because
 Spark's batch ids restart at 0 with a new checkpoint: a marker of the old epoch saying
 "batch 5 committed" must never make the new epoch's batches 0-5 look like replays
@@ -139,8 +140,8 @@ def prepare(checkpoint_dir: str, job, recorded) -> Identity:
 
 def start_over(checkpoint_dir: str, job, start: str | None) -> Identity:
     """Give ``job`` a new checkpoint epoch whose first start reads from ``start``
-    (``earliest``, ``latest`` or ms since the epoch as text; None: a restored savepoint,
-    whose logs say where to read, checkpoint/savepoint.py). The caller has emptied
+    (``earliest``, ``latest`` or ms since the epoch as text; None: a restored savepoint
+    or checkpoint, whose logs say where to read, checkpoint/savepoint.py). The caller has emptied
     the directory (:func:`streamjob.checkpoint.store.purge`) or found it gone.
 
     Raises:

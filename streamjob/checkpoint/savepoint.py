@@ -47,7 +47,7 @@ from .fingerprint import FILE_NAME as FINGERPRINT_FILE
 from .store import join_uri
 
 __all__ = ["MANIFEST", "PIN", "SUFFIX", "folder", "missing", "needed_files", "pinned",
-           "remove", "restore_into", "take", "take_newest"]
+           "remove", "restore_into", "rewind_into", "take", "take_newest"]
 
 SUFFIX = ".savepoints"
 MANIFEST = "savepoint.json"
@@ -154,6 +154,21 @@ def take(checkpoint_dir: str, target: str, checkpoint_id: int, job_uid: str,
     """
     if store.holds_anything(target):
         raise CheckpointError(f"savepoint folder {target} exists already; move it away")
+    files = _copy_checkpoint(checkpoint_dir, target, checkpoint_id)
+    store.write_file(join_uri(target, MANIFEST), json.dumps(
+        {"job_uid": job_uid, "epoch": epoch, "checkpoint_id": int(checkpoint_id),
+         "files": files}, indent=1))
+    return files
+
+
+def _copy_checkpoint(checkpoint_dir: str, target: str, checkpoint_id: int) -> list[str]:
+    """Copy what a restore of ``checkpoint_id`` needs, and the fingerprint, from
+    ``checkpoint_dir`` into ``target``; returns the files copied (fingerprint aside).
+
+    Raises:
+        CheckpointError: the checkpoint is not committed, a copy fails.
+        _Raced: a file vanished.
+    """
     files = needed_files(checkpoint_dir, checkpoint_id)
     try:
         for rel in files:
@@ -162,10 +177,24 @@ def take(checkpoint_dir: str, target: str, checkpoint_id: int, job_uid: str,
         raise _Raced(str(exc)) from None
     if store.read_file(join_uri(checkpoint_dir, FINGERPRINT_FILE)) is not None:
         store.copy_file(join_uri(checkpoint_dir, FINGERPRINT_FILE), join_uri(target, FINGERPRINT_FILE))
-    store.write_file(join_uri(target, MANIFEST), json.dumps(
-        {"job_uid": job_uid, "epoch": epoch, "checkpoint_id": int(checkpoint_id),
-         "files": files}, indent=1))
     return files
+
+
+def rewind_into(checkpoint_dir: str, checkpoint_id: int, target: str) -> int:
+    """Copy retained checkpoint ``checkpoint_id`` of the (stopped) job's
+    ``checkpoint_dir`` into the new directory ``target`` (``START ... FROM CHECKPOINT
+    n``, DESIGN §4): the files a restore needs, as a savepoint holds them, so the job
+    resumes from it. Returns the number of files copied.
+
+    Raises:
+        CheckpointError: the checkpoint is not committed, or a file it needs is missing
+            or cannot be copied (names it).
+    """
+    try:
+        return len(_copy_checkpoint(checkpoint_dir, target, checkpoint_id))
+    except _Raced as exc:
+        raise CheckpointError(f"checkpoint {checkpoint_id} in {checkpoint_dir} cannot be "
+                              f"restored: {exc} is missing") from None
 
 
 def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], job_uid: str,

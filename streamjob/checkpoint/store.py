@@ -271,7 +271,9 @@ def trim_state(checkpoint_dir: str, oldest_checkpoint: int) -> int:
 
 def truncate_after(checkpoint_dir: str, checkpoint_id: int) -> int:
     """Delete the offset and commit log entries of batches after ``checkpoint_id``, so
-    that Spark resumes from it (``START ... FROM CHECKPOINT n``, DESIGN §4). State
+    that Spark resumes from it in the same directory, under the same checkpoint epoch
+    (``START ... FROM CHECKPOINT n`` copies the checkpoint under a new epoch instead:
+    checkpoint/savepoint.py ``rewind_into``). State
     versions of later batches stay on disk and are overwritten when those batches run
     again. Returns the number of files deleted.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from .. import properties as jp
-from ..checkpoint import fingerprint, identity, store
+from ..checkpoint import fingerprint, identity, savepoint, store
 from ..connectors import spec as cspec
 from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
@@ -125,9 +125,17 @@ class JobStatements:
         return Result(f"streamjob {db}.{name} started{restored}")
 
     def _restore(self, s: st.StartStreamJob, job, plan) -> str:
-        """START ... FROM CHECKPOINT n (DESIGN §4): the logs after n are removed, and the
-        records after n in the job's checkpoint backend, and the job resumes from n.
-        Refused while the job runs, or if n is not retained. A dry run contacts nothing:
+        """START ... FROM CHECKPOINT n (DESIGN §4): the job resumes from n under a new
+        checkpoint epoch, as a restored savepoint does (``_rewind``, executor/savepoints.py):
+        checkpoint n's files are copied into a new directory that replaces the old one,
+        the records after n in the job's checkpoint backend are removed, and the old
+        epoch's sink markers are purged, so every batch re-planned after n reaches the
+        sink (under the old epoch a sink would skip batches n+1..m as replays, and the
+        records they now read beyond the first run's ranges would be lost). Rows written
+        after n stay in the sink. Refused while the job runs, if n is not retained, for
+        a file table whose manifest lists later batches, and for a checkpoint directory
+        that is another job's; one without identity is adopted first, as START adopts it
+        (checkpoint/identity.py step 2). A dry run contacts nothing:
         it checks n against the scratch catalog, and not at all for a job whose records
         live in zookeeper or kafka."""
         from ..checkpoint.backends import CatalogBackend, backend_for_plan
@@ -154,15 +162,19 @@ class JobStatements:
             if self.dry_run:
                 return f" from checkpoint {n}" + (
                     f" (not checked: its checkpoints are recorded in {where})" if unchecked else "")
-            self._refuse_rewind_skips(job, plan, n)
-            ckdir = self.home.checkpoint_dir(job.database, job.name)
-            if identity.owner_uid(ckdir) not in (None, job.uid):
-                identity.prepare(ckdir, job, None)  # raises: another incarnation's directory
-            removed = store.truncate_after(ckdir, n)
-            backend.truncate(job, after=n)
+        ckdir = self.home.checkpoint_dir(job.database, job.name)
+        # n's files: in the directory, or where a rewind killed between its two renames
+        # moved it aside (executor/savepoints.py _rewind step 3)
+        source = ckdir if store.holds_anything(ckdir) or not store.holds_anything(
+            ckdir + ".replaced") else ckdir + ".replaced"
+        new = self._rewind(  # executor/savepoints.py: as a savepoint is restored
+            job, plan, n, lambda staging: savepoint.rewind_into(source, n, staging),
+            lambda backend: backend.truncate(job, after=n), f"start it from checkpoint {n}",
+            adopt=True)
         later = [c for c in retained if c > n]
-        return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed, "
-                f"{removed} log files)" if later else f" from checkpoint {n}")
+        return (f" from checkpoint {n} (checkpoints {', '.join(map(str, later))} removed); "
+                f"checkpoint epoch {new.epoch}" if later
+                else f" from checkpoint {n}; checkpoint epoch {new.epoch}")
 
     def _check_identity(self, job, plan) -> None:
         """Refuse START of a job whose checkpoint directory is lost or not its own

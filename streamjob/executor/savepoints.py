@@ -9,6 +9,7 @@ neither retention nor expiry of any backend reaches it. Restoring one replaces t
 checkpoint directory with the savepoint's files under a new checkpoint epoch: the sinks'
 exactly-once markers are keyed by epoch (checkpoint/identity.py), so the batches after
 the savepoint are written again rather than skipped as replays of the run that followed it.
+``START ... FROM CHECKPOINT n`` rewinds the same way (:meth:`SavepointStatements._rewind`).
 
 Roles (DESIGN §9, docs/security.md): a viewer may SHOW SAVEPOINTS; making, dropping and
 restoring them is an operator's or the admin's.
@@ -167,8 +168,6 @@ class SavepointStatements:
         killed midway leaves the old directory, or none (refused at START), never a
         partial one. Refused while the job runs, for a savepoint whose files are missing
         (naming them), and for a changed query (checkpoint/fingerprint.py, as any start)."""
-        from ..checkpoint.backends import backend_for_plan
-
         sp = sp or self._require_savepoint(job, s, s.from_savepoint)
         self._refuse_running(job, f"starting it from savepoint {sp.name}")
         # a dry run checks the files of a savepoint that has a folder (not one the same
@@ -183,42 +182,86 @@ class SavepointStatements:
         what = f" from savepoint {sp.name} (checkpoint {sp.checkpoint_id})"
         if self.dry_run:
             return what
-        self._refuse_rewind_skips(job, plan, sp.checkpoint_id)
-        ckdir = self.home.checkpoint_dir(job.database, job.name)
-        old = identity.read(ckdir)
-        if old is not None and old.job_uid != job.uid:
-            identity.prepare(ckdir, job, None)  # raises: the directory is another job's
-        if old is None and store.holds_anything(ckdir):
-            raise CheckpointError(
-                f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
-                f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
-                "replace it: move it away, then restore the savepoint")
-        root = self.home.checkpoint_root
-        staging, replaced = ckdir + ".restoring", ckdir + ".replaced"
-        for leftover in (staging, replaced):  # of a restore killed midway
-            identity.purge_owned(leftover, root, job.uid)
-        # 1. beside the directory: a new epoch's identity, then the savepoint's files
-        new = identity.start_over(staging, job, None)
-        savepoint.restore_into(sp.location, staging)
-        # 2. the backend records the savepoint's checkpoint (killed here: the old
-        #    directory still runs, with the old epoch)
-        with backend_for_plan(self.catalog, self.home, plan) as backend:
+
+        def record(backend):  # the savepoint's checkpoint, the only one recorded
             backend.purge(job)
             backend.record(job, CheckpointInfo(
                 job_uid=job.uid, checkpoint_id=sp.checkpoint_id, started_at=sp.taken_at,
                 ended_at=sp.taken_at, duration_ms=0, source_offsets=sp.source_offsets,
                 input_rows=0, state_rows=None, status=CheckpointStatus.COMPLETED,
                 fingerprint=sp.fingerprint), retained=plan.props.checkpoints_retained)
+
+        new = self._rewind(job, plan, sp.checkpoint_id,
+                           lambda staging: savepoint.restore_into(sp.location, staging),
+                           record, "restore the savepoint")
+        return f"{what}; checkpoint epoch {new.epoch}"
+
+    def _rewind(self, job, plan, checkpoint_id: int, fill, record, doing: str,
+                adopt: bool = False):
+        """Take ``job`` back to checkpoint ``checkpoint_id`` under a new checkpoint epoch:
+        the one way both START ... FROM SAVEPOINT and START ... FROM CHECKPOINT n rewind
+        (module docstring; docs/checkpoints.md "Restoring"). The sinks' exactly-once
+        markers are keyed by epoch (checkpoint/identity.py), so every batch re-planned
+        after ``checkpoint_id`` reaches the sink rather than being skipped as a replay of
+        the run that followed it; the old epoch's markers are purged. Rows written after
+        the point stay in the sink (as with Flink).
+
+        ``fill(staging)`` copies the checkpoint's files into the new directory
+        ``<dir>.restoring`` (which holds the new identity); ``record(backend)`` makes the
+        job's checkpoint backend record ``checkpoint_id`` as the newest checkpoint. The
+        new directory is swapped in by two renames at the end, so that a rewind killed
+        midway leaves the old directory, or none (refused at START), never a partial
+        one. A directory without identity is refused (``doing`` ends the message), or,
+        with ``adopt``, adopted as START adopts Spark's logs from before identities
+        (checkpoint/identity.py step 2).
+
+        Returns:
+            the new :class:`~streamjob.checkpoint.identity.Identity`.
+
+        Raises:
+            JobError: a file table would skip the re-planned batches (``on_rewind``).
+            CheckpointError: the directory is another job's or has no identity (without
+                ``adopt``), or a file cannot be copied or renamed.
+        """
+        from ..checkpoint.backends import backend_for_plan
+
+        self._refuse_rewind_skips(job, plan, checkpoint_id)
+        ckdir = self.home.checkpoint_dir(job.database, job.name)
+        old = identity.read(ckdir)
+        if old is not None and old.job_uid != job.uid:
+            identity.prepare(ckdir, job, None)  # raises: the directory is another job's
+        if old is None and store.holds_anything(ckdir) and adopt:
+            old = identity.prepare(ckdir, job, None)  # logs from before identities
+        elif old is None and store.holds_anything(ckdir):
+            raise CheckpointError(
+                f"checkpoint directory {ckdir} has no identity ({identity.FILE_NAME}), so "
+                f"streamjob cannot tell whether it is {job.qualified_name}'s and does not "
+                f"replace it: move it away, then {doing}")
+        root = self.home.checkpoint_root
+        staging, replaced = ckdir + ".restoring", ckdir + ".replaced"
+        if old is None and not store.holds_anything(ckdir):  # killed between the renames?
+            aside = identity.read(replaced)
+            old = aside if aside is not None and aside.job_uid == job.uid else None
+        identity.purge_owned(staging, root, job.uid)  # of a rewind killed midway
+        # 1. beside the directory: a new epoch's identity, then the checkpoint's files
+        new = identity.start_over(staging, job, None)
+        fill(staging)
+        # 2. the backend records the checkpoint (killed here: the old directory still
+        #    runs, with the old epoch)
+        with backend_for_plan(self.catalog, self.home, plan) as backend:
+            record(backend)
         # 3. the swap, two renames (killed between them: the directory is missing while
-        #    the backend records a checkpoint, which START refuses, naming the ways out)
+        #    the backend records a checkpoint, which START refuses, naming the ways out;
+        #    the old directory stays in <dir>.replaced until a rewind completes)
         if store.holds_anything(ckdir):
+            identity.purge_owned(replaced, root, job.uid)  # of a rewind killed midway
             store.rename(ckdir, replaced)
-        elif old is None:
-            identity.purge_owned(ckdir, root, job.uid)  # an empty directory
+        else:
+            identity.purge_owned(ckdir, root, job.uid)  # an empty directory, or none
         store.rename(staging, ckdir)
         identity.purge_owned(replaced, root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
-        return f"{what}; checkpoint epoch {new.epoch}"
+        return new
 
     def _restore_at(self, s: st.StartStreamJob, job, plan) -> str:
         """START ... FROM CHECKPOINT AT 'ts': the newest retained checkpoint or savepoint

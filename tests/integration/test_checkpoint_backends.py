@@ -376,8 +376,8 @@ def _cli_checkpoints(env, name: str) -> list[dict]:
 def test_a_job_keeps_its_last_checkpoints_in_the_backend(which, env, jobs, zk_client):
     name = f"copy_{which}"
     for sql in parse_script(f"""
-        CREATE TABLE out_{which} (id INT, name STRING) STORED AS JSON
-          LOCATION '{jobs.out / which}';
+        CREATE TABLE out_{which} (id INT, name STRING)
+          TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{jobs.out / which}.db");
         CREATE STREAMJOB {name} AS ("insert into out_{which} select id, upper(name) from events")
           JOBPROPERTIES("morphling.checkpoint.backend"="{which}",
                         "morphling.job.max.records.per.batch"="{PER_BATCH}",

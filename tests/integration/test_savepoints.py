@@ -125,8 +125,15 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
     # FROM CHECKPOINT AT: the newest retained checkpoint or savepoint at or before a time
     older, newer = catalog.list_checkpoints(job.uid)
     at = older.ended_at.strftime("%Y-%m-%d %H:%M:%S.%f")
+    # a new checkpoint epoch: the batches after it are written again, so the sink is
+    # rolled back to its input first (id i is at offset i // 2 of partition i % 2)
+    ends = older.source_offsets[world.topic]
+    with sqlite3.connect(world.sink) as db:
+        db.executemany("DELETE FROM out WHERE id = ?", [
+            (i,) for i in range(300) if i // 2 >= int(ends[str(i % 2)])])
     msg = run(ex, f"START STREAMJOB j FROM CHECKPOINT AT '{at}';")
     assert f"from checkpoint {older.checkpoint_id} (checkpoints {newer.checkpoint_id} removed" in msg
+    assert "; checkpoint epoch " in msg
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB j;")
     assert sink_counts(world) == {i: 1 for i in range(300)}
@@ -227,3 +234,56 @@ def test_a_file_table_refuses_going_back_before_batches_its_manifest_lists(world
     assert "started" in run(ex, f"START STREAMJOB fj FROM CHECKPOINT {retained[-1]};")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB fj;")
+
+
+@pytest.mark.spark
+def test_from_checkpoint_rewrites_every_batch_after_it_under_a_new_epoch(world):
+    """START ... FROM CHECKPOINT n takes the job back under a new checkpoint epoch, as a
+    savepoint restore does: the batches re-planned after n are not skipped as replays of
+    the first run (whose sink markers are of the old epoch), so once the sink is rolled
+    back to n's input and more input arrived, every record is in the sink exactly once."""
+    ex, catalog = world.ex, world.catalog
+    topic = f"rewind_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 2)
+    sink = world.sink.parent / "rewind.db"
+    for sql in parse_script(f"""
+        CREATE STREAM rewind_in (id INT, name STRING) TBLPROPERTIES("topic"="{topic}",
+          "kafka.broker.list"="{world.bootstrap}", "format"="json");
+        CREATE TABLE rout (id INT, name STRING)
+          TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{sink}");
+        CREATE STREAMJOB rj AS ("insert into rout select id, name from rewind_in")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.checkpoint.retained"="20",
+                         "morphling.job.checkpoint.interval"="0");"""):
+        ex.execute(sql)
+    job = catalog.get_job("default", "rj")
+
+    def send(ids):  # round-robin over 2 partitions: id i of a call at offset i // 2
+        replay(world.bootstrap, topic,
+               [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in ids], 2)
+
+    def counts():
+        with sqlite3.connect(sink) as db:
+            return dict(db.execute("SELECT id, count(*) FROM rout GROUP BY id").fetchall())
+
+    send(range(0, 100))
+    run(ex, "START STREAMJOB rj;")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB rj;")
+    assert counts() == {i: 1 for i in range(100)}
+    checkpoints = catalog.list_checkpoints(job.uid)
+    assert len(checkpoints) >= 4  # 100 records, at most 20 a batch
+    point = checkpoints[1]
+    ends = point.source_offsets[topic]
+    read = [i for i in range(100) if i // 2 < int(ends[str(i % 2)])]
+    assert 0 < len(read) < 100
+    with sqlite3.connect(sink) as db:  # the sink rolled back to checkpoint n's input
+        db.executemany("DELETE FROM rout WHERE id = ?",
+                       [(i,) for i in range(100) if i not in read])
+    send(range(100, 150))  # more input arrived meanwhile
+    msg = run(ex, f"START STREAMJOB rj FROM CHECKPOINT {point.checkpoint_id};")
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB rj;")
+    assert counts() == {i: 1 for i in range(150)}
+    assert f"from checkpoint {point.checkpoint_id} (checkpoints " in msg
+    assert "; checkpoint epoch " in msg

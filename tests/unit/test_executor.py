@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamjob.catalog import Catalog
+from streamjob.checkpoint import identity
 from streamjob.exceptions import JobError, ObjectInUseError, PropertyError, StreamJobError
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
@@ -125,11 +126,33 @@ def test_start_from_a_retained_checkpoint_removes_the_later_logs(ex):
         run(ex, "START STREAMJOB j FROM CHECKPOINT 9")
     assert info.value.column == 35
     msg = run(ex, "START STREAMJOB j FROM CHECKPOINT 4").message
-    assert "from checkpoint 4 (checkpoints 5, 6 removed" in msg
+    assert "from checkpoint 4 (checkpoints 5, 6 removed); checkpoint epoch " in msg
+    # what restoring 4 needs, as a savepoint holds it, under a new epoch (the directory
+    # had no identity: adopted with the empty epoch, as START adopts it)
     assert sorted(p.name for p in (ckdir / "offsets").iterdir()) == ["3", "4"]
-    assert sorted(p.name for p in (ckdir / "commits").iterdir()) == ["3", "4"]
+    assert sorted(p.name for p in (ckdir / "commits").iterdir()) == ["4"]
+    assert identity.read(str(ckdir)).epoch not in ("", None)
+    assert msg.endswith(f"checkpoint epoch {identity.read(str(ckdir)).epoch}")
     assert [c.checkpoint_id for c in ex.catalog.list_checkpoints(job.uid)] == [3, 4]
     assert ex.catalog.get_job("default", "j").desired_state == "RUNNING"
+
+
+def test_start_from_checkpoint_completes_a_rewind_killed_between_its_renames(ex):
+    """A rewind killed after moving the directory aside (<dir>.replaced) and before moving
+    the new one in (<dir>.restoring, partial here) is completed by running it again: the
+    checkpoint's files are taken from the directory moved aside."""
+    run(ex, 'CREATE STREAMJOB j AS ("insert into totals select k, sum(v) from s group by k")')
+    job = ex.catalog.get_job("default", "j")
+    ckdir = _fake_checkpoints(ex, job, [3, 4, 5])
+    first = identity.prepare(str(ckdir), job, None)
+    ckdir.rename(str(ckdir) + ".replaced")
+    (Path(str(ckdir) + ".restoring") / "offsets").mkdir(parents=True)
+    msg = run(ex, "START STREAMJOB j FROM CHECKPOINT 4").message
+    assert "from checkpoint 4 (checkpoints 5 removed); checkpoint epoch " in msg
+    assert sorted(p.name for p in (ckdir / "commits").iterdir()) == ["4"]
+    assert identity.read(str(ckdir)).epoch not in ("", first.epoch)
+    assert not Path(str(ckdir) + ".replaced").exists()
+    assert not Path(str(ckdir) + ".restoring").exists()
 
 
 def test_start_from_checkpoint_is_refused_while_running(ex):
