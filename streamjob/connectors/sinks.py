@@ -302,8 +302,8 @@ class FileTableSink(_Quiet):
                 f"{last} in its file-sink manifest; after going back to batch {batch_id}, "
                 f"Spark's file sink would skip batches {batch_id + 1} to {last} of job "
                 f"{self.job}, whose input need not be the same as the first time. Write to "
-                f"a new table or LOCATION, or move {self._manifest()} away (readers then "
-                "see every file there), then start it again")
+                "a new table or LOCATION instead (the job's checkpoint needs this manifest "
+                "as it is: Spark's file sink fails without it)")
 
     def attach(self, writer):
         sp = self.spec
