@@ -137,10 +137,20 @@ def test_start_stop_drop_change_the_desired_state_without_a_job_manager(job):
 
 
 def test_start_from_checkpoint_removes_the_later_ones(job):
+    from streamjob.checkpoint import identity
+    from streamjob.home import Home
+
     catalog = catalog_of(job)
-    uid = catalog.get_job("default", "j").uid
+    info = catalog.get_job("default", "j")
+    uid = info.uid
+    # the checkpoint's files as Spark leaves them: restoring copies checkpoint 1's
+    ckdir = Path(Home.open(Path(job["home"])).checkpoint_dir("default", "j"))
+    identity.prepare(str(ckdir), info, None)
     t = datetime.now(timezone.utc)
     for n in range(3):
+        for log in ("offsets", "commits"):
+            (ckdir / log).mkdir(parents=True, exist_ok=True)
+            (ckdir / log / str(n)).write_text("v1")
         catalog.record_checkpoint(uid, n, started_at=t, ended_at=t, duration_ms=5,
                                   source_offsets={"t": {"0": n}}, input_rows=1, retained=5)
     out = ok(cli(job, "start", "j", "--from-checkpoint", "1"))
