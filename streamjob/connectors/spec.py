@@ -28,6 +28,7 @@ from .delta import spec as delta
 from .delta.spec import DeltaTableSpec  # noqa: F401  (the specs of every kind, importable here)
 from .kafka import FORMATS
 from .kafka.security import KafkaSecurity
+from .keys import check_primary_key
 from .reach import KafkaTopic, Reach
 
 log = logging.getLogger(__name__)
@@ -132,12 +133,7 @@ class SqlTableSpec:
         Raises:
             ValidationError: ``key`` ``"primary.key"``.
         """
-        declared = {c["name"].lower() for c in columns}
-        missing = [k for k in self.primary_key if k not in declared]
-        if missing:
-            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
-                                  f"{table} ({', '.join(c['name'] for c in columns)})",
-                                  key="primary.key", bad_value=True)
+        check_primary_key(self.primary_key, columns, table)
 
     def reach(self) -> Reach:
         return Reach(urls=((self.url, '"url"'),))

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from ... import properties as registry
 from ...exceptions import ValidationError
+from ..keys import check_primary_key
 from ..reach import KafkaTopic, Reach
 
 STORED_AS = "delta"
@@ -70,12 +71,7 @@ class DeltaTableSpec:
         Raises:
             ValidationError: ``key`` ``"primary.key"``.
         """
-        declared = {c["name"].lower() for c in columns}
-        missing = [k for k in self.primary_key if k not in declared]
-        if missing:
-            raise ValidationError(f"primary key column '{missing[0]}' is not a column of "
-                                  f"{table} ({', '.join(c['name'] for c in columns)})",
-                                  key="primary.key", bad_value=True)
+        check_primary_key(self.primary_key, columns, table)
 
     def reach(self) -> Reach:
         return Reach(paths=((self.location, "LOCATION", "location"),))
