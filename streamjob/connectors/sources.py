@@ -53,7 +53,7 @@ class StreamSource(Protocol):
     * ``starts_anywhere``: START ... FROM LATEST / TIMESTAMP can apply (files: only
       FROM EARLIEST, a file source has no such position).
     * ``data_sources``: names of streamjob's Python data sources Spark must register
-      for this source (``spark/session.py:job_data_sources``).
+      for this source (``planner/plan.py:JobPlan.data_sources``).
     * ``reader(columns, start=, max_records=, group_id=, dead_letter=)``: the
       :class:`Reader` of a job's query; ``columns`` the stream's declared columns
       (``[{"name", "type"}]``), ``start`` the job's START position or None, ``max_records`` the cap per

@@ -61,13 +61,12 @@ from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import StartGate
-from .attempt import Attempt, group_committers
+from .attempt import Attempt
 from .failures import permanent_failure, user_function_failure
 from .summary import error_summary
 from streamjob.catalog.records import JobStatus, RunStatus
 
-__all__ = ["JobRunner", "RunnerHost", "group_committers",
-           "GRACEFUL_STOP_S", "WATCH_S"]
+__all__ = ["JobRunner", "RunnerHost", "GRACEFUL_STOP_S", "WATCH_S"]
 
 log = logging.getLogger(__name__)
 

@@ -105,6 +105,21 @@ class JobPlan:
         return f"{self.database}.{self.name}"
 
     @property
+    def data_sources(self) -> set[str]:
+        """The names of streamjob's Python data sources the job's query reads, which its
+        Spark session registers (:func:`streamjob.spark.session.job_session`): those its
+        sources name (:attr:`~streamjob.connectors.sources.StreamSource.data_sources`:
+        ``streamjob_kafka`` for a Kafka stream), and the static readers
+        (``streamjob_sql``, ``streamjob_files``) if it joins a static table."""
+        names = {name for src in self.sources for name in src.source.data_sources}
+        if self.statics:
+            # pyarrow and pyspark's types under it: loaded when a job starts, not at planning
+            from ..connectors.static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME
+
+            names |= {SQL_SOURCE_NAME, FILE_SOURCE_NAME}
+        return names
+
+    @property
     def dependencies(self) -> list[tuple[str, str, str, str]]:
         """``(kind, database, name, role)`` rows for the catalog: every stream beneath
         the job, derived or not, is a ``source`` (so none can be dropped under it); every

@@ -354,8 +354,9 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     The Python data sources are registered per clone (Spark keeps them per session):
     ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
     tables read at each micro-batch, :mod:`streamjob.connectors.static`); with
-    ``sources`` (names, :func:`job_data_sources`) only those, as each registration pickles
-    the source and calls the JVM (issue 19: a cold start registers what the job reads).
+    ``sources`` (names, :attr:`streamjob.planner.plan.JobPlan.data_sources`) only those,
+    as each registration pickles the source and calls the JVM (issue 19: a cold start
+    registers what the job reads).
     Spark pickles them by reference to their modules; on a cluster the executors import
     those from the package zip that :func:`spark_session` shipped before.
     """
@@ -373,20 +374,6 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     for k, v in {**sql_conf, **SAFE_SQL_CONF}.items():
         session.conf.set(k, v)
     return session
-
-
-def job_data_sources(plan) -> set[str]:
-    """The names of the Python data sources a job's query reads (a
-    :class:`~streamjob.planner.plan.JobPlan`): those its sources register
-    (:attr:`~streamjob.connectors.sources.StreamSource.data_sources`: ``streamjob_kafka``
-    for a Kafka stream), the static readers (``streamjob_sql``, ``streamjob_files``) if it
-    joins a static table."""
-    from ..connectors import static
-
-    names = {name for src in plan.sources for name in src.source.data_sources}
-    if plan.statics:
-        names |= {static.SQL_SOURCE_NAME, static.FILE_SOURCE_NAME}
-    return names
 
 
 def stop_spark() -> None:

@@ -1,7 +1,8 @@
-"""The release side of :class:`streamjob.manager.attempt.Attempt` without Spark: its
-releases run last-registered first, each even when another failed (logged), once; and an
-attempt whose session cannot be made (the second step) deletes the temporary checkpoint
-directory it had made (the first)."""
+"""The release side of :class:`streamjob.manager.attempt.Attempt` and of its checkpoint
+side (:class:`streamjob.checkpoint.run.CheckpointRun`) without Spark: releases run
+last-registered first, each even when another failed (logged), once; an attempt whose
+session cannot be made (its first step) builds nothing else; a checkpoint side that fails
+halfway deletes the temporary checkpoint directory it had made."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from streamjob.checkpoint.recorder import CheckpointTracker
-from streamjob.exceptions import StreamJobError
+from streamjob.checkpoint.run import CheckpointRun
+from streamjob.exceptions import PropertyError, StreamJobError
 from streamjob.manager.attempt import Attempt
 from streamjob.planner.plan import plan_job
 
@@ -52,16 +54,49 @@ def test_releases_run_in_reverse_each_once_and_a_failed_one_does_not_skip_the_re
     assert ran == ["third built", "first built"]
 
 
-def test_an_attempt_whose_session_fails_deletes_its_temporary_directory(ex):
-    made = []
-
-    def no_session(conf, sources):  # step 2 fails, after step 1 made the directory
-        made.append(Path(attempt.checkpoint_dir).is_dir())
+def test_an_attempt_whose_session_fails_builds_nothing_else(ex):
+    def no_session(conf, sources):  # step 1 fails: no directory, backend or sink yet
         raise StreamJobError("no Spark session here")
 
     attempt = _attempt(ex, no_session)
     with pytest.raises(StreamJobError, match="no Spark session"):
         attempt.open()
-    assert made == [True]
-    assert not Path(attempt.checkpoint_dir).exists()
-    assert attempt.query is None and attempt.backend is None
+    assert attempt.checkpoint is None and attempt.checkpoint_dir is None
+    assert attempt.query is None and attempt.backend is None and attempt.sink is None
+
+
+def _checkpoint_run(ex, props: dict[str, str]) -> CheckpointRun:
+    job = ex.catalog.get_job("default", "j")
+    planned = plan_job(ex.catalog, ex.home, "default", "j", job.query,
+                       {**job.properties, **props})
+    return CheckpointRun(ex.catalog, ex.home, job, planned, CheckpointTracker())
+
+
+def _released(caplog) -> list[str]:
+    return [r.args[1] for r in caplog.records if r.name == "streamjob.releases"]
+
+
+def test_a_checkpoint_side_releases_what_it_built_in_reverse_order(ex, caplog):
+    run = _checkpoint_run(ex, {"morphling.checkpoint.retained": "3"})
+    assert run.spark_conf["spark.sql.streaming.stateStore.minDeltasForSnapshot"] == "3"
+    with caplog.at_level(logging.DEBUG, logger="streamjob.releases"):
+        with run:
+            temporary = Path(run.directory)
+            assert temporary.is_dir() and run.marker == run.job.uid and not run.resumes
+            assert run.recorder is not None and run.watch is not None
+        run.close()  # a second close releases nothing again
+    assert _released(caplog) == ["withdrawing the running mark", "closing the checkpoint backend",
+                                 "deleting the temporary checkpoint"]
+    assert not temporary.exists()
+
+
+def test_a_checkpoint_side_that_fails_halfway_deletes_its_temporary_directory(ex, caplog):
+    # the kafka backend of a job that reads no Kafka stream is refused as it opens (step 2),
+    # after step 1 made the directory
+    run = _checkpoint_run(ex, {"morphling.checkpoint.backend": "kafka"})
+    with caplog.at_level(logging.DEBUG, logger="streamjob.releases"):
+        with pytest.raises(PropertyError, match="Kafka"):
+            run.open()
+    assert run.directory is not None and not Path(run.directory).exists()
+    assert run.backend is None and run.recorder is None
+    assert _released(caplog) == ["deleting the temporary checkpoint"]

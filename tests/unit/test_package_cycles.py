@@ -153,6 +153,24 @@ def test_the_spark_room_builds_the_query_from_the_bound_plan_alone():
     the Spark room once and never climbs back to ask."""
     graph = import_graph(type_checking=True)
     assert "streamjob.planner.bind" in graph["streamjob.manager.attempt"]  # really read
-    assert "streamjob.spark.query" in graph["streamjob.manager.attempt"]
-    for mod in ("streamjob.spark.query", "streamjob.spark.observe", "streamjob.spark.json_keys"):
+    assert "streamjob.spark.run" in graph["streamjob.manager.attempt"]
+    assert "streamjob.spark.query" in graph["streamjob.spark.run"]
+    for mod in ("streamjob.spark.run", "streamjob.spark.query", "streamjob.spark.observe",
+                "streamjob.spark.json_keys"):
         assert {d for d in graph[mod] if _package(d) in BOUND_BEFORE_SPARK} == set(), mod
+
+
+def test_each_side_of_an_attempt_imports_none_of_the_others():
+    """One run of a job's query is built by one object per room, entered once each from
+    the top down (``manager/attempt.py``): the checkpoint side
+    (``checkpoint/run.py``), the connector side (``connectors/run.py``), the Spark side
+    (``spark/run.py``). What one needs of another comes in as values and callables, so
+    none imports another side or the job manager, annotations included."""
+    graph = import_graph(type_checking=True)
+    sides = {"streamjob.checkpoint.run": ("streamjob.connectors", "streamjob.spark"),
+             "streamjob.connectors.run": ("streamjob.checkpoint", "streamjob.spark"),
+             "streamjob.spark.run": ("streamjob.checkpoint", "streamjob.connectors")}
+    for mod, others in sides.items():
+        assert mod in graph["streamjob.manager.attempt"]  # really read
+        assert {d for d in graph[mod]
+                if _package(d) in (*others, "streamjob.manager")} == set(), mod
