@@ -250,3 +250,18 @@ def test_derived_stream_query_must_be_a_select(ex):
     assert (e.value.line, e.value.column) == (2, 20)
     with pytest.raises(ValidationError, match="cannot read itself"):
         derive_stream(ex.catalog, "default", "flights", "select * from flights")
+
+
+def test_a_plan_names_the_python_data_sources_its_session_registers(ex):
+    """Kafka streams read through ``streamjob_kafka``; a static table joined adds the
+    static readers (``streamjob_sql``, ``streamjob_files``): what the job's session clone
+    registers, and no more (issue 19)."""
+    from streamjob.planner.plan import plan_job
+
+    plain = plan_job(ex.catalog, ex.home, "default", "p",
+                     "insert into late select carrier, arr_delay from default.flights", {})
+    assert plain.data_sources == {"streamjob_kafka"}
+    joined = plan_job(ex.catalog, ex.home, "default", "q",
+                      "insert into delays select f.carrier, f.month, count(*) from flights f "
+                      "join airlines a on f.carrier = a.carrier group by f.carrier, f.month", {})
+    assert joined.data_sources == {"streamjob_kafka", "streamjob_sql", "streamjob_files"}
