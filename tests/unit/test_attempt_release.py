@@ -13,7 +13,8 @@ import pytest
 
 from streamjob.checkpoint.recorder import CheckpointTracker
 from streamjob.checkpoint.run import CheckpointRun
-from streamjob.exceptions import PropertyError, StreamJobError
+from streamjob.connectors.run import ConnectorRun
+from streamjob.exceptions import JobError, PropertyError, StreamJobError
 from streamjob.manager.attempt import Attempt
 from streamjob.planner.plan import plan_job
 
@@ -100,3 +101,22 @@ def test_a_checkpoint_side_that_fails_halfway_deletes_its_temporary_directory(ex
     assert run.directory is not None and not Path(run.directory).exists()
     assert run.backend is None and run.recorder is None
     assert _released(caplog) == ["deleting the temporary checkpoint"]
+
+
+def test_a_connector_side_refused_by_a_new_checkpoint_closes_its_sink(ex, caplog):
+    """A file table whose manifest lists batches refuses a new durable checkpoint
+    (step 2 of :class:`~streamjob.connectors.run.ConnectorRun`); the sink built in step 1
+    is closed, nothing prepared or committed."""
+    job = ex.catalog.get_job("default", "j")
+    planned = plan_job(ex.catalog, ex.home, "default", "j", job.query, job.properties)
+    manifest = Path(planned.sink_spec.location) / "_spark_metadata"
+    manifest.mkdir(parents=True)
+    (manifest / "4").write_text("v1\n")
+    side = ConnectorRun(job.qualified_name, planned.sink, planned.sink_spec, marker=job.uid,
+                        exactly_once=True, checkpointed=True, new_checkpoint=True)
+    with caplog.at_level(logging.DEBUG, logger="streamjob.releases"):
+        with pytest.raises(JobError, match="manifest up to batch 4"):
+            side.open()
+    assert _released(caplog) == ["closing the sink"]
+    assert side.sink is None and side.committers == []
+    side.commit_offsets(0, {"source0": {}})  # no consumer group: nothing to commit
