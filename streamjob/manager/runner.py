@@ -36,10 +36,11 @@ stops the query at once. A *fenced* runner (its job manager lost the lease, see
 another job manager may already own the job.
 
 This module holds :class:`JobRunner`'s attempt loop, failover and stopping; an
-:class:`~.attempt.Attempt` builds what one run of the query needs (checkpoint directory,
-session, backend, sink, recorder, progress, probe, committers), starts the query and
-releases it all; :mod:`.job_manager` holds the :class:`JobManager` (the runners this
-process hosts, and its SparkSession).
+:class:`~.attempt.Attempt` builds what one run of the query needs (the session, then one
+object per room: the checkpoint side, the connector side, the Spark side; and its own
+progress reporter and lag probe), starts the query and releases it all;
+:mod:`.job_manager` holds the :class:`JobManager` (the runners this process hosts, and
+its SparkSession).
 """
 
 from __future__ import annotations
