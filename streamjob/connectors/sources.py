@@ -13,7 +13,9 @@ The kinds:
   :mod:`.kafka.options`;
 * file stream (:class:`.files.stream.FileStreamSource`): Spark's file source (JSON
   read as text lines and matched to the columns as a Kafka stream's JSON);
-* rate stream (:class:`.rate.RateStreamSource`): Spark's rate source.
+* rate stream (:class:`.rate.RateStreamSource`): Spark's rate source;
+* Delta stream (:class:`.delta.stream.DeltaStreamSource`): a Delta table's commits read
+  by streamjob's Python data source ``streamjob_delta`` (:mod:`.delta.source`).
 
 Where Spark is touched: a source describes its reader completely (:class:`Reader`: data
 source name, options with secrets resolved, schema, the steps after reading) and
@@ -147,6 +149,10 @@ def stream_source(spec) -> StreamSource:
         from .rate import RateStreamSource
 
         return RateStreamSource(spec)
+    if isinstance(spec, cspec.DeltaSourceSpec):
+        from .delta.stream import DeltaStreamSource
+
+        return DeltaStreamSource(spec)
     raise ValidationError(f"{type(spec).__name__} is not a stream's connector")
 
 
