@@ -274,3 +274,4 @@ def test_a_delete_in_the_source_fails_the_job_naming_its_version(world):
         query.stop()
     assert f"changed existing rows at version {version} (DELETE" in str(err.value)
     assert out_ids(out) == list(range(9))
+
