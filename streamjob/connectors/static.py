@@ -36,7 +36,11 @@ So both sources here do all their work in ``read``:
     Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.table_reader`
     describes Spark's reader for them, which lists them once at job start.
 
-Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
+``streamjob_delta`` (:class:`.delta.source.DeltaStaticReader`)
+    A Delta table's latest snapshot, loaded (its log read) at every micro-batch.
+    Options: ``path``.
+
+All need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
 TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
 are matched to the declared ones by name, case-insensitively (SQL tables: by position
 when some declared name is missing but the column counts agree; CSV files: by position,
@@ -46,6 +50,7 @@ table or file, the column and the value.
 """
 
 from . import worker
+from .delta.spec import DeltaTableSpec
 from .source_base import Reader
 from .static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
 from .files import static as _files
@@ -63,13 +68,20 @@ __all__ = ["FILE_SOURCE_NAME", "SQL_SOURCE_NAME", "FileStaticDataSource", "SqlSt
 def table_reader(spec, columns, qualified_name: str) -> Reader:
     """How Spark reads the static table ``qualified_name`` whose connector spec is
     ``spec`` (a file or SQL table) and whose declared columns are ``columns``
-    (``[{"name", "type"}]``): :func:`.files.static.table_reader` or
-    :func:`.sql.static.table_reader`. Called at job start.
+    (``[{"name", "type"}]``): :func:`.files.static.table_reader`,
+    :func:`.sql.static.table_reader`, or for a Delta table streamjob's ``streamjob_delta``
+    data source read as a batch (its latest snapshot at each micro-batch,
+    :class:`.delta.source.DeltaStaticReader`). Called at job start.
 
     Raises:
         ConnectorError: the SQL table cannot be reached, does not exist or its columns
             do not match; a secret reference that cannot be resolved.
     """
+    if isinstance(spec, DeltaTableSpec):  # the latest snapshot at each micro-batch
+        from ..columntypes import ddl
+        from .delta import options as delta_options
+
+        return Reader(delta_options.SOURCE_NAME, {delta_options.PATH: spec.path}, ddl(columns))
     if spec.on_files:
         return _files.table_reader(spec, columns)
     return _sql.table_reader(spec, columns, f"table {qualified_name}")

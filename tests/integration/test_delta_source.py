@@ -275,3 +275,32 @@ def test_a_delete_in_the_source_fails_the_job_naming_its_version(world):
     assert f"changed existing rows at version {version} (DELETE" in str(err.value)
     assert out_ids(out) == list(range(9))
 
+
+
+@pytest.mark.spark
+def test_a_stream_joins_a_delta_tables_latest_snapshot(world):
+    """A Delta table in a stream-static join is read whole at each micro-batch: rows
+    committed to it while the job runs are joined by the next micro-batches."""
+    src, dims, out = world.root / "src4", world.root / "dims", world.root / "out4"
+    append(src, 0, 9)
+    write_deltalake(str(dims), pa.table({"day": ["d0"], "label": ["zero"]}))
+    world.run(f"""
+    CREATE STREAM src4 (id BIGINT, name STRING, day STRING) STORED AS DELTA LOCATION '{src}';
+    CREATE TABLE dims (day STRING, label STRING) STORED AS DELTA LOCATION '{dims}';
+    CREATE TABLE out4 (id BIGINT, label STRING) STORED AS DELTA LOCATION '{out}';
+    """)
+    plan = world.plan("joined", "insert into out4 select s.id, d.label from src4 s "
+                                "join dims d on s.day = d.day")
+    query = start_planned(world.session, plan, str(world.root / "checkpoints" / "joined"))
+    try:
+        query.processAllAvailable()
+        write_deltalake(str(dims), pa.table({"day": ["d1"], "label": ["one"]}), mode="append")
+        append(src, 9, 9)
+        query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        query.stop()
+    got = sorted(DeltaTable(str(out)).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    want = [{"id": i, "label": "zero"} for i in range(0, 9, 3)] + \
+        [{"id": i, "label": {0: "zero", 1: "one"}[i % 3]} for i in range(9, 18) if i % 3 < 2]
+    assert got == sorted(want, key=lambda r: r["id"])

@@ -44,7 +44,8 @@ import logging
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import StructType
 
@@ -318,8 +319,47 @@ def _read_file(path: str, partition_values: dict, target: pa.Schema) -> Iterator
     yield from out.to_batches(max_chunksize=BATCH_ROWS)
 
 
+class DeltaStaticReader(DataSourceReader):
+    """A Delta table read whole as static data (a stream-static join, DESIGN §7): one
+    read task that loads the table's latest version when it runs. Spark plans a batch
+    data source's partitions once per query but runs ``read`` at every micro-batch that
+    scans it (:mod:`streamjob.connectors.static`), so each micro-batch joins the
+    snapshot committed when it runs. Options: ``path``."""
+
+    def __init__(self, schema: StructType, options: dict[str, str]) -> None:
+        options = {k.lower(): v for k, v in options.items()}
+        self.schema = schema
+        self.path = options[PATH.lower()]
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        """The rows of the table's latest snapshot, as :meth:`DeltaStreamReader.read`.
+
+        Raises:
+            ConnectorError: no Delta table there, or a file unreadable.
+        """
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        latest = dlog.latest_version(self.path)
+        if latest is None:
+            raise ConnectorError(f"there is no Delta table at {self.path}")
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        empty = True
+        for f in dlog.snapshot_files(self.path, latest):
+            for batch in _read_file(dlog.file_path(self.path, f.path),
+                                    dict(f.partition_values), target):
+                empty = False
+                yield batch
+        if empty:  # Spark takes no batches as no rows
+            return
+
+
 class DeltaDataSource(DataSource):
-    """``spark.readStream.format("streamjob_delta")``: see the module docstring."""
+    """``spark.readStream.format("streamjob_delta")``: see the module docstring;
+    ``spark.read.format("streamjob_delta")``: the table's latest snapshot as static
+    data (:class:`DeltaStaticReader`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -330,3 +370,6 @@ class DeltaDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DeltaStreamReader:
         return DeltaStreamReader(schema, dict(self.options))
+
+    def reader(self, schema: StructType) -> DeltaStaticReader:
+        return DeltaStaticReader(schema, dict(self.options))

@@ -48,7 +48,7 @@ class DeltaTableSpec:
 
     label: ClassVar[str] = "a Delta"
     on_files: ClassVar[bool] = True
-    static_readable: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = True  # its latest snapshot at each micro-batch
 
     @property
     def updates_in_place(self) -> bool:
