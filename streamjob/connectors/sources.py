@@ -80,6 +80,9 @@ class StreamSource(Protocol):
     * ``kafka_topic()``: the :class:`~.spec.KafkaTopic` of a Kafka source, else None
       (the kafka checkpoint backend, PRINT and SHOW TOPICS).
     * ``reach()``: the :class:`~.spec.Reach` of the declaration.
+    * ``check(columns)``: the source against the stream's declared ``columns`` at START
+      STREAMJOB and job start (a Delta stream: its table's schema); SchemaMismatch
+      names the difference, ConnectorError when the source cannot be reached.
     * ``dead_letter``: the dead-letter table's name as written (``"malformed.policy"``
       ``dead-letter``), resolved by the planner, or None.
     * ``consumer_group(default)``: the consumer group a job's offsets are committed to
@@ -120,6 +123,8 @@ class StreamSource(Protocol):
     def kafka_topic(self) -> KafkaTopic | None: ...
 
     def reach(self) -> Reach: ...
+
+    def check(self, columns) -> None: ...
 
     dead_letter: str | None
 

@@ -111,3 +111,25 @@ def test_an_operators_delta_stream_lies_under_the_file_roots(home, tmp_path):
         _run(op, f'CREATE STREAM s (a INT) TBLPROPERTIES("source"="delta", "path"="/etc/d");')
     _run(op, f"CREATE STREAM a (a INT) STORED AS DELTA LOCATION '{home.root}/data/a';")
     assert [s.name for s in op.catalog.list_streams()] == ["a"]
+
+
+def test_start_refuses_a_delta_stream_whose_table_does_not_fit(home, tmp_path):
+    """The Delta table a stream reads is checked at START STREAMJOB: a declared column it
+    lacks or holds with another type is an error naming it, before the job starts; a
+    table not there yet is not (an upstream job may create it: the job starts and its
+    attempts retry)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from streamjob.exceptions import SchemaMismatch
+
+    ex = _executor(home)
+    _run(ex, f"""CREATE STREAM s (id BIGINT, name STRING) STORED AS DELTA LOCATION '{tmp_path}/s';
+    CREATE TABLE out (id BIGINT, name STRING) STORED AS DELTA LOCATION '{tmp_path}/out';
+    CREATE STREAMJOB j AS ("insert into out select id, name from s");""")
+    DeltaTable.create(str(tmp_path / "s"), pa.schema([("id", pa.int32()), ("other", pa.string())]))
+    with pytest.raises(SchemaMismatch) as err:
+        _run(ex, "START STREAMJOB j;")
+    assert "column id is integer in the table, declared long" in err.value.message
+    assert "column name is not in the table" in err.value.message
+    assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
