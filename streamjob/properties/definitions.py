@@ -418,7 +418,7 @@ CONNECTOR = Registry([
              "Delta stream (Delta's startingVersion): the first table version read, its "
              "commit and the later ones (not the snapshot), or latest (only commits after "
              "the current version); default: the current snapshot, then the commits after "
-             "it. START ... FROM EARLIEST | LATEST | TIMESTAMP overrides it",
+             "it. START ... FROM EARLIEST, LATEST or TIMESTAMP overrides it",
              choices=("latest",), other=(r"\d{1,18}", "a table version"),
              scopes=("delta stream",)),
     Property("startingtimestamp", "choice", None,

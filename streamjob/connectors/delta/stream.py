@@ -38,7 +38,8 @@ class DeltaStreamSource(QuietSource):
         :func:`.sink.delta_types`); the table's other columns are not read.
 
         Raises:
-            ConnectorError: no Delta table there.
+            ConnectorError: no Delta table there; a table with column mapping or
+                deletion vectors (not read).
             SchemaMismatch: names each declared column missing or of another type.
         """
         from ...columntypes import table_arrow_type
@@ -52,10 +53,16 @@ class DeltaStreamSource(QuietSource):
         from deltalake import DeltaTable
 
         try:
-            have = delta_types(pa.schema(DeltaTable(self.spec.path).schema().to_arrow()))
+            dt = DeltaTable(self.spec.path)
+            have = delta_types(pa.schema(dt.schema().to_arrow()))
+            config = {k.lower(): str(v).lower() for k, v in dt.metadata().configuration.items()}
         except Exception as exc:  # DeltaError, OSError
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ConnectorError(f"cannot open {self._where()}: {first}") from None
+        if config.get("delta.columnmapping.mode", "none") != "none" or \
+                config.get("delta.enabledeletionvectors") == "true":
+            raise ConnectorError(f"{self._where()} uses column mapping or deletion vectors, "
+                                 "which the Delta stream source does not read")
         low = {k.lower(): (k, v) for k, v in have.items()}
         want = delta_types(pa.schema([pa.field(c["name"], table_arrow_type(c["type"]))
                                       for c in columns]))
