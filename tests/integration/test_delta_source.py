@@ -91,6 +91,14 @@ def test_snapshot_then_each_new_versions_files(tmp_path):
     # a batch read again from the same offsets (a replay after a crash) reads the same
     assert read_all(reader(path), end, again) == list(range(60, 66))
     assert reader(path).reportLatestOffset() == again
+    # the table replaced by another one (its log starting again): not read as if nothing came
+    import shutil
+
+    shutil.rmtree(path)
+    append(path, 100, 3)
+    with pytest.raises(ConnectorError, match="is at version 0, before the job's position "
+                                             r"\(version 4\): the table was replaced"):
+        reader(path).latestOffset(again, ReadAllAvailable())
 
 
 @pytest.mark.component

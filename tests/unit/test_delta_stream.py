@@ -82,6 +82,11 @@ LOCATION '{tmp_path}/t' TBLPROPERTIES("maxFilesPerTrigger"="2");""")
     _run(ex, "DROP STREAM s;")
     _run(ex, text)  # SHOW CREATE's text creates it again
     assert ex.catalog.get_stream("default", "s").properties == stream.properties
+    _run(ex, f"CREATE TABLE out (id BIGINT, day STRING) STORED AS DELTA LOCATION '{tmp_path}/o';")
+    [source] = _run(ex, "EXPLAIN insert into out select * from s;").data["sources"]
+    assert (source["connector"], source["location"], source["format"]) == \
+        ("delta", f"{tmp_path}/t", "delta")
+    assert source["starts_from"].startswith("the table's current snapshot, then the commits")
     # the TBLPROPERTIES form is the same stream
     _run(ex, f"""CREATE STREAM s2 (id BIGINT) TBLPROPERTIES("source"="delta", "path"="{tmp_path}/t");""")
 

@@ -215,11 +215,17 @@ class DeltaStreamReader(DataSourceStreamReader):
         ``limit.max_files`` of them (a version may be split between micro-batches).
 
         Raises:
-            ConnectorError: no table there any more; a commit the stream may not read
+            ConnectorError: no table there any more, or one whose latest version lies
+                before ``start`` (replaced); a commit the stream may not read
                 (:meth:`_files`).
         """
         v, i, snap = self._position(start)
         latest = self._latest()
+        if v > latest + 1 or (snap and v > latest):
+            raise ConnectorError(
+                f"{self._where()} is at version {latest}, before the job's position (version "
+                f"{v}): the table was replaced or its log rewritten. Start the job on a new "
+                "checkpoint (DROP and CREATE STREAMJOB) to read it again")
         budget = limit.max_files if isinstance(limit, ReadMaxFiles) else None
         while snap or v <= latest:
             files = self._snapshot(v) if snap else self._files(v)
