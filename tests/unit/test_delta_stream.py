@@ -138,3 +138,21 @@ def test_start_refuses_a_delta_stream_whose_table_does_not_fit(home, tmp_path):
     assert "column id is integer in the table, declared long" in err.value.message
     assert "column name is not in the table" in err.value.message
     assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
+
+
+def test_a_delta_position_is_caught_up_at_or_past_its_target():
+    """``run --until-idle``: a Delta stream's progress offsets merge as Kafka's do, and its
+    position reaches the target (the version after the latest at the wait's start) also
+    when versions committed since were read; a Kafka offset past its end does not (lost
+    data, docs/design.md)."""
+    from streamjob.manager.idle import reached
+    from streamjob.spark.listener import merge_offsets
+
+    key = "delta:/lake/t"
+    merged = merge_offsets([("delta", f'{{"{key}": {{"version": 7, "index": 0, "snapshot": 0}}}}')])
+    assert merged == {key: {"version": 7, "index": 0, "snapshot": 0}}
+    assert reached(merged, {key: {"version": 7}})
+    assert reached(merged, {key: {"version": 5}})  # later versions read too
+    assert not reached(merged, {key: {"version": 8}})
+    assert not reached({key: {"version": 6, "index": 3, "snapshot": 0}}, {key: {"version": 7}})
+    assert not reached({"t": {"0": 9}}, {"t": {"0": 5}})

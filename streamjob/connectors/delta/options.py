@@ -14,7 +14,11 @@ MAX_FILES, IGNORE_DELETES, IGNORE_CHANGES = "maxFilesPerTrigger", "ignoreDeletes
 SKIP_CHANGE_COMMITS, PARTITIONS = "skipChangeCommits", "partitions"
 
 
+OFFSETS_PREFIX = "delta:"
+"""What the key of a Delta table's position in a job's offsets starts with."""
+
+
 def offsets_key(path: str) -> str:
     """The key of a Delta table's position in a job's offsets: ``delta:<absolute
     path>``."""
-    return "delta:" + os.path.abspath(path)
+    return OFFSETS_PREFIX + os.path.abspath(path)
