@@ -90,7 +90,7 @@ def test_snapshot_then_each_new_versions_files(tmp_path):
     assert read_all(r, end, again) == list(range(60, 66))
     # a batch read again from the same offsets (a replay after a crash) reads the same
     assert read_all(reader(path), end, again) == list(range(60, 66))
-    assert reader(path).reportLatestOffset() == again
+    assert reader(path).reportLatestOffset() is None  # no records-lag from versions
     # the table replaced by another one (its log starting again): not read as if nothing came
     import shutil
 

@@ -242,9 +242,11 @@ class DeltaStreamReader(DataSourceStreamReader):
             del self._commits[old]
         return self._offset((v, i, snap))
 
-    def reportLatestOffset(self) -> dict:
-        """The position after the latest version (every file there is)."""
-        return self._offset((self._latest() + 1, 0, 0))
+    def reportLatestOffset(self) -> None:
+        """None: Spark's progress shows no latest offset for a Delta stream. A position
+        after the latest version would read as records of lag in the job's Kafka lag
+        (``manager/lag.py`` subtracts offsets per key), and versions are no records."""
+        return None
 
     def partitions(self, start: dict, end: dict) -> list[DeltaFiles]:
         """The data files between ``start`` and ``end``, spread over at most
