@@ -61,8 +61,21 @@ from .sql.static import SqlStaticDataSource, check_sql_table, read_sql_table
 worker.install()  # connector warnings visible in pyspark's Python workers
 
 __all__ = ["FILE_SOURCE_NAME", "SQL_SOURCE_NAME", "FileStaticDataSource", "SqlStaticDataSource",
-           "absolute", "arrow_column", "check_sql_table", "column_map", "is_local",
+           "absolute", "arrow_column", "check_sql_table", "column_map", "data_sources", "is_local",
            "read_file_table", "read_sql_table", "table_files", "table_reader"]
+
+
+def data_sources(specs) -> set[str]:
+    """The names of the Python data sources that read static tables of connector
+    ``specs``: ``streamjob_sql`` and ``streamjob_files`` when there is any (registered
+    together, as before Delta tables were static data), ``streamjob_delta`` for a
+    Delta table."""
+    from .delta import options as delta_options
+
+    names = {SQL_SOURCE_NAME, FILE_SOURCE_NAME} if specs else set()
+    if any(isinstance(s, DeltaTableSpec) for s in specs):
+        names.add(delta_options.SOURCE_NAME)
+    return names
 
 
 def table_reader(spec, columns, qualified_name: str) -> Reader:

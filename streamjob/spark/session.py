@@ -388,15 +388,8 @@ def job_data_sources(plan) -> set[str]:
     joins a static table, ``streamjob_delta`` if it joins a Delta table."""
     from ..connectors import static
 
-    from ..connectors.delta import options as delta_options
-    from ..connectors.delta.spec import DeltaTableSpec
-
     names = {name for src in plan.sources for name in src.source.data_sources}
-    if plan.statics:
-        names |= {static.SQL_SOURCE_NAME, static.FILE_SOURCE_NAME}
-    if any(isinstance(s.spec, DeltaTableSpec) for s in plan.statics):
-        names.add(delta_options.SOURCE_NAME)
-    return names
+    return names | static.data_sources([s.spec for s in plan.statics])
 
 
 def stop_spark() -> None:

@@ -156,3 +156,17 @@ def test_a_delta_position_is_caught_up_at_or_past_its_target():
     assert not reached(merged, {key: {"version": 8}})
     assert not reached({key: {"version": 6, "index": 3, "snapshot": 0}}, {key: {"version": 7}})
     assert not reached({"t": {"0": 9}}, {"t": {"0": 5}})
+
+
+def test_a_job_joining_a_delta_table_registers_the_delta_data_source():
+    from streamjob.connectors import static
+
+    delta_table = cspec.DeltaTableSpec("/lake/dims")
+    files = cspec.FileTableSpec("parquet", "/w/t", False)
+    assert static.data_sources([]) == set()
+    assert static.data_sources([files]) == {"streamjob_sql", "streamjob_files"}
+    assert static.data_sources([files, delta_table]) == \
+        {"streamjob_sql", "streamjob_files", "streamjob_delta"}
+    how = static.table_reader(delta_table, [{"name": "Day", "type": "string"}], "default.dims")
+    assert (how.format, how.options, how.schema) == \
+        ("streamjob_delta", {"path": "/lake/dims"}, "`Day` string")
