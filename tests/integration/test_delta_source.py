@@ -10,7 +10,8 @@ remove data (fail naming the version, ``ignoreDeletes``, ``ignoreChanges``,
 (b) Through Spark: a job reads a Delta table appended to while it runs into a Delta
 table; the output equals pandas over every version, exactly once across a restart from
 its checkpoint and across a replayed batch; a DELETE in the source fails the job naming
-the version.
+the version; a stream-static join with a Delta table sees its latest snapshot; a chain
+(file stream -> Delta table -> Delta stream -> Delta table) equals pandas.
 """
 
 from __future__ import annotations
@@ -312,3 +313,44 @@ def test_a_stream_joins_a_delta_tables_latest_snapshot(world):
     want = [{"id": i, "label": "zero"} for i in range(0, 9, 3)] + \
         [{"id": i, "label": {0: "zero", 1: "one"}[i % 3]} for i in range(9, 18) if i % 3 < 2]
     assert got == sorted(want, key=lambda r: r["id"])
+
+
+@pytest.mark.spark
+def test_a_chain_through_a_delta_table_equals_pandas(world):
+    """Bronze to silver: job 1 writes the files of a file stream to a Delta table (its
+    sink: one commit per micro-batch with its app transaction, empty ones included), job 2
+    streams that table into another one, filtered; the result equals pandas over the
+    input."""
+    import pandas as pd
+
+    inbox, bronze, silver = world.root / "inbox", world.root / "bronze", world.root / "silver"
+    inbox.mkdir()
+    world.run(f"""
+    CREATE STREAM raw (id BIGINT, name STRING, day STRING)
+      TBLPROPERTIES("source"="files", "path"="{inbox}", "format"="json");
+    CREATE TABLE bronze (id BIGINT, name STRING, day STRING) STORED AS DELTA LOCATION '{bronze}';
+    CREATE STREAM bronze_s (id BIGINT, name STRING, day STRING) STORED AS DELTA LOCATION '{bronze}';
+    CREATE TABLE silver (id BIGINT, day STRING) STORED AS DELTA LOCATION '{silver}';
+    """)
+    first = start_planned(world.session, world.plan("to_bronze", "insert into bronze select * from raw"),
+                          str(world.root / "checkpoints" / "to_bronze"))
+    second = None
+    try:
+        world.write(inbox, rows(0, 20).to_pylist())
+        first.processAllAvailable()  # the table exists once job 1 has started
+        second = start_planned(world.session, world.plan(
+            "to_silver", "insert into silver select id, day from bronze_s where name is not null"),
+            str(world.root / "checkpoints" / "to_silver"))
+        second.processAllAvailable()
+        world.write(inbox, rows(20, 20).to_pylist())
+        first.processAllAvailable()
+        second.processAllAvailable()
+        assert first.exception() is None and second.exception() is None
+    finally:
+        for q in (first, second):
+            if q is not None:
+                q.stop()
+    df = rows(0, 40).to_pandas()
+    want = df[df.name.notna()][["id", "day"]].sort_values("id").reset_index(drop=True)
+    got = DeltaTable(str(silver)).to_pandas().sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got[["id", "day"]], want)

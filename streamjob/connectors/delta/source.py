@@ -96,7 +96,6 @@ class DeltaStreamReader(DataSourceStreamReader):
         self.ignore_changes = _flag(options, IGNORE_CHANGES)
         self.skip_change_commits = _flag(options, SKIP_CHANGE_COMMITS)
         self.partitions_max = max(1, int(options.get(PARTITIONS.lower()) or 1))
-        self._by_lower = {f.name.lower(): f.name for f in schema.fields}
         self._commits: dict[int, list] = {}   # version -> its files as read (policies applied)
         self._snapshots: dict[int, list] = {}  # version -> its snapshot's files
 
