@@ -282,6 +282,9 @@ def test_a_delete_in_the_source_fails_the_job_naming_its_version(world):
     finally:
         query.stop()
     assert f"changed existing rows at version {version} (DELETE" in str(err.value)
+    from streamjob.manager.failures import NOT_APPEND_ONLY, permanent_failure
+
+    assert permanent_failure(err.value, "deleted") == NOT_APPEND_ONLY.format(job="deleted")
     assert out_ids(out) == list(range(9))
 
 

@@ -54,7 +54,7 @@ from streamjob.connectors.delta import log as dlog
 from streamjob.connectors.delta.options import (  # noqa: F401 - the names, also exported
     IGNORE_CHANGES, IGNORE_DELETES, KEY, MAX_FILES, PARTITIONS, PATH, SKIP_CHANGE_COMMITS,
     SOURCE_NAME, STARTING_TIMESTAMP, STARTING_VERSION, offsets_key)
-from streamjob.exceptions import ConnectorError, InvalidConfiguration
+from streamjob.exceptions import ConnectorError, InvalidConfiguration, NotAppendOnly
 
 worker.install()
 
@@ -116,9 +116,9 @@ class DeltaStreamReader(DataSourceStreamReader):
         (module docstring).
 
         Raises:
-            ConnectorError: a commit that removes data without a policy that allows it,
-                a schema change that drops or retypes a declared column, deletion
-                vectors.
+            NotAppendOnly: a commit that removes data without a policy that allows it.
+            ConnectorError: a schema change that drops or retypes a declared column,
+                deletion vectors.
         """
         if version in self._commits:
             return self._commits[version]
@@ -136,14 +136,14 @@ class DeltaStreamReader(DataSourceStreamReader):
                 files = []
             elif commit.adds:
                 if not self.ignore_changes:
-                    raise ConnectorError(
+                    raise NotAppendOnly(
                         f"{self._where()} changed existing rows at version {version} ({what}: "
                         f"{commit.removes} data file(s) removed, {len(commit.adds)} added); a "
                         "Delta stream reads appends only. Set \"skipChangeCommits\"=\"true\" to "
                         "skip such commits, or \"ignoreChanges\"=\"true\" to read their added "
                         "files (rewritten rows come again)")
             elif not (self.ignore_deletes or self.ignore_changes):
-                raise ConnectorError(
+                raise NotAppendOnly(
                     f"{self._where()} deleted rows at version {version} ({what}: "
                     f"{commit.removes} data file(s) removed); a Delta stream reads appends "
                     "only. Set \"ignoreDeletes\"=\"true\" (or \"skipChangeCommits\"=\"true\") "
