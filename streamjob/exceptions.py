@@ -294,6 +294,15 @@ class InvalidConfiguration(PermanentFailure, ConnectorError):
     marker = "[streamjob:invalid-config]"
 
 
+class NotAppendOnly(PermanentFailure, ConnectorError):
+    """A Delta stream reached a commit that deletes or rewrites rows, which a stream of
+    appends cannot read (Delta's own streaming source fails the same way unless
+    ``ignoreDeletes``, ``ignoreChanges`` or ``skipChangeCommits`` says otherwise). Every
+    restart reaches the same commit again, so failover does not retry it."""
+
+    marker = "[streamjob:not-append-only]"
+
+
 class SchemaMismatch(PermanentFailure, ValidationError):
     """An existing sink table does not fit the table's declaration (a missing column, an
     incompatible column type, an extra NOT NULL column the sink cannot fill, or no unique

@@ -86,3 +86,6 @@ class QuietSource:
 
     def reach(self) -> Reach:
         return Reach()
+
+    def check(self, columns) -> None:
+        """Nothing to check before a job starts (a Delta stream checks its table)."""

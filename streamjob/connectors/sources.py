@@ -13,7 +13,9 @@ The kinds:
   :mod:`.kafka.options`;
 * file stream (:class:`.files.stream.FileStreamSource`): Spark's file source (JSON
   read as text lines and matched to the columns as a Kafka stream's JSON);
-* rate stream (:class:`.rate.RateStreamSource`): Spark's rate source.
+* rate stream (:class:`.rate.RateStreamSource`): Spark's rate source;
+* Delta stream (:class:`.delta.stream.DeltaStreamSource`): a Delta table's commits read
+  by streamjob's Python data source ``streamjob_delta`` (:mod:`.delta.source`).
 
 Where Spark is touched: a source describes its reader completely (:class:`Reader`: data
 source name, options with secrets resolved, schema, the steps after reading) and
@@ -78,6 +80,9 @@ class StreamSource(Protocol):
     * ``kafka_topic()``: the :class:`~.spec.KafkaTopic` of a Kafka source, else None
       (the kafka checkpoint backend, PRINT and SHOW TOPICS).
     * ``reach()``: the :class:`~.spec.Reach` of the declaration.
+    * ``check(columns)``: the source against the stream's declared ``columns`` at START
+      STREAMJOB and job start (a Delta stream: its table's schema); SchemaMismatch
+      names the difference, ConnectorError when the source cannot be reached.
     * ``dead_letter``: the dead-letter table's name as written (``"malformed.policy"``
       ``dead-letter``), resolved by the planner, or None.
     * ``consumer_group(default)``: the consumer group a job's offsets are committed to
@@ -119,6 +124,8 @@ class StreamSource(Protocol):
 
     def reach(self) -> Reach: ...
 
+    def check(self, columns) -> None: ...
+
     dead_letter: str | None
 
     def consumer_group(self, default: str) -> str | None: ...
@@ -147,6 +154,10 @@ def stream_source(spec) -> StreamSource:
         from .rate import RateStreamSource
 
         return RateStreamSource(spec)
+    if isinstance(spec, cspec.DeltaSourceSpec):
+        from .delta.stream import DeltaStreamSource
+
+        return DeltaStreamSource(spec)
     raise ValidationError(f"{type(spec).__name__} is not a stream's connector")
 
 

@@ -25,7 +25,7 @@ from .. import properties as registry
 from ..exceptions import ValidationError
 from . import hive_forms
 from .delta import spec as delta
-from .delta.spec import DeltaTableSpec  # noqa: F401  (the specs of every kind, importable here)
+from .delta.spec import DeltaSourceSpec, DeltaTableSpec  # noqa: F401  (the specs of every kind, importable here)
 from .kafka import FORMATS
 from .kafka.security import KafkaSecurity
 from .keys import check_primary_key
@@ -239,7 +239,8 @@ def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
 
 
 _LABELS = {"kafka stream": "Kafka stream", "file stream": "file stream",
-           "rate stream": "rate stream", "file table": "file table", "sql table": "SQL table",
+           "rate stream": "rate stream", "delta stream": "Delta stream",
+           "file table": "file table", "sql table": "SQL table",
            "console table": "console table", "kafka table": "Kafka table"}
 
 
@@ -248,7 +249,8 @@ def _lower(props: Mapping[str, str]) -> dict[str, str]:
 
 
 #: ``"source"`` of a stream -> its connector scope (:mod:`streamjob.properties`).
-STREAM_SCOPES = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream"}
+STREAM_SCOPES = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream",
+                 "delta": delta.STREAM_SCOPE}
 #: ``"connector"`` of a table (other than Kafka) -> its connector scope.
 TABLE_SCOPES = {"sql": "sql table", "console": "console table", "": "file table",
                 "files": "file table", "file": "file table"}
@@ -294,14 +296,16 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     source = stream_source_name(p)
     scope = stream_scope(p)
     if scope is None:
-        raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files or rate)",
-                              text=source)
+        raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files, "
+                              "rate or delta)", text=source)
     typed = registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
     if ("watermark.column" in p) != ("watermark.delay" in p):
         raise ValidationError(  # located at the one given (issue 28 point 5)
             f"stream '{name}': \"watermark.column\" and \"watermark.delay\" go together "
             "(the event-time column and how late events may be)",
             key="watermark.column" if "watermark.column" in p else "watermark.delay")
+    if source == "delta":
+        return delta.delta_source_spec(name, p)
     if source == "rate":
         return RateSourceSpec(typed.get("rows.per.second", 1))
     if source == "files":

@@ -36,7 +36,11 @@ So both sources here do all their work in ``read``:
     Other URI schemes (hdfs:, s3a: ...) are not read here: :func:`.files.static.table_reader`
     describes Spark's reader for them, which lists them once at job start.
 
-Both need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
+``streamjob_delta`` (:class:`.delta.source.DeltaStaticReader`)
+    A Delta table's latest snapshot, loaded (its log read) at every micro-batch.
+    Options: ``path``.
+
+All need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
 TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
 are matched to the declared ones by name, case-insensitively (SQL tables: by position
 when some declared name is missing but the column counts agree; CSV files: by position,
@@ -46,6 +50,7 @@ table or file, the column and the value.
 """
 
 from . import worker
+from .delta.spec import DeltaTableSpec
 from .source_base import Reader
 from .static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
 from .files import static as _files
@@ -56,20 +61,40 @@ from .sql.static import SqlStaticDataSource, check_sql_table, read_sql_table
 worker.install()  # connector warnings visible in pyspark's Python workers
 
 __all__ = ["FILE_SOURCE_NAME", "SQL_SOURCE_NAME", "FileStaticDataSource", "SqlStaticDataSource",
-           "absolute", "arrow_column", "check_sql_table", "column_map", "is_local",
+           "absolute", "arrow_column", "check_sql_table", "column_map", "data_sources", "is_local",
            "read_file_table", "read_sql_table", "table_files", "table_reader"]
+
+
+def data_sources(specs) -> set[str]:
+    """The names of the Python data sources that read static tables of connector
+    ``specs``: ``streamjob_sql`` and ``streamjob_files`` when there is any (registered
+    together, as before Delta tables were static data), ``streamjob_delta`` for a
+    Delta table."""
+    from .delta import options as delta_options
+
+    names = {SQL_SOURCE_NAME, FILE_SOURCE_NAME} if specs else set()
+    if any(isinstance(s, DeltaTableSpec) for s in specs):
+        names.add(delta_options.SOURCE_NAME)
+    return names
 
 
 def table_reader(spec, columns, qualified_name: str) -> Reader:
     """How Spark reads the static table ``qualified_name`` whose connector spec is
     ``spec`` (a file or SQL table) and whose declared columns are ``columns``
-    (``[{"name", "type"}]``): :func:`.files.static.table_reader` or
-    :func:`.sql.static.table_reader`. Called at job start.
+    (``[{"name", "type"}]``): :func:`.files.static.table_reader`,
+    :func:`.sql.static.table_reader`, or for a Delta table streamjob's ``streamjob_delta``
+    data source read as a batch (its latest snapshot at each micro-batch,
+    :class:`.delta.source.DeltaStaticReader`). Called at job start.
 
     Raises:
         ConnectorError: the SQL table cannot be reached, does not exist or its columns
             do not match; a secret reference that cannot be resolved.
     """
+    if isinstance(spec, DeltaTableSpec):  # the latest snapshot at each micro-batch
+        from ..columntypes import ddl
+        from .delta import options as delta_options
+
+        return Reader(delta_options.SOURCE_NAME, {delta_options.PATH: spec.path}, ddl(columns))
     if spec.on_files:
         return _files.table_reader(spec, columns)
     return _sql.table_reader(spec, columns, f"table {qualified_name}")

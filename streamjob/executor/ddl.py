@@ -116,14 +116,22 @@ def _row_format(rf: Mapping[str, Any] | None) -> str:
 
 
 def create_stream_text(stream) -> str:
-    """``CREATE STREAM db.s (...) [ROW FORMAT ...] [TBLPROPERTIES (...)];`` of a
+    """``CREATE STREAM db.s (...) [ROW FORMAT ...] [STORED AS DELTA LOCATION '...']
+    [TBLPROPERTIES (...)];`` of a
     :class:`~streamjob.catalog.records.StreamInfo`, or ``CREATE STREAM db.s AS <query>;``
     for a derived stream."""
     name = qualified(stream.database, stream.name)
     if stream.query is not None:
         return f"CREATE STREAM {name} AS\n{stream.query};"
+    props, stored = dict(stream.properties), ""
+    low = {str(k).lower(): k for k in props}
+    if str(props.get(low.get("source"), "")).strip().lower() == "delta" and "path" in low:
+        # a Delta stream is written as it was declared: STORED AS DELTA LOCATION
+        path = props.pop(low["path"])
+        props.pop(low["source"])
+        stored = f"\nSTORED AS DELTA\nLOCATION {sql_string(shown_value('location', path))}"
     return (f"CREATE STREAM {name}{_columns(stream.columns)}{_row_format(stream.row_format)}"
-            f"{_properties('TBLPROPERTIES', stream.properties)};")
+            f"{stored}{_properties('TBLPROPERTIES', props)};")
 
 
 def create_table_text(table) -> str:

@@ -348,8 +348,9 @@ class JobStatements:
 
 def check_sql_tables(plan) -> None:
     """The SQL tables a job writes (its sink, its dead-letter tables), and a Delta table
-    it writes, against their declarations, at START, so a mismatch is an error before the
-    job starts (DESIGN §7).
+    it writes or streams from (:meth:`~streamjob.connectors.sources.StreamSource.check`),
+    against their declarations, at START, so a mismatch is an error before the job
+    starts (DESIGN §7).
     An unreachable database is not an error here: the job starts and fails over until
     the database answers.
 
@@ -364,9 +365,11 @@ def check_sql_tables(plan) -> None:
     sinks = [DeadLetterWriter(s.dead_letter).sink for s in plan.sources if s.dead_letter]
     sinks.append(table_sink(plan.sink, plan.sink_spec, marker="check", job=plan.qualified_name,
                             exactly_once=False, upsert=plan.output_mode == "update"))
-    for sink in sinks:
+    checks = [sink.check for sink in sinks]
+    checks += [lambda src=src: src.source.check(src.stream.columns) for src in plan.sources]
+    for check in checks:
         try:
-            sink.check()
+            check()
         except ConnectorError as exc:
             log.warning("streamjob %s: %s (the job starts and retries)", plan.qualified_name, exc)
 

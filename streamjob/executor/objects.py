@@ -48,15 +48,21 @@ class ObjectStatements:
         if not s.columns:
             raise ValidationError(f"stream {db}.{name} declares no columns")
         row_format = _row_format(s.row_format, s)
-        checks.check_declared(self.home.policy, st.props(s.properties), self.confined)
-        spec = cspec.source_spec(name, st.props(s.properties), row_format)
-        checks.check_source(self.home.policy, f"{db}.{name}", spec, st.props(s.properties),
-                            self.confined)
+        props = _stored_stream(s, f"{db}.{name}")
+        checks.check_declared(self.home.policy, props, self.confined)
+        try:
+            spec = cspec.source_spec(name, props, row_format)
+            checks.check_source(self.home.policy, f"{db}.{name}", spec, props, self.confined)
+        except ValidationError as exc:
+            if getattr(exc, "key", None) == "path" and s.location is not None:
+                pos = s.where("location")
+                exc.locate(pos.line, pos.column)
+            raise
         columns = _columns(s.columns, s)
         _check_event_time(s, columns)
         _check_fixed_columns(s, stream_source(spec), columns)
         created = self.catalog.create_stream(
-            db, name, columns, self._sealed(st.props(s.properties)), row_format,
+            db, name, columns, self._sealed(props), row_format,
             if_not_exists=s.if_not_exists)
         return Result(f"stream {db}.{name} {'created' if created else 'exists'}")
 
@@ -266,3 +272,39 @@ def sink_kind(table) -> str:
     if scope == "file table":
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector
+
+
+def _at(s, key: str) -> tuple[int, int]:
+    pos = s.where(key)
+    return pos.line, pos.column
+
+
+def _stored_stream(s: st.CreateStream, what: str) -> dict:
+    """The TBLPROPERTIES a stream is stored with: ``STORED AS DELTA LOCATION 'dir'``
+    becomes ``"source"="delta"``, ``"path"="dir"`` (a Delta stream, as
+    :func:`streamjob.connectors.spec.source_spec` reads it; SHOW CREATE shows that
+    form).
+
+    Raises:
+        ValidationError: STORED AS other than DELTA; LOCATION without it; with
+            ``"source"`` or ``"path"`` given too.
+    """
+    props = st.props(s.properties)
+    if s.stored_as is None:
+        if s.location is not None:
+            raise ValidationError(f"stream {what}: LOCATION goes with STORED AS DELTA (a Delta "
+                                  "table read as a stream)", *_at(s, "location"))
+        return props
+    if s.stored_as != "delta":
+        raise ValidationError(f"stream {what}: a stream is STORED AS DELTA only (a Delta table "
+                              f"read as a stream), not {s.stored_as.upper()}; a file stream is "
+                              "TBLPROPERTIES(\"source\"=\"files\", \"path\"=...)",
+                              *_at(s, "stored_as"))
+    given = [k for k in props if k.lower() in ("source", "path")]
+    if given:
+        raise ValidationError(f"stream {what}: STORED AS DELTA LOCATION says what the stream "
+                              f"reads; drop \"{given[0]}\"", key=given[0].lower(), bad_value=True)
+    if s.location is None:
+        raise ValidationError(f"stream {what}: STORED AS DELTA needs LOCATION '<the Delta "
+                              "table's directory>'", *_at(s, "stored_as"))
+    return {**props, "source": "delta", "path": s.location}

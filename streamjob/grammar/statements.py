@@ -91,15 +91,20 @@ class RowFormat:
 
 @dataclass(frozen=True)
 class CreateStream(Statement):
-    """``CREATE STREAM [IF NOT EXISTS] s (cols) [ROW FORMAT ...] [TBLPROPERTIES(...)]``
-    or ``CREATE STREAM s AS SELECT ...`` (then ``columns`` is empty and ``as_select``
-    holds the query text, ``as_select_position`` where it starts)."""
+    """``CREATE STREAM [IF NOT EXISTS] s (cols) [ROW FORMAT ...] [STORED AS DELTA
+    LOCATION 'dir'] [TBLPROPERTIES(...)]`` or ``CREATE STREAM s AS SELECT ...`` (then
+    ``columns`` is empty and ``as_select`` holds the query text, ``as_select_position``
+    where it starts). ``stored_as`` is lower-cased (the executor takes ``delta`` only:
+    a Delta table read as a stream, ``"source"="delta"`` with ``"path"`` its LOCATION);
+    where the clauses are: ``where("stored_as")``, ``where("location")``."""
 
     name: QualifiedName
     columns: tuple[Column, ...] = ()
     if_not_exists: bool = False
     row_format: RowFormat | None = None
     properties: Properties = ()
+    stored_as: str | None = None
+    location: str | None = None
     as_select: str | None = None
     as_select_position: Position | None = None
 

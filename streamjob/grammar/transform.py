@@ -247,11 +247,19 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, Functio
 
     def _create_stream(self, tree: Tree):
         found = self.clauses(tree, self._TABLE_CLAUSES)
+        if "stored_as" in found:
+            self.locations["stored_as"] = self.position(found["stored_as"].meta.start_pos)
+        if "location" in found:
+            self.locations["location"] = self.position(found["location"].children[0].start_pos)
         return CreateStream, dict(
             name=self.name(self.find(tree, "qualified_name")),
             columns=self.columns(self.find(tree, "column_list")),
             if_not_exists=self.find(tree, "if_not_exists") is not None,
             row_format=self.any_row_format(found),
+            stored_as=ident_value(found["stored_as"].children[0].children[0]).lower()
+            if "stored_as" in found else None,
+            location=unescape_string(found["location"].children[0].value)
+            if "location" in found else None,
             properties=self.properties(found["tblproperties"]) if "tblproperties" in found else (),
         )
 

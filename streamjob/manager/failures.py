@@ -27,12 +27,14 @@ import re
 from typing import Iterable
 
 from ..exceptions import (CatalogError, ChangedLogic, CheckpointError, ConnectorError, DataLoss,
-                          InvalidConfiguration, PermanentFailure, RepeatedFunctionError,
-                          SchemaMismatch, StreamJobError, UserFunctionError, ValidationError)
+                          InvalidConfiguration, NotAppendOnly, PermanentFailure,
+                          RepeatedFunctionError, SchemaMismatch, StreamJobError,
+                          UserFunctionError, ValidationError)
 from .lag import kafka_offsets
 
 __all__ = ["permanent_failure", "user_function_failure", "batch_position", "repeated", "DATA_LOSS",
-           "CHANGED_LOGIC", "SINK_SCHEMA", "INVALID_CONFIG", "REPEATED_FUNCTION"]
+           "CHANGED_LOGIC", "SINK_SCHEMA", "INVALID_CONFIG", "REPEATED_FUNCTION",
+           "NOT_APPEND_ONLY"]
 
 #: The note of each kind of permanent failure; ``{job}`` is the job's name.
 DATA_LOSS = (
@@ -50,6 +52,12 @@ SINK_SCHEMA = (
 INVALID_CONFIG = (
     "a restart cannot fix this: a setting is invalid; correct it (ALTER STREAMJOB, or the "
     "stream's or table's TBLPROPERTIES), then START STREAMJOB {job} again")
+NOT_APPEND_ONLY = (
+    "a restart cannot fix this: the Delta table the stream reads has a commit that "
+    "deletes or rewrites rows, and every restart reaches it again. Start past it with "
+    "START STREAMJOB {job} FROM LATEST | TIMESTAMP 'yyyy-mm-dd hh:mm:ss' (a new checkpoint "
+    "epoch), or declare the stream again with \"ignoreDeletes\", \"ignoreChanges\" or "
+    "\"skipChangeCommits\" (docs/connectors.md, \"Delta stream\")")
 REPEATED_FUNCTION = (
     "a restart cannot fix this: the function failed the same way on the same input at two "
     "attempts. Fix the function or the query (a changed function is a changed "
@@ -64,6 +72,7 @@ _KINDS: tuple[tuple[type[PermanentFailure], str], ...] = (
     (DataLoss, DATA_LOSS),
     (ChangedLogic, CHANGED_LOGIC),
     (SchemaMismatch, SINK_SCHEMA),
+    (NotAppendOnly, NOT_APPEND_ONLY),
     (InvalidConfiguration, INVALID_CONFIG),
     (RepeatedFunctionError, REPEATED_FUNCTION),
 )

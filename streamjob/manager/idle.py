@@ -2,8 +2,9 @@
 its sources held at a moment, and no micro-batch is pending for output its watermark
 released.
 
-Used by ``streamjob run --until-idle`` (DESIGN §8): the targets are the Kafka end offsets
-and the files of file streams, read once when waiting begins; the input is committed
+Used by ``streamjob run --until-idle`` (DESIGN §8): the targets are the Kafka end offsets,
+the position after a Delta stream's latest table version (``{"delta:<path>": {"version":
+latest + 1}}``) and the files of file streams, read once when waiting begins; the input is committed
 when its latest checkpoint's offsets reach the offsets on every partition and its
 committed batches hold every one of those files. Then :class:`ReleasedOutput` waits,
 when the last batch moved the watermark of a stateful job, for the micro-batch without
@@ -20,7 +21,8 @@ from ..planner.plan import JobPlan
 
 
 def targets_for(plan: JobPlan) -> dict[str, dict[str, int]]:
-    """``{topic: {partition: end offset}}`` of the job's Kafka sources, read now.
+    """``{topic: {partition: end offset}}`` of the job's Kafka sources and ``{"delta:<path>":
+    {"version": latest + 1}}`` of its Delta streams, read now.
 
     Raises:
         JobError: a source is unbounded in time (rate) and never idle.
@@ -72,12 +74,18 @@ def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool
     deleted and recreated, or truncated: docs/design.md, "Decisions": lost offsets): the job's source fails
     on them, or, with ``"fail.on.data.loss"="false"``, reads the partition again, and the
     wait goes on until a checkpoint reaches the end again (issue 13 point 6).
+    A Delta stream's position (key ``delta:<path>``) past its target is caught up: the
+    versions committed since the wait began were read too (a replaced table fails the
+    source instead).
     """
+    from ..connectors.delta.options import OFFSETS_PREFIX
+
     for topic, parts in targets.items():
         have = offsets.get(topic) or {}
+        grows = topic.startswith(OFFSETS_PREFIX)  # a Delta table's versions only grow
         for p, end in parts.items():
             at = int(have.get(str(p), 0))
-            if (at < end and end > 0) or at > end:
+            if (at < end and end > 0) or (at > end and not grows):
                 return False
     return True
 

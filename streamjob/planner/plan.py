@@ -110,13 +110,15 @@ class JobPlan:
         Spark session registers (:func:`streamjob.spark.session.job_session`): those its
         sources name (:attr:`~streamjob.connectors.sources.StreamSource.data_sources`:
         ``streamjob_kafka`` for a Kafka stream), and the static readers
-        (``streamjob_sql``, ``streamjob_files``) if it joins a static table."""
+        (``streamjob_sql``, ``streamjob_files``) if it joins a static table,
+        ``streamjob_delta`` if it joins a Delta table
+        (:func:`streamjob.connectors.static.data_sources`)."""
         names = {name for src in self.sources for name in src.source.data_sources}
         if self.statics:
             # pyarrow and pyspark's types under it: loaded when a job starts, not at planning
-            from ..connectors.static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME
+            from ..connectors import static
 
-            names |= {SQL_SOURCE_NAME, FILE_SOURCE_NAME}
+            names |= static.data_sources([s.spec for s in self.statics])
         return names
 
     @property

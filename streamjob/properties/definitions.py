@@ -307,7 +307,7 @@ ENGINE = Registry([
 
 # --------------------------------------------------------------------- connectors
 
-_STREAM = ("kafka stream", "file stream", "rate stream")
+_STREAM = ("kafka stream", "file stream", "rate stream", "delta stream")
 _KAFKA = ("kafka stream", "kafka table")
 _KAFKA_SECURITY = (  # streamjob/connectors/kafka/security.py
     Property("kafka.security.protocol", "string", "PLAINTEXT",
@@ -344,8 +344,9 @@ _WATERMARK = [
 ]
 
 CONNECTOR = Registry([
-    Property("source", "choice", "kafka", "what the stream reads",
-             choices=("kafka", "files", "rate"), scopes=_STREAM),
+    Property("source", "choice", "kafka", "what the stream reads (delta: a Delta table, "
+             "also written CREATE STREAM ... STORED AS DELTA LOCATION '...')",
+             choices=("kafka", "files", "rate", "delta"), scopes=_STREAM),
     Property("topic", "string", None, "Kafka topic", scopes=("kafka stream", "kafka table")),
     Property("kafka.broker.list", "hostports", None, "Kafka bootstrap servers (host:port,...)",
              scopes=("kafka stream", "kafka table")),
@@ -410,8 +411,38 @@ CONNECTOR = Registry([
              "fails naming topic, partition, offsets and column, before the batch reaches "
              "the sink)",
              choices=("count", "fail"), scopes=("kafka stream",)),
-    Property("path", "string", None, "directory of the stream's files (any Hadoop URI)",
-             scopes=("file stream",)),
+    Property("path", "string", None, "directory of the stream's files (any Hadoop URI); "
+             "of a Delta stream, the Delta table's local directory (its LOCATION)",
+             scopes=("file stream", "delta stream")),
+    Property("startingversion", "choice", None,
+             "Delta stream (Delta's startingVersion): the first table version read, its "
+             "commit and the later ones (not the snapshot), or latest (only commits after "
+             "the current version); default: the current snapshot, then the commits after "
+             "it. START ... FROM EARLIEST, LATEST or TIMESTAMP overrides it",
+             choices=("latest",), other=(r"\d{1,18}", "a table version"),
+             scopes=("delta stream",)),
+    Property("startingtimestamp", "choice", None,
+             "Delta stream (Delta's startingTimestamp): read from the first version "
+             "committed at or after this time, 'yyyy-mm-dd[ hh:mm:ss]' (UTC) or ms since "
+             "the epoch; the next commit when every commit is older",
+             choices=(), other=(r"\d{1,15}|\d{4}-\d{2}-\d{2}([ t]\d{2}:\d{2}(:\d{2})?)?",
+                                "a date, date and time, or ms since the epoch"),
+             scopes=("delta stream",)),
+    Property("maxfilespertrigger", "int", 1000,
+             "Delta stream (Delta's maxFilesPerTrigger): the most data files a micro-batch "
+             "reads; a version with more is split over several", unit="files", minimum=1,
+             maximum=1_000_000, scopes=("delta stream",)),
+    Property("ignoredeletes", "bool", False,
+             "Delta stream (Delta's ignoreDeletes): skip commits that only delete rows "
+             "(DELETE, a partition dropped) instead of failing the job", scopes=("delta stream",)),
+    Property("ignorechanges", "bool", False,
+             "Delta stream (Delta's ignoreChanges): read the files that UPDATE, MERGE or an "
+             "overwrite rewrote (their unchanged rows come again) instead of failing the "
+             "job; commits that only delete are skipped", scopes=("delta stream",)),
+    Property("skipchangecommits", "bool", False,
+             "Delta stream (Delta's skipChangeCommits): skip every commit that removes or "
+             "rewrites rows (DELETE, UPDATE, MERGE, overwrite) instead of failing the job",
+             scopes=("delta stream",)),
     Property("rows.per.second", "int", 1, "rows generated per second", unit="rows/s",
              minimum=1, maximum=10_000_000, scopes=("rate stream",)),
     *_WATERMARK,

@@ -352,7 +352,7 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     """A session clone for one job: own temp views and SQL conf, shared SparkContext.
 
     The Python data sources are registered per clone (Spark keeps them per session):
-    ``streamjob_kafka`` (Kafka streams), ``streamjob_sql`` and ``streamjob_files`` (static
+    ``streamjob_kafka`` (Kafka streams), ``streamjob_delta`` (Delta streams), ``streamjob_sql`` and ``streamjob_files`` (static
     tables read at each micro-batch, :mod:`streamjob.connectors.static`); with
     ``sources`` (names, :attr:`streamjob.planner.plan.JobPlan.data_sources`) only those,
     as each registration pickles the source and calls the JVM (issue 19: a cold start
@@ -361,6 +361,7 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     those from the package zip that :func:`spark_session` shipped before.
     """
     from ..connectors import static
+    from ..connectors.delta.options import SOURCE_NAME as DELTA_SOURCE
     from ..connectors.kafka.options import SOURCE_NAME as KAFKA_SOURCE
 
     session = root.newSession()
@@ -368,6 +369,10 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
         from ..connectors.kafka.source import KafkaDataSource
 
         session.dataSource.register(KafkaDataSource)
+    if sources is None or DELTA_SOURCE in sources:
+        from ..connectors.delta.source import DeltaDataSource
+
+        session.dataSource.register(DeltaDataSource)
     for source in (static.SqlStaticDataSource, static.FileStaticDataSource):
         if sources is None or source.name() in sources:
             session.dataSource.register(source)

@@ -200,3 +200,18 @@ def test_failures_has_no_pattern_over_our_own_messages():
     compiled = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
                 and getattr(n.func, "attr", None) == "compile"]
     assert len(compiled) == len(failures._FOREIGN)  # noqa: SLF001  (every regex is foreign)
+
+
+def test_a_delta_commit_a_stream_cannot_read_is_permanent():
+    """A Delta stream that reached a DELETE or UPDATE reaches it again at every restart
+    (its offsets are before it): failover ends the job, saying how to go on."""
+    from streamjob.exceptions import NotAppendOnly
+    from streamjob.manager.failures import NOT_APPEND_ONLY
+
+    text = str(NotAppendOnly("the Delta table at /lake/t deleted rows at version 4 (DELETE: "
+                             "1 data file(s) removed)"))
+    assert text.startswith("[streamjob:not-append-only] ")
+    note = permanent_failure(_worker("streamjob.exceptions.NotAppendOnly", text), "chain")
+    assert note == NOT_APPEND_ONLY.format(job="chain")
+    assert "START STREAMJOB chain FROM LATEST" in note and "skipChangeCommits" in note
+    assert permanent_failure(NotAppendOnly("x"), "chain") == note

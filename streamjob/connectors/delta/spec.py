@@ -48,7 +48,7 @@ class DeltaTableSpec:
 
     label: ClassVar[str] = "a Delta"
     on_files: ClassVar[bool] = True
-    static_readable: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = True  # its latest snapshot at each micro-batch
 
     @property
     def updates_in_place(self) -> bool:
@@ -108,3 +108,77 @@ def delta_table_spec(name: str, p: Mapping[str, str], location: str | None,
         config.append((CONFIGURATION[key], str(value)))
     return DeltaTableSpec(loc, tuple(c.lower() for c in partitioned_by), tuple(config),
                           tuple(dict.fromkeys(typed.get("primary.key", ()))))
+
+
+STREAM_SCOPE = "delta stream"
+"""The connector scope of a Delta stream's TBLPROPERTIES (``"source"="delta"``)."""
+
+
+@dataclass(frozen=True)
+class DeltaSourceSpec:
+    """A Delta Lake table at ``location`` (a local directory or ``file:`` URI) read as a
+    stream by :mod:`.source` (``CREATE STREAM s (...) STORED AS DELTA LOCATION 'dir'``,
+    stored as ``"source"="delta"``, ``"path"``): ``starting_version`` (``latest`` or a
+    version as text; None: the current snapshot first), ``starting_timestamp`` (ms
+    since the epoch, or None), ``max_files`` per micro-batch, and Delta's policies for
+    commits that remove data (``ignore_deletes``, ``ignore_changes``,
+    ``skip_change_commits``)."""
+
+    location: str
+    starting_version: str | None = None
+    starting_timestamp: int | None = None
+    max_files: int = 1000
+    ignore_deletes: bool = False
+    ignore_changes: bool = False
+    skip_change_commits: bool = False
+
+    @property
+    def path(self) -> str:
+        """The table's directory as a local path (a ``file:`` URI decoded)."""
+        loc = self.location
+        if loc.startswith("file:"):
+            return unquote(urlparse(loc).path)
+        return str(Path(loc))
+
+    def reach(self) -> Reach:
+        return Reach(paths=((self.location, "LOCATION", "path"),))
+
+
+def _ms(text: str) -> int:
+    """ms since the epoch of ``startingtimestamp`` text (digits: ms; a date or date and
+    time: UTC)."""
+    import datetime as _dt
+
+    if text.isdigit():
+        return int(text)
+    value = _dt.datetime.fromisoformat(text.upper().replace("T", " ") if "t" in text else text)
+    return int(value.replace(tzinfo=_dt.timezone.utc).timestamp() * 1000)
+
+
+def delta_source_spec(name: str, p: Mapping[str, str]) -> DeltaSourceSpec:
+    """The spec of Delta stream ``name`` from its lower-cased TBLPROPERTIES ``p``.
+
+    Raises:
+        ValidationError: a property unknown to Delta streams or with a bad value; no
+            ``"path"``; a path on another file system than the local one; both
+            ``startingversion`` and ``startingtimestamp`` (Delta refuses both too).
+    """
+    typed = registry.validate_connector(STREAM_SCOPE, p, f"Delta stream '{name}'")
+    loc = typed.get("path")
+    if not loc:
+        raise ValidationError(f"Delta stream '{name}' needs its table: STORED AS DELTA "
+                              "LOCATION '<dir>' (or TBLPROPERTIES(\"path\"=...))")
+    if urlparse(loc).scheme not in ("", "file") or "\x00" in loc:
+        raise ValidationError(
+            f"Delta stream '{name}': '{loc}' is not a local directory; Delta tables are "
+            "read from local paths (or file:// URIs) so far", key="path", bad_value=True)
+    if "startingversion" in typed and "startingtimestamp" in typed:
+        raise ValidationError(f"Delta stream '{name}': \"startingVersion\" and "
+                              "\"startingTimestamp\" exclude each other (Delta's rule)",
+                              key="startingtimestamp")
+    ts = typed.get("startingtimestamp")
+    return DeltaSourceSpec(loc, typed.get("startingversion"),
+                           _ms(ts) if ts is not None else None,
+                           typed.get("maxfilespertrigger", 1000),
+                           typed.get("ignoredeletes", False), typed.get("ignorechanges", False),
+                           typed.get("skipchangecommits", False))

@@ -13,3 +13,13 @@ CREATE STREAMJOB to_delta AS ("insert into orders_delta
   select id, region, amount, date_format(at, 'yyyy-MM-dd') from orders");
 DESCRIBE TABLE orders_delta;
 SHOW CREATE TABLE orders_delta;
+
+-- The same Delta table read as a stream: the next job of a chain (bronze to silver).
+CREATE STREAM orders_lake (id BIGINT, region STRING, amount DOUBLE, day STRING)
+  STORED AS DELTA LOCATION '/tmp/streamjob-corpus/orders_delta'
+  TBLPROPERTIES ("maxFilesPerTrigger"="50", "ignoreDeletes"="true");
+CREATE TABLE big_orders (id BIGINT, region STRING, amount DOUBLE)
+  STORED AS DELTA LOCATION '/tmp/streamjob-corpus/big_orders';
+CREATE STREAMJOB silver AS ("insert into big_orders
+  select id, region, amount from orders_lake where amount > 100");
+SHOW CREATE STREAM orders_lake;
