@@ -27,6 +27,7 @@ from streamjob.catalog.functions import FunctionsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.savepoints import SavepointsMixin
+from streamjob.catalog.placement import PlacementMixin
 from streamjob.catalog.servers import ServersMixin
 from streamjob.catalog.watch import CatalogWatcher
 
@@ -34,7 +35,7 @@ __all__ = ["Catalog"]
 
 
 class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
-              DatabasesMixin, FunctionsMixin, SavepointsMixin):
+              DatabasesMixin, FunctionsMixin, SavepointsMixin, PlacementMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
