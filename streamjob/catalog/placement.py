@@ -117,8 +117,9 @@ class PlacementMixin(CatalogEngine):
         server holds a live lease, or a live process that is not a sharing server (its
         heartbeat younger than ``live_within_ms``, and not in ``presumed_dead``) hosts
         it. Taking it from another (or a released) holder increments the epoch and makes
-        ``server_id`` the job's owner in the same transaction. Already held by
-        ``server_id``: renewed at the same epoch.
+        ``server_id`` the job's owner in the same transaction; so does taking back an
+        expired lease of ``server_id``'s own. A live lease of ``server_id``: renewed at
+        the same epoch.
 
         Raises ValueError for a bad ``ttl_ms``, CatalogError if the catalog cannot be
         reached.
@@ -141,13 +142,17 @@ class PlacementMixin(CatalogEngine):
                     if host is not None and not host.shares and _aware(host.heartbeat_at) > \
                             now - timedelta(milliseconds=live_within_ms):
                         return None  # a shell, `run` or a server without --share hosts it
+                live = lease is not None and lease.holder is not None \
+                    and _aware(lease.expires_at) is not None and _aware(lease.expires_at) > now
                 if lease is None:
                     lease = JobLease(job_uid=job_uid, epoch=1, reason="new")
                     session.add(lease)
-                elif lease.holder != server_id:
+                elif lease.holder != server_id or not live:
+                    # a new holder, or ours but expired (the holder fenced the job itself):
+                    # a new epoch, so that no renewal of the old one succeeds
                     lease.reason = "released" if lease.holder is None else "orphaned"
                     lease.epoch = (lease.epoch or 0) + 1
-                if lease.holder != server_id:
+                if lease.holder != server_id or not live:
                     lease.acquired_at = now
                     job.owner = server_id
                     self._notify(session, "job")

@@ -54,6 +54,25 @@ parallel (their desired state stays RUNNING; status STOPPED), the lease is kept 
 meanwhile, then released, and the server unregistered, so a standby takes over within
 a second instead of after the TTL. A second signal interrupts the shutdown.
 
+Sharing (``streamjob server --share``, ``--max-jobs N``, ``--labels a,b``; issue 33):
+any number of sharing servers on one catalog each run a share of the jobs, every job
+under a lease of its own with a fencing epoch (:mod:`.job_leases`,
+:mod:`streamjob.catalog.placement`). The manager lease then only elects a coordinator
+(alerts, pruning dead servers' rows, the server clients name); losing it stops no job.
+Each pass of a sharing server follows the jobs it runs as above, then places every
+RUNNING job that no live lease holds (new, released by a server that stopped it or
+exited, or orphaned: its holder's lease expired) on the eligible server with the most
+room (:mod:`.placement`), and starts those placed on itself: it takes the job's lease
+at a new epoch (owner set in the same transaction), ends the runs the previous owner
+left open, and starts the job from its last checkpoint. A job it runs whose lease it
+loses (a renewal found another holder or epoch, or none succeeded in time) is fenced at
+once; a job that stops or ends releases its lease, and a clean exit releases them all
+after the jobs' final checkpoints, so the others take them over at once. A server that
+dies stops renewing: its jobs' leases expire after the TTL and the others restart them
+from their last checkpoints. Jobs are not moved to a server that joins (no
+rebalancing yet). Do not mix sharing and non-sharing servers on one catalog: a
+non-sharing lease holder starts every job no live process owns.
+
 With ``until_idle`` (``streamjob server --until-idle``) the server takes the lease (an
 error if another live server holds it), starts the RUNNING jobs once, waits until each
 has committed all input available when it started, then shuts down the same way.
@@ -71,11 +90,14 @@ from datetime import datetime
 from typing import Callable
 
 from ..catalog import Catalog
+from ..catalog.placement import parse_labels
 from ..catalog.records import JobInfo
 from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
+from .job_leases import JobLeases
 from .lease import Lease, renew_every_ms
+from .placement import job_labels, place
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -102,6 +124,12 @@ class JobServer:
             (:mod:`streamjob.spark.warmup`); ``self.warm`` then holds what it did.
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
+        share: run a share of the jobs beside other sharing servers, each job under its
+            own lease (issue 33; module docstring "Sharing"); implied by ``max_jobs`` or
+            ``labels``. False: the single manager lease's holder runs every job.
+        max_jobs: the most jobs this sharing server runs at once (None: no limit).
+        labels: this sharing server's labels (``"a,b"`` or names), matched against a
+            job's ``streamjob.placement.labels``.
 
     The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
     server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
@@ -113,7 +141,9 @@ class JobServer:
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
                  echo: Callable[[str], None] | None = None,
-                 lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
+                 lease_renew_ms: int | None = None, warm_up: bool = True,
+                 share: bool = False, max_jobs: int | None = None,
+                 labels: str | tuple[str, ...] | None = None) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -131,9 +161,23 @@ class JobServer:
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
         self._echo = echo or log.info
         self._stop = threading.Event()           # shutdown requested
+        if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
+            raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
+        self.max_jobs = max_jobs
+        self.labels = parse_labels(labels)
+        self.share = bool(share or max_jobs is not None or self.labels)
+        # sharing: the manager lease only elects the coordinator (alerts, pruning, what
+        # clients name), and each job has a lease of its own (self.job_leases)
         self.lease = Lease(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
                            heartbeat=self._heartbeat, on_taken=self._lease_taken,
-                           on_lost=self._fenced, shutdown=self._stop, echo=self._echo)
+                           on_lost=self._coordinator_lost if self.share else self._fenced,
+                           shutdown=self._stop, echo=self._echo)
+        self.job_leases = JobLeases(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
+                                    on_lost=self._job_lease_lost, echo=self._echo) \
+            if self.share else None
+        self._run_epochs: dict[str, int] = {}    # uid -> epoch its runner started at
+        self._unplaced: dict[str, float] = {}    # uid -> since when it waits for a server
+        self._unplaceable: set[str] = set()      # said once: no server can take it
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
         self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
@@ -156,13 +200,23 @@ class JobServer:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._on_signal)
+        if until_idle and self.share:
+            raise ValueError("--until-idle runs every job in one server; not with --share")
         self.catalog.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                      self.spark_master)
         try:
+            if self.share:
+                self.catalog.declare_share(self.server_id, self.max_jobs, self.labels)
+                self.job_leases.open()
+                self.job_leases.start()
             self.lease.open()
             self._watcher = self.catalog.watcher(self.poll_s)
             self._echo(f"server {self.server_id}: job manager on {self.spark_master}, "
                        f"catalog {self.catalog.url}")
+            if self.share:
+                self._echo(f"server {self.server_id}: sharing the jobs (max jobs "
+                           f"{self.max_jobs if self.max_jobs is not None else 'unlimited'}, "
+                           f"labels {','.join(sorted(self.labels)) or 'none'})")
             self.lease.renew()
             if until_idle:
                 self.lease.await_held()
@@ -197,6 +251,11 @@ class JobServer:
         for _runner, waiter in list(self._stopping.values()):
             if waiter is not None:
                 waiter.join(max(0.0, deadline - time.monotonic()))
+        if self.job_leases is not None:
+            self.job_leases.stop()
+            for uid in list(self.job_leases.held()):  # stopped: the others take them now
+                self.job_leases.release(uid)
+            self.job_leases.close()
         self.lease.stop()
         try:
             self.catalog.unregister_server(self.server_id)  # releases the lease too
@@ -219,6 +278,8 @@ class JobServer:
         if not cat.heartbeat(self.server_id):
             cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                 self.spark_master)
+            if self.share:
+                cat.declare_share(self.server_id, self.max_jobs, self.labels)
 
     def _lease_taken(self) -> None:
         """The lease was taken: reconcile now (under the lease's lock)."""
@@ -237,6 +298,21 @@ class JobServer:
             self._stop_job(runner, graceful=False, why="fenced")
         return helpers, len(runners)
 
+    def _coordinator_lost(self) -> tuple[list[threading.Thread], int]:
+        """Sharing: the manager lease only elects the coordinator; losing it stops no
+        job (each job's own lease fences it, :meth:`_job_lease_lost`)."""
+        return [], 0
+
+    def _job_lease_lost(self, uid: str, why: str) -> None:
+        """Sharing: job ``uid``'s lease was lost (under the job leases' lock): its query
+        stops at once and its runner writes nothing more (:mod:`.job_leases`)."""
+        runner = self.manager.runners.get(uid)
+        if runner is None:
+            return
+        runner.fence()
+        self._echo(f"streamjob {runner.job.qualified_name}: {why}: stopped at once (fenced)")
+        self._stop_job(runner, graceful=False, why="fenced")
+
     def _start_spark(self) -> None:
         """Start Spark (standbys too); then a standby keeps itself warm: unless it
         already holds the lease or warm-up is off, it runs one throwaway micro-batch
@@ -247,7 +323,7 @@ class JobServer:
         except Exception as exc:  # noqa: BLE001 - the first job start raises it again
             log.error("server %s: Spark did not start: %s", self.server_id, exc)
             return
-        if not self.warm_up or self.holding or self._stop.is_set():
+        if not self.warm_up or self.holding or self.share or self._stop.is_set():
             return
         from ..spark.warmup import warm_up
 
@@ -269,9 +345,9 @@ class JobServer:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
-            if self.holding:
+            if self.holding or self.share:
                 try:
-                    self._reconcile()
+                    self._reconcile_share() if self.share else self._reconcile()
                     self._loop_error = None
                 except StreamJobError as exc:  # catalog trouble: the watchdog fences if needed
                     if str(exc) != self._loop_error:  # once per distinct error
@@ -302,6 +378,105 @@ class JobServer:
         """One pass of the holder (module docstring)."""
         jobs = self.catalog.list_jobs()
         by_uid = {j.uid: j for j in jobs}
+        self._follow_runners(by_uid)
+        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
+        for job in jobs:
+            mine = job.uid in self.manager.runners or job.uid in self._stopping
+            if job.desired_state != DesiredState.RUNNING:
+                if job.owner and not mine and not live_owner(self.catalog, job.owner,
+                                                              self.server_id):
+                    self._disown(job)  # a live owner (a shell, `run`) stops it itself
+                continue
+            if mine or job.qualified_name in busy_names or self._ended_here(job):
+                continue
+            if self._left_to_live_owner(job):
+                continue
+            self._start_job(job)
+        for uid in [u for u in self._ended if u not in by_uid]:
+            del self._ended[uid]
+
+    def _reconcile_share(self) -> None:
+        """One pass of a sharing server (module docstring, "Sharing"): follow the jobs
+        it runs, then place every RUNNING job that no live lease holds and start those
+        placed here."""
+        jobs = self.catalog.list_jobs()
+        by_uid = {j.uid: j for j in jobs}
+        self._follow_runners(by_uid)
+        servers = self.catalog.share_servers(self.lease_ttl_ms)
+        leases = {lease.job_uid: lease for lease in self.catalog.job_leases()}
+        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
+        waiting: list[JobInfo] = []
+        for job in jobs:
+            mine = job.uid in self.manager.runners or job.uid in self._stopping
+            lease = leases.get(job.uid)
+            held_elsewhere = lease is not None and lease.live and lease.holder != self.server_id
+            if job.desired_state != DesiredState.RUNNING:
+                if job.owner and not mine and not held_elsewhere and not live_owner(
+                        self.catalog, job.owner, self.server_id):
+                    self._disown(job)
+                continue
+            if mine or held_elsewhere or job.qualified_name in busy_names \
+                    or self._ended_here(job):
+                continue
+            if job.owner and (lease is None or job.owner != lease.holder) \
+                    and self._left_to_live_owner(job):
+                continue
+            waiting.append(job)
+        placed = place([(j.uid, job_labels(j)) for j in waiting], servers)
+        me = next((s for s in servers if s.server_id == self.server_id), None)
+        now = time.monotonic()
+        overdue_s = self.lease_ttl_ms / 1000 + 2 * self.poll_s
+        for job in waiting:
+            since = self._unplaced.setdefault(job.uid, now)
+            target = placed.get(job.uid)
+            # a job that waits past a TTL (servers read the catalog at different moments
+            # and each placed it on another): any eligible server with room takes it
+            fits = me is not None and job_labels(job) <= me.labels and me.room > 0
+            if target == self.server_id or (now - since > overdue_s and fits):
+                self._start_job_share(job, leases.get(job.uid))
+            elif target is None and job.uid not in self._unplaceable:
+                self._unplaceable.add(job.uid)
+                wanted = ",".join(sorted(job_labels(job))) or "none"
+                self._echo(f"streamjob {job.qualified_name} waits: no sharing server with "
+                           f"labels {wanted} has room for it")
+        waiting_uids = {j.uid for j in waiting}
+        for uid in [u for u in self._unplaced if u not in waiting_uids]:
+            del self._unplaced[uid]
+        self._unplaceable &= waiting_uids
+        for uid in [u for u in self._ended if u not in by_uid]:
+            del self._ended[uid]
+
+    def _ended_here(self, job: JobInfo) -> bool:
+        """True if ``job`` ended by itself (or was FAILED when first seen) and its row
+        has not changed since: it is left alone until START, STOP/START or ALTER."""
+        seen = self._ended.get(job.uid)
+        if seen is not None:
+            if job.updated_at == seen:
+                return True
+            del self._ended[job.uid]  # its row changed since it ended: try again
+        elif job.status == JobStatus.FAILED:
+            self._ended[job.uid] = job.updated_at
+            self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
+                       "START it again to retry")
+            return True
+        return False
+
+    def _left_to_live_owner(self, job: JobInfo) -> bool:
+        """True (said once per owner) if a live process that is not this server hosts
+        ``job`` (a shell, ``streamjob run``)."""
+        if live_owner(self.catalog, job.owner, self.server_id):
+            if self._hosted_elsewhere.get(job.uid) != job.owner:
+                self._hosted_elsewhere[job.uid] = job.owner
+                self._echo(f"streamjob {job.qualified_name} runs in {job.owner} "
+                           "(a shell or streamjob run); left to it")
+            return True
+        self._hosted_elsewhere.pop(job.uid, None)
+        return False
+
+    def _follow_runners(self, by_uid: dict[str, JobInfo]) -> None:
+        """Make the jobs this server runs follow the catalog: dropped ones stop at once,
+        stopped ones after their batch, ended ones are forgotten (and, sharing, their
+        lease released); the others reassert their status and owner."""
         for uid, runner in list(self.manager.runners.items()):
             job = by_uid.get(uid)
             if job is None:
@@ -318,38 +493,10 @@ class JobServer:
                     self._ended[uid] = runner.last_written_at or now.updated_at
                     self._echo(f"streamjob {job.qualified_name} {now.status.lower()}"
                                + (f": {runner.error}" if runner.error else ""))
-            else:
+                if self.job_leases is not None:
+                    self.job_leases.release(uid, self._run_epochs.pop(uid, None))
+            elif self.job_leases is None or self.job_leases.holds(uid):
                 runner.reassert(job)
-        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
-        for job in jobs:
-            mine = job.uid in self.manager.runners or job.uid in self._stopping
-            if job.desired_state != DesiredState.RUNNING:
-                if job.owner and not mine and not live_owner(self.catalog, job.owner,
-                                                              self.server_id):
-                    self._disown(job)  # a live owner (a shell, `run`) stops it itself
-                continue
-            if mine or job.qualified_name in busy_names:
-                continue
-            seen = self._ended.get(job.uid)
-            if seen is not None:
-                if job.updated_at == seen:
-                    continue
-                del self._ended[job.uid]  # its row changed since it ended: try again
-            elif job.status == JobStatus.FAILED:
-                self._ended[job.uid] = job.updated_at
-                self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
-                           "START it again to retry")
-                continue
-            if live_owner(self.catalog, job.owner, self.server_id):
-                if self._hosted_elsewhere.get(job.uid) != job.owner:
-                    self._hosted_elsewhere[job.uid] = job.owner
-                    self._echo(f"streamjob {job.qualified_name} runs in {job.owner} "
-                               "(a shell or streamjob run); left to it")
-                continue
-            self._hosted_elsewhere.pop(job.uid, None)
-            self._start_job(job)
-        for uid in [u for u in self._ended if u not in by_uid]:
-            del self._ended[uid]
 
     def _start_job(self, job: JobInfo) -> None:
         self.manager.spark()  # outside the lock: starting Spark takes seconds
@@ -374,6 +521,41 @@ class JobServer:
                 return
         self._echo(f"streamjob {job.qualified_name} started")
 
+    def _start_job_share(self, job: JobInfo, lease) -> None:
+        """Sharing: take ``job``'s lease (a new epoch), end the runs its previous owner
+        left open, and start it here from its last checkpoint; nothing if another server
+        wins the lease."""
+        self.manager.spark()  # before the lease: starting Spark takes seconds
+        if self._stop.is_set():
+            return
+        presumed = () if live_owner(self.catalog, job.owner) else \
+            ((job.owner,) if job.owner else ())
+        epoch = self.job_leases.acquire(job.uid, LIVE_WITHIN_MS, presumed)
+        if epoch is None:
+            return
+        self._unplaced.pop(job.uid, None)
+        previous = lease.holder if lease is not None and lease.holder else job.owner
+        if previous and previous != self.server_id:
+            ended = self.catalog.end_open_runs(
+                job.uid, JobStatus.FAILED, f"its job manager ({previous}) died or lost the "
+                "job's lease while running it")
+            if ended:
+                log.warning("streamjob %s: ended %d run(s) left open by %s",
+                            job.qualified_name, ended, previous)
+        with self.job_leases.lock:  # short: the watchdog fences under it
+            if not self.job_leases.holds(job.uid) or self._stop.is_set():
+                self.job_leases.release(job.uid, epoch)
+                return
+            try:
+                self.manager.start(job)
+            except JobError as exc:
+                self.job_leases.release(job.uid, epoch)
+                self._echo(str(exc))
+                return
+            self._run_epochs[job.uid] = epoch
+        why = "new" if lease is None else "orphaned" if lease.holder else "placed"
+        self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
+
     def _stop_job(self, runner: JobRunner, graceful: bool, why: str) -> None:
         """Stop a runner without blocking the loop: a waiter thread joins it, reports,
         and for a dropped job purges its checkpoint directory."""
@@ -392,6 +574,10 @@ class JobServer:
                     self._purge_dropped(runner.job)
                 self._echo(f"streamjob {runner.job.qualified_name} stopped ({why})")
             finally:
+                if self.job_leases is not None and not runner.is_alive():
+                    # its query stopped: the lease (at the epoch it ran under; a lease
+                    # taken by another since is left alone) is free for the others now
+                    self.job_leases.release(uid, self._run_epochs.pop(uid, None))
                 self._stopping.pop(uid, None)
                 if self._watcher is not None:
                     self._watcher.wake()  # a recreated job of that name may start now

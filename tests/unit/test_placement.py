@@ -1,0 +1,47 @@
+"""Placement of jobs on sharing servers (issue 33): most room first, labels, no room,
+and the same answer from every server (pure: :func:`streamjob.manager.placement.place`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamjob.catalog.records import ShareServer
+from streamjob.manager.placement import place
+
+pytestmark = pytest.mark.unit
+
+NONE = frozenset()
+
+
+def _srv(sid, max_jobs=None, labels=(), jobs=()):
+    return ShareServer(server_id=sid, max_jobs=max_jobs, labels=frozenset(labels),
+                       jobs=tuple(jobs))
+
+
+def test_jobs_spread_evenly_within_one():
+    servers = [_srv("c"), _srv("a", jobs=["x1"]), _srv("b")]
+    out = place([(f"j{i}", NONE) for i in range(8)], servers)
+    counts = {s: list(out.values()).count(s) for s in "abc"}
+    counts["a"] += 1
+    assert max(counts.values()) - min(counts.values()) <= 1, counts
+    assert sum(counts.values()) == 9
+    # the same read gives the same answer on every server, in any listing order
+    assert place([(f"j{i}", NONE) for i in range(8)], list(reversed(servers))) == out
+
+
+def test_most_room_wins_and_a_full_server_takes_nothing():
+    servers = [_srv("a", max_jobs=2, jobs=["x"]), _srv("b", max_jobs=4), _srv("c", max_jobs=0)]
+    out = place([("j1", NONE), ("j2", NONE), ("j3", NONE), ("j4", NONE), ("j5", NONE),
+                 ("j6", NONE)], servers)
+    assert out["j1"] == "b" and "c" not in out.values()
+    assert list(out.values()).count("a") == 1 and list(out.values()).count("b") == 4
+    assert out["j6"] is None  # 1 + 4 places taken: no room left
+
+
+def test_labels_restrict_the_eligible_servers():
+    servers = [_srv("a", labels=["gpu", "eu"]), _srv("b", labels=["eu"]), _srv("c")]
+    out = place([("g", frozenset({"gpu"})), ("e1", frozenset({"eu"})),
+                 ("e2", frozenset({"eu"})), ("x", frozenset({"us"}))], servers)
+    assert out["g"] == "a" and out["x"] is None
+    assert {out["e1"], out["e2"]} == {"a", "b"} or out["e1"] == out["e2"] == "b"
+    assert out["e1"] in ("a", "b") and out["e2"] in ("a", "b")
