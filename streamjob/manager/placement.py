@@ -26,13 +26,17 @@ LABELS_PROPERTY = "streamjob.placement.labels"
 
 
 def job_labels(job: JobInfo) -> frozenset[str]:
-    """The labels job ``job`` asks for: its ``streamjob.placement.labels`` (job
-    properties, else the session's ``SET``), lower-cased; empty when unset."""
-    for props in (job.properties, getattr(job, "session_properties", None) or {}):
-        raw = (props or {}).get(LABELS_PROPERTY)
-        if raw is not None:
-            return parse_labels(raw if isinstance(raw, (str, list, tuple)) else str(raw))
-    return frozenset()
+    """The labels job ``job`` asks for: its effective ``streamjob.placement.labels`` (job
+    properties, else the session's ``SET``), lower-cased; empty when unset or invalid
+    (the property is checked when the job is created)."""
+    from .. import properties as jp
+    from ..exceptions import StreamJobError
+
+    try:
+        return parse_labels(jp.values(job.properties or {},
+                                      job.session_properties or {}).placement_labels)
+    except StreamJobError:
+        return frozenset()
 
 
 def place(jobs: Sequence[tuple[str, frozenset[str]]],

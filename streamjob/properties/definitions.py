@@ -138,8 +138,8 @@ JOB = Registry([
              "exponential-delay restart strategy)", unit="ms", minimum=0),
     Property("streamjob.failover.max.backoff", "duration", 30_000,
              "the longest wait between restarts", unit="ms", minimum=0),
-    Property("streamjob.placement.labels", "list", None,
-             "labels a server must have to run the job (servers started with --share "
+    Property("streamjob.placement.labels", "string", None,
+             "comma-separated labels a server must have to run the job (servers started with --share "
              "--labels a,b; issue 33): the job goes to the eligible server with the most room; "
              "unset: any sharing server"),
     Property("morphling.result.auto.flush", "bool", False,

@@ -45,3 +45,16 @@ def test_labels_restrict_the_eligible_servers():
     assert out["g"] == "a" and out["x"] is None
     assert {out["e1"], out["e2"]} == {"a", "b"} or out["e1"] == out["e2"] == "b"
     assert out["e1"] in ("a", "b") and out["e2"] in ("a", "b")
+
+
+def test_a_job_asks_for_labels_by_its_property_or_the_sessions(tmp_path):
+    from streamjob.catalog import Catalog
+    from streamjob.manager.placement import job_labels
+
+    with Catalog(f"sqlite:///{tmp_path}/catalog.db") as cat:
+        sql = "insert into t select * from s"
+        cat.create_job("default", "a", sql, {"streamjob.placement.labels": "GPU, eu"}, [],
+                       check_dependencies=False)
+        cat.create_job("default", "b", sql, {}, [], check_dependencies=False)
+        assert job_labels(cat.get_job("default", "a")) == {"gpu", "eu"}
+        assert job_labels(cat.get_job("default", "b")) == frozenset()
