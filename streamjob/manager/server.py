@@ -175,6 +175,7 @@ class JobServer:
         self.job_leases = JobLeases(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
                                     on_lost=self._job_lease_lost, echo=self._echo) \
             if self.share else None
+        self._ready = threading.Event()          # sharing: Spark up, share declared
         self._run_epochs: dict[str, int] = {}    # uid -> epoch its runner started at
         self._unplaced: dict[str, float] = {}    # uid -> since when it waits for a server
         self._unplaceable: set[str] = set()      # said once: no server can take it
@@ -205,8 +206,7 @@ class JobServer:
         self.catalog.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                      self.spark_master)
         try:
-            if self.share:
-                self.catalog.declare_share(self.server_id, self.max_jobs, self.labels)
+            if self.share:  # declared (placed on) once its Spark is up: _start_spark
                 self.job_leases.open()
                 self.job_leases.start()
             self.lease.open()
@@ -278,7 +278,7 @@ class JobServer:
         if not cat.heartbeat(self.server_id):
             cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                 self.spark_master)
-            if self.share:
+            if self.share and self._ready.is_set():
                 cat.declare_share(self.server_id, self.max_jobs, self.labels)
 
     def _lease_taken(self) -> None:
@@ -323,6 +323,15 @@ class JobServer:
         except Exception as exc:  # noqa: BLE001 - the first job start raises it again
             log.error("server %s: Spark did not start: %s", self.server_id, exc)
             return
+        if self.share:  # the others place jobs on it from now on
+            try:
+                self.catalog.declare_share(self.server_id, self.max_jobs, self.labels)
+                self._ready.set()
+                self._echo(f"server {self.server_id}: ready for its share of the jobs")
+            except StreamJobError as exc:
+                log.error("server %s: share not declared: %s", self.server_id, exc)
+            if self._watcher is not None:
+                self._watcher.wake()
         if not self.warm_up or self.holding or self.share or self._stop.is_set():
             return
         from ..spark.warmup import warm_up
@@ -347,7 +356,10 @@ class JobServer:
         while not self._stop.is_set():
             if self.holding or self.share:
                 try:
-                    self._reconcile_share() if self.share else self._reconcile()
+                    if not self.share:
+                        self._reconcile()
+                    elif self._ready.is_set():
+                        self._reconcile_share()
                     self._loop_error = None
                 except StreamJobError as exc:  # catalog trouble: the watchdog fences if needed
                     if str(exc) != self._loop_error:  # once per distinct error
