@@ -62,7 +62,7 @@ def _check_ttl(ttl_ms: int) -> None:
 
 class PlacementMixin(CatalogEngine):
     """Sharing servers and job leases (module docstring): ``declare_share``,
-    ``share_servers``, ``acquire_job_lease``, ``renew_job_leases``,
+    ``share_servers``, ``sharing_server_ids``, ``acquire_job_lease``, ``renew_job_leases``,
     ``release_job_lease``, ``job_leases``."""
 
     def declare_share(self, server_id: str, max_jobs: int | None,
@@ -100,6 +100,12 @@ class PlacementMixin(CatalogEngine):
                                                             .total_seconds() * 1000)))
                     for r in rows]
 
+    def sharing_server_ids(self) -> set[str]:
+        """The ids of every registered sharing server, live or not (a job they own is
+        ruled by its lease, not by their heartbeat)."""
+        with self._tx() as session:
+            return set(session.scalars(select(Server.server_id).where(Server.shares.is_(True))))
+
     def job_leases(self) -> list[JobLeaseInfo]:
         """Every job lease of an existing job, by job uid (placement decisions: who
         holds which job, at which epoch, since when and why)."""
@@ -111,12 +117,17 @@ class PlacementMixin(CatalogEngine):
 
     def acquire_job_lease(self, job_uid: str, server_id: str, ttl_ms: int,
                           live_within_ms: int,
-                          presumed_dead: Sequence[str] = ()) -> int | None:
+                          presumed_dead: Sequence[str] = (),
+                          holder_live_ms: int | None = None) -> int | None:
         """Take job ``job_uid``'s lease for ``server_id`` for ``ttl_ms`` ms; returns the
         epoch it now holds the lease at, or None when refused: the job is gone, another
         server holds a live lease, or a live process that is not a sharing server (its
         heartbeat younger than ``live_within_ms``, and not in ``presumed_dead``) hosts
-        it. Taking it from another (or a released) holder increments the epoch and makes
+        it. With ``holder_live_ms``, an expired lease whose holder is a sharing server
+        with a heartbeat younger than that is left to it too: that server lives, has
+        fenced the job (:mod:`streamjob.manager.job_leases`) and releases the lease once
+        the job's query stopped, so no two queries of a job ever overlap; a holder that
+        died or froze stops beating and loses it. Taking it from another (or a released) holder increments the epoch and makes
         ``server_id`` the job's owner in the same transaction; so does taking back an
         expired lease of ``server_id``'s own. A live lease of ``server_id``: renewed at
         the same epoch.
@@ -137,6 +148,12 @@ class PlacementMixin(CatalogEngine):
                         and _aware(lease.expires_at) is not None \
                         and _aware(lease.expires_at) > now:
                     return None
+                if lease is not None and lease.holder not in (None, server_id) \
+                        and holder_live_ms is not None and lease.holder not in presumed_dead:
+                    old = session.get(Server, lease.holder)
+                    if old is not None and _aware(old.heartbeat_at) > \
+                            now - timedelta(milliseconds=holder_live_ms):
+                        return None  # alive: it releases the lease once the query stopped
                 if job.owner and job.owner != server_id and job.owner not in presumed_dead:
                     host = session.get(Server, job.owner)
                     if host is not None and not host.shares and _aware(host.heartbeat_at) > \

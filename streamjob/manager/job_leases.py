@@ -15,6 +15,10 @@ Timing, per job, for a lease of TTL ``ttl`` renewed every ``renew`` (the same
   take the lease only after the database's expiry, so a server that lives (not frozen)
   has stopped the job's query before anyone else may start it;
 * a renewal that finds the lease at another holder or epoch fences the job at once;
+* a server that lives (its heartbeat younger than a TTL) keeps even an expired lease
+  from the others until it released it, which it does once the fenced job's query
+  stopped: two queries of one job never overlap; a server that died or froze stops
+  beating, and the others take its leases about a TTL after its last renewal;
 * a server frozen past its leases (SIGSTOP, a long GC pause) fences its jobs the moment
   it resumes (the watchdog's first pass); a write its Spark query makes meanwhile is
   fenced by the sinks' exactly-once markers, as at a takeover of the manager lease
@@ -115,11 +119,13 @@ class JobLeases:
     def acquire(self, uid: str, live_within_ms: int,
                 presumed_dead: Sequence[str] = ()) -> int | None:
         """Take job ``uid``'s lease (:meth:`~streamjob.catalog.placement.PlacementMixin.
-        acquire_job_lease`); returns its epoch, or None when refused. Raises
-        CatalogError if the catalog cannot be reached."""
+        acquire_job_lease`; an expired lease of a sharing server whose heartbeat is
+        younger than a TTL is left to it: it releases the lease once the fenced query
+        stopped); returns its epoch, or None when refused. Raises CatalogError if the
+        catalog cannot be reached."""
         sent = time.monotonic()
         epoch = self.catalog.acquire_job_lease(uid, self.holder, self.ttl_ms, live_within_ms,
-                                               presumed_dead)
+                                               presumed_dead, holder_live_ms=self.ttl_ms)
         if epoch is not None:
             with self.lock:
                 self._epochs[uid] = epoch

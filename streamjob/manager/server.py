@@ -86,6 +86,7 @@ import signal
 import socket
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Callable
 
@@ -415,9 +416,17 @@ class JobServer:
         by_uid = {j.uid: j for j in jobs}
         self._follow_runners(by_uid)
         servers = self.catalog.share_servers(self.lease_ttl_ms)
+        sharing = self.catalog.sharing_server_ids() | {self.server_id}
         leases = {lease.job_uid: lease for lease in self.catalog.job_leases()}
         busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
         waiting: list[JobInfo] = []
+        held = self.job_leases.held()
+        for lease in leases.values():  # ours in the catalog, but not run (nor stopping)
+            if lease.holder == self.server_id and lease.job_uid not in held \
+                    and lease.job_uid not in self.manager.runners \
+                    and lease.job_uid not in self._stopping:
+                self.catalog.release_job_lease(lease.job_uid, self.server_id, lease.epoch)
+                leases[lease.job_uid] = replace(lease, holder=None, live=False)
         for job in jobs:
             mine = job.uid in self.manager.runners or job.uid in self._stopping
             lease = leases.get(job.uid)
@@ -430,8 +439,10 @@ class JobServer:
             if mine or held_elsewhere or job.qualified_name in busy_names \
                     or self._ended_here(job):
                 continue
-            if job.owner and (lease is None or job.owner != lease.holder) \
-                    and self._left_to_live_owner(job):
+            # a job whose owner is a sharing server without the job's live lease (it
+            # exited, died or was fenced) is placed again; one hosted by another live
+            # process (a shell, `run`) is left to it
+            if job.owner and job.owner not in sharing and self._left_to_live_owner(job):
                 continue
             waiting.append(job)
         placed = place([(j.uid, job_labels(j)) for j in waiting], servers)
@@ -565,7 +576,7 @@ class JobServer:
                 self._echo(str(exc))
                 return
             self._run_epochs[job.uid] = epoch
-        why = "new" if lease is None else "orphaned" if lease.holder else "placed"
+        why = "new" if lease is None else "orphaned" if lease.holder else "released"
         self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
 
     def _stop_job(self, runner: JobRunner, graceful: bool, why: str) -> None:

@@ -100,6 +100,7 @@ def test_share_servers_count_live_leases_and_labels(cat):
     assert by_id[B].labels == {"gpu", "eu"} and by_id[B].room == 2
     cat.register_server(S, "host-s", 303, "local[2]")  # not sharing: not listed
     assert S not in {s.server_id for s in cat.share_servers(LIVE)}
+    assert cat.sharing_server_ids() == {A, B}
     with pytest.raises(ValueError):
         cat.declare_share(A, -1)
     assert parse_labels("a, B,,c ") == {"a", "b", "c"}
@@ -129,3 +130,21 @@ def test_two_servers_racing_for_one_job_exactly_one_wins(cat):
     assert sorted(won[A] + won[B]) == sorted(uids)  # every job once, none twice
     assert {i.job_uid: i.holder for i in cat.job_leases()} == {
         **{u: A for u in won[A]}, **{u: B for u in won[B]}}
+
+
+def test_an_expired_lease_of_a_live_sharing_server_is_left_until_it_releases_it(cat):
+    """The holder lives (its heartbeat is fresh): it fenced the job and releases the
+    lease once the query stopped; until then nobody else starts the job. A holder that
+    stopped beating (dead, frozen) loses it."""
+    uid = _job(cat)
+    assert cat.acquire_job_lease(uid, A, 1000, LIVE) == 1
+    _until(lambda: not cat.job_leases()[0].live, 5, "A's lease to expire")
+    assert cat.heartbeat(A)
+    assert cat.acquire_job_lease(uid, B, 60_000, LIVE, holder_live_ms=60_000) is None
+    assert cat.release_job_lease(uid, A, 1)  # A's query stopped
+    assert cat.acquire_job_lease(uid, B, 60_000, LIVE, holder_live_ms=60_000) == 2
+    # B stops beating: once its heartbeat is older than holder_live_ms, A may take it
+    assert cat.release_job_lease(uid, B, 2) and cat.acquire_job_lease(uid, B, 1000, LIVE) == 3
+    _until(lambda: not cat.job_leases()[0].live, 5, "B's lease to expire")
+    time.sleep(0.3)
+    assert cat.acquire_job_lease(uid, A, 60_000, LIVE, holder_live_ms=200) == 4
