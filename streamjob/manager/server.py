@@ -56,22 +56,16 @@ a second instead of after the TTL. A second signal interrupts the shutdown.
 
 Sharing (``streamjob server --share``, ``--max-jobs N``, ``--labels a,b``; issue 33):
 any number of sharing servers on one catalog each run a share of the jobs, every job
-under a lease of its own with a fencing epoch (:mod:`.job_leases`,
-:mod:`streamjob.catalog.placement`). The manager lease then only elects a coordinator
-(alerts, pruning dead servers' rows, the server clients name); losing it stops no job.
-Each pass of a sharing server follows the jobs it runs as above, then places every
-RUNNING job that no live lease holds (new, released by a server that stopped it or
-exited, or orphaned: its holder's lease expired) on the eligible server with the most
-room (:mod:`.placement`), and starts those placed on itself: it takes the job's lease
-at a new epoch (owner set in the same transaction), ends the runs the previous owner
-left open, and starts the job from its last checkpoint. A job it runs whose lease it
-loses (a renewal found another holder or epoch, or none succeeded in time) is fenced at
-once; a job that stops or ends releases its lease, and a clean exit releases them all
-after the jobs' final checkpoints, so the others take them over at once. A server that
-dies stops renewing: its jobs' leases expire after the TTL and the others restart them
-from their last checkpoints. Jobs are not moved to a server that joins (no
-rebalancing yet). Do not mix sharing and non-sharing servers on one catalog: a
-non-sharing lease holder starts every job no live process owns.
+under a lease of its own with a fencing epoch (:mod:`.share`, :mod:`.job_leases`,
+:mod:`.placement`, :mod:`streamjob.catalog.placement`). The manager lease then only
+elects a coordinator (alerts, pruning dead servers' rows, the server clients name);
+losing it stops no job. A job whose lease is lost is fenced at once; a job that stops
+or ends releases its lease, and a clean exit releases them all after the jobs' final
+checkpoints, so the others take them over at once; a server that dies stops renewing,
+and the others restart its jobs from their last checkpoints after the TTL. Jobs are not
+moved to a server that joins (no rebalancing yet). Do not mix sharing and non-sharing
+servers on one catalog: a non-sharing lease holder starts every job no live process
+owns.
 
 With ``until_idle`` (``streamjob server --until-idle``) the server takes the lease (an
 error if another live server holds it), starts the RUNNING jobs once, waits until each
@@ -86,19 +80,16 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import replace
 from datetime import datetime
 from typing import Callable
 
 from ..catalog import Catalog
-from ..catalog.placement import parse_labels
 from ..catalog.records import JobInfo
 from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
-from .job_leases import JobLeases
 from .lease import Lease, renew_every_ms
-from .placement import job_labels, place
+from .share import Share
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -162,24 +153,15 @@ class JobServer:
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
         self._echo = echo or log.info
         self._stop = threading.Event()           # shutdown requested
-        if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
-            raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
-        self.max_jobs = max_jobs
-        self.labels = parse_labels(labels)
-        self.share = bool(share or max_jobs is not None or self.labels)
+        self.share = Share(catalog, self.server_id, lease_ttl_ms, self.renew_ms, self.poll_s,
+                           max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo) \
+            if share or max_jobs is not None or labels else None
         # sharing: the manager lease only elects the coordinator (alerts, pruning, what
-        # clients name), and each job has a lease of its own (self.job_leases)
+        # clients name), and each job has a lease of its own (self.share)
         self.lease = Lease(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
                            heartbeat=self._heartbeat, on_taken=self._lease_taken,
                            on_lost=self._coordinator_lost if self.share else self._fenced,
                            shutdown=self._stop, echo=self._echo)
-        self.job_leases = JobLeases(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
-                                    on_lost=self._job_lease_lost, echo=self._echo) \
-            if self.share else None
-        self._ready = threading.Event()          # sharing: Spark up, share declared
-        self._run_epochs: dict[str, int] = {}    # uid -> epoch its runner started at
-        self._unplaced: dict[str, float] = {}    # uid -> since when it waits for a server
-        self._unplaceable: set[str] = set()      # said once: no server can take it
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
         self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
@@ -208,16 +190,13 @@ class JobServer:
                                      self.spark_master)
         try:
             if self.share:  # declared (placed on) once its Spark is up: _start_spark
-                self.job_leases.open()
-                self.job_leases.start()
+                self.share.start()
             self.lease.open()
             self._watcher = self.catalog.watcher(self.poll_s)
             self._echo(f"server {self.server_id}: job manager on {self.spark_master}, "
                        f"catalog {self.catalog.url}")
             if self.share:
-                self._echo(f"server {self.server_id}: sharing the jobs (max jobs "
-                           f"{self.max_jobs if self.max_jobs is not None else 'unlimited'}, "
-                           f"labels {','.join(sorted(self.labels)) or 'none'})")
+                self._echo(f"server {self.server_id}: sharing the jobs ({self.share.describe()})")
             self.lease.renew()
             if until_idle:
                 self.lease.await_held()
@@ -252,11 +231,8 @@ class JobServer:
         for _runner, waiter in list(self._stopping.values()):
             if waiter is not None:
                 waiter.join(max(0.0, deadline - time.monotonic()))
-        if self.job_leases is not None:
-            self.job_leases.stop()
-            for uid in list(self.job_leases.held()):  # stopped: the others take them now
-                self.job_leases.release(uid)
-            self.job_leases.close()
+        if self.share:  # the jobs stopped: the others take them now
+            self.share.close()
         self.lease.stop()
         try:
             self.catalog.unregister_server(self.server_id)  # releases the lease too
@@ -279,8 +255,8 @@ class JobServer:
         if not cat.heartbeat(self.server_id):
             cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                 self.spark_master)
-            if self.share and self._ready.is_set():
-                cat.declare_share(self.server_id, self.max_jobs, self.labels)
+            if self.share and self.share.ready.is_set():
+                self.share.declare(cat)
 
     def _lease_taken(self) -> None:
         """The lease was taken: reconcile now (under the lease's lock)."""
@@ -308,7 +284,10 @@ class JobServer:
         """Sharing: job ``uid``'s lease was lost (under the job leases' lock): its query
         stops at once and its runner writes nothing more (:mod:`.job_leases`)."""
         runner = self.manager.runners.get(uid)
-        if runner is None:
+        if runner is None:  # stopping after its batch: now at once
+            stopping = self._stopping.get(uid)
+            if stopping is not None:
+                stopping[0].fence()
             return
         runner.fence()
         self._echo(f"streamjob {runner.job.qualified_name}: {why}: stopped at once (fenced)")
@@ -326,8 +305,8 @@ class JobServer:
             return
         if self.share:  # the others place jobs on it from now on
             try:
-                self.catalog.declare_share(self.server_id, self.max_jobs, self.labels)
-                self._ready.set()
+                self.share.declare()
+                self.share.ready.set()
                 self._echo(f"server {self.server_id}: ready for its share of the jobs")
             except StreamJobError as exc:
                 log.error("server %s: share not declared: %s", self.server_id, exc)
@@ -359,7 +338,7 @@ class JobServer:
                 try:
                     if not self.share:
                         self._reconcile()
-                    elif self._ready.is_set():
+                    elif self.share.ready.is_set():
                         self._reconcile_share()
                     self._loop_error = None
                 except StreamJobError as exc:  # catalog trouble: the watchdog fences if needed
@@ -415,20 +394,12 @@ class JobServer:
         jobs = self.catalog.list_jobs()
         by_uid = {j.uid: j for j in jobs}
         self._follow_runners(by_uid)
-        servers = self.catalog.share_servers(self.lease_ttl_ms)
-        sharing = self.catalog.sharing_server_ids() | {self.server_id}
-        leases = {lease.job_uid: lease for lease in self.catalog.job_leases()}
+        running = set(self.manager.runners) | set(self._stopping)
+        servers, sharing, leases = self.share.read(running)
         busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
         waiting: list[JobInfo] = []
-        held = self.job_leases.held()
-        for lease in leases.values():  # ours in the catalog, but not run (nor stopping)
-            if lease.holder == self.server_id and lease.job_uid not in held \
-                    and lease.job_uid not in self.manager.runners \
-                    and lease.job_uid not in self._stopping:
-                self.catalog.release_job_lease(lease.job_uid, self.server_id, lease.epoch)
-                leases[lease.job_uid] = replace(lease, holder=None, live=False)
         for job in jobs:
-            mine = job.uid in self.manager.runners or job.uid in self._stopping
+            mine = job.uid in running
             lease = leases.get(job.uid)
             held_elsewhere = lease is not None and lease.live and lease.holder != self.server_id
             if job.desired_state != DesiredState.RUNNING:
@@ -445,27 +416,11 @@ class JobServer:
             if job.owner and job.owner not in sharing and self._left_to_live_owner(job):
                 continue
             waiting.append(job)
-        placed = place([(j.uid, job_labels(j)) for j in waiting], servers)
-        me = next((s for s in servers if s.server_id == self.server_id), None)
-        now = time.monotonic()
-        overdue_s = self.lease_ttl_ms / 1000 + 2 * self.poll_s
-        for job in waiting:
-            since = self._unplaced.setdefault(job.uid, now)
-            target = placed.get(job.uid)
-            # a job that waits past a TTL (servers read the catalog at different moments
-            # and each placed it on another): any eligible server with room takes it
-            fits = me is not None and job_labels(job) <= me.labels and me.room > 0
-            if target == self.server_id or (now - since > overdue_s and fits):
-                self._start_job_share(job, leases.get(job.uid))
-            elif target is None and job.uid not in self._unplaceable:
-                self._unplaceable.add(job.uid)
-                wanted = ",".join(sorted(job_labels(job))) or "none"
-                self._echo(f"streamjob {job.qualified_name} waits: no sharing server with "
-                           f"labels {wanted} has room for it")
-        waiting_uids = {j.uid for j in waiting}
-        for uid in [u for u in self._unplaced if u not in waiting_uids]:
-            del self._unplaced[uid]
-        self._unplaceable &= waiting_uids
+        for job in self.share.to_start(waiting, servers):
+            self.manager.spark()
+            if self._stop.is_set():
+                break
+            self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
         for uid in [u for u in self._ended if u not in by_uid]:
             del self._ended[uid]
 
@@ -516,9 +471,9 @@ class JobServer:
                     self._ended[uid] = runner.last_written_at or now.updated_at
                     self._echo(f"streamjob {job.qualified_name} {now.status.lower()}"
                                + (f": {runner.error}" if runner.error else ""))
-                if self.job_leases is not None:
-                    self.job_leases.release(uid, self._run_epochs.pop(uid, None))
-            elif self.job_leases is None or self.job_leases.holds(uid):
+                if self.share:
+                    self.share.ended(uid)
+            elif not self.share or self.share.holds(uid):
                 runner.reassert(job)
 
     def _start_job(self, job: JobInfo) -> None:
@@ -544,41 +499,6 @@ class JobServer:
                 return
         self._echo(f"streamjob {job.qualified_name} started")
 
-    def _start_job_share(self, job: JobInfo, lease) -> None:
-        """Sharing: take ``job``'s lease (a new epoch), end the runs its previous owner
-        left open, and start it here from its last checkpoint; nothing if another server
-        wins the lease."""
-        self.manager.spark()  # before the lease: starting Spark takes seconds
-        if self._stop.is_set():
-            return
-        presumed = () if live_owner(self.catalog, job.owner) else \
-            ((job.owner,) if job.owner else ())
-        epoch = self.job_leases.acquire(job.uid, LIVE_WITHIN_MS, presumed)
-        if epoch is None:
-            return
-        self._unplaced.pop(job.uid, None)
-        previous = lease.holder if lease is not None and lease.holder else job.owner
-        if previous and previous != self.server_id:
-            ended = self.catalog.end_open_runs(
-                job.uid, JobStatus.FAILED, f"its job manager ({previous}) died or lost the "
-                "job's lease while running it")
-            if ended:
-                log.warning("streamjob %s: ended %d run(s) left open by %s",
-                            job.qualified_name, ended, previous)
-        with self.job_leases.lock:  # short: the watchdog fences under it
-            if not self.job_leases.holds(job.uid) or self._stop.is_set():
-                self.job_leases.release(job.uid, epoch)
-                return
-            try:
-                self.manager.start(job)
-            except JobError as exc:
-                self.job_leases.release(job.uid, epoch)
-                self._echo(str(exc))
-                return
-            self._run_epochs[job.uid] = epoch
-        why = "new" if lease is None else "orphaned" if lease.holder else "released"
-        self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
-
     def _stop_job(self, runner: JobRunner, graceful: bool, why: str) -> None:
         """Stop a runner without blocking the loop: a waiter thread joins it, reports,
         and for a dropped job purges its checkpoint directory."""
@@ -597,10 +517,8 @@ class JobServer:
                     self._purge_dropped(runner.job)
                 self._echo(f"streamjob {runner.job.qualified_name} stopped ({why})")
             finally:
-                if self.job_leases is not None and not runner.is_alive():
-                    # its query stopped: the lease (at the epoch it ran under; a lease
-                    # taken by another since is left alone) is free for the others now
-                    self.job_leases.release(uid, self._run_epochs.pop(uid, None))
+                if self.share and not runner.is_alive():
+                    self.share.ended(uid)  # its query stopped: the others may take it
                 self._stopping.pop(uid, None)
                 if self._watcher is not None:
                     self._watcher.wake()  # a recreated job of that name may start now
