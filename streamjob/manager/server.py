@@ -62,10 +62,11 @@ elects a coordinator (alerts, pruning dead servers' rows, the server clients nam
 losing it stops no job. A job whose lease is lost is fenced at once; a job that stops
 or ends releases its lease, and a clean exit releases them all after the jobs' final
 checkpoints, so the others take them over at once; a server that dies stops renewing,
-and the others restart its jobs from their last checkpoints after the TTL. Jobs are not
-moved to a server that joins (no rebalancing yet). Do not mix sharing and non-sharing
-servers on one catalog: a non-sharing lease holder starts every job no live process
-owns.
+and the others restart its jobs from their last checkpoints after the TTL. Jobs move
+to a server that joins at checkpoint boundaries (a graceful stop, then a start there),
+one at a time per server, until the load is even within one
+(:meth:`.share.Share.to_move`). Do not mix sharing and non-sharing servers on one
+catalog: a non-sharing lease holder starts every job no live process owns.
 
 With ``until_idle`` (``streamjob server --until-idle``) the server takes the lease (an
 error if another live server holds it), starts the RUNNING jobs once, waits until each
@@ -421,6 +422,13 @@ class JobServer:
             if self._stop.is_set():
                 break
             self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
+        moving = any(r.stop_requested and not r.fenced for r, _w in self._stopping.values())
+        running = [by_uid[u] for u in self.manager.runners if u in by_uid
+                   and self.manager.runners[u].status == JobStatus.RUNNING]
+        job = None if moving else self.share.to_move(running, servers, bool(waiting))
+        if job is not None:  # at its next checkpoint boundary, to a server with fewer jobs
+            self._echo(f"streamjob {job.qualified_name}: moving to a server with fewer jobs")
+            self._stop_job(self.manager.runners[job.uid], graceful=True, why="moved")
         for uid in [u for u in self._ended if u not in by_uid]:
             del self._ended[uid]
 

@@ -144,6 +144,25 @@ class Share:
         self._unplaceable &= uids
         return out
 
+    def to_move(self, running: list[JobInfo], servers: list[ShareServer],
+                waiting: bool) -> JobInfo | None:
+        """Rebalancing (a server joined, or came back with fewer jobs): one job of
+        ``running`` (the jobs this server runs, RUNNING) to hand over, or None. A job is
+        handed over when some live sharing server that could take it (labels, room)
+        runs at least two fewer jobs than this one, and nothing waits for a server
+        (``waiting``), so that moves go one at a time per server until the load is even
+        within one. The server then stops it gracefully (its final checkpoint) and
+        releases its lease; placement gives it to the server with the fewest jobs."""
+        me = next((s for s in servers if s.server_id == self.server_id), None)
+        if me is None or waiting or not running:
+            return None
+        for job in sorted(running, key=lambda j: j.uid, reverse=True):
+            wanted = job_labels(job)
+            if any(s.server_id != self.server_id and wanted <= s.labels and s.room > 0
+                   and len(me.jobs) - len(s.jobs) >= 2 for s in servers):
+                return job
+        return None
+
     def take(self, job: JobInfo, lease: JobLeaseInfo | None, start: Callable[[JobInfo], None],
              stopping: threading.Event) -> int | None:
         """Take ``job``'s lease (a new epoch), end the runs its previous owner left open,

@@ -8,7 +8,9 @@ One life of a catalog (one scenario, shared setup; ``slow``):
   restart them from their last checkpoints (a new epoch), still within one of even;
 * SIGSTOP of another past its leases: the last server takes its jobs; SIGCONT: the
   frozen server fences them at once and writes nothing (no run of its stays open, no
-  owner changes back, no row lands twice);
+  row lands twice);
+* rebalancing: the thawed server runs nothing, the last one four: jobs move to it at
+  checkpoint boundaries (a graceful stop, a start at a new epoch) until even within one;
 * every job's sink, read with pandas, holds each fed record exactly once from where it
   started to the last one fed: nothing lost, nothing doubled.
 
@@ -101,17 +103,26 @@ def test_three_servers_share_four_jobs_through_a_kill_and_a_freeze(env):
         b.signal(signal.SIGCONT)
     for n in frozen:
         b.wait_line(rf"streamjob default\.{n}: .*\(fenced\)", 30)
-    # c's next checkpoints go on, b claims nothing back and leaves no run open
     after = {n: max(env.checkpoint_ids(n)) for n in frozen}
     env.wait_batches_beyond(after, 60)
-    assert all(env.job(n).owner == c.id for n in frozen), _owners(env)
+
+    # (d) b, thawed, runs nothing while c runs four: c hands jobs over at checkpoint
+    # boundaries (a graceful stop, then a start on b at a new epoch) until even within one
+    wait_for(lambda: sorted(Counter(_owners(env).values()).values()) == [2, 2]
+             and all(env.job(n).status == "RUNNING" for n in NAMES), 180,
+             "the jobs rebalanced onto the thawed server")
+    moved = [n for n, o in _owners(env).items() if o == b.id]
+    for n in moved:
+        c.wait_line(rf"streamjob default\.{n}: moving to a server with fewer jobs", 5)
+        b.wait_line(rf"streamjob default\.{n} started \(lease epoch \d+, released\)", 5)
+    env.wait_batches_beyond({n: max(env.checkpoint_ids(n)) for n in moved}, 90)
     for n in NAMES:
         runs = env.catalog.list_runs(env.job(n).uid)
         assert len([r for r in runs if r.ended_at is None]) == 1, (n, runs)
     assert b.proc.poll() is None  # the fenced server lives on, sharing again
     assert "Traceback" not in b.output, b.output
 
-    # (d) every sink against the input: each record exactly once, none missing at the end
+    # (e) every sink against the input: each record exactly once, none missing at the end
     feeder.stop()
     last = {p: max(i for i in range(feeder.sent) if i % 2 == p) for p in (0, 1)}
     wait_for(lambda: all(_sink_ids(env, n)["id"].isin(list(last.values())).sum() == 2

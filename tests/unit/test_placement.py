@@ -58,3 +58,33 @@ def test_a_job_asks_for_labels_by_its_property_or_the_sessions(tmp_path):
         cat.create_job("default", "b", sql, {}, [], check_dependencies=False)
         assert job_labels(cat.get_job("default", "a")) == {"gpu", "eu"}
         assert job_labels(cat.get_job("default", "b")) == frozenset()
+
+
+def test_a_server_hands_a_job_over_while_another_runs_two_fewer(tmp_path):
+    """Rebalancing (issue 33): one move at a time, only to a server that could take the
+    job (labels, room), never while a job waits for a server, and none once even
+    within one."""
+    from streamjob.catalog import Catalog
+    from streamjob.manager.share import Share
+
+    with Catalog(f"sqlite:///{tmp_path}/catalog.db") as cat:
+        sql = "insert into t select * from s"
+        for name, props in (("a", {}), ("b", {}), ("g", {"streamjob.placement.labels": "gpu"})):
+            cat.create_job("default", name, sql, props, [], check_dependencies=False)
+        jobs = [cat.get_job("default", n) for n in "abg"]
+        share = Share(cat, "me", 3000, 1000, 1.0, None, None, on_lost=lambda u, w: None,
+                      echo=lambda line: None)
+        mine = tuple(j.uid for j in jobs)
+        joined = _srv("new")
+        moved = share.to_move(jobs, [_srv("me", jobs=mine), joined], waiting=False)
+        assert moved is not None and moved.name in ("a", "b")  # "new" has no gpu label
+        assert share.to_move(jobs, [_srv("me", jobs=mine), joined], waiting=True) is None
+        assert share.to_move(jobs, [_srv("me", jobs=mine), _srv("new", jobs=["x"])],
+                             waiting=False) is not None  # 3 against 1: two fewer
+        even = [_srv("me", jobs=mine), _srv("new", jobs=["x", "y"])]
+        assert share.to_move(jobs, even, waiting=False) is None
+        full = [_srv("me", jobs=mine), _srv("new", max_jobs=0)]
+        assert share.to_move(jobs, full, waiting=False) is None
+        gpu_only = [_srv("me", jobs=mine), _srv("new", labels=["gpu"], jobs=["x"])]
+        assert share.to_move([jobs[2]], gpu_only, waiting=False).name == "g"
+        assert share.to_move(jobs, [_srv("other", jobs=["x"])], waiting=False) is None  # not sharing
