@@ -25,9 +25,9 @@ counters end in ``_total``), one series per job (label ``job``, ``database.name`
   ``streamjob_server_up``: 1 when a live job manager holds it;
 * sharing servers (``streamjob server --share``, issue 33): ``streamjob_server_jobs
   {server}``, the jobs each live sharing server runs (the live job leases it holds),
-  and ``streamjob_job_lease_takeovers_total{job}``, how often the job's lease went to
-  another server after the first (its fencing epoch minus one: a server that died,
-  exited or lost the lease).
+  and ``streamjob_job_lease_takeovers_total{job}``, how often the job's lease was taken
+  again after its first taking (its fencing epoch minus one: after its server died,
+  exited, lost the lease or handed the job over, or after a STOP and START).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class _JobsCollector:
             ("job_restarts", "runs of the job after its first", ["job"]),
             ("job_malformed_records", "malformed source records skipped", ["job", "stream"]),
             ("job_expired_checkpoints", "checkpoints that expired", ["job"]),
-            ("job_lease_takeovers", "times the job's lease went to another sharing server",
+            ("job_lease_takeovers", "times the job's lease was taken again (its epoch - 1)",
              ["job"]),
         )}
         for state in snapshot["jobs"]:
