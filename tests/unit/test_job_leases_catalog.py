@@ -148,3 +148,32 @@ def test_an_expired_lease_of_a_live_sharing_server_is_left_until_it_releases_it(
     _until(lambda: not cat.job_leases()[0].live, 5, "B's lease to expire")
     time.sleep(0.3)
     assert cat.acquire_job_lease(uid, A, 60_000, LIVE, holder_live_ms=200) == 4
+
+
+def test_status_and_metrics_show_the_servers_and_their_jobs(cat):
+    """``streamjob status`` / ``/v1/status`` list the live sharing servers with the jobs
+    each runs; ``/metrics`` has jobs per server and each job's lease takeovers."""
+    import socket
+
+    from rich.console import Console
+
+    from streamjob.api.metrics import metrics_text
+    from streamjob.client.render import status_view
+    from streamjob.status import status_snapshot
+
+    uid = _job(cat)
+    cat.register_server(A, socket.gethostname(), 101, "local[2]")  # A: this host, pid 101
+    cat.declare_share(A, 4, ["eu"])
+    assert cat.acquire_job_lease(uid, A, 60_000, LIVE) == 1
+    assert cat.release_job_lease(uid, A, 1) and cat.acquire_job_lease(uid, B, 60_000, LIVE) == 2
+    servers = {s["server_id"]: s for s in status_snapshot(cat)["servers"]}
+    assert servers[B]["jobs"] == ["default.j"] and servers[A]["jobs"] == []
+    assert (servers[A]["max_jobs"], servers[A]["labels"]) == (4, ["eu"])
+    console = Console(width=200, record=True)
+    console.print(status_view(status_snapshot(cat)))
+    text = console.export_text()
+    assert "servers: " in text and "host-b:1 (1 job: default.j)" in text, text
+    assert "(0 jobs of 4)" in text, text
+    body = metrics_text(cat)[0].decode()
+    assert f'streamjob_server_jobs{{server="{servers[B]["label"]}"}} 1.0' in body
+    assert 'streamjob_job_lease_takeovers_total{job="default.j"} 1.0' in body
