@@ -126,10 +126,16 @@ class JobLeases:
         sent = time.monotonic()
         epoch = self.catalog.acquire_job_lease(uid, self.holder, self.ttl_ms, live_within_ms,
                                                presumed_dead, holder_live_ms=self.ttl_ms)
-        if epoch is not None:
-            with self.lock:
-                self._epochs[uid] = epoch
-                self._deadlines[uid] = sent + self.ttl_ms / 1000
+        if epoch is None:
+            return None
+        with self.lock:
+            if sent + self.ttl_ms / 1000 - self._margin <= time.monotonic():
+                # the catalog took so long to answer that the lease would be fenced at
+                # once: given up again (it is free for whoever asks next)
+                self.catalog.release_job_lease(uid, self.holder, epoch)
+                return None
+            self._epochs[uid] = epoch
+            self._deadlines[uid] = sent + self.ttl_ms / 1000
         return epoch
 
     def release(self, uid: str, epoch: int | None = None) -> None:

@@ -157,6 +157,8 @@ class JobServer:
         self.share = Share(catalog, self.server_id, lease_ttl_ms, self.renew_ms, self.poll_s,
                            max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo) \
             if share or max_jobs is not None or labels else None
+        if self.share:  # frozen mid-transaction, it must not keep the others' rows locked
+            catalog.bound_transactions(lease_ttl_ms)
         # sharing: the manager lease only elects the coordinator (alerts, pruning, what
         # clients name), and each job has a lease of its own (self.share)
         self.lease = Lease(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
