@@ -397,6 +397,8 @@ class JobServer:
         jobs = self.catalog.list_jobs()
         by_uid = {j.uid: j for j in jobs}
         self._follow_runners(by_uid)
+        # a hand-over still stopping (read before the catalog, whose loads it changes)
+        moving = any(r.stop_requested and not r.fenced for r, _w in self._stopping.values())
         running = set(self.manager.runners) | set(self._stopping)
         servers, sharing, leases = self.share.read(running)
         busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
@@ -424,7 +426,6 @@ class JobServer:
             if self._stop.is_set():
                 break
             self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
-        moving = any(r.stop_requested and not r.fenced for r, _w in self._stopping.values())
         running = [by_uid[u] for u in self.manager.runners if u in by_uid
                    and self.manager.runners[u].status == JobStatus.RUNNING]
         job = None if moving else self.share.to_move(running, servers, bool(waiting))
