@@ -14,7 +14,7 @@ Flink's slot allocation spread by free capacity likewise.)
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from ..catalog.placement import parse_labels
 from ..catalog.records import JobInfo, ShareServer
@@ -47,7 +47,7 @@ def place(jobs: Sequence[tuple[str, frozenset[str]]],
     Pure: the servers' loads are their held ``jobs`` plus the placements made here.
     """
     servers = sorted(servers, key=lambda s: s.server_id)
-    load: Mapping[str, int] | dict[str, int] = {s.server_id: len(s.jobs) for s in servers}
+    load: dict[str, int] = {s.server_id: len(s.jobs) for s in servers}
     out: dict[str, str | None] = {}
     for uid, labels in jobs:
         best, key = None, None

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .test_server import JOB_SQL, STAMP, env as env  # noqa: F401 - the fixture
+from .test_server import JOB_SQL, env as env  # noqa: F401 - the fixture
 from .test_server import wait_for
 
 pytestmark = pytest.mark.system
