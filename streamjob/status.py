@@ -86,6 +86,9 @@ def status_snapshot(catalog) -> dict[str, Any]:
 
     ``server`` is the job manager holding the lease (``{"label": "host:pid", ...}``, its
     times as ISO-8601 text to the second like every time of docs/json.md) or null.
+    ``servers``: the live sharing servers (``streamjob server --share``, issue 33), each
+    ``{"label", "server_id", "max_jobs", "labels", "jobs", "heartbeat_age_ms"}`` with
+    the jobs whose lease it holds (qualified names); empty when no server shares.
     """
     from dataclasses import asdict, is_dataclass
 
@@ -102,4 +105,28 @@ def status_snapshot(catalog) -> dict[str, Any]:
         fields = asdict(server) if is_dataclass(server) else {}
         described = {"label": server_label(server),
                      **{k: ts(v) if k.endswith("_at") else v for k, v in fields.items()}}
-    return {"at": now.isoformat(timespec="seconds"), "server": described, "jobs": jobs}
+    return {"at": now.isoformat(timespec="seconds"), "server": described,
+            "servers": sharing_servers(catalog), "jobs": jobs}
+
+
+def sharing_servers(catalog) -> list[dict[str, Any]]:
+    """The live sharing servers with the jobs each runs (status_snapshot's ``servers``),
+    ordered by id; [] when none shares or the catalog cannot tell (a warning is logged)."""
+    from .manager.liveness import LIVE_WITHIN_MS
+
+    listed = getattr(catalog, "share_servers", None)
+    if not callable(listed):
+        return []
+    try:
+        servers = listed(LIVE_WITHIN_MS)
+        if not servers:
+            return []
+        names = {j.uid: j.qualified_name for j in catalog.list_jobs()}
+        hosts = {s.server_id: s for s in catalog.list_servers()}
+    except StreamJobError as exc:
+        log.warning("cannot read the sharing servers: %s", exc)
+        return []
+    return [{"label": server_label(hosts.get(s.server_id, s.server_id)),
+             "server_id": s.server_id, "max_jobs": s.max_jobs, "labels": sorted(s.labels),
+             "jobs": sorted(names[u] for u in s.jobs if u in names),
+             "heartbeat_age_ms": s.heartbeat_age_ms} for s in servers]

@@ -22,7 +22,12 @@ counters end in ``_total``), one series per job (label ``job``, ``database.name`
   (runs after the first), ``streamjob_job_malformed_records_total{job,stream}``,
   ``streamjob_job_expired_checkpoints_total``;
 * ``streamjob_server_lease_held``: 1 when this process holds the job manager lease;
-  ``streamjob_server_up``: 1 when a live job manager holds it.
+  ``streamjob_server_up``: 1 when a live job manager holds it;
+* sharing servers (``streamjob server --share``, issue 33): ``streamjob_server_jobs
+  {server}``, the jobs each live sharing server runs (the live job leases it holds),
+  and ``streamjob_job_lease_takeovers_total{job}``, how often the job's lease was taken
+  again after its first taking (its fencing epoch minus one: after its server died,
+  exited, lost the lease or handed the job over, or after a STOP and START).
 """
 
 from __future__ import annotations
@@ -59,12 +64,15 @@ class _JobsCollector:
             ("job_checkpoint_duration_seconds", "duration of the latest checkpoint", ["job"]),
             ("job_state_rows", "rows in state at the latest checkpoint", ["job"]),
             ("job_state_bytes", "bytes of state at the latest checkpoint", ["job"]),
+            ("server_jobs", "jobs a live sharing server runs (job leases held)", ["server"]),
         )}
         c = {name: CounterMetricFamily(f"streamjob_{name}", doc, labels=labels) for name, doc, labels in (
             ("job_failures", "runs of the job that ended FAILED", ["job"]),
             ("job_restarts", "runs of the job after its first", ["job"]),
             ("job_malformed_records", "malformed source records skipped", ["job", "stream"]),
             ("job_expired_checkpoints", "checkpoints that expired", ["job"]),
+            ("job_lease_takeovers", "times the job's lease was taken again (its epoch - 1)",
+             ["job"]),
         )}
         for state in snapshot["jobs"]:
             name = state["job"]
@@ -99,6 +107,13 @@ class _JobsCollector:
             for stream, count in sorted(job.malformed_counts.items()):
                 c["job_malformed_records"].add_metric([name, stream], float(count))
             c["job_expired_checkpoints"].add_metric([name], float(job.expired_checkpoints))
+        takeovers = c["job_lease_takeovers"]
+        by_uid = {j.uid: n for n, j in jobs.items()}
+        for lease in getattr(self.catalog, "job_leases", list)():
+            if lease.job_uid in by_uid:
+                takeovers.add_metric([by_uid[lease.job_uid]], float(max(0, lease.epoch - 1)))
+        for server in snapshot.get("servers") or []:
+            g["server_jobs"].add_metric([server["label"]], float(len(server["jobs"])))
         yield from g.values()
         yield from c.values()
         held = GaugeMetricFamily("streamjob_server_lease_held",

@@ -27,6 +27,7 @@ from streamjob.catalog.functions import FunctionsMixin
 from streamjob.catalog.jobs import JobsMixin
 from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.savepoints import SavepointsMixin
+from streamjob.catalog.placement import PlacementMixin
 from streamjob.catalog.servers import ServersMixin
 from streamjob.catalog.watch import CatalogWatcher
 
@@ -34,7 +35,7 @@ __all__ = ["Catalog"]
 
 
 class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
-              DatabasesMixin, FunctionsMixin, SavepointsMixin):
+              DatabasesMixin, FunctionsMixin, SavepointsMixin, PlacementMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -62,7 +63,10 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
         SQLite catalog lives in one connection: it returns itself."""
         if self._serial is not None:
             return self
-        return type(self)(self._url.render_as_string(hide_password=False))
+        other = type(self)(self._url.render_as_string(hide_password=False))
+        if self._tx_bound_ms is not None:
+            other.bound_transactions(self._tx_bound_ms)
+        return other
 
     def watcher(self, poll_s: float = 1.0) -> CatalogWatcher:
         """A :class:`~streamjob.catalog.watch.CatalogWatcher` of this catalog: waits up

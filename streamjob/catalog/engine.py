@@ -130,6 +130,7 @@ class CatalogEngine:
         self._backend = parsed.get_backend_name()
         # an in-memory SQLite database lives in one connection: serialize its use.
         self._serial: threading.RLock | None = None
+        self._tx_bound_ms: int | None = None  # bound_transactions
         try:
             self._engine = self._create_engine(parsed)
         except (ArgumentError, NoSuchModuleError, ImportError) as exc:
@@ -148,6 +149,31 @@ class CatalogEngine:
             raise CatalogError(
                 f"cannot reach catalog database {self._masked}: {_first_line(exc)}"
             ) from None
+
+    def bound_transactions(self, ms: int) -> None:
+        """PostgreSQL: from now on, a transaction of this catalog's connections that
+        stays idle (between two statements) for more than ``ms`` milliseconds is ended by
+        the database (``idle_in_transaction_session_timeout``), and a statement waits at
+        most ``ms`` for a row lock (``lock_timeout``; then CatalogError). A sharing
+        server (issue 33) frozen (SIGSTOP) in the middle of a transaction thus cannot
+        keep the rows the other servers need to take its jobs over. Clones
+        (``clone()``) keep the bound. A no-op on SQLite (one machine). Raises ValueError
+        for a non-positive ``ms``."""
+        if isinstance(ms, bool) or not isinstance(ms, int) or ms <= 0:
+            raise ValueError(f"ms must be a positive int, got {ms!r}")
+        self._tx_bound_ms = ms
+        if self._backend != "postgresql":
+            return
+
+        @event.listens_for(self._engine, "connect")
+        def _bound(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"SET idle_in_transaction_session_timeout = {int(ms)}")
+            cursor.execute(f"SET lock_timeout = {int(ms)}")
+            cursor.close()
+            dbapi_connection.commit()
+
+        self._engine.dispose()  # pooled connections made before have no bound
 
     @property
     def url(self) -> str:

@@ -40,6 +40,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -49,7 +50,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0010"
+SCHEMA_VERSION = "0012"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -333,6 +334,12 @@ class Server(Base):
     spark_master: Mapped[str] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: Runs a share of the jobs under job leases (``--share``; revision 0012).
+    shares: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: The most jobs it runs at once (``--max-jobs``); NULL: no limit (revision 0012).
+    max_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: Its labels, comma-separated (``--labels``); NULL: none (revision 0012).
+    labels: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Lease(Base):
@@ -344,6 +351,24 @@ class Lease(Base):
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class JobLease(Base):
+    """A job's lease (revision 0012, issue 33): the sharing server ``holder`` runs job
+    ``job_uid`` until ``expires_at`` unless it renews; ``epoch`` grows by one each time
+    another server takes it (the fencing epoch every renewal compares and sets).
+    ``holder`` NULL: released (``epoch`` kept). ``reason``: why it was last taken
+    (``new``, ``orphaned``, ``released``)."""
+
+    __tablename__ = "job_leases"
+
+    job_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(SERVER_ID_LENGTH), nullable=True,
+                                               index=True)
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    acquired_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class ApiToken(Base):

@@ -228,6 +228,41 @@ class ServerInfo:
 
 
 @dataclass(frozen=True)
+class ShareServer:
+    """A live sharing server (``streamjob server --share``, issue 33) as placement sees
+    it: its id, the most jobs it runs (``max_jobs``, None: no limit), its ``labels``, the
+    uids of the jobs whose live lease it holds (``jobs``) and its heartbeat's age (ms, the
+    database's clock)."""
+
+    server_id: str
+    max_jobs: int | None
+    labels: frozenset[str]
+    jobs: tuple[str, ...] = ()
+    heartbeat_age_ms: int = 0
+
+    @property
+    def room(self) -> float:
+        """Jobs it may still take: ``max_jobs - len(jobs)`` (infinite without a limit)."""
+        return float("inf") if self.max_jobs is None else self.max_jobs - len(self.jobs)
+
+
+@dataclass(frozen=True)
+class JobLeaseInfo:
+    """A job's lease (issue 33): the server holding it (``holder``, None once
+    released), its fencing ``epoch``, whether it is ``live`` (not expired by the
+    database's clock), ms until it expires (``remaining_ms``, 0 when expired), when and
+    why it was last taken (``acquired_at``, ``reason``: new, orphaned, released)."""
+
+    job_uid: str
+    holder: str | None
+    epoch: int
+    live: bool
+    remaining_ms: int
+    acquired_at: datetime | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """One run of a job: from a start (or restart after failover) until it ended.
 

@@ -24,6 +24,15 @@ from .context import Invocation
 @click.option("--warm-up/--no-warm-up", default=True, show_default=True,
               help="A standby runs one throwaway micro-batch once Spark started, so that a "
                    "takeover finds Spark's Python workers warm.")
+@click.option("--share", is_flag=True,
+              help="Run a share of the jobs beside the other sharing servers on this "
+                   "catalog, each job under its own lease (implied by --max-jobs and "
+                   "--labels).")
+@click.option("--max-jobs", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Sharing: run at most N jobs at once (default: no limit).")
+@click.option("--labels", default=None, metavar="A,B",
+              help="Sharing: this server's labels; a job with the property "
+                   "streamjob.placement.labels runs only on a server having them all.")
 @click.option("--poll", "poll_s", type=click.FloatRange(min=0.05), default=1.0,
               show_default=True, metavar="S",
               help="Seconds between catalog checks (PostgreSQL also wakes on NOTIFY).")
@@ -54,13 +63,17 @@ from .context import Invocation
 def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
            warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
            tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
-           http_burst: int, http_max_statements: int) -> None:
+           http_burst: int, http_max_statements: int, share: bool = False,
+           max_jobs: int | None = None, labels: str | None = None) -> None:
     """Run every job whose desired state is RUNNING (the job manager).
 
     Follows the catalog: jobs other clients start, stop or drop are started, stopped
     after their current batch, or stopped at once within a second. Several servers may
     share a catalog: the one holding its lease runs the jobs, the others wait as
-    standbys and take over when it dies (after --lease-ttl) or exits (at once). After a
+    standbys and take over when it dies (after --lease-ttl) or exits (at once). With
+    --share (or --max-jobs/--labels) every server runs a share of the jobs, each job under
+    a lease of its own: new or orphaned jobs go to the eligible server with the most room,
+    and a dead server's jobs restart on the others after --lease-ttl. After a
     crash (even SIGKILL), the next server resumes each job from its last checkpoint.
     Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;
     their desired state stays RUNNING), or with --until-idle until every job has caught up.
@@ -88,10 +101,15 @@ def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms:
     if lease_renew_ms is not None and lease_renew_ms * 2 > lease_ttl_ms:
         raise click.UsageError(f"--lease-renew {lease_renew_ms} must be at most half of "
                                f"--lease-ttl {lease_ttl_ms}")
+    sharing = share or max_jobs is not None or bool(labels)
+    if until_idle and sharing:
+        raise click.UsageError("--until-idle runs every job in one server; not with "
+                               "--share, --max-jobs or --labels")
     report = ServerLog(server_log(obj.home), click.echo).attach()
     try:
         _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key,
-               lease_renew_ms=lease_renew_ms, warm_up=warm_up, door=door)
+               lease_renew_ms=lease_renew_ms, warm_up=warm_up, door=door,
+               share=sharing, max_jobs=max_jobs, labels=labels)
     finally:
         report.close()
 
@@ -134,7 +152,8 @@ def _announce(report, door, url: str, admin_token: str | None) -> None:
 
 def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None,
-           lease_renew_ms: int | None = None, warm_up: bool = True, door=None) -> None:
+           lease_renew_ms: int | None = None, warm_up: bool = True, door=None,
+           share: bool = False, max_jobs: int | None = None, labels: str | None = None) -> None:
     from ..manager.server import JobServer
     from ..properties import engine_notices
 
@@ -142,7 +161,8 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
         report(note)
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
-                           warm_up=warm_up and not until_idle)
+                           warm_up=warm_up and not until_idle, share=share,
+                           max_jobs=max_jobs, labels=labels)
     service = None
     if http:
         from ..api import create_app

@@ -239,6 +239,12 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None,
              else Text("no streamjobs"))  # one line, not an empty bordered table
     server = snapshot["server"]
     line = (f"job manager: server {server['label']}" if server else NO_SERVER)
+    sharing = snapshot.get("servers") or []
+    if sharing:  # sharing servers (issue 33): each with the jobs it runs
+        line = "servers: " + "; ".join(
+            f"{s['label']} ({len(s['jobs'])} job{'s' * (len(s['jobs']) != 1)}"
+            + (f" of {s['max_jobs']}" if s.get("max_jobs") is not None else "")
+            + (f": {', '.join(s['jobs'])}" if s["jobs"] else "") + ")" for s in sharing)
     if interval is not None:
         line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
     return Group(table, Text(line, style="dim"))

@@ -54,6 +54,20 @@ parallel (their desired state stays RUNNING; status STOPPED), the lease is kept 
 meanwhile, then released, and the server unregistered, so a standby takes over within
 a second instead of after the TTL. A second signal interrupts the shutdown.
 
+Sharing (``streamjob server --share``, ``--max-jobs N``, ``--labels a,b``; issue 33):
+any number of sharing servers on one catalog each run a share of the jobs, every job
+under a lease of its own with a fencing epoch (:mod:`.share`, :mod:`.job_leases`,
+:mod:`.placement`, :mod:`streamjob.catalog.placement`). The manager lease then only
+elects a coordinator (alerts, pruning dead servers' rows, the server clients name);
+losing it stops no job. A job whose lease is lost is fenced at once; a job that stops
+or ends releases its lease, and a clean exit releases them all after the jobs' final
+checkpoints, so the others take them over at once; a server that dies stops renewing,
+and the others restart its jobs from their last checkpoints after the TTL. Jobs move
+to a server that joins at checkpoint boundaries (a graceful stop, then a start there),
+one at a time per server, until the load is even within one
+(:meth:`.share.Share.to_move`). Do not mix sharing and non-sharing servers on one
+catalog: a non-sharing lease holder starts every job no live process owns.
+
 With ``until_idle`` (``streamjob server --until-idle``) the server takes the lease (an
 error if another live server holds it), starts the RUNNING jobs once, waits until each
 has committed all input available when it started, then shuts down the same way.
@@ -76,6 +90,7 @@ from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
 from .lease import Lease, renew_every_ms
+from .share import Share
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -102,6 +117,12 @@ class JobServer:
             (:mod:`streamjob.spark.warmup`); ``self.warm`` then holds what it did.
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
+        share: run a share of the jobs beside other sharing servers, each job under its
+            own lease (issue 33; module docstring "Sharing"); implied by ``max_jobs`` or
+            ``labels``. False: the single manager lease's holder runs every job.
+        max_jobs: the most jobs this sharing server runs at once (None: no limit).
+        labels: this sharing server's labels (``"a,b"`` or names), matched against a
+            job's ``streamjob.placement.labels``.
 
     The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
     server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
@@ -113,7 +134,9 @@ class JobServer:
     def __init__(self, catalog: Catalog, home: Home, debug: bool = False,
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
                  echo: Callable[[str], None] | None = None,
-                 lease_renew_ms: int | None = None, warm_up: bool = True) -> None:
+                 lease_renew_ms: int | None = None, warm_up: bool = True,
+                 share: bool = False, max_jobs: int | None = None,
+                 labels: str | tuple[str, ...] | None = None) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -131,9 +154,17 @@ class JobServer:
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
         self._echo = echo or log.info
         self._stop = threading.Event()           # shutdown requested
+        self.share = Share(catalog, self.server_id, lease_ttl_ms, self.renew_ms, self.poll_s,
+                           max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo) \
+            if share or max_jobs is not None or labels else None
+        if self.share:  # frozen mid-transaction, it must not keep the others' rows locked
+            catalog.bound_transactions(lease_ttl_ms)
+        # sharing: the manager lease only elects the coordinator (alerts, pruning, what
+        # clients name), and each job has a lease of its own (self.share)
         self.lease = Lease(catalog, self.server_id, lease_ttl_ms, self.renew_ms,
                            heartbeat=self._heartbeat, on_taken=self._lease_taken,
-                           on_lost=self._fenced, shutdown=self._stop, echo=self._echo)
+                           on_lost=self._coordinator_lost if self.share else self._fenced,
+                           shutdown=self._stop, echo=self._echo)
         self._stopping: dict[str, tuple[JobRunner, threading.Thread | None]] = {}
         self._ended: dict[str, datetime] = {}    # uid -> updated_at when seen ended/FAILED
         self._hosted_elsewhere: dict[str, str] = {}  # uid -> live owner that is not a server
@@ -156,13 +187,19 @@ class JobServer:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._on_signal)
+        if until_idle and self.share:
+            raise ValueError("--until-idle runs every job in one server; not with --share")
         self.catalog.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                      self.spark_master)
         try:
+            if self.share:  # declared (placed on) once its Spark is up: _start_spark
+                self.share.start()
             self.lease.open()
             self._watcher = self.catalog.watcher(self.poll_s)
             self._echo(f"server {self.server_id}: job manager on {self.spark_master}, "
                        f"catalog {self.catalog.url}")
+            if self.share:
+                self._echo(f"server {self.server_id}: sharing the jobs ({self.share.describe()})")
             self.lease.renew()
             if until_idle:
                 self.lease.await_held()
@@ -197,6 +234,8 @@ class JobServer:
         for _runner, waiter in list(self._stopping.values()):
             if waiter is not None:
                 waiter.join(max(0.0, deadline - time.monotonic()))
+        if self.share:  # the jobs stopped: the others take them now
+            self.share.close()
         self.lease.stop()
         try:
             self.catalog.unregister_server(self.server_id)  # releases the lease too
@@ -219,6 +258,8 @@ class JobServer:
         if not cat.heartbeat(self.server_id):
             cat.register_server(self.server_id, socket.gethostname(), os.getpid(),
                                 self.spark_master)
+            if self.share and self.share.ready.is_set():
+                self.share.declare(cat)
 
     def _lease_taken(self) -> None:
         """The lease was taken: reconcile now (under the lease's lock)."""
@@ -237,6 +278,24 @@ class JobServer:
             self._stop_job(runner, graceful=False, why="fenced")
         return helpers, len(runners)
 
+    def _coordinator_lost(self) -> tuple[list[threading.Thread], int]:
+        """Sharing: the manager lease only elects the coordinator; losing it stops no
+        job (each job's own lease fences it, :meth:`_job_lease_lost`)."""
+        return [], 0
+
+    def _job_lease_lost(self, uid: str, why: str) -> None:
+        """Sharing: job ``uid``'s lease was lost (under the job leases' lock): its query
+        stops at once and its runner writes nothing more (:mod:`.job_leases`)."""
+        runner = self.manager.runners.get(uid)
+        if runner is None:  # stopping after its batch: now at once
+            stopping = self._stopping.get(uid)
+            if stopping is not None:
+                stopping[0].fence()
+            return
+        runner.fence()
+        self._echo(f"streamjob {runner.job.qualified_name}: {why}: stopped at once (fenced)")
+        self._stop_job(runner, graceful=False, why="fenced")
+
     def _start_spark(self) -> None:
         """Start Spark (standbys too); then a standby keeps itself warm: unless it
         already holds the lease or warm-up is off, it runs one throwaway micro-batch
@@ -247,7 +306,16 @@ class JobServer:
         except Exception as exc:  # noqa: BLE001 - the first job start raises it again
             log.error("server %s: Spark did not start: %s", self.server_id, exc)
             return
-        if not self.warm_up or self.holding or self._stop.is_set():
+        if self.share:  # the others place jobs on it from now on
+            try:
+                self.share.declare()
+                self.share.ready.set()
+                self._echo(f"server {self.server_id}: ready for its share of the jobs")
+            except StreamJobError as exc:
+                log.error("server %s: share not declared: %s", self.server_id, exc)
+            if self._watcher is not None:
+                self._watcher.wake()
+        if not self.warm_up or self.holding or self.share or self._stop.is_set():
             return
         from ..spark.warmup import warm_up
 
@@ -269,9 +337,12 @@ class JobServer:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
-            if self.holding:
+            if self.holding or self.share:
                 try:
-                    self._reconcile()
+                    if not self.share:
+                        self._reconcile()
+                    elif self.share.ready.is_set():
+                        self._reconcile_share()
                     self._loop_error = None
                 except StreamJobError as exc:  # catalog trouble: the watchdog fences if needed
                     if str(exc) != self._loop_error:  # once per distinct error
@@ -302,6 +373,99 @@ class JobServer:
         """One pass of the holder (module docstring)."""
         jobs = self.catalog.list_jobs()
         by_uid = {j.uid: j for j in jobs}
+        self._follow_runners(by_uid)
+        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
+        for job in jobs:
+            mine = job.uid in self.manager.runners or job.uid in self._stopping
+            if job.desired_state != DesiredState.RUNNING:
+                if job.owner and not mine and not live_owner(self.catalog, job.owner,
+                                                              self.server_id):
+                    self._disown(job)  # a live owner (a shell, `run`) stops it itself
+                continue
+            if mine or job.qualified_name in busy_names or self._ended_here(job):
+                continue
+            if self._left_to_live_owner(job):
+                continue
+            self._start_job(job)
+        for uid in [u for u in self._ended if u not in by_uid]:
+            del self._ended[uid]
+
+    def _reconcile_share(self) -> None:
+        """One pass of a sharing server (module docstring, "Sharing"): follow the jobs
+        it runs, then place every RUNNING job that no live lease holds and start those
+        placed here."""
+        jobs = self.catalog.list_jobs()
+        by_uid = {j.uid: j for j in jobs}
+        self._follow_runners(by_uid)
+        # a hand-over still stopping (read before the catalog, whose loads it changes)
+        moving = any(r.stop_requested and not r.fenced for r, _w in self._stopping.values())
+        running = set(self.manager.runners) | set(self._stopping)
+        servers, sharing, leases = self.share.read(running)
+        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
+        waiting: list[JobInfo] = []
+        for job in jobs:
+            mine = job.uid in running
+            lease = leases.get(job.uid)
+            held_elsewhere = lease is not None and lease.live and lease.holder != self.server_id
+            if job.desired_state != DesiredState.RUNNING:
+                if job.owner and not mine and not held_elsewhere and not live_owner(
+                        self.catalog, job.owner, self.server_id):
+                    self._disown(job)
+                continue
+            if mine or held_elsewhere or job.qualified_name in busy_names \
+                    or self._ended_here(job):
+                continue
+            # a job whose owner is a sharing server without the job's live lease (it
+            # exited, died or was fenced) is placed again; one hosted by another live
+            # process (a shell, `run`) is left to it
+            if job.owner and job.owner not in sharing and self._left_to_live_owner(job):
+                continue
+            waiting.append(job)
+        for job in self.share.to_start(waiting, servers):
+            self.manager.spark()
+            if self._stop.is_set():
+                break
+            self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
+        running = [by_uid[u] for u in self.manager.runners if u in by_uid
+                   and self.manager.runners[u].status == JobStatus.RUNNING]
+        job = None if moving else self.share.to_move(running, servers, bool(waiting))
+        if job is not None:  # at its next checkpoint boundary, to a server with fewer jobs
+            self._echo(f"streamjob {job.qualified_name}: moving to a server with fewer jobs")
+            self._stop_job(self.manager.runners[job.uid], graceful=True, why="moved")
+        for uid in [u for u in self._ended if u not in by_uid]:
+            del self._ended[uid]
+
+    def _ended_here(self, job: JobInfo) -> bool:
+        """True if ``job`` ended by itself (or was FAILED when first seen) and its row
+        has not changed since: it is left alone until START, STOP/START or ALTER."""
+        seen = self._ended.get(job.uid)
+        if seen is not None:
+            if job.updated_at == seen:
+                return True
+            del self._ended[job.uid]  # its row changed since it ended: try again
+        elif job.status == JobStatus.FAILED:
+            self._ended[job.uid] = job.updated_at
+            self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
+                       "START it again to retry")
+            return True
+        return False
+
+    def _left_to_live_owner(self, job: JobInfo) -> bool:
+        """True (said once per owner) if a live process that is not this server hosts
+        ``job`` (a shell, ``streamjob run``)."""
+        if live_owner(self.catalog, job.owner, self.server_id):
+            if self._hosted_elsewhere.get(job.uid) != job.owner:
+                self._hosted_elsewhere[job.uid] = job.owner
+                self._echo(f"streamjob {job.qualified_name} runs in {job.owner} "
+                           "(a shell or streamjob run); left to it")
+            return True
+        self._hosted_elsewhere.pop(job.uid, None)
+        return False
+
+    def _follow_runners(self, by_uid: dict[str, JobInfo]) -> None:
+        """Make the jobs this server runs follow the catalog: dropped ones stop at once,
+        stopped ones after their batch, ended ones are forgotten (and, sharing, their
+        lease released); the others reassert their status and owner."""
         for uid, runner in list(self.manager.runners.items()):
             job = by_uid.get(uid)
             if job is None:
@@ -318,38 +482,10 @@ class JobServer:
                     self._ended[uid] = runner.last_written_at or now.updated_at
                     self._echo(f"streamjob {job.qualified_name} {now.status.lower()}"
                                + (f": {runner.error}" if runner.error else ""))
-            else:
+                if self.share:
+                    self.share.ended(uid)
+            elif not self.share or self.share.holds(uid):
                 runner.reassert(job)
-        busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
-        for job in jobs:
-            mine = job.uid in self.manager.runners or job.uid in self._stopping
-            if job.desired_state != DesiredState.RUNNING:
-                if job.owner and not mine and not live_owner(self.catalog, job.owner,
-                                                              self.server_id):
-                    self._disown(job)  # a live owner (a shell, `run`) stops it itself
-                continue
-            if mine or job.qualified_name in busy_names:
-                continue
-            seen = self._ended.get(job.uid)
-            if seen is not None:
-                if job.updated_at == seen:
-                    continue
-                del self._ended[job.uid]  # its row changed since it ended: try again
-            elif job.status == JobStatus.FAILED:
-                self._ended[job.uid] = job.updated_at
-                self._echo(f"streamjob {job.qualified_name} is FAILED ({job.last_error}); "
-                           "START it again to retry")
-                continue
-            if live_owner(self.catalog, job.owner, self.server_id):
-                if self._hosted_elsewhere.get(job.uid) != job.owner:
-                    self._hosted_elsewhere[job.uid] = job.owner
-                    self._echo(f"streamjob {job.qualified_name} runs in {job.owner} "
-                               "(a shell or streamjob run); left to it")
-                continue
-            self._hosted_elsewhere.pop(job.uid, None)
-            self._start_job(job)
-        for uid in [u for u in self._ended if u not in by_uid]:
-            del self._ended[uid]
 
     def _start_job(self, job: JobInfo) -> None:
         self.manager.spark()  # outside the lock: starting Spark takes seconds
@@ -392,6 +528,8 @@ class JobServer:
                     self._purge_dropped(runner.job)
                 self._echo(f"streamjob {runner.job.qualified_name} stopped ({why})")
             finally:
+                if self.share and not runner.is_alive():
+                    self.share.ended(uid)  # its query stopped: the others may take it
                 self._stopping.pop(uid, None)
                 if self._watcher is not None:
                     self._watcher.wake()  # a recreated job of that name may start now

@@ -138,6 +138,10 @@ JOB = Registry([
              "exponential-delay restart strategy)", unit="ms", minimum=0),
     Property("streamjob.failover.max.backoff", "duration", 30_000,
              "the longest wait between restarts", unit="ms", minimum=0),
+    Property("streamjob.placement.labels", "string", None,
+             "comma-separated labels a server must have to run the job (servers started with --share "
+             "--labels a,b; issue 33): the job goes to the eligible server with the most room; "
+             "unset: any sharing server"),
     Property("morphling.result.auto.flush", "bool", False,
              "true: rows reach the sink as each micro-batch produces them (at-least-once); "
              "false: exactly-once, rows visible when their micro-batch commits with its "

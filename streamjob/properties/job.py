@@ -38,6 +38,7 @@ NAMES = {
     "alert_lag_for_ms": "streamjob.alert.lag.for",
     "max_disorder_ms": "morphling.maxlag.on.disorder",
     "flush_interval_ms": "morphling.hdfs.flush.interval.ms",
+    "placement_labels": "streamjob.placement.labels",
 }
 #: The plan key of :attr:`JobProperties.start_position` (not a user property).
 START_POSITION = "streamjob.start.position"
@@ -68,6 +69,8 @@ class JobProperties(Mapping):
     alert_lag_for_ms: int
     max_disorder_ms: int | None
     flush_interval_ms: int | None
+    #: comma-separated labels a sharing server must have to run the job (issue 33)
+    placement_labels: str | None
     spark: Mapping[str, str] = field(default_factory=dict)
     start_position: str | None = None
 

@@ -529,3 +529,13 @@ def test_shell_f_runs_a_file_with_carets_and_status(job, tmp_path):
     assert err[0].startswith(f"Error: {script}:3:6: unexpected 'STREAMJOBZ'")
     assert err[1:3] == ["SHOW STREAMJOBZ;", "     ^"]
     assert "tables" in out.stdout  # the file went on after the error
+
+
+def test_server_until_idle_refuses_sharing_options(env):
+    """Issue 33: --until-idle runs every job in one server; --share, --max-jobs and
+    --labels make it one of several: refused as a usage error, before anything starts."""
+    for extra in (["--share"], ["--max-jobs", "3"], ["--labels", "gpu"]):
+        result = cli(env, "server", "--until-idle", *extra)
+        assert result.exit_code == 2, result.output
+        assert "--until-idle runs every job in one server" in result.output
+    assert cli(env, "server", "--max-jobs", "-1").exit_code == 2  # not a count

@@ -1,0 +1,199 @@
+"""A sharing server's share of the jobs (``streamjob server --share``, issue 33, DESIGN
+§8): :class:`Share` holds what the server declared (``--max-jobs``, ``--labels``), its
+job leases (:mod:`.job_leases`), the epoch each of its runners runs under, and the jobs
+waiting for a server; :class:`~.server.JobServer` calls it from its passes.
+
+Each pass of a sharing server follows the jobs it runs, releases any lease the catalog
+says it holds but it does not run (a start that failed, a fenced job whose release
+failed), then places every RUNNING job that no live lease holds (new, released by a
+server that stopped it or exited, orphaned by a server that died) on the eligible
+server with the most room (:mod:`.placement`) and starts those placed on itself
+(:meth:`Share.take`): it takes the job's lease at a new epoch (owner set in the same
+transaction), ends the runs the previous owner left open, and starts the job from its
+last checkpoint. A job that waits longer than a TTL and a little (servers that read the
+catalog at different moments each placed it on another) is taken by any eligible
+server with room: the lease's compare-and-set lets exactly one win.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from ..catalog import Catalog
+from ..catalog.placement import parse_labels
+from ..catalog.records import JobInfo, JobLeaseInfo, JobStatus, ShareServer
+from ..exceptions import JobError
+from .job_leases import JobLeases
+from .liveness import LIVE_WITHIN_MS, live_owner
+from .placement import job_labels, place
+
+log = logging.getLogger(__name__)
+
+
+class Share:
+    """One sharing server's share (module docstring).
+
+    Args:
+        catalog: the catalog (the server's).
+        server_id: the server's id.
+        ttl_ms: the job leases' TTL (``--lease-ttl``), also how long a server's heartbeat
+            counts as live for placement.
+        renew_ms: ms between two renewals of the job leases.
+        poll_s: the server's pass period, s.
+        max_jobs: the most jobs it runs at once (None: no limit; >= 0).
+        labels: its labels (``"a,b"`` or names).
+        on_lost: ``(job uid, why) -> None``: fence the job (under the leases' lock).
+        echo: where one-line reports go.
+
+    Attributes:
+        ready: set once the server's Spark is up and its share declared: from then on
+            the others place jobs on it.
+        leases: its :class:`~.job_leases.JobLeases`.
+    """
+
+    def __init__(self, catalog: Catalog, server_id: str, ttl_ms: int, renew_ms: int,
+                 poll_s: float, max_jobs: int | None, labels: str | Iterable[str] | None,
+                 on_lost: Callable[[str, str], None], echo: Callable[[str], None]) -> None:
+        if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
+            raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
+        self.catalog = catalog
+        self.server_id = server_id
+        self.ttl_ms = ttl_ms
+        self.poll_s = poll_s
+        self.max_jobs = max_jobs
+        self.labels = parse_labels(labels)
+        self.leases = JobLeases(catalog, server_id, ttl_ms, renew_ms, on_lost=on_lost, echo=echo)
+        self.ready = threading.Event()
+        self._echo = echo
+        self._epochs: dict[str, int] = {}        # uid -> epoch its runner started at
+        self._unplaced: dict[str, float] = {}    # uid -> since when it waits for a server
+        self._unplaceable: set[str] = set()      # said once: no server can take it
+
+    def describe(self) -> str:
+        """``max jobs N, labels a,b`` for the server's first lines."""
+        return (f"max jobs {self.max_jobs if self.max_jobs is not None else 'unlimited'}, "
+                f"labels {','.join(sorted(self.labels)) or 'none'}")
+
+    def start(self) -> None:
+        """Open the leases' connection and start their renewal and watchdog threads."""
+        self.leases.open()
+        self.leases.start()
+
+    def declare(self, cat: Catalog | None = None) -> None:
+        """Declare the share in the catalog (``cat``, default the server's)."""
+        (cat or self.catalog).declare_share(self.server_id, self.max_jobs, self.labels)
+
+    def close(self) -> None:
+        """Stop renewing and release every lease still held (the jobs stopped)."""
+        self.leases.stop()
+        for uid in list(self.leases.held()):
+            self.leases.release(uid)
+        self.leases.close()
+
+    def holds(self, uid: str) -> bool:
+        """True while the job's lease is held (:meth:`.JobLeases.holds`)."""
+        return self.leases.holds(uid)
+
+    def ended(self, uid: str) -> None:
+        """Job ``uid``'s query here stopped: release its lease at the epoch it ran
+        under (a lease another server took since is left alone)."""
+        self.leases.release(uid, self._epochs.pop(uid, None))
+
+    def read(self, running: set[str]) -> tuple[list[ShareServer], set[str], dict[str, JobLeaseInfo]]:
+        """One catalog read for a pass: ``(live sharing servers, every sharing server's
+        id, {job uid: lease})``; a lease the catalog says is ours but that runs nowhere
+        here (not in ``running``, nor held) is released first."""
+        servers = self.catalog.share_servers(self.ttl_ms)
+        sharing = self.catalog.sharing_server_ids() | {self.server_id}
+        leases = {lease.job_uid: lease for lease in self.catalog.job_leases()}
+        held = self.leases.held()
+        for lease in list(leases.values()):
+            if lease.holder == self.server_id and lease.job_uid not in held \
+                    and lease.job_uid not in running:
+                self.catalog.release_job_lease(lease.job_uid, self.server_id, lease.epoch)
+                leases[lease.job_uid] = replace(lease, holder=None, live=False)
+        return servers, sharing, leases
+
+    def to_start(self, waiting: list[JobInfo], servers: list[ShareServer]) -> list[JobInfo]:
+        """The jobs of ``waiting`` (RUNNING, no live lease) this server should take now:
+        those placed on it, and those waiting past a TTL that fit here. Says once per job
+        that no server can take it."""
+        placed = place([(j.uid, job_labels(j)) for j in waiting], servers)
+        me = next((s for s in servers if s.server_id == self.server_id), None)
+        now = time.monotonic()
+        overdue_s = self.ttl_ms / 1000 + 2 * self.poll_s
+        out = []
+        for job in waiting:
+            since = self._unplaced.setdefault(job.uid, now)
+            target = placed.get(job.uid)
+            fits = me is not None and job_labels(job) <= me.labels and me.room > 0
+            if target == self.server_id or (now - since > overdue_s and fits):
+                out.append(job)
+            elif target is None and job.uid not in self._unplaceable:
+                self._unplaceable.add(job.uid)
+                wanted = ",".join(sorted(job_labels(job))) or "none"
+                self._echo(f"streamjob {job.qualified_name} waits: no sharing server with "
+                           f"labels {wanted} has room for it")
+        uids = {j.uid for j in waiting}
+        for uid in [u for u in self._unplaced if u not in uids]:
+            del self._unplaced[uid]
+        self._unplaceable &= uids
+        return out
+
+    def to_move(self, running: list[JobInfo], servers: list[ShareServer],
+                waiting: bool) -> JobInfo | None:
+        """Rebalancing (a server joined, or came back with fewer jobs): one job of
+        ``running`` (the jobs this server runs, RUNNING) to hand over, or None. A job is
+        handed over when some live sharing server that could take it (labels, room)
+        runs at least two fewer jobs than this one, and nothing waits for a server
+        (``waiting``), so that moves go one at a time per server until the load is even
+        within one. The server then stops it gracefully (its final checkpoint) and
+        releases its lease; placement gives it to the server with the fewest jobs."""
+        me = next((s for s in servers if s.server_id == self.server_id), None)
+        if me is None or waiting or not running:
+            return None
+        for job in sorted(running, key=lambda j: j.uid, reverse=True):
+            wanted = job_labels(job)
+            if any(s.server_id != self.server_id and wanted <= s.labels and s.room > 0
+                   and len(me.jobs) - len(s.jobs) >= 2 for s in servers):
+                return job
+        return None
+
+    def take(self, job: JobInfo, lease: JobLeaseInfo | None, start: Callable[[JobInfo], None],
+             stopping: threading.Event) -> int | None:
+        """Take ``job``'s lease (a new epoch), end the runs its previous owner left open,
+        and ``start`` it here under the leases' lock (module docstring); returns the
+        epoch, or None if another server won the lease or the start failed (the lease is
+        released again). Raises CatalogError if the catalog cannot be reached."""
+        presumed = () if live_owner(self.catalog, job.owner) else \
+            ((job.owner,) if job.owner else ())
+        epoch = self.leases.acquire(job.uid, LIVE_WITHIN_MS, presumed)
+        if epoch is None:
+            return None
+        self._unplaced.pop(job.uid, None)
+        previous = lease.holder if lease is not None and lease.holder else job.owner
+        if previous and previous != self.server_id:
+            ended = self.catalog.end_open_runs(
+                job.uid, JobStatus.FAILED, f"its job manager ({previous}) died or lost the "
+                "job's lease while running it")
+            if ended:
+                log.warning("streamjob %s: ended %d run(s) left open by %s",
+                            job.qualified_name, ended, previous)
+        with self.leases.lock:  # short: the watchdog fences under it
+            if not self.leases.holds(job.uid) or stopping.is_set():
+                self.leases.release(job.uid, epoch)
+                return None
+            try:
+                start(job)
+            except JobError as exc:
+                self.leases.release(job.uid, epoch)
+                self._echo(str(exc))
+                return None
+            self._epochs[job.uid] = epoch
+        why = "new" if lease is None else "orphaned" if lease.holder else "released"
+        self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
+        return epoch

@@ -1,0 +1,140 @@
+"""Many active servers share the jobs (issue 33, DESIGN §8), with real processes: three
+``streamjob server --share`` on one PostgreSQL catalog, four small jobs, one Kafka topic.
+
+One life of a catalog (one scenario, shared setup; ``slow``):
+
+* the jobs spread within one of even, each under a lease of its own (epoch 1);
+* SIGKILL of one server: its jobs' leases expire after the TTL (6 s) and the two others
+  restart them from their last checkpoints (a new epoch), still within one of even;
+* SIGSTOP of another past its leases: the last server takes its jobs; SIGCONT: the
+  frozen server fences them at once and writes nothing (no run of its stays open, no
+  row lands twice);
+* rebalancing: the thawed server runs nothing, the last one four: jobs move to it at
+  checkpoint boundaries (a graceful stop, a start at a new epoch) until even within one;
+* every job's sink, read with pandas, holds each fed record exactly once from where it
+  started to the last one fed: nothing lost, nothing doubled.
+
+Helpers (process groups, output lines, the feeder, the catalog reads) are
+tests/integration/test_server.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .test_server import JOB_SQL, env as env  # noqa: F401 - the fixture
+from .test_server import wait_for
+
+pytestmark = pytest.mark.system
+
+TTL = 6000  # a TTL this loaded two-core machine keeps without spurious fences
+NAMES = [f"s{i}" for i in range(4)]
+
+
+def _owners(env) -> dict[str, str | None]:
+    return {n: env.job(n).owner for n in NAMES}
+
+
+def _sink_ids(env, name: str) -> pd.DataFrame:
+    from streamjob.connectors.files.table import committed_files
+
+    rows = [json.loads(line)
+            for f in committed_files(str(env.home / "warehouse" / "default" / f"{name}_out"))
+            for line in Path(f).read_text().splitlines() if line.strip()]
+    return pd.DataFrame(rows, columns=["id", "v"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["postgresql"], indirect=True)
+def test_three_servers_share_four_jobs_through_a_kill_and_a_freeze(env):
+    servers = [env.server("--share", "--lease-ttl", str(TTL)) for _ in range(3)]
+    for s in servers:
+        s.wait_line(r": ready for its share of the jobs", 120)
+    assert {s.server_id for s in env.catalog.share_servers(TTL)} == {s.id for s in servers}
+    feeder = env.feed()
+    env.submit("".join(JOB_SQL.format(topic=env.topic, bootstrap=env.bootstrap, job=n)
+                       for n in NAMES))
+
+    # (a) spread within one of even, each job under its own lease at epoch 1
+    ids = {s.id for s in servers}
+    wait_for(lambda: all(env.job(n).status == "RUNNING" and env.job(n).owner in ids
+                         for n in NAMES), 240, "every job running on a sharing server")
+    counts = Counter(_owners(env).values())
+    assert sorted(counts.values()) == [1, 1, 2], counts
+    leases = {i.job_uid: i for i in env.catalog.job_leases()}
+    assert {(i.epoch, i.live) for i in leases.values()} == {(1, True)}
+    before = {n: max(env.wait_checkpoint_beyond(n, -1, 120)) for n in NAMES}
+
+    # (b) SIGKILL: the dead server's jobs resume on the two others from their checkpoints
+    dead = max(servers, key=lambda s: counts[s.id])  # the one with two jobs
+    b, c = [s for s in servers if s is not dead]
+    lost = [n for n, o in _owners(env).items() if o == dead.id]
+    dead.kill()
+    t0 = time.monotonic()
+    wait_for(lambda: all(env.job(n).owner in (b.id, c.id) and env.job(n).status == "RUNNING"
+                         for n in lost), 90, f"{lost} restarted on the others")
+    seen = env.wait_batches_beyond({n: before[n] for n in lost}, 90)
+    print(f"\n{len(lost)} jobs committed a checkpoint on another server "
+          f"{time.monotonic() - t0:.1f} s after SIGKILL (TTL {TTL / 1000:.0f} s)")
+    assert all(min(seen[n]) > before[n] for n in lost)
+    counts = Counter(_owners(env).values())
+    assert sorted(counts.values()) == [2, 2], counts
+    by_uid = {i.job_uid: i for i in env.catalog.job_leases()}
+    for n in lost:
+        info = by_uid[env.job(n).uid]
+        assert info.epoch >= 2 and info.reason == "orphaned", info
+
+    # (c) SIGSTOP past the leases: c takes b's jobs; thawed, b fences them and writes nothing
+    frozen = [n for n, o in _owners(env).items() if o == b.id]
+    marks = {n: max(env.checkpoint_ids(n)) for n in frozen}
+    b.signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: all(env.job(n).owner == c.id and env.job(n).status == "RUNNING"
+                             for n in frozen), 90, f"{frozen} taken over by {c.id}")
+        env.wait_batches_beyond(marks, 90)
+    finally:
+        b.signal(signal.SIGCONT)
+    for n in frozen:
+        b.wait_line(rf"streamjob default\.{n}: .*\(fenced\)", 30)
+    after = {n: max(env.checkpoint_ids(n)) for n in frozen}
+    env.wait_batches_beyond(after, 60)
+
+    # (d) b, thawed, runs nothing while c runs four: c hands jobs over at checkpoint
+    # boundaries (a graceful stop, then a start on b at a new epoch) until even within one
+    wait_for(lambda: sorted(Counter(_owners(env).values()).values()) == [2, 2]
+             and all(env.job(n).status == "RUNNING" for n in NAMES), 180,
+             "the jobs rebalanced onto the thawed server")
+    moved = [n for n, o in _owners(env).items() if o == b.id]
+    for n in moved:
+        c.wait_line(rf"streamjob default\.{n}: moving to a server with fewer jobs", 5)
+        b.wait_line(rf"streamjob default\.{n} started \(lease epoch \d+, released\)", 5)
+    env.wait_batches_beyond({n: max(env.checkpoint_ids(n)) for n in moved}, 90)
+    for n in NAMES:
+        runs = env.catalog.list_runs(env.job(n).uid)
+        assert len([r for r in runs if r.ended_at is None]) == 1, (n, runs)
+    assert b.proc.poll() is None  # the fenced server lives on, sharing again
+    assert "Traceback" not in b.output, b.output
+
+    # (e) every sink against the input: each record exactly once, none missing at the end
+    feeder.stop()
+    last = {p: max(i for i in range(feeder.sent) if i % 2 == p) for p in (0, 1)}
+    wait_for(lambda: all(_sink_ids(env, n)["id"].isin(list(last.values())).sum() == 2
+                         for n in NAMES), 120, "every job caught up with the feeder")
+    for n in NAMES:
+        got = _sink_ids(env, n).sort_values("id").reset_index(drop=True)
+        first = {p: got[got["id"] % 2 == p]["id"].min() for p in (0, 1)}
+        expected = pd.DataFrame(
+            [{"id": i, "v": f"r{i}"} for i in range(feeder.sent) if i >= first[i % 2]])
+        pd.testing.assert_frame_equal(got, expected.sort_values("id").reset_index(drop=True),
+                                      check_dtype=False, obj=f"sink of {n}")
+    for s in (b, c):
+        s.terminate()
+        assert s.wait_exit(120) == 0, s.output
+    assert not [i for i in env.catalog.job_leases() if i.live], "leases released at exit"
