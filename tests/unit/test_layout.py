@@ -114,6 +114,9 @@ LONGER: dict[str, str] = {
     "streamjob/manager/server.py": "the job manager's passes: the single-lease holder's and a "
     "sharing server's follow the same runners, stops and ended jobs (the sharing state is "
     "in manager/share.py)",
+    "streamjob/properties/definitions.py": "the property registry's one table (every job, "
+    "engine and connector property with its type, default, range and scopes): the single "
+    "source of docs/properties.md, read top to bottom",
 }
 
 
