@@ -171,3 +171,17 @@ def _split_top(text: str) -> list[str]:
             cur += ch
     parts.append(cur)
     return [p for p in parts if p]
+
+
+def struct_fields(type_text: str) -> list[tuple[str, str]]:
+    """The ``(name, type)`` fields of ``struct<name:t,...>`` (a table function's rows,
+    docs/functions.md "Table functions"); names lower-cased, types as written; empty
+    for any other type."""
+    m = _COMPLEX.match(normalize_type(type_text))
+    if m is None or m.group(1) != "struct":
+        return []
+    fields = []
+    for part in _split_top(m.group(2)):
+        name, _, typ = part.partition(":")
+        fields.append((name.strip("`").lower(), typ))
+    return fields
