@@ -185,3 +185,19 @@ def struct_fields(type_text: str) -> list[tuple[str, str]]:
         name, _, typ = part.partition(":")
         fields.append((name.strip("`").lower(), typ))
     return fields
+
+
+def ddl_struct(text: str) -> str | None:
+    """A schema written as Spark DDL (``'word string, n int'``, a PySpark UDTF's
+    ``returnType``) or as ``struct<...>``, as ``struct<word:string,n:int>`` (names
+    lower-cased, types normalized, not checked); None when it is not of that form."""
+    text = text.strip()
+    if normalize_type(text).startswith("struct<"):
+        return normalize_type(text)
+    fields = []
+    for part in _split_top(text):
+        name, _, typ = part.strip().partition(" ")
+        if not name or not typ.strip():
+            return None
+        fields.append(f"{name.strip('`').lower()}:{normalize_type(typ)}")
+    return f"struct<{','.join(fields)}>" if fields else None

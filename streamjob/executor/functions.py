@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import inspect
 
-from ..catalog.records import FunctionInfo
+from ..catalog.records import TABLE_FUNCTION_KIND, FunctionInfo
 from ..exceptions import ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from ..policy.functions import SPARK_FUNCTIONS
-from ..columntypes import check_type
+from ..columntypes import check_type, ddl_struct
 from ..udf import jars as udf_jars
 from ..udf import source as udf_source
 from .databases import did_you_mean
@@ -37,19 +37,19 @@ def _declared(obj) -> tuple[str | None, tuple[str, ...] | None]:
     return text, tuple(p.name for p in params)
 
 
-#: The kind of a table function's catalog record (Spark's Python UDTF; docs/functions.md
-#: "Table functions"): its ``return_type`` is ``struct<col:type,...>``, its rows' columns.
-TABLE_KIND = "python_table"
-
-
 def _table_function(obj) -> tuple[object, str | None] | None:
     """``(class, declared struct type or None)`` when ``obj`` is a table function: a
     PySpark ``udtf(...)`` object (its class and ``returnType``) or a class with an
     ``eval`` method (Spark's Python UDTF protocol); else None."""
     func = getattr(obj, "func", None)
     if isinstance(func, type) and callable(getattr(func, "eval", None)):
-        returns = getattr(obj, "returnType", None)
-        return func, (returns.simpleString() if hasattr(returns, "simpleString") else None)
+        try:
+            returns = obj.returnType
+        except Exception:  # noqa: BLE001 - a DDL text PySpark parses only with a session
+            returns = getattr(obj, "_returnType", None)
+        if hasattr(returns, "simpleString"):
+            return func, returns.simpleString()
+        return func, ddl_struct(returns) if isinstance(returns, str) else None
     if isinstance(obj, type) and callable(getattr(obj, "eval", None)):
         return obj, None
     return None
@@ -201,13 +201,17 @@ class FunctionStatements:
                                           bad_value=True) from None
             returns = f"struct<{','.join(fields)}>"
         elif declared:
-            returns = declared
+            try:
+                returns = check_type(declared)
+            except ValidationError as exc:
+                raise ValidationError(f"{source.reference} declares returnType {declared}: "
+                                      f"{exc.message}", key="source", bad_value=True) from None
         else:
             raise ValidationError(
                 f"table function {db}.{name} needs RETURNS TABLE (col type, ...): "
                 f"{source.reference} does not declare its columns (a udtf(returnType=...) "
                 "declares them)", key="source", bad_value=True)
-        info = FunctionInfo(database=db, name=name, kind=TABLE_KIND, source=source.reference,
+        info = FunctionInfo(database=db, name=name, kind=TABLE_FUNCTION_KIND, source=source.reference,
                             location=source.path, return_type=returns,
                             code_hash=source.code_hash, owner=getattr(self, "principal", None),
                             temporary=s.temporary, parameters=_eval_parameters(cls))
@@ -259,7 +263,7 @@ def _signature(f: FunctionInfo) -> str:
     function's ``-> table(col type, ...)``."""
     args = "..." if f.parameters is None else ", ".join(f.parameters)
     returns = f.return_type or "?"
-    if f.kind == TABLE_KIND:
+    if f.kind == TABLE_FUNCTION_KIND:
         from ..columntypes import struct_fields
 
         returns = "table(" + ", ".join(f"{n} {t}" for n, t in struct_fields(returns)) + ")"
