@@ -190,6 +190,11 @@ class FunctionStatements:
                 f"TABLE (col type, ...), not RETURNS {s.returns}", key="returns",
                 bad_value=True)
         cls, declared = table
+        if callable(getattr(cls, "analyze", None)):
+            raise ValidationError(
+                f"{source.reference} has an analyze method (a schema decided per call): a "
+                "table function's columns are fixed, by RETURNS TABLE (col type, ...) or "
+                "its udtf(returnType=...); remove analyze", key="source", bad_value=True)
         if s.table:
             fields = []
             for column, written in s.table:
