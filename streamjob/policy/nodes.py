@@ -214,6 +214,15 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
                 raise _error(qt, value, node, (
                     f"{_described(value)} where a name belongs is not supported in a {what}",
                     ()), what, tokens)
+    if kind is exp.Join and isinstance(node.this, exp.Lateral) and not node.this.args.get("view"):
+        on = node.args.get("on")
+        plain = on is None or (isinstance(on, exp.Boolean) and on.this is True)
+        if node.side or not plain or node.args.get("using"):
+            raise _error(qt, on if on is not None else node, node, (
+                "a lateral join takes no condition or side here: write FROM s, LATERAL "
+                "f(...) t (or CROSS JOIN LATERAL) and filter in WHERE (Spark runs an inner "
+                "or outer lateral join with a condition on a stream only as an "
+                "aggregation)", ("LEFT", "RIGHT", "FULL", "ON", "USING")), what, tokens)
     if kind is exp.Lateral and node.args.get("view") and _user_table_function(qt, node.this):
         raise _error(qt, node, node, (
             f"table function {node.this.name.lower()}() is called as LATERAL "

@@ -128,6 +128,10 @@ def test_a_registered_table_function_in_lateral_is_planned_and_recorded(ex, quer
     assert any(d[0] == "function" and d[3] == "call" for d in deps), deps
     plan = run(ex, "EXPLAIN STREAMJOB j")
     assert plan is not None
+    from streamjob.planner.plan import plan_job
+
+    sql = plan_job(ex.catalog, ex.home, "default", "j", query, {}).query.select_sql.upper()
+    assert "CROSS JOIN LATERAL" in sql and " ON " not in sql, sql  # the form a stream runs
     with pytest.raises(ObjectInUseError, match="called by job default.j"):
         run(ex, f"DROP FUNCTION {'pieces' if 'pieces' in query else 'explode_words'}")
 
@@ -172,6 +176,10 @@ def test_the_lateral_columns_and_types_are_the_functions(ex):
     ("s.id, t.word, t.n from s, lateral explode_words(s.txt) t",
      "unknown column 'txt'", "txt"),
     ("s.id, t.word, t.n from s, lateral db2.explode_words(s.text) t", "", None),
+    ("s.id, t.word, t.n from s join lateral explode_words(s.text) t on t.n > 1",
+     "a lateral join takes no condition or side here", "on"),
+    ("s.id, t.word, t.n from s left join lateral explode_words(s.text) t on true",
+     "a lateral join takes no condition or side here", "left"),
 ])
 def test_other_table_functions_are_refused_at_their_place(ex, select, message, at):
     head = 'CREATE STREAMJOB j AS\n("insert into out select '
