@@ -106,6 +106,8 @@ def test_a_raising_udtf_fails_the_job_naming_function_row_and_kafka_input(world,
                             "raised ValueError: no booms: a boom here"), error
     assert "first failing row: explode_words(text='a boom here')" in error, error
     assert f"input topic {topic} partition 0 offsets " in error, error
+    assert "[0, 200)" in error or "up to 200" in error, error
+    assert "a restart cannot fix this: the function failed the same way" in error
     assert "Traceback" not in error and "File " not in error and "\tat " not in error
 
 
