@@ -218,3 +218,13 @@ def test_the_guard_admits_only_the_sessions_registered_table_functions():
                          (tvf("db", "explode_words"), frozenset({"explode_words"}))):
         with pytest.raises(StreamJobError, match="UnresolvedTableValuedFunction"):
             spark_parse_check(tree, tables=tables)
+
+
+def test_a_derived_stream_may_call_a_table_function(ex):
+    run(ex, "CREATE STREAM words AS SELECT s.id, t.word, t.n FROM s, "
+            "LATERAL explode_words(s.text) AS t(word, n);")
+    run(ex, 'CREATE STREAMJOB j AS ("insert into out select id, word, n from words")')
+    deps = ex.catalog.get_job("default", "j").dependencies
+    assert ("function", "default", "explode_words", "call") in deps
+    assert [c["type"] for c in ex.catalog.get_stream("default", "words").columns] == \
+        ["bigint", "string", "int"]
