@@ -228,3 +228,33 @@ def test_a_derived_stream_may_call_a_table_function(ex):
     assert ("function", "default", "explode_words", "call") in deps
     assert [c["type"] for c in ex.catalog.get_stream("default", "words").columns] == \
         ["bigint", "string", "int"]
+
+
+def test_through_the_api_a_viewer_and_no_token_cannot_create_an_operator_can(tmp_path):
+    """The HTTP API (DESIGN §9): a viewer's CREATE FUNCTION ... RETURNS TABLE is refused
+    (403), a request without a token too (401); an operator registers one from the
+    admin's function directory."""
+    import httpx
+
+    from streamjob.api.auth import new_token
+
+    from .test_api import Api
+
+    api = Api(tmp_path, f"sqlite:///{tmp_path}/home/catalog.db")
+    try:
+        fdir = tmp_path / "home" / "functions"
+        fdir.mkdir(exist_ok=True)
+        (fdir / "udtfs.py").write_text(UDTFS)
+        viewer = new_token()
+        api.catalog.create_token("reader", "viewer", viewer)
+        create = "CREATE FUNCTION explode_words AS 'udtfs:Words' RETURNS TABLE (word STRING, n INT)"
+        refused = api.sql(create, viewer)
+        assert refused.status_code == 403 and "CreateFunction needs an operator" in refused.text
+        anonymous = httpx.post(f"{api.url}/v1/statements", json={"sql": create}, timeout=30)
+        assert anonymous.status_code == 401
+        assert api.catalog.get_function("default", "explode_words") is None
+        done = api.sql(create, api.token)
+        assert done.status_code == 200, done.text
+        assert api.catalog.get_function("default", "explode_words").is_table
+    finally:
+        api.close()
