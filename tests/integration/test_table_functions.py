@@ -134,7 +134,7 @@ def test_a_shell_preview_calls_the_udtf(world, tmp_path):
                               database="default")
     previews = Previews(session, lambda: spark_session(ex.home), echo=lambda x="": lines.append(x))
     previews.reset = "earliest"
-    previews.run("select l.id, t.word, t.n from lines l, lateral explode_words(l.text) t "
+    previews.run("select l.id, t.word, t.n from lines l join lateral explode_words(l.text) t "
                  "where l.id = 3 limit 3", as_json=True)
     rows = [json.loads(x) for x in lines if x.startswith("{")]
     assert sorted(r["word"] for r in rows) == ["w3x0", "w3x1", "w3x2"], lines
