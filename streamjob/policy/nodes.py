@@ -200,12 +200,11 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
         name = node.this.name if isinstance(node.this, exp.Anonymous) else name
         if name.lower() in ALLOWED_TABLE_FUNCTIONS:
             return
-        if _user_table_function(qt, node.this) and not node.args.get("db"):
-            return
-        raise _error(qt, node.this, node, (
-            f"table-valued function {name.lower()}() in FROM is not supported: a {what} "
-            "reads declared streams and tables (and the table functions of its database, "
-            "CREATE FUNCTION ... RETURNS TABLE)", ()), what, tokens)
+        if not (_user_table_function(qt, node.this) and not node.args.get("db")):
+            raise _error(qt, node.this, node, (
+                f"table-valued function {name.lower()}() in FROM is not supported: a "
+                f"{what} reads declared streams and tables (and the table functions of its "
+                "database, CREATE FUNCTION ... RETURNS TABLE)", ()), what, tokens)
     if kind in (exp.Table, exp.Column):  # names are names: the planner reads their text
         for part in ("db", "table") + (("this",) if kind is exp.Column else ()):
             value = node.args.get(part)
@@ -228,9 +227,8 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
             f"table function {node.this.name.lower()}() is called as LATERAL "
             f"{node.this.name.lower()}(...) [AS t(col, ...)], not in LATERAL VIEW (Spark "
             "reads Python table functions there only)", ("LATERAL",)), what, tokens)
-    if kind is exp.Lateral and not node.args.get("view"):
-        if _user_table_function(qt, node.this):
-            return
+    if kind is exp.Lateral and not node.args.get("view") \
+            and not _user_table_function(qt, node.this):
         name = None
         if isinstance(node.this, exp.Anonymous):
             name = node.this.name.lower()

@@ -176,6 +176,8 @@ def test_the_lateral_columns_and_types_are_the_functions(ex):
     ("s.id, t.word, t.n from s, lateral explode_words(s.txt) t",
      "unknown column 'txt'", "txt"),
     ("s.id, t.word, t.n from s, lateral db2.explode_words(s.text) t", "", None),
+    ("s.id, t.word, t.n from s, lateral explode_words(s.text) with ordinality t",
+     "ORDINALITY in LATERAL is not supported", None),
     ("s.id, t.word, t.n from s join lateral explode_words(s.text) t on t.n > 1",
      "a lateral join takes no condition or side here", "on"),
     ("s.id, t.word, t.n from s left join lateral explode_words(s.text) t on true",
