@@ -260,3 +260,12 @@ def test_through_the_api_a_viewer_and_no_token_cannot_create_an_operator_can(tmp
         assert api.catalog.get_function("default", "explode_words").is_table
     finally:
         api.close()
+
+
+def test_show_create_function_gives_returns_table_back(ex):
+    text = run(ex, "SHOW CREATE FUNCTION explode_words").rows[0][0]
+    assert "RETURNS TABLE (word string, n int)" in text, text
+    ex.catalog.drop_function("default", "explode_words")
+    run(ex, text)  # the text creates the same function again
+    assert ex.catalog.get_function("default", "explode_words").return_type == \
+        "struct<word:string,n:int>"
