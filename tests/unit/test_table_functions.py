@@ -269,3 +269,35 @@ def test_show_create_function_gives_returns_table_back(ex):
     run(ex, text)  # the text creates the same function again
     assert ex.catalog.get_function("default", "explode_words").return_type == \
         "struct<word:string,n:int>"
+
+
+def test_the_udtf_wrapper_raises_the_wire_form_with_the_row_and_keeps_rows():
+    from streamjob.exceptions import UserFunctionError
+    from streamjob.spark.udf import table_function
+
+    class Splits:
+        def eval(self, text, sep=" "):
+            if text == "bad":
+                raise KeyError("no bad")
+            return [(p,) for p in text.split(sep)]
+
+        def terminate(self):
+            yield ("end",)
+            raise RuntimeError("done badly")
+
+    cls = table_function("splits", Splits, "struct<p:string>").func
+    assert cls.__name__ == "Splits"
+    assert list(cls().eval("a b")) == [("a",), ("b",)]
+    with pytest.raises(Exception) as info:
+        list(cls().eval("bad", sep=","))
+    error = UserFunctionError.from_text(str(info.value))
+    assert (error.function, error.error_type) == ("splits", "KeyError")
+    assert error.arguments == (("text", "'bad'"), ("sep", "','"))
+    rows = []
+    with pytest.raises(Exception) as info:
+        for row in cls().terminate():
+            rows.append(row)
+    assert rows == [("end",)]
+    error = UserFunctionError.from_text(str(info.value))
+    assert (error.error_type, error.error_message, error.arguments) == (
+        "RuntimeError", "done badly", ())
