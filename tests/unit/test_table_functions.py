@@ -301,3 +301,15 @@ def test_the_udtf_wrapper_raises_the_wire_form_with_the_row_and_keeps_rows():
     error = UserFunctionError.from_text(str(info.value))
     assert (error.error_type, error.error_message, error.arguments) == (
         "RuntimeError", "done badly", ())
+
+
+def test_an_edited_table_function_is_refused_at_start(ex, tmp_path):
+    from streamjob.exceptions import ChangedLogic
+
+    run(ex, 'CREATE STREAMJOB j AS ("insert into out select s.id, t.word, t.n from s, '
+            'lateral explode_words(s.text) t")')
+    module = tmp_path / "home" / "functions" / "udtfs.py"
+    module.write_text(UDTFS.replace("len(w)", "len(w) + 1"))
+    with pytest.raises(ChangedLogic, match="function default.explode_words changed since "
+                                           "CREATE FUNCTION"):
+        run(ex, "START STREAMJOB j")
