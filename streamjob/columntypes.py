@@ -171,3 +171,33 @@ def _split_top(text: str) -> list[str]:
             cur += ch
     parts.append(cur)
     return [p for p in parts if p]
+
+
+def struct_fields(type_text: str) -> list[tuple[str, str]]:
+    """The ``(name, type)`` fields of ``struct<name:t,...>`` (a table function's rows,
+    docs/functions.md "Table functions"); names lower-cased, types as written; empty
+    for any other type."""
+    m = _COMPLEX.match(normalize_type(type_text))
+    if m is None or m.group(1) != "struct":
+        return []
+    fields = []
+    for part in _split_top(m.group(2)):
+        name, _, typ = part.partition(":")
+        fields.append((name.strip("`").lower(), typ))
+    return fields
+
+
+def ddl_struct(text: str) -> str | None:
+    """A schema written as Spark DDL (``'word string, n int'``, a PySpark UDTF's
+    ``returnType``) or as ``struct<...>``, as ``struct<word:string,n:int>`` (names
+    lower-cased, types normalized, not checked); None when it is not of that form."""
+    text = text.strip()
+    if normalize_type(text).startswith("struct<"):
+        return normalize_type(text)
+    fields = []
+    for part in _split_top(text):
+        name, _, typ = part.strip().partition(" ")
+        if not name or not typ.strip():
+            return None
+        fields.append(f"{name.strip('`').lower()}:{normalize_type(typ)}")
+    return f"struct<{','.join(fields)}>" if fields else None

@@ -19,3 +19,18 @@ def shout(s: pd.Series) -> pd.Series:
 def scaled(x: pd.Series, factor: pd.Series) -> pd.Series:
     """``x * factor``."""
     return x * factor
+
+
+class Words:
+    """A table function (Spark's Python UDTF): one row per word of ``text``, with the
+    word and its length; no row for a null or blank text. Register it with::
+
+        CREATE FUNCTION explode_words AS 'text_udfs:Words' RETURNS TABLE (word STRING, n INT);
+
+    and call it in FROM or LATERAL: ``select s.id, t.word from s, lateral
+    explode_words(s.text) as t(word, n)``.
+    """
+
+    def eval(self, text: str):
+        for word in (text or "").split():
+            yield word, len(word)

@@ -70,10 +70,16 @@ DEPENDENCY_ROLES: tuple[str, ...] = ("source", "sink", "static", "dead-letter", 
 Dependency = tuple[str, str, str, str]
 
 
+#: The ``kind`` of a table function's record (Spark's Python UDTF, called in FROM and
+#: LATERAL; docs/functions.md "Table functions"); its ``return_type`` is
+#: ``struct<col:type,...>``, the columns of its rows.
+TABLE_FUNCTION_KIND = "python_table"
+
+
 @dataclass(frozen=True)
 class FunctionInfo:
     """A registered user function (docs/functions.md): ``source`` ``module:callable``,
-    ``kind`` ``python``, ``location`` its module file's real path or ``dist==version``,
+    ``kind`` ``python``, ``hive`` or ``python_table`` (:data:`TABLE_FUNCTION_KIND`), ``location`` its module file's real path or ``dist==version``,
     ``return_type`` the RETURNS type (or the one the callable declares), ``code_hash`` the
     SHA-256 hex of its code, ``owner`` the principal that registered it."""
 
@@ -94,6 +100,11 @@ class FunctionInfo:
     def qualified_name(self) -> str:
         """``database.name``."""
         return f"{self.database}.{self.name}"
+
+    @property
+    def is_table(self) -> bool:
+        """True for a table function (:data:`TABLE_FUNCTION_KIND`)."""
+        return self.kind == TABLE_FUNCTION_KIND
 
 
 @dataclass(frozen=True)

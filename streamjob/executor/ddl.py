@@ -168,11 +168,18 @@ def create_job_text(job) -> str:
 def create_function_text(function) -> str:
     """``CREATE [TEMPORARY] FUNCTION db.f AS 'module:callable' RETURNS type;`` of a
     :class:`~streamjob.catalog.records.FunctionInfo` (docs/functions.md); a Hive UDF
-    class ``AS 'com.x.Udf' USING JAR '/real/path.jar' [RETURNS type]``."""
+    class ``AS 'com.x.Udf' USING JAR '/real/path.jar' [RETURNS type]``; a table function
+    ``RETURNS TABLE (col type, ...)``."""
     temporary = "TEMPORARY " if function.temporary else ""
     head = (f"CREATE {temporary}FUNCTION {qualified(function.database, function.name)} "
             f"AS {sql_string(function.source)}")
     if function.kind == "hive":
         head += f" USING JAR {sql_string(function.location)}"
     returns = f" RETURNS {function.return_type}" if function.return_type else ""
+    if getattr(function, "is_table", False):  # RETURNS TABLE (col type, ...)
+        from ..columntypes import struct_fields
+
+        columns = ", ".join(f"{quote_name(n)} {t}"
+                            for n, t in struct_fields(function.return_type or ""))
+        returns = f" RETURNS TABLE ({columns})"
     return f"{head}{returns};"

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import inspect
 
-from ..catalog.records import FunctionInfo
+from ..catalog.records import TABLE_FUNCTION_KIND, FunctionInfo
 from ..exceptions import ObjectNotFoundError, ValidationError
 from ..grammar import statements as st
 from ..policy.functions import SPARK_FUNCTIONS
-from ..columntypes import check_type
+from ..columntypes import check_type, ddl_struct
 from ..udf import jars as udf_jars
 from ..udf import source as udf_source
 from .databases import did_you_mean
@@ -35,6 +35,36 @@ def _declared(obj) -> tuple[str | None, tuple[str, ...] | None]:
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         return text, None
     return text, tuple(p.name for p in params)
+
+
+def _table_function(obj) -> tuple[object, str | None] | None:
+    """``(class, declared struct type or None)`` when ``obj`` is a table function: a
+    PySpark ``udtf(...)`` object (its class and ``returnType``) or a class with an
+    ``eval`` method (Spark's Python UDTF protocol); else None."""
+    func = getattr(obj, "func", None)
+    if isinstance(func, type) and callable(getattr(func, "eval", None)):
+        try:
+            returns = obj.returnType
+        except Exception:  # noqa: BLE001 - a DDL text PySpark parses only with a session
+            returns = getattr(obj, "_returnType", None)
+        if hasattr(returns, "simpleString"):
+            return func, returns.simpleString()
+        return func, ddl_struct(returns) if isinstance(returns, str) else None
+    if isinstance(obj, type) and callable(getattr(obj, "eval", None)):
+        return obj, None
+    return None
+
+
+def _eval_parameters(cls) -> tuple[str, ...] | None:
+    """The parameter names of a UDTF class's ``eval`` without ``self`` (None: ``*args``,
+    or no readable signature)."""
+    try:
+        params = list(inspect.signature(cls.eval).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None
+    return tuple(p.name for p in params)
 
 
 def _plain_call(name: str) -> bool:
@@ -100,6 +130,10 @@ class FunctionStatements:
             raise ValidationError(f"function {name} is a Spark SQL built-in or a word of "
                                   "SQL; give yours another name")
         if s.language == "java":
+            if s.table:
+                raise ValidationError("RETURNS TABLE is for a Python table function (Spark's "
+                                      "UDTF); a Hive UDF class is scalar", key="returns",
+                                      bad_value=True)
             info = self._create_hive_function(s, db, name)
             created = self.catalog.create_function(info, if_not_exists=s.if_not_exists)
             state = "created" if created else "exists"
@@ -111,6 +145,9 @@ class FunctionStatements:
             if exc.key is not None or exc.line is not None:
                 raise
             raise type(exc)(exc.message, key="source", bad_value=True) from None
+        table = _table_function(obj)
+        if s.table or table is not None:
+            return self._create_table_function(s, db, name, source, obj, table)
         declared, parameters = _declared(obj)
         returns = s.returns or declared
         if returns is None:
@@ -130,6 +167,62 @@ class FunctionStatements:
         created = self.catalog.create_function(info, if_not_exists=s.if_not_exists)
         state = "created" if created else "exists"
         return Result(f"function {db}.{name} {state}", object=f"{db}.{name}")
+
+    def _create_table_function(self, s: st.CreateFunction, db: str, name: str, source,
+                               obj, table) -> Result:
+        """The record of a Python table function (Spark's UDTF, docs/functions.md "Table
+        functions"): a class with ``eval`` (or a ``udtf(...)`` object), whose rows have
+        the columns of ``RETURNS TABLE (...)`` or of its declared ``returnType``. Its
+        return type is recorded as ``struct<col:type,...>``.
+
+        Raises:
+            ValidationError: the source is not such a class, RETURNS is scalar, no
+                columns are given or declared, a column type is unknown.
+        """
+        if table is None:
+            raise ValidationError(
+                f"function {db}.{name} RETURNS TABLE, but {source.reference} is not a table "
+                "function: a class with an eval method (Spark's Python UDTF)", key="source",
+                bad_value=True)
+        if s.returns:
+            raise ValidationError(
+                f"{source.reference} is a table function (a class with eval): write RETURNS "
+                f"TABLE (col type, ...), not RETURNS {s.returns}", key="returns",
+                bad_value=True)
+        cls, declared = table
+        if callable(getattr(cls, "analyze", None)):
+            raise ValidationError(
+                f"{source.reference} has an analyze method (a schema decided per call): a "
+                "table function's columns are fixed, by RETURNS TABLE (col type, ...) or "
+                "its udtf(returnType=...); remove analyze", key="source", bad_value=True)
+        if s.table:
+            fields = []
+            for column, written in s.table:
+                try:
+                    fields.append(f"{column}:{check_type(written)}")
+                except ValidationError as exc:
+                    raise ValidationError(f"RETURNS TABLE column {column} {written}: "
+                                          f"{exc.message}", key="returns",
+                                          bad_value=True) from None
+            returns = f"struct<{','.join(fields)}>"
+        elif declared:
+            try:
+                returns = check_type(declared)
+            except ValidationError as exc:
+                raise ValidationError(f"{source.reference} declares returnType {declared}: "
+                                      f"{exc.message}", key="source", bad_value=True) from None
+        else:
+            raise ValidationError(
+                f"table function {db}.{name} needs RETURNS TABLE (col type, ...): "
+                f"{source.reference} does not declare its columns (a udtf(returnType=...) "
+                "declares them)", key="source", bad_value=True)
+        info = FunctionInfo(database=db, name=name, kind=TABLE_FUNCTION_KIND, source=source.reference,
+                            location=source.path, return_type=returns,
+                            code_hash=source.code_hash, owner=getattr(self, "principal", None),
+                            temporary=s.temporary, parameters=_eval_parameters(cls))
+        created = self.catalog.create_function(info, if_not_exists=s.if_not_exists)
+        state = "created" if created else "exists"
+        return Result(f"table function {db}.{name} {state}", object=f"{db}.{name}")
 
     def _do_DropFunction(self, s: st.DropFunction) -> Result:
         db, name = self._function_name(s.name)
@@ -171,6 +264,12 @@ def _at(resolve, key: str):
 
 def _signature(f: FunctionInfo) -> str:
     """``name(a, b) -> type`` (``name(...)`` for a variadic callable or a Hive UDF,
-    whose type Hive decides when it is called: ``?`` without RETURNS)."""
+    whose type Hive decides when it is called: ``?`` without RETURNS); a table
+    function's ``-> table(col type, ...)``."""
     args = "..." if f.parameters is None else ", ".join(f.parameters)
-    return f"{f.name}({args}) -> {f.return_type or '?'}"
+    returns = f.return_type or "?"
+    if f.kind == TABLE_FUNCTION_KIND:
+        from ..columntypes import struct_fields
+
+        returns = "table(" + ", ".join(f"{n} {t}" for n, t in struct_fields(returns)) + ")"
+    return f"{f.name}({args}) -> {returns}"

@@ -360,7 +360,8 @@ class CreateFunction(Statement):
     'x.jar', ...] [LANGUAGE JAVA]`` (Hive's and Flink's forms). ``source`` the quoted
     reference or class as written, ``returns`` the Hive/Spark type text (lower-cased) or
     None, ``language`` lower-cased (``python``, the default, or ``java`` for a class),
-    ``jars`` the USING JAR paths as written. ``temporary`` is Slipstream's and Hive's
+    ``jars`` the USING JAR paths as written, ``table`` the columns of ``RETURNS TABLE
+    (...)`` (a table function; ``returns`` is None then). ``temporary`` is Slipstream's and Hive's
     word; a job outlives its session, so the catalog keeps the function either way
     (docs/functions.md)."""
 
@@ -371,6 +372,9 @@ class CreateFunction(Statement):
     temporary: bool = False
     if_not_exists: bool = False
     jars: tuple[str, ...] = ()
+    #: ``RETURNS TABLE (col type, ...)``: a table function (Spark's Python UDTF, called
+    #: in FROM and LATERAL): its columns as ``(name, type text)``; empty for a scalar one.
+    table: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,18 @@ class FunctionsBuilder:
                              token.start_pos, token.value)
         java = is_java_class(source)
         returns = self.find(tree, "function_returns")
+        table: list[tuple[str, str]] = []
         if returns is not None:
             self.locations["value:returns"] = self.position(returns.children[0].meta.start_pos)
+            if returns.children[0].data == "function_table":
+                for column in returns.children[0].children:
+                    word = column.children[0].children[0]
+                    name = ident_value(word).lower()
+                    if any(name == n for n, _ in table):
+                        raise self.error(f"column {name} appears twice in RETURNS TABLE",
+                                         word.start_pos, word.value)
+                    table.append((name, self.type_text(column.children[1])))
+                returns = None
         language = "java" if java else "python"
         lang = self.find(tree, "function_language")
         if lang is not None:
@@ -66,7 +76,8 @@ class FunctionsBuilder:
             name=self.name(self.find(tree, "qualified_name")), source=source,
             returns=self.type_text(returns.children[0]) if returns is not None else None,
             language=language, temporary=self.find(tree, "function_temporary") is not None,
-            if_not_exists=self.find(tree, "if_not_exists") is not None, jars=tuple(jars))
+            if_not_exists=self.find(tree, "if_not_exists") is not None, jars=tuple(jars),
+            table=tuple(table))
 
     def _add_jar(self, tree: Tree):
         paths = []

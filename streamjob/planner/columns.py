@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from .text import QueryText
+from ..columntypes import struct_fields
 from ..nearest import nearest
 
 
@@ -214,6 +215,8 @@ class ColumnResolver:
         elif isinstance(item, exp.Subquery):
             outs = _renamed(self._query(item.this, None, ctes), item.args.get("alias"))
             src = _from_outputs(alias, f"subquery {alias}" if alias else "subquery", outs)
+        elif self._table_function(item) is not None:
+            src = self._table_function_source(env, item, alias, ctes)
         else:
             src = _Source(alias, alias, alias, None, {})
         if alias and any(s.alias == alias for s in env.sources):
@@ -277,6 +280,29 @@ class ColumnResolver:
         if name in self.pseudo:
             return
         raise self._unknown(name, env.sources, self.qt.node_span(col.this), aliases or set())
+
+    def _table_function(self, item: exp.Expr):
+        """The table function (FunctionInfo) ``item`` calls: ``LATERAL f(...)`` or
+        ``FROM f(...)`` of a registered table function (docs/functions.md "Table
+        functions"), else None."""
+        call = item.this if isinstance(item, (exp.Lateral, exp.Table)) else None
+        if not isinstance(call, exp.Anonymous):
+            return None
+        fn = self.qt.functions.get(call.name.lower())
+        return fn if fn is not None and getattr(fn, "is_table", False) else None
+
+    def _table_function_source(self, env: _Env, item: exp.Expr, alias: str,
+                               ctes: dict) -> _Source:
+        """The source of a table function's call: its arguments checked against the
+        sources before it (a LATERAL call reads their columns), its columns and types
+        those of RETURNS TABLE, renamed by ``AS t(a, b)``."""
+        fn = self._table_function(item)
+        for arg in item.this.expressions:
+            self._check(arg, env, ctes, None)
+        fields = struct_fields(fn.return_type or "")
+        label = f"table function {fn.name}" + (f" {alias}" if alias else "")
+        src = _Source(alias, label, alias or fn.name, [n for n, _ in fields], dict(fields))
+        return _aliased(src, item.args.get("alias"))
 
     def _in_source(self, name: str, src: _Source, node: exp.Expr | None) -> None:
         if src.columns is None or name in src.columns:

@@ -298,6 +298,8 @@ def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], l
             this=exp.to_identifier(table.name))
         table.replace(exp.Table(this=exp.to_identifier(ref.view), alias=alias))
 
+    _cross_lateral_joins(select)
+
     aggregate = any(True for s in select.find_all(exp.Select) if s.args.get("group")) or any(
         True for _ in select.find_all(*AGGREGATES)) or any(
         bool(s.args.get("distinct")) for s in select.find_all(exp.Select))
@@ -315,6 +317,20 @@ def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], l
         select_span=_select_span(qt, select, outputs),
         tree=select,
     )
+
+
+def _cross_lateral_joins(tree: exp.Expr) -> None:
+    """``JOIN LATERAL f(...) t ON TRUE`` (sqlglot writes a bare ``JOIN LATERAL`` so) as
+    ``CROSS JOIN LATERAL f(...) t``: the same rows, and the form Spark runs on a stream
+    (an inner lateral join with a condition is decorrelated into an aggregation, which
+    a stream refuses without a watermark). The SQL policy admits no other condition or
+    side on a lateral join (:mod:`streamjob.policy.nodes`)."""
+    for join in list(tree.find_all(exp.Join)):
+        on = join.args.get("on")
+        if isinstance(join.this, exp.Lateral) and not join.this.args.get("view") \
+                and isinstance(on, exp.Boolean) and on.this is True and not join.side:
+            join.set("on", None)
+            join.set("kind", "CROSS")
 
 
 def _place_window(qt: QueryText, clause: WindowClause, tree: exp.Expr,

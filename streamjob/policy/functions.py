@@ -152,7 +152,16 @@ def _calls(tokens: list[Token]):
             k -= 1
         if k >= 0 and tokens[k].token_type in _NOT_A_CALL_AFTER:
             continue
+        if k >= 0 and tokens[k].token_type == TokenType.R_PAREN and _names_only(tokens, j):
+            continue  # ``f(x) t(a, b)``, ``(select ...) t(a)``: an alias with its columns
         yield i, j
+
+
+def _names_only(tokens: list[Token], paren: int) -> bool:
+    """True when the parentheses opened at ``tokens[paren]`` hold only a comma-separated
+    list of plain names (a table alias's column list)."""
+    args = _arguments(tokens, paren)
+    return bool(args) and all(len(a) == 1 and a[0].token_type in _NAME_TOKENS for a in args)
 
 
 def user_functions(qt) -> dict:

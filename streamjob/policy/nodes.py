@@ -13,8 +13,13 @@ Refused, and why (each with its own message, :data:`_REFUSED_TYPES`,
 * script transforms (``SELECT TRANSFORM(...) USING 'cmd'``): Spark runs ``cmd`` as a
   process of the job manager's host, Hive or not; ``MAP``/``REDUCE ... USING`` are
   syntax errors of the query already;
-* table-valued functions in FROM (``range(10)``, ``read_files(...)``): a job reads
-  declared streams and tables only;
+* table-valued functions in FROM and LATERAL (``range(10)``, ``read_files(...)``,
+  ``explode`` as a TVF): a job reads declared streams and tables only. The one exception
+  is a table function of the query's database registered by ``CREATE FUNCTION ...
+  RETURNS TABLE`` (a Python UDTF the admin's places hold, docs/functions.md "Table
+  functions"), called by its bare name as ``FROM f(...)`` or ``LATERAL f(...)``; it
+  is refused anywhere else (in a select list, in ``LATERAL VIEW``), and a scalar
+  function is refused in its place;
 * clauses of a table reference the planner cannot honour, because it rewrites each
   reference to its view: TABLESAMPLE, PIVOT/UNPIVOT, time travel (``VERSION AS OF``,
   ``TIMESTAMP AS OF``, ``FOR SYSTEM_TIME``), a catalog (``c.db.t``), a partition spec,
@@ -195,9 +200,11 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
         name = node.this.name if isinstance(node.this, exp.Anonymous) else name
         if name.lower() in ALLOWED_TABLE_FUNCTIONS:
             return
-        raise _error(qt, node.this, node, (
-            f"table-valued function {name.lower()}() in FROM is not supported: a {what} "
-            "reads declared streams and tables", ()), what, tokens)
+        if not (_user_table_function(qt, node.this) and not node.args.get("db")):
+            raise _error(qt, node.this, node, (
+                f"table-valued function {name.lower()}() in FROM is not supported: a "
+                f"{what} reads declared streams and tables (and the table functions of its "
+                "database, CREATE FUNCTION ... RETURNS TABLE)", ()), what, tokens)
     if kind in (exp.Table, exp.Column):  # names are names: the planner reads their text
         for part in ("db", "table") + (("this",) if kind is exp.Column else ()):
             value = node.args.get(part)
@@ -206,9 +213,32 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
                 raise _error(qt, value, node, (
                     f"{_described(value)} where a name belongs is not supported in a {what}",
                     ()), what, tokens)
-    if kind is exp.Lateral and not node.args.get("view"):
-        raise _error(qt, node, node, ("LATERAL subqueries are not supported; LATERAL VIEW "
-                                      "explode(...) is", ("LATERAL",)), what, tokens)
+    if kind is exp.Join and isinstance(node.this, exp.Lateral) and not node.this.args.get("view"):
+        on = node.args.get("on")
+        plain = on is None or (isinstance(on, exp.Boolean) and on.this is True)
+        if node.side or not plain or node.args.get("using"):
+            raise _error(qt, on if on is not None else node, node, (
+                "a lateral join takes no condition or side here: write FROM s, LATERAL "
+                "f(...) t (or CROSS JOIN LATERAL) and filter in WHERE (Spark runs an inner "
+                "or outer lateral join with a condition on a stream only as an "
+                "aggregation)", ("LEFT", "RIGHT", "FULL", "ON", "USING")), what, tokens)
+    if kind is exp.Lateral and node.args.get("view") and _user_table_function(qt, node.this):
+        raise _error(qt, node, node, (
+            f"table function {node.this.name.lower()}() is called as LATERAL "
+            f"{node.this.name.lower()}(...) [AS t(col, ...)], not in LATERAL VIEW (Spark "
+            "reads Python table functions there only)", ("LATERAL",)), what, tokens)
+    if kind is exp.Lateral and not node.args.get("view") \
+            and not _user_table_function(qt, node.this):
+        name = None
+        if isinstance(node.this, exp.Anonymous):
+            name = node.this.name.lower()
+        elif isinstance(node.this, exp.Func):
+            name = node.this.sql_name().lower()
+        message = (f"table-valued function {name}() in LATERAL is not supported: only the "
+                   "table functions of the query's database (CREATE FUNCTION ... RETURNS "
+                   "TABLE) are; LATERAL VIEW explode(...) is" if name else
+                   "LATERAL subqueries are not supported; LATERAL VIEW explode(...) is")
+        raise _error(qt, node, node, (message, ("LATERAL",)), what, tokens)
     if allowed is _ANY:
         return
     for part, value in node.args.items():
@@ -224,6 +254,25 @@ def _check_node(qt, node: exp.Expr, what: str, tokens: list[Token]) -> None:
                      what, tokens)
 
 
+def _user_table_function(qt, node: exp.Expr) -> bool:
+    """True when ``node`` calls a table function of the query's database
+    (``CREATE FUNCTION ... RETURNS TABLE``) by its bare name."""
+    if not isinstance(node, exp.Anonymous):
+        return False
+    fn = user_functions(qt).get(node.name.lower())
+    return fn is not None and getattr(fn, "is_table", False) \
+        and node.name.lower() not in ALLOWED_FUNCTIONS
+
+
+def _table_place(node: exp.Expr) -> bool:
+    """True when ``node`` stands where a table function belongs: the function of
+    ``FROM f(...)`` (a Table's name) or of ``LATERAL f(...)`` (not LATERAL VIEW)."""
+    parent = node.parent
+    if isinstance(parent, exp.Table) and parent.this is node:
+        return True
+    return isinstance(parent, exp.Lateral) and parent.this is node
+
+
 def _check_function(qt, node: exp.Func, what: str) -> None:
     """A function node by its name: an Anonymous one's written name must be allowed (or
     a user function of the query's database); a
@@ -233,6 +282,11 @@ def _check_function(qt, node: exp.Func, what: str) -> None:
     if isinstance(node, exp.Anonymous):
         names = {node.name.lower()}
         bad = {n for n in names if n not in ALLOWED_FUNCTIONS and n not in user_functions(qt)}
+        if not bad and _user_table_function(qt, node) and not _table_place(node) \
+                and not (isinstance(node.parent, exp.Lateral) and node.parent.args.get("view")):
+            name = node.name.lower()
+            raise qt.error(f"{name}() is a table function: it is called in FROM {name}(...) "
+                           f"or LATERAL {name}(...), not as a value", qt.node_span(node))
     else:
         names = {n.lower() for n in type(node).sql_names()}
         bad = names & set(REFUSED)

@@ -12,7 +12,9 @@ Defence in depth against a difference between sqlglot's reading of the text and
 Spark's: before running it, the text is parsed by Spark's own parser (no analysis, no
 execution) and its unresolved plan is read back (``toJSON``): every function it calls
 must be on the policy's function allowlist, and no script transformation or
-table-valued function may appear. Either is a bug of the policy, refused here.
+table-valued function may appear, but for the table functions (Python UDTFs) registered
+in the session by :func:`allow_table_functions`, called by their bare names. Either is a
+bug of the policy, refused here.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ import json
 from ..exceptions import StreamJobError
 from ..policy.checked import CheckedSQL
 
-__all__ = ["allow_functions", "checked_expr", "create_hive_function", "registered", "run_sql",
-           "spark_parse_check"]
+__all__ = ["allow_functions", "allow_table_functions", "checked_expr", "create_hive_function", "registered", "registered_tables",
+           "run_sql", "spark_parse_check"]
 
 #: The session attribute holding the user functions registered in it (lower-case names).
 _USER_FUNCTIONS = "_streamjob_functions"
+#: The session attribute holding the table functions (UDTFs) registered in it.
+_TABLE_FUNCTIONS = "_streamjob_table_functions"
+#: Unresolved plan nodes of a table-valued function call (admitted for a registered UDTF).
+_TVF = {"UnresolvedTableValuedFunction", "UnresolvedTVFAliases"}
 
 #: Unresolved plan nodes that must never come out of Spark's parser for checked text.
 _NEVER = {"ScriptTransformation", "UnresolvedTableValuedFunction", "UnresolvedTVFAliases"}
@@ -44,6 +50,8 @@ def _checked(text: object) -> CheckedSQL:
 
 def _names(node) -> list[str]:
     parts = node.get("nameParts")
+    if parts is None and isinstance(node.get("name"), str) and node["name"].startswith("["):
+        parts = node["name"]  # a table-valued function's name: "[db, f]"
     if isinstance(parts, str):
         parts = [p.strip() for p in parts.strip("[]").split(",")]
     elif isinstance(node.get("name"), str):
@@ -51,14 +59,17 @@ def _names(node) -> list[str]:
     return [str(p).strip("`").lower() for p in (parts or []) if str(p).strip()]
 
 
-def spark_parse_check(tree_json: str, user: frozenset[str] = frozenset()) -> None:
+def spark_parse_check(tree_json: str, user: frozenset[str] = frozenset(),
+                      tables: frozenset[str] = frozenset()) -> None:
     """Check Spark's unresolved plan (or expression) of a checked text, as ``toJSON``
     gives it.
 
     Raises:
         StreamJobError: a script transformation, a table-valued function or a call of a
             function outside the allowlist and ``user`` (the user functions registered
-            in the session; the policy let something through: not run).
+            in the session; the policy let something through: not run), or a
+            table-valued function other than the ``tables`` registered in the session
+            (UDTFs, by bare name).
     """
     from ..policy.functions import ALLOWED_FUNCTIONS
 
@@ -72,7 +83,11 @@ def spark_parse_check(tree_json: str, user: frozenset[str] = frozenset()) -> Non
         if not isinstance(item, dict):
             continue
         kind = str(item.get("class", "")).rsplit(".", 1)[-1]
-        if kind in _NEVER:
+        if kind in _TVF and tables:
+            names = _names(item)
+            if len(names) != 1 or names[0] not in tables:
+                found.append(kind)
+        elif kind in _NEVER:
             found.append(kind)
         elif kind in _FUNCTIONS:
             names = _names(item)
@@ -99,7 +114,8 @@ def run_sql(session, text: CheckedSQL):
             reads in it what the policy does not allow.
     """
     checked = _checked(text)
-    spark_parse_check(_parser(session).parsePlan(checked).toJSON(), registered(session))
+    spark_parse_check(_parser(session).parsePlan(checked).toJSON(), registered(session),
+                      registered_tables(session))
     return session.sql(checked)
 
 
@@ -129,6 +145,18 @@ def allow_functions(session, names) -> None:
     """Add ``names`` (user functions :mod:`.udf` registered in ``session``) to the
     names its SQL may call."""
     setattr(session, _USER_FUNCTIONS, registered(session) | {n.lower() for n in names})
+
+
+def registered_tables(session) -> frozenset[str]:
+    """The table functions (Python UDTFs) registered in ``session`` (lower-case names,
+    :func:`allow_table_functions`): its SQL may call them in FROM and LATERAL."""
+    return frozenset(getattr(session, _TABLE_FUNCTIONS, ()))
+
+
+def allow_table_functions(session, names) -> None:
+    """Add ``names`` (table functions :mod:`.udf` registered in ``session``) to the
+    table-valued functions its SQL may call."""
+    setattr(session, _TABLE_FUNCTIONS, registered_tables(session) | {n.lower() for n in names})
 
 
 def create_hive_function(session, name: str, class_name: str, jar: str) -> None:

@@ -13,6 +13,13 @@ An exception inside a function fails its micro-batch: :func:`guarded` raises a
 the exception and the first failing row's arguments (:func:`first_failing_row`); the
 job's runner places it at the batch's input (streamjob/manager/failures.py).
 
+A table function (kind ``python_table``, ``CREATE FUNCTION ... RETURNS TABLE``,
+docs/functions.md "Table functions") becomes a Python UDTF of the session
+(``spark.udtf.register``, Spark 4), called in FROM and LATERAL: :func:`table_function`
+wraps its class so that an exception in ``eval`` (or ``terminate``) raises a
+:class:`~streamjob.exceptions.UserFunctionError` naming the function and the very row
+``eval`` was called with (Spark calls it once per input row).
+
 A Hive UDF class (kind ``hive``, docs/functions.md "Hive UDF jars") becomes a temporary
 function of Spark's Hive support, its jar added by Spark's resource loader (and so shipped
 to the executors): :func:`~streamjob.spark.guard.create_hive_function`. The jar's bytes
@@ -30,9 +37,9 @@ from typing import Iterable
 from ..catalog.records import FunctionInfo
 from ..exceptions import UserFunctionError, ValidationError
 from ..udf import source as udf_source
-from .guard import allow_functions, create_hive_function
+from .guard import allow_functions, allow_table_functions, create_hive_function
 
-__all__ = ["first_failing_row", "guarded", "hive_support", "register"]
+__all__ = ["first_failing_row", "guarded", "hive_support", "register", "table_function"]
 
 
 def hive_support(session) -> bool:
@@ -149,6 +156,62 @@ def _vectorised(name: str, fn, return_type: str | None):
                           functionType=PythonEvalType.SQL_SCALAR_PANDAS_UDF)
 
 
+def _eval_names(cls, args: tuple, kwargs: dict) -> tuple[tuple[str, str], ...]:
+    """``((parameter, shown value), ...)`` of one ``eval`` call of a UDTF class: its
+    positional arguments named after ``eval``'s parameters (without ``self``; ``argN``
+    past them), then its named ones."""
+    import inspect
+
+    try:
+        params = [p.name for p in list(inspect.signature(cls.eval).parameters.values())[1:]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    named = [(params[i] if i < len(params) else f"arg{i + 1}", _shown(v))
+             for i, v in enumerate(args)]
+    return tuple(named + [(k, _shown(v)) for k, v in kwargs.items()])
+
+
+def table_function(name: str, cls, return_type: str):
+    """The UDTF class ``cls`` (Spark's Python UDTF protocol: ``eval`` yields rows, an
+    optional ``terminate``) as a PySpark ``udtf`` returning rows of ``return_type``
+    (``struct<col:type,...>``, a Spark DDL type), wrapped so that an exception in
+    ``eval`` or ``terminate`` raises a :class:`UserFunctionError` in its wire form naming
+    the function ``name``, the exception's type and message and the failing row (the
+    arguments ``eval`` was called with; none for ``terminate``), without the user's
+    traceback. The wrapper keeps ``eval``'s signature, so Spark's argument check is the
+    class's own."""
+    import functools
+
+    from pyspark.sql.functions import udtf
+
+    def failure(exc: Exception, arguments=()) -> Exception:
+        return UserFunctionError(name, type(exc).__name__, str(exc), arguments).wire()
+
+    class Guarded(cls):
+        @functools.wraps(cls.eval)
+        def eval(self, *args, **kwargs):
+            try:
+                rows = super().eval(*args, **kwargs)
+                if rows is not None:
+                    yield from rows
+            except Exception as exc:  # noqa: BLE001 - the user's code: named, no trace
+                raise failure(exc, _eval_names(cls, args, kwargs)) from None
+
+        if callable(getattr(cls, "terminate", None)):
+            @functools.wraps(cls.terminate)
+            def terminate(self):
+                try:
+                    rows = super().terminate()
+                    if rows is not None:
+                        yield from rows
+                except Exception as exc:  # noqa: BLE001 - as eval's
+                    raise failure(exc) from None
+
+    Guarded.__name__ = Guarded.__qualname__ = cls.__name__
+    return udtf(Guarded, returnType=return_type)
+
+
 def register(session, functions: Iterable[tuple[FunctionInfo, str | None]]) -> None:
     """Register ``functions`` as temporary functions of ``session`` (idempotent): pairs of
     a function and its RETURNS type as a Spark DDL type (None: the type its callable
@@ -171,8 +234,13 @@ def register(session, functions: Iterable[tuple[FunctionInfo, str | None]]) -> N
             continue
         source = udf_source.of_record(f)
         fn = udf_source.load(source)
-        module = sys.modules.get(getattr(fn, "__module__", "") or "")
+        module = sys.modules.get(getattr(getattr(fn, "func", fn), "__module__", "") or "")
         if source.kind == "file" and module is not None:
             cloudpickle.register_pickle_by_value(module)
+        if f.is_table:
+            cls = getattr(fn, "func", fn)  # a udtf(...) object's class, or the class
+            session.udtf.register(f.name, table_function(f.name, cls, return_type))
+            allow_table_functions(session, [f.name])
+            continue
         session.udf.register(f.name, _vectorised(f.name, fn, return_type))
         allow_functions(session, [f.name])
