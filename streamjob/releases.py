@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Callable
+from typing import Callable, TypeVar
 
 #: each release, as it runs, at DEBUG level: ``job <db.job>: <what>``
 trace = logging.getLogger(__name__)
+
+_Built = TypeVar("_Built", bound="BuiltInOrder")
+
 
 class Releases:
     """Named releases of one job's run, run in reverse order by :meth:`close`.
@@ -55,3 +58,43 @@ class Releases:
     def close(self) -> None:
         """Run the releases, last registered first (each once: idempotent)."""
         self._stack.close()
+
+
+class BuiltInOrder:
+    """The contract of a run's part built in numbered steps and released in reverse
+    order: the attempt and each room's part of it. A subclass sets ``self._releases``
+    (a :class:`Releases`) in its ``__init__``, builds its steps in :meth:`_build`
+    (registering each step's release there as it is built) and documents the steps in
+    its class docstring.
+
+    :meth:`open` (or ``with``) builds; if a step raises, what was built is released and
+    the error raised. :meth:`close` (or leaving the ``with``) releases, last built first;
+    it is idempotent.
+    """
+
+    _releases: Releases
+
+    def open(self: _Built) -> _Built:
+        """Build the steps in order (the class docstring); returns self. If a step
+        raises, what was built is released (:meth:`close`) and the error raised."""
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __enter__(self: _Built) -> _Built:
+        return self.open()
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def close(self) -> None:
+        """Release what was built, last built first (the class docstring). Idempotent."""
+        self._releases.close()
+
+    def _build(self) -> None:
+        """The steps, in order; each registers its release in ``self._releases``."""
+        raise NotImplementedError

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..catalog import Catalog
 from ..catalog.records import JobInfo
 from ..home import Home
-from ..releases import Releases
+from ..releases import BuiltInOrder, Releases
 from . import fingerprint, identity, store, watermark
 from .backends import backend_for_plan
 from .expiry import ExpiryWatch
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-class CheckpointRun:
+class CheckpointRun(BuiltInOrder):
     """The checkpoint directory of one attempt and what records into it.
 
     Entering builds, in this order (the release of each step, if it has one, in
@@ -114,27 +114,6 @@ class CheckpointRun:
         offset log, whose committed end the tracker holds); False when it begins at its
         reset strategy (no durable checkpoints, a fresh directory)."""
         return self.durable and not self.fresh
-
-    def open(self) -> "CheckpointRun":
-        """Build the steps in order (class docstring); returns self. If a step raises,
-        what was built is released (:meth:`close`) and the error raised."""
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __enter__(self) -> "CheckpointRun":
-        return self.open()
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
-
-    def close(self) -> None:
-        """Release what was built, last built first (class docstring). Idempotent."""
-        self._releases.close()
 
     def _build(self) -> None:
         job, durable = self.job, self.durable

@@ -12,14 +12,14 @@ import logging
 from typing import Any, Iterable, Sequence
 
 from ..exceptions import StreamJobError
-from ..releases import Releases
+from ..releases import BuiltInOrder, Releases
 from .sinks import TableSink, table_sink
 from .sources import StreamSource, group_committers
 
 log = logging.getLogger(__name__)
 
 
-class ConnectorRun:
+class ConnectorRun(BuiltInOrder):
     """The job's table sink, dead-letter tables and consumer-group committers for one
     attempt.
 
@@ -74,27 +74,6 @@ class ConnectorRun:
         self.sink: TableSink | None = None
         self.committers: list = []
         self._releases = Releases(job_name, log)
-
-    def open(self) -> "ConnectorRun":
-        """Build the steps in order (class docstring); returns self. If a step raises,
-        what was built is released (:meth:`close`) and the error raised."""
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __enter__(self) -> "ConnectorRun":
-        return self.open()
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
-
-    def close(self) -> None:
-        """Release what was built, last built first (class docstring). Idempotent."""
-        self._releases.close()
 
     def _build(self) -> None:
         # 1. the sink

@@ -19,7 +19,7 @@ from ..connectors.run import ConnectorRun
 from ..home import Home
 from ..planner.bind import bind_job
 from ..planner.plan import JobPlan
-from ..releases import Releases
+from ..releases import BuiltInOrder, Releases
 from ..spark.run import QueryRun
 from .lag import EndOffsetsProbe
 from .progress import ProgressReporter
@@ -31,7 +31,7 @@ log = logging.getLogger("streamjob.manager.runner")
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
-class Attempt:
+class Attempt(BuiltInOrder):
     """One run of a job's query: what it needs, built in order on entry and released in
     reverse order on exit (also when building fails halfway: what was built is released).
 
@@ -143,28 +143,6 @@ class Attempt:
     def sink(self):
         """The table sink (step 3a); None before it was built and once it is closed."""
         return self.connectors.sink if self.connectors is not None else None
-
-    def open(self) -> "Attempt":
-        """Build the steps in order and start the query (class docstring); returns self.
-        If a step raises, what was built is released (:meth:`close`) and the error
-        raised."""
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __enter__(self) -> "Attempt":
-        return self.open()
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
-
-    def close(self) -> None:
-        """Release what was built, last built first (class docstring). Idempotent."""
-        self._releases.close()
 
     def _release(self, what: str, release: Callable[[], object],
                  best_effort: bool = False) -> None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence
 
-from ..releases import Releases
+from ..releases import BuiltInOrder, Releases
 from .listener import ProgressListener
 from .query import start_query
 
 log = logging.getLogger(__name__)
 
 
-class QueryRun:
+class QueryRun(BuiltInOrder):
     """The job's streaming query in its session clone.
 
     Entering, in this order (the release of each step, if it has one, in brackets;
@@ -60,27 +60,6 @@ class QueryRun:
         self.on_idle = on_idle
         self.query = None
         self._releases = Releases(job_name, log)
-
-    def open(self) -> "QueryRun":
-        """Build the steps in order (class docstring); returns self. If a step raises,
-        what was built is released (:meth:`close`) and the error raised."""
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __enter__(self) -> "QueryRun":
-        return self.open()
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
-
-    def close(self) -> None:
-        """Stop the query and remove the listener (class docstring). Idempotent."""
-        self._releases.close()
 
     def _build(self) -> None:
         session = self.session
