@@ -49,7 +49,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0010"
+SCHEMA_VERSION = "0011"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -318,6 +318,27 @@ class Savepoint(Base):
     taken_at: Mapped[datetime] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     owner: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+
+
+class JobVersion(Base):
+    """A version of a job's query (revision 0011; docs/upgrades.md): version 1 is the
+    query CREATE STREAMJOB registered, each ALTER STREAMJOB ... AS or CREATE OR REPLACE
+    STREAMJOB adds the next. ``query`` the ``insert into ... select ...`` text,
+    ``properties`` the JOBPROPERTIES as stored with it, ``created_at`` and ``principal``
+    (the statement log's) when and by whom, ``change`` the upgrade class it was applied
+    under (``stateless``, ``compatible``, ``incompatible``; NULL for version 1)."""
+
+    __tablename__ = "job_versions"
+    __table_args__ = (UniqueConstraint("job_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    query: Mapped[str] = mapped_column(Text)
+    properties: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    principal: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    change: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class Server(Base):
