@@ -57,7 +57,8 @@ class JobStatements:
         plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
         created = self.catalog.create_job(db, name, s.query, self._sealed(props), plan.dependencies,
                                           if_not_exists=s.if_not_exists,
-                                          session_properties=self._sealed(session))
+                                          session_properties=self._sealed(session),
+                                          principal=self.principal)
         return Result("\n".join([f"streamjob {db}.{name} {'created' if created else 'exists'} "
                                  f"({plan.guarantee}, output mode {plan.output_mode})",
                                  *jp.notices(props)]))
