@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 FILE_NAME = "streamjob.fingerprint"
 #: The fingerprint of a planned change not yet started (:func:`plan_change`).
-NEXT_NAME = FILE_NAME + ".next"
+NEXT_NAME = "streamjob.fingerprint.next"
 VERSION = 1
 
 
