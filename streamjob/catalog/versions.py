@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 
 from streamjob.catalog.engine import CatalogEngine, check_choice, now_utc
-from streamjob.catalog.models import Job, JobDependency, JobVersion
+from streamjob.catalog.models import Job, JobDependency, JobVersion, Table
 from streamjob.catalog.records import DEPENDENCY_KINDS, DEPENDENCY_ROLES, JobInfo, JobVersionInfo
 from streamjob.exceptions import ObjectNotFoundError
 
@@ -27,9 +27,14 @@ class VersionsMixin(CatalogEngine):
 
     def replace_job_query(self, job_uid: str, query: str, properties: Mapping[str, Any],
                           dependencies: Iterable[Sequence[str]], *, principal: str | None,
-                          change: str | None) -> tuple[JobInfo, int]:
+                          change: str | None,
+                          sink_columns: tuple[str, str, list[dict]] | None = None
+                          ) -> tuple[JobInfo, int]:
         """Give the job with this uid a new query (its next version), its properties and
-        its dependencies, in one transaction; the uid, status and checkpoints stay.
+        its dependencies, in one transaction; the uid, status and checkpoints stay. With
+        ``sink_columns`` ``(database, table, columns)``, the table's declared columns
+        become ``columns`` in the same transaction (a SQL sink gaining nullable columns,
+        docs/upgrades.md).
 
         Returns:
             the updated job and its new version number.
@@ -57,6 +62,13 @@ class VersionsMixin(CatalogEngine):
                                        properties=dict(job.properties or {}),
                                        created_at=job.created_at, principal=None))
                 last = 1
+            if sink_columns is not None:
+                tdb, tname, columns = sink_columns
+                table = session.scalar(select(Table).where(Table.database == tdb,
+                                                           Table.name == tname))
+                if table is None:
+                    raise ObjectNotFoundError(f"table {tdb}.{tname} does not exist")
+                table.columns = [dict(c) for c in columns]
             job.query = query
             job.properties = dict(properties)
             job.updated_at = now

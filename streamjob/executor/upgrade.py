@@ -43,7 +43,62 @@ class UpgradeStatements:
             raise AccessDeniedError(f"a viewer cannot {what}: it needs an operator (as CREATE, "
                                     "STOP and START STREAMJOB do)")
 
-    def _plan_upgrade(self, job, query: str, props: dict, position=None):
+    def _sink_additions(self, db: str, query: str, position):
+        """The columns the new query writes that its SQL sink table does not declare
+        (docs/upgrades.md: a SQL sink gains them as nullable columns): ``(table,
+        [{"name", "type"}])``, or None when there are none or the sink is not a SQL table
+        (then the planner refuses an undeclared column at its place, as at CREATE).
+
+        Raises:
+            ValidationError: a new column whose type is not known (a computed value):
+                at the select, asking for ``CAST(... AS type)``.
+        """
+        from sqlglot import exp, parse_one
+
+        from ..columntypes import check_type
+        from ..connectors import spec as cspec
+        from ..exceptions import ValidationError
+        from ..planner.lookup import Lookup
+        from ..planner.query import analyze
+
+        aq = analyze(query, Lookup(self.catalog), position, db)
+        table = self.catalog.get_table(*aq.target)
+        if table is None or not isinstance(cspec.spec_of_table(table), cspec.SqlTableSpec):
+            return None
+        declared = {c["name"].lower() for c in table.columns}
+        if aq.target_columns is not None:
+            names = list(aq.target_columns)
+        elif aq.arity_known and len(aq.output_columns) > len(declared):
+            names = [c or "" for c in aq.output_columns]
+        else:
+            return None
+        new = [(i, n) for i, n in enumerate(names) if n.lower() not in declared]
+        if aq.target_columns is None:
+            new = [(i, n) for i, n in enumerate(names) if i >= len(declared)]
+        if not new:
+            return None
+        select = parse_one(aq.select_sql, read="spark")
+        select = select if isinstance(select, exp.Select) else select.find(exp.Select)
+        span = aq.select_span
+        added = []
+        for i, name in new:
+            typ = aq.output_types[i] if i < len(aq.output_types) else None
+            node = select.expressions[i] if select is not None and i < len(
+                select.expressions) else None
+            node = node.this if isinstance(node, exp.Alias) else node
+            if typ is None and isinstance(node, exp.Cast):
+                typ = node.to.sql(dialect="spark").lower()
+            if not name or typ is None:
+                what = f"column {name}" if name else f"column {i + 1}"
+                raise ValidationError(
+                    f"the new {what} of SQL table {table.qualified_name} is added as a nullable "
+                    f"column, and needs a type: write CAST(... AS type)"
+                    + ("" if name else " AS name"), line=span.line if span else None,
+                    column=span.column if span else None)
+            added.append({"name": name, "type": check_type(typ)})
+        return table, added
+
+    def _plan_upgrade(self, job, query: str, props: dict, position=None, catalog=None):
         """Plan ``job``'s current query and ``query`` (with ``props``, the job's stored
         properties after the statement), check both as CREATE STREAMJOB does, check the
         checkpoints against the current query, and classify the change.
@@ -60,7 +115,8 @@ class UpgradeStatements:
         db, name = job.database, job.name
         session = job.session_properties
         old = self._plan(db, name, job.query, job.properties, session)
-        new = self._plan(db, name, query, props, session, position, analyze=True)
+        new = self._plan(db, name, query, props, session, position, analyze=True,
+                         catalog=catalog)
         if old.props.checkpoint_enabled and not self.dry_run:
             fingerprint.check(self.home.checkpoint_dir(db, name), old)
         return old, new, classify(old, new)
@@ -87,14 +143,23 @@ class UpgradeStatements:
             jp.refuse_contradictions(given, job.session_properties, here=given)
         else:
             stored = dict(job.properties)
-        old, new, change = self._plan_upgrade(job, s.query, stored, s.query_position)
+        grown = self._sink_additions(db, s.query, s.query_position)
+        sink_columns = None
+        if grown is not None:
+            table, added = grown
+            sink_columns = (table.database, table.name, [*table.columns, *added])
+        old, new, change = self._plan_upgrade(
+            job, s.query, stored, s.query_position,
+            _WithColumns(self.catalog, sink_columns) if sink_columns else None)
         self._refuse_unchosen(s, job, new, change)
+        gains = (f"; table {grown[0].qualified_name} gains the nullable column(s) "
+                 f"{', '.join(c['name'] + ' ' + c['type'] for c in grown[1])}" if grown else "")
         if self.dry_run:
             _job, version = self.catalog.replace_job_query(
                 job.uid, s.query, stored, new.dependencies, principal=self.principal,
-                change=change.kind.value)
+                change=change.kind.value, sink_columns=sink_columns)
             return Result(f"streamjob {db}.{name} can be altered to version {version}: "
-                          f"{change.summary()}", object=f"{db}.{name}",
+                          f"{change.summary()}{gains}", object=f"{db}.{name}",
                           data={"version": version, "change": change.as_json()})
         running = self._is_running(job)
         stopped_at = ""
@@ -104,24 +169,28 @@ class UpgradeStatements:
         if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
             # accepted beside the stored fingerprint before the catalog switches
             fingerprint.plan_change(ckdir, fingerprint.of_plan(new))
+        if grown is not None:  # the database first: an extra nullable column is harmless
+            from ..connectors import spec as cspec
+            from ..connectors.sql.schema import add_nullable_columns
+
+            add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
         job, version = self.catalog.replace_job_query(
             job.uid, s.query, stored, new.dependencies, principal=self.principal,
-            change=change.kind.value)
+            change=change.kind.value, sink_columns=sink_columns)
         epoch = ""
         if change.kind is ChangeKind.INCOMPATIBLE:  # the chosen new checkpoint epoch
             epoch = self._start_over(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name,
                 start_from=s.start_from), job, new)
         lines = [f"streamjob {db}.{name} altered to version {version}: {change.summary()}"
-                 + (f"; started{epoch}" if epoch and not running else "")]
+                 + gains]
         if running:
             started = self._do_StartStreamJob(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name))
             lines.append(f"it stopped{stopped_at} and {started.message.split(' ', 2)[2]}"
                          + (f"{epoch}" if epoch else ""))
         elif epoch:
-            lines[0] = (f"streamjob {db}.{name} altered to version {version}: "
-                        f"{change.summary()}; it starts{epoch}")
+            lines.append(f"at its next START it starts{epoch}")
         return Result("\n".join(lines), object=f"{db}.{name}",
                       data={"version": version, "change": change.as_json()})
 
@@ -172,3 +241,24 @@ class UpgradeStatements:
                            "its query was not changed. Try again")
         latest = self.catalog.latest_checkpoint(job.uid)
         return f" at checkpoint {latest.checkpoint_id}" if latest is not None else ""
+
+
+class _WithColumns:
+    """The catalog as an upgrade plans over it: table ``(database, name)`` has
+    ``columns`` (a SQL sink's nullable columns to be added); every other call is the
+    catalog's."""
+
+    def __init__(self, catalog, sink_columns) -> None:
+        self._catalog = catalog
+        self._db, self._name, self._columns = sink_columns
+
+    def get_table(self, database: str, name: str):
+        import dataclasses
+
+        table = self._catalog.get_table(database, name)
+        if table is not None and (database, name) == (self._db, self._name):
+            table = dataclasses.replace(table, columns=tuple(self._columns))
+        return table
+
+    def __getattr__(self, attr):
+        return getattr(self._catalog, attr)

@@ -230,3 +230,45 @@ def test_a_viewer_may_not_alter_and_the_new_query_passes_the_policy(ex):
                 "\"exit\", 1) from events');")
     assert "reflect" in str(info.value).lower()
     assert ex.catalog.get_job("default", "j").query == COPY
+
+
+# ---------------------------------------------------------------- the SQL sink's rule
+
+
+def test_a_sql_sink_gains_a_typed_column_as_nullable(tmp_path):
+    import sqlalchemy as sa
+
+    home = Home.open(tmp_path / "home")
+    catalog = Catalog(home.catalog_url)
+    ex = Executor(catalog, home, principal="local:alice")
+    db = tmp_path / "sink.db"
+    for stmt in parse_script(f"""
+        CREATE STREAM events (id INT, name STRING) TBLPROPERTIES ("topic"="t",
+          "kafka.broker.list"="h:9092", "format"="json");
+        CREATE TABLE plain (id INT, name STRING)
+          TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{db}");
+        CREATE TABLE files (id INT) STORED AS PARQUET;
+        CREATE STREAMJOB j AS ("insert into plain select id, name from events");
+        CREATE STREAMJOB f AS ("insert into files select id from events");"""):
+        ex.execute(stmt)
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:  # the table as the job's first run created it
+        conn.execute(sa.text("CREATE TABLE plain (id INTEGER, name TEXT)"))
+        conn.execute(sa.text("INSERT INTO plain VALUES (1, 'a')"))
+
+    with pytest.raises(Exception) as info:  # a computed value has no known type
+        run(ex, "ALTER STREAMJOB j AS ('insert into plain select id, name, upper(name) AS tag "
+                "from events');")
+    assert "needs a type: write CAST(... AS type)" in str(info.value)
+    assert info.value.line == 1 and info.value.column == 49  # at the select list
+    out = run(ex, "ALTER STREAMJOB j AS ('insert into plain select id, name, "
+                  "cast(upper(name) as string) as tag from events');")
+    assert "table default.plain gains the nullable column(s) tag string" in out.message
+    assert [c["name"] for c in catalog.get_table("default", "plain").columns] == [
+        "id", "name", "tag"]
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name, tag FROM plain")).all() == [(1, "a", None)]
+    # another sink's columns are fixed: refused at the column, as at CREATE
+    with pytest.raises(Exception, match="table default.files has no column extra"):
+        run(ex, "ALTER STREAMJOB f AS ('insert into files (id, extra) select id, 1 from events');")
+    catalog.close()
