@@ -1,8 +1,8 @@
 """Query upgrades of running jobs (issue 30; docs/upgrades.md): the session's Spark and
 Kafka broker, SQLite sinks, the job running in this process's job manager.
 
-- A stateless job's query gains a filter and a column while it reads: the switch is at
-  a checkpoint boundary, and every record is processed exactly once, by the old query
+- A stateless job's query gains a filter and a column while it reads (its SQL table
+  gains the column, nullable): the switch is at a checkpoint boundary, and every record is processed exactly once, by the old query
   before it and by the new one after it (compared with pandas).
 - An aggregation gains an output column over the same keys: its state is kept, so the
   counts continue and equal pandas' counts over the whole input; a change of its
@@ -78,9 +78,9 @@ def test_a_stateless_query_changed_mid_stream_processes_every_record_once(world)
     ex, catalog = world.ex, world.catalog
     topic = stream(world, "clicks")
     for sql in parse_script(f"""
-        CREATE TABLE tagged (id INT, name STRING, tag STRING)
+        CREATE TABLE tagged (id INT, name STRING)
           TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{world.sink}");
-        CREATE STREAMJOB copying AS ("insert into tagged (id, name) select id, name from clicks")
+        CREATE STREAMJOB copying AS ("insert into tagged select id, name from clicks")
           {JOBPROPS};"""):
         ex.execute(sql)
     job = catalog.get_job("default", "copying")
@@ -90,9 +90,11 @@ def test_a_stateless_query_changed_mid_stream_processes_every_record_once(world)
     wait_for(lambda: (catalog.latest_checkpoint(job.uid) or SimpleNamespace(
         checkpoint_id=-1)).checkpoint_id >= 1, 300, "two micro-batches")
 
-    out = run(ex, "ALTER STREAMJOB copying AS ('insert into tagged select id, name, upper(name) "
-                  "from clicks where id % 3 <> 0');")  # while it reads: 20 records a batch
-    assert "altered to version 2: stateless change: the offsets are kept" in out.message
+    # a new filter and a new column (the SQL table gains it, nullable), while it reads
+    out = run(ex, "ALTER STREAMJOB copying AS ('insert into tagged select id, name, "
+                  "cast(upper(name) as string) as tag from clicks where id % 3 <> 0');")
+    assert ("altered to version 2: stateless change: the offsets are kept; table "
+            "default.tagged gains the nullable column(s) tag string") in out.message
     assert "\nit stopped at checkpoint " in out.message and out.message.endswith("started")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB copying;")
