@@ -16,7 +16,8 @@ from sqlalchemy import delete, func, select
 
 from streamjob.catalog.engine import CatalogEngine, check_choice, now_utc
 from streamjob.catalog.models import Job, JobDependency, JobVersion, Table
-from streamjob.catalog.records import DEPENDENCY_KINDS, DEPENDENCY_ROLES, JobInfo, JobVersionInfo
+from streamjob.catalog.records import (DEPENDENCY_KINDS, DEPENDENCY_ROLES, DESIRED_STATES, JobInfo,
+                                       JobVersionInfo)
 from streamjob.exceptions import ObjectNotFoundError
 
 __all__ = ["VersionsMixin"]
@@ -28,13 +29,15 @@ class VersionsMixin(CatalogEngine):
     def replace_job_query(self, job_uid: str, query: str, properties: Mapping[str, Any],
                           dependencies: Iterable[Sequence[str]], *, principal: str | None,
                           change: str | None,
-                          sink_columns: tuple[str, str, list[dict]] | None = None
-                          ) -> tuple[JobInfo, int]:
+                          sink_columns: tuple[str, str, list[dict]] | None = None,
+                          desired_state: str | None = None) -> tuple[JobInfo, int]:
         """Give the job with this uid a new query (its next version), its properties and
         its dependencies, in one transaction; the uid, status and checkpoints stay. With
         ``sink_columns`` ``(database, table, columns)``, the table's declared columns
         become ``columns`` in the same transaction (a SQL sink gaining nullable columns,
-        docs/upgrades.md).
+        docs/upgrades.md). With ``desired_state``, the job's desired state too (an
+        upgrade of a running job asks for it to run again in the switch's transaction, so
+        a process killed after the switch leaves the new query to be started).
 
         Returns:
             the updated job and its new version number.
@@ -69,6 +72,9 @@ class VersionsMixin(CatalogEngine):
                 if table is None:
                     raise ObjectNotFoundError(f"table {tdb}.{tname} does not exist")
                 table.columns = [dict(c) for c in columns]
+            if desired_state is not None:
+                check_choice("desired state", desired_state, DESIRED_STATES)
+                job.desired_state = desired_state
             job.query = query
             job.properties = dict(properties)
             job.updated_at = now

@@ -174,9 +174,11 @@ class UpgradeStatements:
             from ..connectors.sql.schema import add_nullable_columns
 
             add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
+        # the switch, and for a running job the wish to run again, in one transaction
         job, version = self.catalog.replace_job_query(
             job.uid, s.query, stored, new.dependencies, principal=self.principal,
-            change=change.kind.value, sink_columns=sink_columns)
+            change=change.kind.value, sink_columns=sink_columns,
+            desired_state=DesiredState.RUNNING if running and change.keeps_offsets else None)
         epoch = ""
         if change.kind is ChangeKind.INCOMPATIBLE:  # the chosen new checkpoint epoch
             epoch = self._start_over(st.StartStreamJob(
