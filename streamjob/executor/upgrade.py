@@ -178,14 +178,16 @@ class UpgradeStatements:
         job, version = self.catalog.replace_job_query(
             job.uid, s.query, stored, new.dependencies, principal=self.principal,
             change=change.kind.value, sink_columns=sink_columns,
-            desired_state=DesiredState.RUNNING if running and change.keeps_offsets else None)
+            desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
         epoch = ""
-        if change.kind is ChangeKind.INCOMPATIBLE:  # the chosen new checkpoint epoch
+        if s.start_from is not None:  # the chosen new checkpoint epoch (incompatible)
             epoch = self._start_over(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name,
                 start_from=s.start_from), job, new)
         lines = [f"streamjob {db}.{name} altered to version {version}: {change.summary()}"
-                 + gains]
+                 + gains + ("" if new.props.checkpoint_enabled else
+                            " (it keeps no checkpoint: each start begins at its streams' "
+                            "reset strategy)")]
         if running:
             started = self._do_StartStreamJob(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name))
@@ -199,7 +201,11 @@ class UpgradeStatements:
     def _refuse_unchosen(self, s: st.ReplaceStreamJobQuery, job, plan,
                          change: ChangeClass) -> None:
         """Refuse an incompatible change without FROM (at the query), FROM for a change
-        that keeps its checkpoint (at FROM), and FROM without durable checkpoints."""
+        that keeps its checkpoint (at FROM), and FROM without durable checkpoints (such a
+        job keeps nothing to carry: every change is taken, and it starts at its streams'
+        reset strategy)."""
+        if not plan.props.checkpoint_enabled and s.start_from is None:
+            return
         if change.kind is ChangeKind.INCOMPATIBLE and s.start_from is None:
             pos = s.query_position or s.where("name")
             raise JobError(f"streamjob {job.qualified_name}: {change.summary()} (append it "

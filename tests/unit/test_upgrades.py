@@ -210,6 +210,16 @@ def test_an_incompatible_change_is_refused_unless_an_epoch_is_chosen(ex):
     assert ex.catalog.get_job("default", "j").query == changed
 
 
+def test_a_job_without_checkpoints_takes_any_change(ex):
+    run(ex, f'CREATE STREAMJOB j AS ("{COUNT}") '
+            'JOBPROPERTIES ("morphling.job.enable.checkpoint"="false");')
+    out = run(ex, "ALTER STREAMJOB j AS ('insert into counts (name, n) select cast(id as string), "
+                  "count(*) from events group by id');")
+    assert "altered to version 2: incompatible change" in out.message
+    assert out.message.endswith("(it keeps no checkpoint: each start begins at its streams' "
+                                "reset strategy)")
+
+
 def test_from_is_refused_for_a_change_that_keeps_the_checkpoint(ex):
     run(ex, f'CREATE STREAMJOB j AS ("{COPY}");')
     with pytest.raises(JobError, match="needs no new checkpoint epoch: leave out FROM") as info:
