@@ -172,4 +172,21 @@ def test_an_aggregation_gains_a_column_and_keeps_its_counts(world):
         got = pd.read_sql("SELECT name, n, label FROM visit_counts ORDER BY name", db)
     pd.testing.assert_frame_equal(got, expected, check_dtype=False)
     assert catalog.get_job("default", "counting").uid == job.uid
+
+    # the grouping keys change after all, with a new checkpoint epoch from the earliest
+    # offsets, while it runs: the new keys count the whole input from empty state
+    run(ex, "START STREAMJOB counting;")
+    out = run(ex, "ALTER STREAMJOB counting AS ('insert into visit_counts (name, n) "
+                  "select cast(id % 5 as string), count(*) from visits group by id % 5') "
+                  "FROM EARLIEST;")
+    assert "altered to version 3: incompatible change" in out.message
+    assert "started over from earliest (checkpoint epoch " in out.message
+    world.manager.wait_until_idle(timeout=300)
+    run(ex, "STOP STREAMJOB counting;")
+    by_five = (whole["id"] % 5).astype(str).value_counts().sort_index()
+    with sqlite3.connect(world.sink) as db:
+        got = dict(db.execute("SELECT name, n FROM visit_counts WHERE name NOT LIKE 'n%'"))
+    assert got == by_five.to_dict()
+    changes = [v["change"] for v in run(ex, "DESCRIBE STREAMJOB counting;").data["versions"]]
+    assert changes == [None, "compatible", "incompatible"]
     run(ex, "DROP STREAMJOB counting;")
