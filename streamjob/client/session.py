@@ -145,7 +145,8 @@ class ClientSession:
         manager, server = self.manager, None
         starts = isinstance(stmt, (st.StartStreamJob, st.InsertInto))  # a bare INSERT starts a job
         # ALTER ... AS of a running job restarts it (issue 30): where START would run it
-        starts = starts or (isinstance(stmt, st.ReplaceStreamJobQuery) and self._desired_running(stmt))
+        starts = starts or (isinstance(stmt, st.ReplaceStreamJobQuery)
+                            and self._desired_running(stmt))
         if starts and self.host_jobs and not self.dry_run:
             server = self.lease_holder()
             manager = None if server else self.host()

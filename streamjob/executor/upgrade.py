@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .. import properties as jp
 from ..checkpoint import fingerprint
-from ..exceptions import AccessDeniedError, JobError
+from ..exceptions import AccessDeniedError, JobError, StreamJobError
 from ..grammar import statements as st
 from ..planner import checks
 from ..planner.upgrade import ChangeClass, ChangeKind, classify
@@ -165,20 +165,25 @@ class UpgradeStatements:
         stopped_at = ""
         if running:  # a graceful stop: the current micro-batch is its final checkpoint
             stopped_at = self._stop_for_upgrade(job)
-        ckdir = self.home.checkpoint_dir(db, name)
-        if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
-            # accepted beside the stored fingerprint before the catalog switches
-            fingerprint.plan_change(ckdir, fingerprint.of_plan(new))
-        if grown is not None:  # the database first: an extra nullable column is harmless
-            from ..connectors import spec as cspec
-            from ..connectors.sql.schema import add_nullable_columns
+        try:
+            ckdir = self.home.checkpoint_dir(db, name)
+            if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
+                # accepted beside the stored fingerprint before the catalog switches
+                fingerprint.plan_change(ckdir, fingerprint.of_plan(new))
+            if grown is not None:  # the database first: an extra nullable column is harmless
+                from ..connectors import spec as cspec
+                from ..connectors.sql.schema import add_nullable_columns
 
-            add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
-        # the switch, and for a running job the wish to run again, in one transaction
-        job, version = self.catalog.replace_job_query(
-            job.uid, s.query, stored, new.dependencies, principal=self.principal,
-            change=change.kind.value, sink_columns=sink_columns,
-            desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
+                add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
+            # the switch, and for a running job the wish to run again, in one transaction
+            job, version = self.catalog.replace_job_query(
+                job.uid, s.query, stored, new.dependencies, principal=self.principal,
+                change=change.kind.value, sink_columns=sink_columns,
+                desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
+        except StreamJobError as exc:  # before the switch: the old query runs on
+            if running:
+                self._restart_after_failed_switch(s, exc)
+            raise
         epoch = ""
         if s.start_from is not None:  # the chosen new checkpoint epoch (incompatible)
             epoch = self._start_over(st.StartStreamJob(
@@ -197,6 +202,17 @@ class UpgradeStatements:
             lines.append(f"at its next START it starts{epoch}")
         return Result("\n".join(lines), object=f"{db}.{name}",
                       data={"version": version, "change": change.as_json()})
+
+    def _restart_after_failed_switch(self, s: st.ReplaceStreamJobQuery, exc) -> None:
+        """Start the job again with its old query after a switch failed (a running job
+        is never left stopped by a failed ALTER); says so in ``exc``'s message."""
+        try:
+            self._do_StartStreamJob(st.StartStreamJob(
+                position=s.position, text=s.text, locations=s.locations, name=s.name))
+            exc.message += "; the query was not changed, and the job runs on with it"
+        except StreamJobError as again:
+            exc.message += (f"; the query was not changed, and the job could not be started "
+                            f"again ({again.message}): START it")
 
     def _refuse_unchosen(self, s: st.ReplaceStreamJobQuery, job, plan,
                          change: ChangeClass) -> None:

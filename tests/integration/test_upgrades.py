@@ -2,11 +2,13 @@
 Kafka broker, SQLite sinks, the job running in this process's job manager.
 
 - A stateless job's query gains a filter and a column while it reads (its SQL table
-  gains the column, nullable): the switch is at a checkpoint boundary, and every record is processed exactly once, by the old query
-  before it and by the new one after it (compared with pandas).
+  gains the column, nullable): the switch is at a checkpoint boundary, and every record
+  is processed exactly once, by the old query before it and by the new one after it
+  (compared with pandas).
 - An aggregation gains an output column over the same keys: its state is kept, so the
   counts continue and equal pandas' counts over the whole input; a change of its
-  grouping keys is refused naming the operator and the column, and changes nothing.
+  grouping keys is refused naming the operator and the column, and changes nothing;
+  with FROM EARLIEST it is taken, and a new checkpoint epoch counts by the new keys.
 """
 
 from __future__ import annotations
