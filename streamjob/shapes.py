@@ -26,7 +26,9 @@ JOB_DETAIL_KEYS = ("uid", "output_mode", "checkpoint_directory", "created_at",
                    "output", "checkpointing", "rows_visible", "cannot_run_now",
                    "properties", "dependencies", "runs", "checkpoints",
                    "checkpoints_unavailable", "malformed_records",
-                   "missing_columns")
+                   "missing_columns", "versions")
+#: Keys of a version of a job's query (a job's ``versions``; issue 30, docs/upgrades.md).
+VERSION_KEYS = ("version", "query", "created_at", "principal", "change")
 #: Keys of a checkpoint (``checkpoints JOB --json`` ``[]``, a job's ``checkpoints``).
 CHECKPOINT_KEYS = ("checkpoint_id", "status", "started_at", "ended_at", "duration_ms",
                    "input_rows", "state_rows", "state_bytes", "source_offsets",
@@ -88,6 +90,15 @@ def savepoint_json(sp) -> dict[str, Any]:
             "job_uid": sp.job_uid, "epoch": sp.epoch, "fingerprint": sp.fingerprint,
             "source_offsets": sp.source_offsets, "taken_at": ts(sp.taken_at),
             "created_at": ts(sp.created_at), "owner": sp.owner, "location": sp.location}
+
+
+def version_json(v) -> dict[str, Any]:
+    """A :class:`~streamjob.catalog.records.JobVersionInfo` as :data:`VERSION_KEYS`:
+    ``version`` from 1 (CREATE); ``created_at`` and ``principal`` when and by whom
+    (``principal`` null when unknown); ``change`` the upgrade class it was applied under
+    (``stateless``, ``compatible``, ``incompatible``; null for version 1)."""
+    return {"version": v.version, "query": v.query, "created_at": ts(v.created_at),
+            "principal": v.principal, "change": v.change}
 
 
 def run_json(number: int, r) -> dict[str, Any]:

@@ -259,6 +259,14 @@ def create_app(catalog, home, spark: Callable | None = None,
         shown = execute(who, f"SHOW CHECKPOINTS FOR STREAMJOB {_quoted(job)}", {})
         return {"checkpoints": shown["results"][0]["data"]}
 
+    @app.get("/v1/jobs/{name}/versions", summary="Every version of a job's query")
+    def get_versions(name: str, _who: Principal = Depends(principal)):
+        from ..shapes import version_json  # issue 30, docs/upgrades.md
+
+        job = find_job(name)
+        return jsonable({"versions": [version_json(v)
+                                      for v in catalog.list_job_versions(job.uid)]})
+
     @app.get("/v1/jobs/{name}/runs", summary="A job's runs (start, end, cause)")
     def get_runs(name: str, _who: Principal = Depends(principal)):
         job = find_job(name)

@@ -29,13 +29,15 @@ from streamjob.catalog.objects import ObjectsMixin
 from streamjob.catalog.savepoints import SavepointsMixin
 from streamjob.catalog.placement import PlacementMixin
 from streamjob.catalog.servers import ServersMixin
+from streamjob.catalog.versions import VersionsMixin
 from streamjob.catalog.watch import CatalogWatcher
 
 __all__ = ["Catalog"]
 
 
 class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMixin,
-              DatabasesMixin, FunctionsMixin, SavepointsMixin, PlacementMixin):
+              DatabasesMixin, FunctionsMixin, SavepointsMixin, PlacementMixin,
+              VersionsMixin):
     """The catalog database: streams, tables, jobs, runs and retained checkpoints.
 
     Args:
@@ -53,7 +55,8 @@ class Catalog(ObjectsMixin, JobsMixin, CheckpointsMixin, ServersMixin, AccessMix
     checkpoints (:mod:`~streamjob.catalog.checkpoints`), job managers and their lease
     (:mod:`~streamjob.catalog.servers`), the HTTP API's tokens, the statement log and
     progress samples (:mod:`~streamjob.catalog.access`), databases
-    (:mod:`~streamjob.catalog.databases`), savepoints (:mod:`~streamjob.catalog.savepoints`). :meth:`watcher` waits for changes made by
+    (:mod:`~streamjob.catalog.databases`), savepoints (:mod:`~streamjob.catalog.savepoints`), the versions of a job's query
+    (:mod:`~streamjob.catalog.versions`). :meth:`watcher` waits for changes made by
     other clients (:mod:`~streamjob.catalog.watch`).
     """
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from streamjob.sensitive import mask_text
 from streamjob.catalog.engine import CatalogEngine, Conflict, check_choice, now_utc, qualified
 from streamjob.catalog.models import (
+    JobVersion,
     Checkpoint,
     Function,
     Job,
@@ -69,6 +70,7 @@ class JobsMixin(CatalogEngine):
         if_not_exists: bool = False,
         check_dependencies: bool = True,
         session_properties: Mapping[str, Any] | None = None,
+        principal: str | None = None,
     ) -> bool:
         """Register a job (desired state STOPPED, status CREATED, a fresh uid).
 
@@ -76,6 +78,7 @@ class JobsMixin(CatalogEngine):
         :data:`DEPENDENCY_KINDS` and :data:`DEPENDENCY_ROLES`; duplicates are dropped.
         ``session_properties`` are the session's ``SET`` values when CREATE STREAMJOB ran
         (JSON-serializable; stored as a copy, None meaning ``{}``), kept with the job.
+        The query becomes the job's version 1 (revision 0011), made by ``principal``.
 
         Returns True if created, False if the job existed and ``if_not_exists``. Raises
         :class:`ObjectExistsError` if it exists (without ``if_not_exists``);
@@ -110,26 +113,20 @@ class JobsMixin(CatalogEngine):
                                 f"{kind} {qualified(dep_db, dep_name)} does not exist"
                             )
                 now = now_utc()
-                job = Job(
-                    uid=uuid.uuid4().hex,
-                    database=database,
-                    name=name,
-                    query=query,
-                    properties=dict(properties),
-                    session_properties=dict(session_properties or {}),
-                    desired_state=DesiredState.STOPPED,
-                    status=JobStatus.CREATED,
-                    attempts=0,
-                    last_error=None,
-                    created_at=now,
-                    updated_at=now,
-                )
+                job = Job(uid=uuid.uuid4().hex, database=database, name=name, query=query,
+                          properties=dict(properties),
+                          session_properties=dict(session_properties or {}),
+                          desired_state=DesiredState.STOPPED, status=JobStatus.CREATED,
+                          attempts=0, last_error=None, created_at=now, updated_at=now)
                 session.add(job)
                 session.flush()
                 session.add_all(
                     JobDependency(job_id=job.id, kind=k, database=d, name=n, role=r)
                     for k, d, n, r in deps
                 )
+                session.add(JobVersion(job_id=job.id, version=1, query=query,
+                                       properties=dict(properties), created_at=now,
+                                       principal=principal))
                 self._notify(session, "job")
         except Conflict:
             if if_not_exists:
@@ -340,7 +337,7 @@ class JobsMixin(CatalogEngine):
                 raise ObjectNotFoundError(f"streamjob {qualified(database, name)} does not exist")
             info = self._job_info(session, job)
             job_id = job.id
-            for model in (Checkpoint, Run, JobDependency, ProgressSample):
+            for model in (Checkpoint, Run, JobDependency, ProgressSample, JobVersion):
                 session.execute(delete(model).where(model.job_id == job_id))
             session.execute(delete(Job).where(Job.id == job_id))
             self._notify(session, "job")

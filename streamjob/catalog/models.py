@@ -321,6 +321,27 @@ class Savepoint(Base):
     owner: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
 
 
+class JobVersion(Base):
+    """A version of a job's query (revision 0011; docs/upgrades.md): version 1 is the
+    query CREATE STREAMJOB registered, each ALTER STREAMJOB ... AS or CREATE OR REPLACE
+    STREAMJOB adds the next. ``query`` the ``insert into ... select ...`` text,
+    ``properties`` the JOBPROPERTIES as stored with it, ``created_at`` and ``principal``
+    (the statement log's) when and by whom, ``change`` the upgrade class it was applied
+    under (``stateless``, ``compatible``, ``incompatible``; NULL for version 1)."""
+
+    __tablename__ = "job_versions"
+    __table_args__ = (UniqueConstraint("job_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    query: Mapped[str] = mapped_column(Text)
+    properties: Mapped[dict[str, Any] | None] = mapped_column(_json(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    principal: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    change: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
 class Server(Base):
     """A running job manager (``streamjob server``), registered at its start and removed
     at a clean exit; ``heartbeat_at`` is renewed about once a second while it lives

@@ -340,6 +340,23 @@ class SavepointInfo:
     owner: str | None = None
 
 
+@dataclass(frozen=True)
+class JobVersionInfo:
+    """A version of a job's query (revision 0011; docs/upgrades.md): ``version`` counts
+    from 1 (CREATE STREAMJOB); ``query`` and ``properties`` as stored with it;
+    ``created_at`` (aware UTC) and ``principal`` when and by whom (None for versions from
+    before revision 0011 or made without a principal); ``change`` the upgrade class it
+    was applied under (``stateless``, ``compatible``, ``incompatible``; None for
+    version 1)."""
+
+    version: int
+    query: str
+    properties: dict[str, Any]
+    created_at: datetime
+    principal: str | None = None
+    change: str | None = None
+
+
 class Role(StrEnum):
     """A principal's role (DESIGN §9, docs/security.md): a viewer reads (jobs, status,
     metrics, read-only statements on declared objects); an operator also changes (any

@@ -15,8 +15,15 @@ before a start compares the planned job with the one that took the checkpoints:
   as Spark allows it for stateless queries.
 
 A refusal says what changed and how to start fresh: DROP STREAMJOB (which purges the
-checkpoints) and CREATE it again. Checkpoints taken before fingerprints existed are
-accepted as they are.
+checkpoints) and CREATE it again, or ALTER STREAMJOB ... AS (docs/upgrades.md). Checkpoints
+taken before fingerprints existed are accepted as they are.
+
+A planned change (ALTER STREAMJOB ... AS, CREATE OR REPLACE STREAMJOB, issue 30) writes the
+new query's fingerprint beside the stored one (``streamjob.fingerprint.next``,
+:func:`plan_change`) before the catalog switches to the new query: a start accepts the
+plan if it matches either, and the next :func:`write` makes it the stored one. So a switch
+killed before the catalog changed restarts the old query, and one killed after it the
+new one, and an unplanned change is refused as before.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ if TYPE_CHECKING:
     from ..planner.plan import JobPlan
 
 FILE_NAME = "streamjob.fingerprint"
+#: The fingerprint of a planned change not yet started (:func:`plan_change`).
+NEXT_NAME = "streamjob.fingerprint.next"
 VERSION = 1
 
 
@@ -86,10 +95,11 @@ def _path(checkpoint_dir: str) -> Path | None:
     return local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
 
 
-def stored(checkpoint_dir: str) -> Fingerprint | None:
-    """The fingerprint written with a checkpoint directory, or None (none yet, unreadable,
-    or not a local directory)."""
+def stored(checkpoint_dir: str, name: str = FILE_NAME) -> Fingerprint | None:
+    """The fingerprint written with a checkpoint directory (``name``: that of a planned
+    change, :data:`NEXT_NAME`), or None (none yet, unreadable, or not a local directory)."""
     path = _path(checkpoint_dir)
+    path = path.with_name(name) if path is not None else None
     if path is None or not path.exists():
         return None
     try:
@@ -100,15 +110,29 @@ def stored(checkpoint_dir: str) -> Fingerprint | None:
         return None
 
 
-def write(checkpoint_dir: str, fp: Fingerprint) -> None:
-    """Write ``fp`` into the checkpoint directory (created if needed), atomically."""
+def write(checkpoint_dir: str, fp: Fingerprint, name: str = FILE_NAME) -> None:
+    """Write ``fp`` into the checkpoint directory (created if needed), atomically; as the
+    stored fingerprint, a planned change's (:data:`NEXT_NAME`) is removed."""
     path = _path(checkpoint_dir)
     if path is None:
         return
+    path = path.with_name(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(name + ".tmp")
     tmp.write_text(json.dumps(asdict(fp), indent=1))
     tmp.replace(path)
+    if name == FILE_NAME:
+        path.with_name(NEXT_NAME).unlink(missing_ok=True)
+
+
+def plan_change(checkpoint_dir: str, fp: Fingerprint) -> bool:
+    """Accept ``fp`` (a planned change's, issue 30) at the next start beside the stored
+    fingerprint (module docstring). Returns False when the directory has no stored
+    fingerprint (nothing to accept it against: a start accepts any plan then)."""
+    if stored(checkpoint_dir) is None:
+        return False
+    write(checkpoint_dir, fp, NEXT_NAME)
+    return True
 
 
 def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
@@ -126,6 +150,8 @@ def check(checkpoint_dir: str, plan: "JobPlan") -> Fingerprint:
     new = of_plan(plan)
     old = stored(checkpoint_dir)
     if old is None or not log_ids(checkpoint_dir, "offsets"):
+        return new
+    if stored(checkpoint_dir, NEXT_NAME) == new:  # a planned change (ALTER ... AS)
         return new
     changes = []
     if old.sources != new.sources:

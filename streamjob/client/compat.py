@@ -143,7 +143,7 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
     if isinstance(stmt, st.CreateFunction) and stmt.language == "java":
         head = Item(line, head.clause, "runs", HIVE_FUNCTION)
     items = [head]
-    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto)):
+    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto, st.ReplaceStreamJobQuery)):
         items += _pattern_items(stmt.query, line)
     if isinstance(stmt, (st.CreateStream, st.CreateTable)):
         if stmt.row_format is not None:
@@ -155,7 +155,7 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
         for key, value in stmt.properties:
             verdict, detail = connector_verdict(scope, key, pairs)
             items.append(Item(at(f"key:{key}"), f'"{key}"="{value}"', verdict, detail, 1))
-    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto)):
+    if isinstance(stmt, (st.CreateStreamJob, st.InsertInto, st.ReplaceStreamJobQuery)):
         start = getattr(stmt, "query_position", None)
         items += query_clause_items(stmt.query, line + (start.line - stmt.position.line
                                                         if start else 0))
@@ -163,7 +163,7 @@ def _statement_items(stmt: st.Statement, line: int) -> list[Item]:
         start = stmt.as_select_position
         items += query_clause_items(stmt.as_select, line + (start.line - stmt.position.line
                                                             if start else 0), derived=True)
-    if isinstance(stmt, (st.CreateStreamJob, st.AlterStreamJob)):
+    if isinstance(stmt, (st.CreateStreamJob, st.AlterStreamJob, st.ReplaceStreamJobQuery)):
         for key, value in stmt.properties:
             verdict, detail = job_property_verdict(key, value)
             items.append(Item(at(f"key:{key}"), f"{key}={value}", verdict, detail, 1))

@@ -144,6 +144,9 @@ class ClientSession:
         """
         manager, server = self.manager, None
         starts = isinstance(stmt, (st.StartStreamJob, st.InsertInto))  # a bare INSERT starts a job
+        # ALTER ... AS of a running job restarts it (issue 30): where START would run it
+        starts = starts or (isinstance(stmt, st.ReplaceStreamJobQuery)
+                            and self._desired_running(stmt))
         if starts and self.host_jobs and not self.dry_run:
             server = self.lease_holder()
             manager = None if server else self.host()
@@ -166,6 +169,17 @@ class ClientSession:
             elif manager is not None:
                 result = replace(result, runs_in="here")
         return result
+
+    def _desired_running(self, stmt) -> bool:
+        """The job ``stmt`` names is desired RUNNING (False when it does not exist)."""
+        from ..catalog.records import DesiredState
+
+        try:
+            db, name = stmt.name.resolve(self.database)
+            job = self.catalog.get_job(db, name)
+        except StreamJobError:
+            return False
+        return job is not None and job.desired_state == DesiredState.RUNNING
 
     def _log(self, stmt: st.Statement, result, error: StreamJobError | None) -> None:
         """Record the statement in the catalog's statement log (who, what, outcome); a

@@ -32,13 +32,15 @@ from .result import Result
 from .savepoints import SavepointStatements
 from .session import SessionStatements
 from .topics import TopicStatements
+from .upgrade import UpgradeStatements
 
 __all__ = ["Executor", "Result"]
 
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements):
+               InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements,
+               UpgradeStatements):
     """Runs statements for one client session.
 
     Args:
@@ -166,6 +168,8 @@ HANDLERS = {
     st.CreateSavepoint: Executor._do_CreateSavepoint,
     st.ShowSavepoints: Executor._do_ShowSavepoints,
     st.DropSavepoint: Executor._do_DropSavepoint,
+    # query upgrades (issue 30)
+    st.ReplaceStreamJobQuery: Executor._do_ReplaceStreamJobQuery,
 }
 
 

@@ -121,6 +121,7 @@ class DescribeStatements:
                      r.cause) for i, r in enumerate(runs[-RUNS_SHOWN:])]
         now, live_ids = live_now(self.catalog)
         latest = checkpoints.data[-1] if checkpoints.data else None
+        versions = self.catalog.list_job_versions(job.uid)  # issue 30: oldest first
         data = {
             **shapes.job_state(job, now, live_ids, latest,
                                jp.guarantee(values)),
@@ -139,6 +140,7 @@ class DescribeStatements:
                                   for r in malformed.rows],
             "missing_columns": [dict(zip(("stream", "column", "batches"), r))
                                 for m in missing for r in m.rows],
+            "versions": [shapes.version_json(v) for v in versions],
         }
         return Result(title=f"streamjob {db}.{name}", data=data, sections=[
             Result(columns=("field", "value"), rows=overview, title="streamjob"),
@@ -150,6 +152,9 @@ class DescribeStatements:
             checkpoints,
             malformed,
             *missing,
+            Result(columns=("version", "created", "by", "change", "query"),
+                   rows=[(v.version, _ts(v.created_at), v.principal, v.change, v.query)
+                         for v in versions], title="query versions"),
         ])
 
     def _do_Describe(self, s: st.Describe) -> Result:

@@ -25,12 +25,16 @@ class JobStatements:
     """Stream job statements of :class:`~streamjob.executor.Executor`."""
 
     def _plan(self, db: str, name: str, query: str, props: dict, session: dict, position=None,
-              analyze: bool = False):
+              analyze: bool = False, catalog=None):
+        """Plan a job and check it as CREATE STREAMJOB does (the backend, the admin's
+        policy, with ``analyze`` Spark's analysis); ``catalog`` a view of the catalog to
+        plan over (default: the executor's; an upgrade's adds a SQL sink's new columns)."""
         from ..checkpoint.backends import check_plan
         from ..planner.plan import plan_job
 
-        planner = self.plans.plan if self.plans is not None else plan_job  # planner/memo.py
-        plan = planner(self.catalog, self.home, db, name, query, props, session, position)
+        planner = self.plans.plan if self.plans is not None and catalog is None else plan_job
+        plan = planner(catalog or self.catalog, self.home, db, name, query, props, session,
+                       position)
         check_plan(plan)  # e.g. a kafka checkpoint backend needs a Kafka source
         # the admin's rules for everyone over every object it reads or writes (objects
         # were checked against the declaring role when declared: streamjob/security)
@@ -57,7 +61,8 @@ class JobStatements:
         plan = self._plan(db, name, s.query, props, session, s.query_position, analyze=True)
         created = self.catalog.create_job(db, name, s.query, self._sealed(props), plan.dependencies,
                                           if_not_exists=s.if_not_exists,
-                                          session_properties=self._sealed(session))
+                                          session_properties=self._sealed(session),
+                                          principal=self.principal)
         return Result("\n".join([f"streamjob {db}.{name} {'created' if created else 'exists'} "
                                  f"({plan.guarantee}, output mode {plan.output_mode})",
                                  *jp.notices(props)]))

@@ -5,6 +5,7 @@ from streamjob.grammar.parser import parse_script, parse_statement
 from streamjob.grammar.statements import (
     DEFAULT_DATABASE,
     AlterStreamJob,
+    ReplaceStreamJobQuery,
     Column,
     CreateStream,
     CreateStreamJob,
@@ -43,6 +44,7 @@ from streamjob.grammar.statements import (
 __all__ = [
     "DEFAULT_DATABASE",
     "AlterStreamJob",
+    "ReplaceStreamJobQuery",
     "Column",
     "CreateStream",
     "CreateStreamJob",

@@ -191,6 +191,25 @@ class AlterStreamJob(Statement):
 
 
 @dataclass(frozen=True)
+class ReplaceStreamJobQuery(Statement):
+    """``ALTER STREAMJOB j AS ("insert ...") [FROM EARLIEST | FROM TIMESTAMP t]`` and
+    ``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)] [FROM ...]`` (issue 30,
+    docs/upgrades.md): replace the query of a job, stopped or running.
+
+    ``query`` and ``query_position`` as in :class:`CreateStreamJob`; ``or_replace`` True
+    for CREATE OR REPLACE (which creates a missing job, and whose ``properties`` replace
+    the job's); ``start_from`` the new checkpoint epoch chosen for an incompatible change
+    (``earliest`` or ms since the epoch as text, as in :class:`StartStreamJob`), or None."""
+
+    name: QualifiedName
+    query: str
+    query_position: Position
+    properties: Properties = ()
+    or_replace: bool = False
+    start_from: str | None = None
+
+
+@dataclass(frozen=True)
 class ShowStreamJobs(Statement):
     """``LIST STREAMJOBS`` or ``SHOW STREAMJOBS``."""
 

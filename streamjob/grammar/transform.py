@@ -27,6 +27,7 @@ from streamjob.grammar.slipstream import SlipstreamForms
 from streamjob.grammar.transform_explain import ExplainBuilder
 from streamjob.grammar.statements import (
     AlterStreamJob,
+    ReplaceStreamJobQuery,
     Column,
     CreateStream,
     CreateStreamJob,
@@ -305,19 +306,46 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, Functio
             as_select_position=self.position(start),
         )
 
-    def _create_streamjob(self, tree: Tree):
+    def _job_query(self, tree: Tree) -> dict:
+        """``query`` and ``query_position`` of a job statement's ``AS ("...")``.
+
+        Raises:
+            ParseError: the query is empty (at its string).
+        """
         token = next(c for c in tree.children if isinstance(c, Token) and c.type == "STRING")
         query = unescape_string(token.value)
         if not query.strip():
             raise self.error("the query of a STREAMJOB is empty", token.start_pos, token.value)
+        return dict(query=query, query_position=self.position(token.start_pos + 1))
+
+    def _create_streamjob(self, tree: Tree):
         jobprops = self.find(tree, "jobproperties")
         return CreateStreamJob, dict(
             name=self.name(self.find(tree, "qualified_name")),
-            query=query,
-            query_position=self.position(token.start_pos + 1),
+            **self._job_query(tree),
             if_not_exists=self.find(tree, "if_not_exists") is not None,
             properties=self.properties(jobprops) if jobprops is not None else (),
         )
+
+    def _replace_query(self, tree: Tree, or_replace: bool):
+        """ALTER STREAMJOB j AS (...) and CREATE OR REPLACE STREAMJOB (issue 30)."""
+        jobprops = self.find(tree, "jobproperties")
+        found = self.find(tree, "upgrade_from")
+        if found is not None:
+            self.locations["from"] = self.position(found.meta.start_pos)
+        return ReplaceStreamJobQuery, dict(
+            name=self.name(self.find(tree, "qualified_name")),
+            **self._job_query(tree),
+            properties=self.properties(jobprops) if jobprops is not None else (),
+            or_replace=or_replace,
+            start_from=self._start_position(found) if found is not None else None,
+        )
+
+    def _alter_streamjob_as(self, tree: Tree):
+        return self._replace_query(tree, or_replace=False)
+
+    def _create_or_replace_streamjob(self, tree: Tree):
+        return self._replace_query(tree, or_replace=True)
 
     def _start_streamjob(self, tree: Tree):
         checkpoint = next((c for c in tree.children if isinstance(c, Token) and c.type == "INT"), None)

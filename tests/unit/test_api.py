@@ -362,6 +362,34 @@ def test_a_viewer_may_explain_a_job_and_an_insert(api):
     assert [j.name for j in api.catalog.list_jobs()] == ["j"]
 
 
+def test_query_upgrades_through_the_api_keep_the_roles_and_list_versions(api):
+    """ALTER STREAMJOB ... AS (issue 30) through /v1/statements: a viewer is refused, an
+    operator's change is a new version by its token's principal, listed by
+    /v1/jobs/{name}/versions and the job detail."""
+    _create_job(api)
+    viewer, operator = new_token(), new_token()
+    api.catalog.create_token("reader", "viewer", viewer)
+    api.catalog.create_token("ops", "operator", operator)
+    sql = "ALTER STREAMJOB j AS ('insert into out select id, upper(name) from s where id > 0')"
+    refused = api.sql(sql, viewer)
+    assert refused.status_code == 403 and "ReplaceStreamJobQuery needs an operator" in refused.text
+    r = api.sql(sql, operator)
+    assert r.status_code == 200, r.text
+    result = r.json()["results"][0]
+    assert "altered to version 2: stateless change" in result["message"]
+    assert result["data"]["change"]["class"] == "stateless"
+    got = api.http.get("/v1/jobs/j/versions", headers=_auth(viewer))
+    assert got.status_code == 200, got.text
+    versions = got.json()["versions"]
+    assert [(v["version"], v["principal"], v["change"]) for v in versions] == [
+        (1, "token:test", None), (2, "token:ops", "stateless")]
+    assert api.http.get("/v1/jobs/j", headers=_auth(viewer)).json()["versions"] == versions
+    bad = api.sql("ALTER STREAMJOB j AS ('insert into out select id, count(*) from s "
+                  "group by id')", operator)
+    assert bad.status_code == 400, bad.text  # planned as at CREATE: changes nothing
+    assert len(api.catalog.list_job_versions(api.catalog.get_job("default", "j").uid)) == 2
+
+
 def test_savepoint_statements_through_the_api_keep_the_roles(api):
     """Savepoints (issue 30) through /v1/statements, the same executor: a viewer may SHOW
     them and nothing more; an operator's CREATE reaches the executor (a job without a

@@ -120,6 +120,10 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
     assert job.dependencies == (("stream", "default", "s", "source"),)
     assert job.session_properties == {}
     assert [r.attempt for r in cat.list_runs("u1")] == [1]
+    # revision 0011: the job's query is its version 1, of its creation, by nobody known
+    [v1] = cat.list_job_versions("u1")
+    assert (v1.version, v1.query, v1.properties, v1.created_at, v1.principal) == (
+        1, "insert into t select * from s", {"p": "1"}, T0, None)
 
 
 # ---------------------------------------------------------------------- tests
@@ -127,7 +131,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0012"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -173,6 +177,7 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
                      ("add_table", "databases", ""),
                      ("add_table", "functions", ""),
                      ("add_table", "job_leases", ""),
+                     ("add_table", "job_versions", ""),
                      ("add_table", "leases", ""),
                      ("add_table", "progress_samples", ""),
                      ("add_table", "savepoints", ""),
@@ -199,7 +204,8 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("DROP TABLE leases"))
         conn.execute(sa.text("ALTER TABLE checkpoints DROP COLUMN state_bytes"))
         for table in ("api_tokens", "statement_log", "progress_samples", "databases",
-                      "functions", "savepoints", "job_leases"):
+                      "functions", "savepoints", "job_leases",
+                      "job_versions"):
             conn.execute(sa.text(f"DROP TABLE {table}"))
         conn.execute(sa.text("INSERT INTO catalog_meta VALUES ('schema_version', '1')"))
     assert _revision(engine) is None

@@ -40,6 +40,7 @@ NOT_PROPERTIES = {
     "streamjob.conf": "the home's file of engine properties",
     "streamjob.json": "a checkpoint directory's identity file",
     "streamjob.fingerprint": "a checkpoint directory's fingerprint file",
+    "streamjob.fingerprint.next": "the fingerprint of a planned query change (docs/upgrades.md)",
     "streamjob.checkpoints": "the kafka checkpoint backend's topic",
     "streamsql.lark": "the grammar file",
 }

@@ -36,7 +36,7 @@ def test_error_misspelled_statement_keyword():
 def test_error_keyword_glued_to_a_word():
     err = error_of("CREATE STREAMX s (a int)")
     assert (err.line, err.column, err.text) == (1, 8, "STREAMX")
-    assert "expected one of: DATABASE, FUNCTION, SAVEPOINT, STREAM, STREAMJOB, TABLE, ..." in err.message
+    assert "expected one of: DATABASE, FUNCTION, OR, SAVEPOINT, STREAM, STREAMJOB, ..." in err.message
 
 
 def test_error_missing_closing_paren_of_columns():

@@ -99,6 +99,8 @@ def test_nested_items_of_the_examples_have_the_emitted_keys(emitted):
         for key in ("columns", "properties"):
             assert list(docs[shape][key][0]) == list(emitted[shape][key][0]), (shape, key)
     assert docs["job-detail"]["missing_columns"][0].keys() == detail["missing_columns"][0].keys()
+    assert list(docs["job-detail"]["versions"][0]) == list(detail["versions"][0]) \
+        == list(shapes.VERSION_KEYS)
     explained = emitted["explain"]
     assert list(docs["explain"]["sources"][0]) == list(explained["sources"][0]) \
         == list(shapes.EXPLAIN_SOURCE_KEYS)

@@ -122,7 +122,7 @@ def _offers(text):
 @pytest.mark.parametrize("text, expected", [
     ("SHOW STREAMJ", [("STREAMJOBS", -7)]),
     ("cr", [("create", -2)]),
-    ("create ", [("database", 0), ("function", 0), ("savepoint", 0), ("stream", 0),
+    ("create ", [("database", 0), ("function", 0), ("or", 0), ("savepoint", 0), ("stream", 0),
                  ("streamjob", 0), ("table", 0), ("temporary", 0)]),
     ("show create ", [("function", 0), ("stream", 0), ("streamjob", 0), ("table", 0)]),
     ("print s1 from ", [("beginning", 0)]),

@@ -163,3 +163,41 @@ class SchemaCheck:
                     f"those columns (the table has: {found}); an upsert's ON CONFLICT needs "
                     f"one, e.g. CREATE UNIQUE INDEX ON {table} ({shown})")))
         return problems
+
+
+def add_nullable_columns(spec, columns: list[dict]) -> list[str]:
+    """Add ``columns`` (``{"name", "type"}``, StreamSQL types) to the SQL table of ``spec``
+    (a :class:`~streamjob.connectors.spec.SqlTableSpec`) as nullable columns without a
+    default, if the table exists and lacks them (a missing table is created from its
+    declaration when a job first writes it). The SQL sink's rule for a query upgrade
+    (docs/upgrades.md): an existing row reads NULL in the new column, as with SQL's
+    ``ALTER TABLE ... ADD COLUMN``. Returns the names added.
+
+    Raises:
+        ConnectorError: the database cannot be reached or refuses the change (names the
+            masked URL and the table).
+    """
+    from streamjob.connectors.sql.engine import engine_for, sql_type
+    from streamjob.exceptions import ConnectorError
+
+    added = []
+    try:
+        engine = engine_for(spec.url)
+        with engine.begin() as conn:
+            insp = sa.inspect(conn)
+            if not insp.has_table(spec.table):
+                return []
+            have = {c["name"].lower() for c in insp.get_columns(spec.table)}
+            prep = conn.dialect.identifier_preparer
+            for col in columns:
+                if col["name"].lower() in have:
+                    continue
+                kind = sql_type(col["type"]).compile(dialect=conn.dialect)
+                conn.execute(sa.text(f"ALTER TABLE {prep.quote(spec.table)} ADD COLUMN "
+                                     f"{prep.quote(col['name'])} {kind} NULL"))
+                added.append(col["name"])
+    except SQLAlchemyError as exc:
+        raise ConnectorError(f"SQL table '{spec.table}' at {_mask(spec.url)}: cannot add "
+                             f"column(s) {', '.join(c['name'] for c in columns)}: "
+                             f"{str(exc).splitlines()[0]}") from None
+    return added

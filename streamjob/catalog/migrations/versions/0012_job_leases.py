@@ -1,7 +1,7 @@
 """job_leases and the servers' share: many active servers, one owner per job (issue 33).
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-11-27
 
 ``job_leases``: one row per job that a sharing server (``streamjob server --share``)
@@ -13,8 +13,6 @@ share a server declares: ``shares`` (it runs a share of the jobs under job lease
 ``max_jobs`` (NULL: no limit) and ``labels`` (comma-separated, NULL: none).
 ``catalog_meta.schema_version`` becomes ``'0012'``.
 
-Chained after 0010 (0011 is taken by another branch; the merger renumbers).
-
 Frozen history: does not import streamjob.catalog.models.
 """
 
@@ -24,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
@@ -65,11 +63,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop ``job_leases`` and the share columns; schema_version 0010."""
+    """Drop ``job_leases`` and the share columns; schema_version 0011."""
     with op.batch_alter_table("servers") as batch:
         batch.drop_column("labels")
         batch.drop_column("max_jobs")
         batch.drop_column("shares")
     op.drop_index(op.f("ix_job_leases_holder"), table_name="job_leases")
     op.drop_table("job_leases")
-    _set_schema_version("0010")
+    _set_schema_version("0011")

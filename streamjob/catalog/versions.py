@@ -1,0 +1,100 @@
+"""Catalog methods for the versions of a job's query (revision 0011; docs/upgrades.md):
+``ALTER STREAMJOB j AS (...)`` and ``CREATE OR REPLACE STREAMJOB`` replace a job's query
+and add a version; ``DESCRIBE STREAMJOB`` and the HTTP API list them.
+
+One row per version in ``job_versions``, unique by job and version number. Version 1 is
+written by :meth:`~streamjob.catalog.jobs.JobsMixin.create_job` (or, for jobs created
+before revision 0011, by the migration, without a principal). The rows go with their job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from streamjob.catalog.engine import CatalogEngine, check_choice, now_utc
+from streamjob.catalog.models import Job, JobDependency, JobVersion, Table
+from streamjob.catalog.records import (DEPENDENCY_KINDS, DEPENDENCY_ROLES, DESIRED_STATES, JobInfo,
+                                       JobVersionInfo)
+from streamjob.exceptions import ObjectNotFoundError
+
+__all__ = ["VersionsMixin"]
+
+
+class VersionsMixin(CatalogEngine):
+    """``replace_job_query`` and ``list_job_versions``."""
+
+    def replace_job_query(self, job_uid: str, query: str, properties: Mapping[str, Any],
+                          dependencies: Iterable[Sequence[str]], *, principal: str | None,
+                          change: str | None,
+                          sink_columns: tuple[str, str, list[dict]] | None = None,
+                          desired_state: str | None = None) -> tuple[JobInfo, int]:
+        """Give the job with this uid a new query (its next version), its properties and
+        its dependencies, in one transaction; the uid, status and checkpoints stay. With
+        ``sink_columns`` ``(database, table, columns)``, the table's declared columns
+        become ``columns`` in the same transaction (a SQL sink gaining nullable columns,
+        docs/upgrades.md). With ``desired_state``, the job's desired state too (an
+        upgrade of a running job asks for it to run again in the switch's transaction, so
+        a process killed after the switch leaves the new query to be started).
+
+        Returns:
+            the updated job and its new version number.
+
+        Raises:
+            ObjectNotFoundError: no job has this uid (dropped meanwhile).
+            ValueError: a bad dependency kind or role.
+        """
+        deps: list[tuple[str, str, str, str]] = []
+        for kind, dep_db, dep_name, role in dependencies:
+            check_choice("dependency kind", kind, DEPENDENCY_KINDS)
+            check_choice("dependency role", role, DEPENDENCY_ROLES)
+            if (kind, dep_db, dep_name, role) not in deps:
+                deps.append((kind, dep_db, dep_name, role))
+        with self._tx(write=True) as session:
+            self._lock_names(session, [(d[1], d[2]) for d in deps])  # as create_job
+            job = session.scalar(select(Job).where(Job.uid == job_uid).with_for_update())
+            if job is None:
+                raise ObjectNotFoundError(f"no streamjob has uid {job_uid} (dropped?)")
+            last = session.scalar(select(func.max(JobVersion.version))
+                                  .where(JobVersion.job_id == job.id)) or 0
+            now = now_utc()
+            if last == 0:  # a job from before revision 0011 that the migration missed
+                session.add(JobVersion(job_id=job.id, version=1, query=job.query,
+                                       properties=dict(job.properties or {}),
+                                       created_at=job.created_at, principal=None))
+                last = 1
+            if sink_columns is not None:
+                tdb, tname, columns = sink_columns
+                table = session.scalar(select(Table).where(Table.database == tdb,
+                                                           Table.name == tname))
+                if table is None:
+                    raise ObjectNotFoundError(f"table {tdb}.{tname} does not exist")
+                table.columns = [dict(c) for c in columns]
+            if desired_state is not None:
+                check_choice("desired state", desired_state, DESIRED_STATES)
+                job.desired_state = desired_state
+            job.query = query
+            job.properties = dict(properties)
+            job.updated_at = now
+            session.execute(delete(JobDependency).where(JobDependency.job_id == job.id))
+            session.add_all(JobDependency(job_id=job.id, kind=k, database=d, name=n, role=r)
+                            for k, d, n, r in deps)
+            session.add(JobVersion(job_id=job.id, version=last + 1, query=query,
+                                   properties=dict(properties), created_at=now,
+                                   principal=principal, change=change))
+            session.flush()
+            self._notify(session, "job")
+            return self._job_info(session, job), last + 1  # JobsMixin's
+
+    def list_job_versions(self, job_uid: str) -> list[JobVersionInfo]:
+        """The versions of the job with this uid's query, oldest first (empty if no job
+        has the uid)."""
+        with self._tx() as session:
+            rows = session.scalars(select(JobVersion).join(Job, Job.id == JobVersion.job_id)
+                                   .where(Job.uid == job_uid).order_by(JobVersion.version))
+            return [JobVersionInfo(version=r.version, query=r.query,
+                                   properties=dict(r.properties or {}), created_at=r.created_at,
+                                   principal=r.principal, change=r.change) for r in rows]
+

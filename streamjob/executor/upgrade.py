@@ -1,0 +1,288 @@
+"""Query upgrades (issue 30; docs/upgrades.md): ``ALTER STREAMJOB j AS ("insert ...")`` and
+``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)]``.
+
+Before anything changes, the new query is planned and checked as CREATE STREAMJOB checks
+it (the admin's job properties, the planner, the SQL policy and Spark's analysis:
+:meth:`~streamjob.executor.jobs.JobStatements._plan`), the job's checkpoints are checked
+against its current query (an unplanned change stays refused:
+:mod:`streamjob.checkpoint.fingerprint`), and the change is classified
+(:func:`streamjob.planner.upgrade.classify`): stateless and compatible changes keep the
+offsets (and the state); an incompatible one is refused, naming the operator and the
+column, unless the statement chose a new checkpoint epoch (``FROM EARLIEST | FROM
+TIMESTAMP t``).
+
+Then, for a running job: it is stopped gracefully (its current micro-batch completes and
+is its final checkpoint), the new query's fingerprint is accepted beside the stored one,
+the catalog switches to the new query (a new version, with when and by whom), and the job
+is started again from that checkpoint, keeping its uid and checkpoint epoch. A switch
+killed before the catalog changed restarts the old query; one killed after it, the new.
+
+Roles (DESIGN §9, docs/security.md): replacing a query needs what CREATE STREAMJOB and
+STOP/START need, an operator or the admin; a viewer is refused.
+"""
+
+from __future__ import annotations
+
+from .. import properties as jp
+from ..checkpoint import fingerprint
+from ..exceptions import AccessDeniedError, JobError, StreamJobError
+from ..grammar import statements as st
+from ..planner import checks
+from ..planner.upgrade import ChangeClass, ChangeKind, classify
+from .result import Result
+from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, Role
+
+
+class UpgradeStatements:
+    """``ALTER STREAMJOB ... AS`` and ``CREATE OR REPLACE STREAMJOB`` of
+    :class:`~streamjob.executor.Executor` (module docstring)."""
+
+    def _may_alter(self, what: str) -> None:
+        """Raise AccessDeniedError for a viewer (DESIGN §9: operators and the admin)."""
+        if getattr(self, "role", Role.ADMIN) is Role.VIEWER:
+            raise AccessDeniedError(f"a viewer cannot {what}: it needs an operator (as CREATE, "
+                                    "STOP and START STREAMJOB do)")
+
+    def _sink_additions(self, db: str, query: str, position):
+        """The columns the new query writes that its SQL sink table does not declare
+        (docs/upgrades.md: a SQL sink gains them as nullable columns): ``(table,
+        [{"name", "type"}])``, or None when there are none or the sink is not a SQL table
+        (then the planner refuses an undeclared column at its place, as at CREATE).
+
+        Raises:
+            ValidationError: a new column whose type is not known (a computed value):
+                at the select, asking for ``CAST(... AS type)``.
+        """
+        from sqlglot import exp, parse_one
+
+        from ..columntypes import check_type
+        from ..connectors import spec as cspec
+        from ..exceptions import ValidationError
+        from ..planner.lookup import Lookup
+        from ..planner.query import analyze
+
+        aq = analyze(query, Lookup(self.catalog), position, db)
+        table = self.catalog.get_table(*aq.target)
+        if table is None or not isinstance(cspec.spec_of_table(table), cspec.SqlTableSpec):
+            return None
+        declared = {c["name"].lower() for c in table.columns}
+        if aq.target_columns is not None:
+            names = list(aq.target_columns)
+        elif aq.arity_known and len(aq.output_columns) > len(declared):
+            names = [c or "" for c in aq.output_columns]
+        else:
+            return None
+        new = [(i, n) for i, n in enumerate(names) if n.lower() not in declared]
+        if aq.target_columns is None:
+            new = [(i, n) for i, n in enumerate(names) if i >= len(declared)]
+        if not new:
+            return None
+        select = parse_one(aq.select_sql, read="spark")
+        select = select if isinstance(select, exp.Select) else select.find(exp.Select)
+        span = aq.select_span
+        added = []
+        for i, name in new:
+            typ = aq.output_types[i] if i < len(aq.output_types) else None
+            node = select.expressions[i] if select is not None and i < len(
+                select.expressions) else None
+            node = node.this if isinstance(node, exp.Alias) else node
+            if typ is None and isinstance(node, exp.Cast):
+                typ = node.to.sql(dialect="spark").lower()
+            if not name or typ is None:
+                what = f"column {name}" if name else f"column {i + 1}"
+                raise ValidationError(
+                    f"the new {what} of SQL table {table.qualified_name} is added as a nullable "
+                    f"column, and needs a type: write CAST(... AS type)"
+                    + ("" if name else " AS name"), line=span.line if span else None,
+                    column=span.column if span else None)
+            added.append({"name": name, "type": check_type(typ)})
+        return table, added
+
+    def _plan_upgrade(self, job, query: str, props: dict, position=None, catalog=None):
+        """Plan ``job``'s current query and ``query`` (with ``props``, the job's stored
+        properties after the statement), check both as CREATE STREAMJOB does, check the
+        checkpoints against the current query, and classify the change.
+
+        Returns:
+            ``(old_plan, new_plan, ChangeClass)``.
+
+        Raises:
+            ValidationError / PropertyError / SqlPolicyError: the new query or properties
+                are refused (at their place in the script).
+            ChangedLogic: the checkpoints were not taken by the current query (an
+                unplanned change, checkpoint/fingerprint.py).
+        """
+        db, name = job.database, job.name
+        session = job.session_properties
+        old = self._plan(db, name, job.query, job.properties, session)
+        new = self._plan(db, name, query, props, session, position, analyze=True,
+                         catalog=catalog)
+        if old.props.checkpoint_enabled and not self.dry_run:
+            fingerprint.check(self.home.checkpoint_dir(db, name), old)
+        return old, new, classify(old, new)
+
+    def _do_ReplaceStreamJobQuery(self, s: st.ReplaceStreamJobQuery) -> Result:
+        verb = "CREATE OR REPLACE STREAMJOB" if s.or_replace else "ALTER STREAMJOB ... AS"
+        self._may_alter(verb)
+        db, name = self._names(s.name, "job")
+        job = self.catalog.get_job(db, name)
+        if job is None and s.or_replace:  # nothing to replace: CREATE
+            if s.start_from is not None:
+                pos = s.where("from")
+                raise JobError(f"streamjob {db}.{name} does not exist: a new job has no "
+                               "checkpoint epoch to choose (leave out FROM)", pos.line, pos.column)
+            return self._do_CreateStreamJob(st.CreateStreamJob(
+                position=s.position, text=s.text, locations=s.locations, name=s.name,
+                query=s.query, query_position=s.query_position, properties=s.properties))
+        if job is None:
+            job = self.catalog.require_job(db, name)  # raises
+        if s.or_replace:  # the statement's properties replace the job's
+            given = jp.validate(st.props(s.properties))
+            checks.check_job_properties(self.home.policy, given, self.confined)
+            stored = self._sealed(given)
+            jp.refuse_contradictions(given, job.session_properties, here=given)
+        else:
+            stored = dict(job.properties)
+        grown = self._sink_additions(db, s.query, s.query_position)
+        sink_columns = None
+        if grown is not None:
+            table, added = grown
+            sink_columns = (table.database, table.name, [*table.columns, *added])
+        old, new, change = self._plan_upgrade(
+            job, s.query, stored, s.query_position,
+            _WithColumns(self.catalog, sink_columns) if sink_columns else None)
+        self._refuse_unchosen(s, job, new, change)
+        gains = (f"; table {grown[0].qualified_name} gains the nullable column(s) "
+                 f"{', '.join(c['name'] + ' ' + c['type'] for c in grown[1])}" if grown else "")
+        if self.dry_run:
+            _job, version = self.catalog.replace_job_query(
+                job.uid, s.query, stored, new.dependencies, principal=self.principal,
+                change=change.kind.value, sink_columns=sink_columns)
+            return Result(f"streamjob {db}.{name} can be altered to version {version}: "
+                          f"{change.summary()}{gains}", object=f"{db}.{name}",
+                          data={"version": version, "change": change.as_json()})
+        running = self._is_running(job)
+        stopped_at = ""
+        if running:  # a graceful stop: the current micro-batch is its final checkpoint
+            stopped_at = self._stop_for_upgrade(job)
+        try:
+            ckdir = self.home.checkpoint_dir(db, name)
+            if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
+                # accepted beside the stored fingerprint before the catalog switches
+                fingerprint.plan_change(ckdir, fingerprint.of_plan(new))
+            if grown is not None:  # the database first: an extra nullable column is harmless
+                from ..connectors import spec as cspec
+                from ..connectors.sql.schema import add_nullable_columns
+
+                add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
+            # the switch, and for a running job the wish to run again, in one transaction
+            job, version = self.catalog.replace_job_query(
+                job.uid, s.query, stored, new.dependencies, principal=self.principal,
+                change=change.kind.value, sink_columns=sink_columns,
+                desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
+        except StreamJobError as exc:  # before the switch: the old query runs on
+            if running:
+                self._restart_after_failed_switch(s, exc)
+            raise
+        epoch = ""
+        if s.start_from is not None:  # the chosen new checkpoint epoch (incompatible)
+            epoch = self._start_over(st.StartStreamJob(
+                position=s.position, text=s.text, locations=s.locations, name=s.name,
+                start_from=s.start_from), job, new)
+        lines = [f"streamjob {db}.{name} altered to version {version}: {change.summary()}"
+                 + gains + ("" if new.props.checkpoint_enabled else
+                            " (it keeps no checkpoint: each start begins at its streams' "
+                            "reset strategy)")]
+        if running:
+            started = self._do_StartStreamJob(st.StartStreamJob(
+                position=s.position, text=s.text, locations=s.locations, name=s.name))
+            lines.append(f"it stopped{stopped_at} and {started.message.split(' ', 2)[2]}"
+                         + (f"{epoch}" if epoch else ""))
+        elif epoch:
+            lines.append(f"at its next START it starts{epoch}")
+        return Result("\n".join(lines), object=f"{db}.{name}",
+                      data={"version": version, "change": change.as_json()})
+
+    def _restart_after_failed_switch(self, s: st.ReplaceStreamJobQuery, exc) -> None:
+        """Start the job again with its old query after a switch failed (a running job
+        is never left stopped by a failed ALTER); says so in ``exc``'s message."""
+        try:
+            self._do_StartStreamJob(st.StartStreamJob(
+                position=s.position, text=s.text, locations=s.locations, name=s.name))
+            exc.message += "; the query was not changed, and the job runs on with it"
+        except StreamJobError as again:
+            exc.message += (f"; the query was not changed, and the job could not be started "
+                            f"again ({again.message}): START it")
+
+    def _refuse_unchosen(self, s: st.ReplaceStreamJobQuery, job, plan,
+                         change: ChangeClass) -> None:
+        """Refuse an incompatible change without FROM (at the query), FROM for a change
+        that keeps its checkpoint (at FROM), and FROM without durable checkpoints (such a
+        job keeps nothing to carry: every change is taken, and it starts at its streams'
+        reset strategy)."""
+        if not plan.props.checkpoint_enabled and s.start_from is None:
+            return
+        if change.kind is ChangeKind.INCOMPATIBLE and s.start_from is None:
+            pos = s.query_position or s.where("name")
+            raise JobError(f"streamjob {job.qualified_name}: {change.summary()} (append it "
+                           "to the statement)", pos.line, pos.column)
+        if change.kind is not ChangeKind.INCOMPATIBLE and s.start_from is not None:
+            pos = s.where("from")
+            raise JobError(f"streamjob {job.qualified_name}: {change.summary()}, so it needs "
+                           "no new checkpoint epoch: leave out FROM (or, to start over, "
+                           "START STREAMJOB ... FROM after the change)", pos.line, pos.column)
+        if s.start_from is not None and not plan.props.checkpoint_enabled:
+            pos = s.where("from")
+            raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable."
+                           "checkpoint=false: every start already begins at its streams' "
+                           "reset strategy (leave out FROM)", pos.line, pos.column)
+
+    def _is_running(self, job) -> bool:
+        """The job runs here, or some job manager is asked to run it."""
+        here = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
+        return here or (job.desired_state == DesiredState.RUNNING
+                        and job.status in ACTIVE_STATUSES)
+
+    def _stop_for_upgrade(self, job) -> str:
+        """Stop ``job`` after its current micro-batch (as STOP STREAMJOB); returns
+        `` at checkpoint n`` (its final checkpoint) or "".
+
+        Raises:
+            JobError: it did not stop in time (asked to run again; nothing changed).
+        """
+        from .jobs import STOP_WAIT_S
+
+        self.catalog.update_job(job.database, job.name, desired_state=DesiredState.STOPPED,
+                                uid=job.uid)
+        if self.manager is not None:
+            self.manager.stop(job.uid)
+        elsewhere = self._await_stopped(job)
+        if elsewhere is not None:
+            self.catalog.update_job(job.database, job.name, desired_state=DesiredState.RUNNING,
+                                    uid=job.uid)
+            raise JobError(f"streamjob {job.qualified_name} is still running in {elsewhere}: "
+                           f"its current micro-batch has not finished after {STOP_WAIT_S:g} s; "
+                           "its query was not changed. Try again")
+        latest = self.catalog.latest_checkpoint(job.uid)
+        return f" at checkpoint {latest.checkpoint_id}" if latest is not None else ""
+
+
+class _WithColumns:
+    """The catalog as an upgrade plans over it: table ``(database, name)`` has
+    ``columns`` (a SQL sink's nullable columns to be added); every other call is the
+    catalog's."""
+
+    def __init__(self, catalog, sink_columns) -> None:
+        self._catalog = catalog
+        self._db, self._name, self._columns = sink_columns
+
+    def get_table(self, database: str, name: str):
+        import dataclasses
+
+        table = self._catalog.get_table(database, name)
+        if table is not None and (database, name) == (self._db, self._name):
+            table = dataclasses.replace(table, columns=tuple(self._columns))
+        return table
+
+    def __getattr__(self, attr):
+        return getattr(self._catalog, attr)
