@@ -172,6 +172,35 @@ class JobsMixin(CatalogEngine):
                 deps.setdefault(dep.job_id, []).append((dep.kind, dep.database, dep.name, dep.role))
             return [self._job_info(session, job, deps.get(job.id, [])) for job in jobs]
 
+    def replace_job_query(self, database: str, name: str, query: str,
+                          dependencies: Iterable[Sequence[str]], uid: str) -> bool:
+        """Replace the query of job ``uid`` and its dependencies (``(kind, database,
+        name, role)`` as in :meth:`create_job`), for PROMOTE SHADOW (issue 30 point 4);
+        True if done, False if the job is gone or has another uid (a DROP and re-CREATE
+        raced). Notifies catalog watchers.
+
+        Raises:
+            ValueError: a bad dependency kind or role.
+        """
+        deps: list[tuple[str, str, str, str]] = []
+        for kind, dep_db, dep_name, role in dependencies:
+            check_choice("dependency kind", kind, DEPENDENCY_KINDS)
+            check_choice("dependency role", role, DEPENDENCY_ROLES)
+            if (kind, dep_db, dep_name, role) not in deps:
+                deps.append((kind, dep_db, dep_name, role))
+        with self._tx(write=True) as session:
+            job = session.scalars(select(Job).where(
+                Job.database == database, Job.name == name).with_for_update()).first()
+            if job is None or job.uid != uid:
+                return False
+            job.query = query
+            job.updated_at = now_utc()
+            session.execute(delete(JobDependency).where(JobDependency.job_id == job.id))
+            session.add_all(JobDependency(job_id=job.id, kind=k, database=d, name=n, role=r)
+                            for k, d, n, r in deps)
+            self._notify(session, "job")
+        return True
+
     def update_job(
         self,
         database: str,

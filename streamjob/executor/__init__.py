@@ -31,6 +31,7 @@ from .objects import ObjectStatements
 from .result import Result
 from .savepoints import SavepointStatements
 from .session import SessionStatements
+from .shadow import ShadowStatements
 from .topics import TopicStatements
 
 __all__ = ["Executor", "Result"]
@@ -38,7 +39,8 @@ __all__ = ["Executor", "Result"]
 
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
-               InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements):
+               InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements,
+               ShadowStatements):
     """Runs statements for one client session.
 
     Args:
@@ -166,6 +168,11 @@ HANDLERS = {
     st.CreateSavepoint: Executor._do_CreateSavepoint,
     st.ShowSavepoints: Executor._do_ShowSavepoints,
     st.DropSavepoint: Executor._do_DropSavepoint,
+    # shadow runs (issue 30 point 4)
+    st.AlterShadow: Executor._do_AlterShadow,
+    st.ShowShadow: Executor._do_ShowShadow,
+    st.PromoteShadow: Executor._do_PromoteShadow,
+    st.DiscardShadow: Executor._do_DiscardShadow,
 }
 
 
