@@ -1,0 +1,97 @@
+"""Shadow runs (issue 30 point 4): the statements' grammar, the shadow properties, and the
+comparison of two outputs (executor/shadow_diff.py)."""
+
+from __future__ import annotations
+
+import decimal
+
+import pytest
+
+from streamjob.exceptions import ParseError, PropertyError
+from streamjob.executor.shadow_diff import compare
+from streamjob.executor.shadow_run import limits, scratch_names
+from streamjob.grammar import parse_script
+from streamjob.grammar import statements as st
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_shadow_statements_parse():
+    a, p, d, s = parse_script(
+        "ALTER STREAMJOB db.j AS (\"insert into out select id from events where id > 1\") "
+        "WITH SHADOW JOBPROPERTIES('shadow.batches'='3');\n"
+        "promote shadow for streamjob j; DISCARD SHADOW FOR STREAMJOB `j`;"
+        "Show Shadow For Streamjob j")
+    assert isinstance(a, st.AlterShadow) and a.name == st.QualifiedName("j", "db")
+    assert a.query == "insert into out select id from events where id > 1"
+    assert a.properties == (("shadow.batches", "3"),)
+    assert (a.query_position.line, a.query_position.column) == (1, 27)
+    assert isinstance(p, st.PromoteShadow) and isinstance(d, st.DiscardShadow)
+    assert isinstance(s, st.ShowShadow) and s.name == st.QualifiedName("j")
+    (bare,) = parse_script("alter streamjob j as 'insert into out select 1' with shadow")
+    assert isinstance(bare, st.AlterShadow) and bare.properties == ()
+    # the other ALTER still parses
+    (alter,) = parse_script("ALTER STREAMJOB j SET JOBPROPERTIES('streamjob.trigger.interval'='1s')")
+    assert isinstance(alter, st.AlterStreamJob)
+
+
+def test_shadow_statement_errors_name_line_and_column():
+    with pytest.raises(ParseError) as err:
+        parse_script("PROMOTE SHADOW FOR j")
+    assert (err.value.line, err.value.column) == (1, 20)
+    with pytest.raises(ParseError, match="did you mean SHADOW"):
+        parse_script("ALTER STREAMJOB j AS ('insert into out select 1') WITH SHADOWS")
+    with pytest.raises(ParseError, match="empty"):
+        parse_script("ALTER STREAMJOB j AS ('  ') WITH SHADOW")
+
+
+def test_shadow_limits_from_the_registry():
+    assert limits({}).batches == 5 and limits({}).duration_ms is None
+    only_time = limits({"shadow.duration": "30s"})
+    assert only_time.batches is None and only_time.bound_ms == 30_000
+    both = limits({"shadow.batches": "2", "shadow.duration": "1 min"})
+    assert both.batches == 2 and both.bound_ms == 60_000
+    with pytest.raises(PropertyError, match="did you mean 'shadow.batches'"):
+        limits({"shadow.batch": "2"})
+    with pytest.raises(PropertyError):
+        limits({"shadow.batches": "0"})
+
+
+def test_scratch_tables_are_never_the_live_one():
+    assert scratch_names("out", "j") == ("out__shadow_j", "out__shadow_j__old")
+
+
+def test_keyed_comparison_by_primary_key():
+    old = [{"id": 1, "n": 10}, {"id": 2, "n": 20}, {"id": 3, "n": 30}]
+    new = [{"id": 2, "n": 21}, {"id": 3, "n": 30}, {"id": 4, "n": 40}]
+    out = compare(old, new, ["id"])
+    assert out["keyed"] and out["same"] == 1
+    assert out["only_old"] == {"count": 1, "samples": [{"id": 1, "n": 10}]}
+    assert out["only_new"] == {"count": 1, "samples": [{"id": 4, "n": 40}]}
+    assert out["changed"] == {"count": 1, "samples": [
+        {"key": {"id": 2}, "old": {"id": 2, "n": 20}, "new": {"id": 2, "n": 21},
+         "columns": ["n"]}]}
+
+
+def test_multiset_comparison_counts_duplicates():
+    old = [{"a": 1}, {"a": 1}, {"a": 2}]
+    new = [{"a": 1}, {"a": 3}, {"a": 3}]
+    out = compare(old, new)
+    assert not out["keyed"] and out["same"] == 1
+    assert out["only_old"]["count"] == 2 and out["only_old"]["samples"] == [{"a": 1}, {"a": 2}]
+    assert out["only_new"]["count"] == 2 and out["only_new"]["samples"] == [{"a": 3}, {"a": 3}]
+    assert out["changed"] == {"count": 0, "samples": []}
+
+
+def test_a_new_column_is_compared_as_missing_on_the_old_side():
+    out = compare([{"id": 1}], [{"id": 1, "extra": "x"}], ["id"])
+    assert out["columns"] == ["id", "extra"]
+    assert out["changed"]["samples"][0]["columns"] == ["extra"]
+
+
+def test_samples_are_capped_at_twenty_and_values_normalised():
+    old = [{"id": i, "v": decimal.Decimal("1.5")} for i in range(50)]
+    out = compare(old, [{"id": i, "v": 1.5} for i in range(10)], ["id"])
+    assert out["same"] == 10 and out["only_old"]["count"] == 40
+    assert len(out["only_old"]["samples"]) == 20
+    assert out["only_old"]["samples"][0]["v"] == 1.5
