@@ -170,12 +170,49 @@ def test_shadow_compares_promotes_and_discards(world):
     assert sorted(rows(world, "out")) == expected_out
     assert len(after) >= 100  # the switch point is before the records produced after it
 
+    # the same through the HTTP API (operators run, viewers look) and the CLI;
     # DISCARD drops the scratch tables and the shadow's folder
-    run(ex, f'ALTER STREAMJOB j AS ("{OLD}") WITH SHADOW JOBPROPERTIES(\'shadow.duration\'=\'3s\');')
-    folder = Path(world.home.checkpoint_dir("default", "j") + ".shadow")
-    assert folder.exists() and "out__shadow_j" in tables(world)
-    msg = run(ex, "DISCARD SHADOW FOR STREAMJOB j;").message
-    assert "discarded" in msg
+    import httpx
+    from click.testing import CliRunner
+
+    from streamjob.api import create_app
+    from streamjob.api.auth import new_token
+    from streamjob.api.serve import HttpService
+    from streamjob.cli import main
+
+    operator, viewer_token = new_token(), new_token()
+    catalog.create_token("op", "operator", operator)
+    catalog.create_token("look", "viewer", viewer_token)
+    service = HttpService(create_app(catalog, world.home, spark=world.manager.spark),
+                          "127.0.0.1:0")
+    url = service.start()
+    try:
+        with httpx.Client(base_url=url, timeout=600) as http:
+            auth = {"Authorization": f"Bearer {operator}"}
+            look = {"Authorization": f"Bearer {viewer_token}"}
+            denied = http.post("/v1/jobs/j/shadow", json={"query": OLD}, headers=look)
+            assert denied.status_code == 403
+            r = http.post("/v1/jobs/j/shadow", json={"query": OLD, "duration": "3s"},
+                          headers=auth)
+            assert r.status_code == 200, r.text
+            assert r.json()["results"][0]["data"]["status"] == "compared"
+            shown = http.get("/v1/jobs/j/shadow", headers=look)
+            assert shown.status_code == 200 and shown.json()["query"] == OLD
+            folder = Path(world.home.checkpoint_dir("default", "j") + ".shadow")
+            assert folder.exists() and "out__shadow_j" in tables(world)
+            cli = CliRunner().invoke(main, ["shadow", "show", "j", "--json"],
+                                     env={"STREAMJOB_HOME": str(world.home.root)},
+                                     catch_exceptions=False)
+            assert cli.exit_code == 0, cli.stderr
+            assert json.loads(cli.stdout)["query"] == OLD
+            assert http.delete("/v1/jobs/j/shadow", headers=look).status_code == 403
+            gone = http.delete("/v1/jobs/j/shadow", headers=auth)
+            assert gone.status_code == 200, gone.text
+            assert "discarded" in gone.json()["results"][0]["message"]
+    finally:
+        service.stop()
     assert not {"out__shadow_j", "out__shadow_j__old"} & tables(world)
     assert not folder.exists()
+    with pytest.raises(JobError, match="has no shadow"):
+        run(ex, "DISCARD SHADOW FOR STREAMJOB j;")
     run(ex, "STOP STREAMJOB j;")
