@@ -59,7 +59,17 @@ class ShadowStatements:
         return old, new, None
 
     def _require_shadow(self, job) -> tuple[str, dict]:
+        """``(folder, record)`` of ``job``'s shadow. A dry run (``streamjob check``) reads
+        no shadow: the script's own ALTER ... WITH SHADOW ran no shadow, so a dry run
+        gets an empty compared record instead.
+
+        Raises:
+            JobError: the job has no shadow (not in a dry run).
+        """
         location = shadow_run.folder(self.home, job.database, job.name)
+        if self.dry_run:
+            return location, {"status": "compared", "job": job.qualified_name,
+                              "query": job.query, "comparison": {}}
         record = shadow_run.read_record(location)
         if record is None or record.get("job_uid") not in (None, job.uid):
             raise JobError(f"streamjob {job.qualified_name} has no shadow: ALTER STREAMJOB "
