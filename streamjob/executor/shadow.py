@@ -51,7 +51,7 @@ class ShadowStatements:
         """
         upgrade = getattr(self, "_plan_upgrade", None)
         if upgrade is not None:  # the alter helper's classifier (UPGRADE_API.md)
-            return upgrade(job, query, {}, position)
+            return upgrade(job, query, dict(job.properties), position)
         db, name = job.database, job.name
         old = self._plan(db, name, job.query, job.properties, job.session_properties)
         new = self._plan(db, name, query, job.properties, job.session_properties, position,
