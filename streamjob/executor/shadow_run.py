@@ -24,7 +24,9 @@ the old query replays batches ``c+1 .. m`` (``c`` the copied checkpoint) one at 
 each new batch's offset-log entry is copied into ``old/`` and the old query started
 once (``Trigger.Once``): Spark re-runs an offset-logged batch without a commit with
 exactly its logged offsets (``MicroBatchExecution.populateStartOffsets``), so both
-queries read the same records, batch by batch, from the same state. The old query's rows
+queries read the same records, batch by batch, from the same state. A checkpoint without
+state (a stateless old query) is replayed in one start: batch ``c+1`` logged with the end
+offsets of ``m`` reads the same records at once. The old query's rows
 go to ``<table>__shadow_<job>__old``. Both tables then hold only what each query wrote
 for that range, and :func:`~streamjob.executor.shadow_diff.compare` diffs them.
 
@@ -269,7 +271,7 @@ def _run_new(spark_root, plan, ckdir: str, sink, lim: Limits, job: str) -> dict:
                 counter.cond.wait(min(1.0, max(0.0, deadline - time.monotonic())))
         if not query.isActive and query.exception() is not None:
             raise JobError(f"the shadow of {job} failed: {_spark_error(query.exception())}")
-        _stop_between_batches(query)
+        _stop_between_batches(query, counter)
         return {"batches_with_input": counter.with_input,
                 "seconds": round(time.monotonic() - started, 3), "stopped": why}
     except StreamJobError:
@@ -288,24 +290,31 @@ def _run_new(spark_root, plan, ckdir: str, sink, lim: Limits, job: str) -> dict:
             pass
 
 
-def _stop_between_batches(query) -> None:
-    """Stop ``query`` when no micro-batch runs (bounded by :data:`STOP_WAIT_S`; a
-    batch cut then is rolled back with its sink transaction)."""
-    end = time.monotonic() + STOP_WAIT_S
-    while time.monotonic() < end:
-        try:
-            if not query.isActive or not query.status.get("isTriggerActive"):
-                break
-        except Exception:  # noqa: BLE001 - it died meanwhile
-            break
-        query.awaitTermination(0.01)
+def _stop_between_batches(query, counter: "_Batches") -> None:
+    """Stop ``query`` at a micro-batch boundary: at once when no batch runs, else once
+    the running one completes (its progress report wakes the wait; bounded by
+    :data:`STOP_WAIT_S`). A batch that began meanwhile is cut; its sink transaction is
+    rolled back, so the range ends at the last batch the scratch sink committed."""
+    try:
+        running = query.isActive and query.status.get("isTriggerActive")
+    except Exception:  # noqa: BLE001 - it died meanwhile
+        running = False
+    if running:
+        with counter.cond:
+            seen = counter.last_batch
+            counter.cond.wait_for(lambda: counter.last_batch > seen or not query.isActive,
+                                  STOP_WAIT_S)
     query.stop()
 
 
 def _replay_old(spark_root, plan, ckdir: str, new_ckdir: str, first: int, last: int,
-                sink, job: str) -> None:
+                sink, job: str, stateless: bool) -> int:
     """Replay batches ``first .. last`` of ``new_ckdir``'s offset log with the old query
-    from ``ckdir`` into ``sink``, one Trigger.Once start per batch (module docstring).
+    from ``ckdir`` into ``sink`` (module docstring): one Trigger.Once start per batch,
+    so that a stateful query's state evolves batch by batch as the live job's did. A
+    ``stateless`` query (its checkpoint holds no state) replays the whole range as one
+    batch: batch ``first`` with the end offsets of ``last``, the same records at once.
+    Returns the number of Spark starts.
 
     Raises:
         JobError: a replay failed (Spark's reason in one line).
@@ -316,8 +325,9 @@ def _replay_old(spark_root, plan, ckdir: str, new_ckdir: str, first: int, last: 
     session = _session(spark_root, plan)
     bound = bind_job(plan)
     bound = dataclasses.replace(bound, name=f"{bound.name}__shadow_old")
-    for batch in range(first, last + 1):
-        store.copy_file(join_uri(new_ckdir, f"offsets/{batch}"), join_uri(ckdir, f"offsets/{batch}"))
+    plan_of = [(first, last)] if stateless else [(b, b) for b in range(first, last + 1)]
+    for batch, ends_at in plan_of:
+        store.copy_file(join_uri(new_ckdir, f"offsets/{ends_at}"), join_uri(ckdir, f"offsets/{batch}"))
         try:
             df = result_frame(session, bound)
             writer = (df.writeStream.queryName(bound.name).outputMode(bound.output_mode)
@@ -329,6 +339,7 @@ def _replay_old(spark_root, plan, ckdir: str, new_ckdir: str, first: int, last: 
                            f"{_spark_error(exc)}") from None
         if not store.is_committed(ckdir, batch):
             raise JobError(f"the old query of {job} did not replay batch {batch}")
+    return len(plan_of)
 
 
 def _offsets(ckdir: str, batch: int) -> dict:
@@ -400,8 +411,10 @@ def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
         last = new_sink.sql.last_committed()
         batches = None
         if last is not None and last > c:
-            _replay_old(spark_root, old_plan, old_dir, new_dir, c + 1, last, old_sink,
-                        job.qualified_name)
+            stateless = not store.holds_anything(join_uri(base, "state"))
+            run["old_replay_starts"] = _replay_old(spark_root, old_plan, old_dir, new_dir,
+                                                   c + 1, last, old_sink, job.qualified_name,
+                                                   stateless)
             batches = [c + 1, last]
         key = list(new_spec.primary_key) if new_spec.primary_key == old_spec.primary_key else []
         comparison = compare(read_rows(old_spec), read_rows(new_spec), key)

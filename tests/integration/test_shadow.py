@@ -216,3 +216,53 @@ def test_shadow_compares_promotes_and_discards(world):
     with pytest.raises(JobError, match="has no shadow"):
         run(ex, "DISCARD SHADOW FOR STREAMJOB j;")
     run(ex, "STOP STREAMJOB j;")
+
+
+@pytest.mark.spark
+def test_a_stateful_shadow_keeps_the_state_and_compares_key_by_key(world):
+    """An aggregation's shadow starts from the live job's state: over its range, the old
+    query's counts and the new query's (the same keys, another output expression) are
+    both counts over the whole input up to the range's end, compared by primary key."""
+    ex = world.ex
+    topic = f"agg_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 2)
+    sink = world.sink.with_name("agg.db")
+    for sql in parse_script(f"""
+        CREATE STREAM agg_events (id INT, name STRING) TBLPROPERTIES("topic"="{topic}",
+          "kafka.broker.list"="{world.bootstrap}", "format"="json");
+        CREATE TABLE counts (name STRING, n BIGINT) TBLPROPERTIES ("connector"="sql",
+          "url"="sqlite:///{sink}", "primary.key"="name");
+        CREATE STREAMJOB agg AS ("insert into counts select name, count(*) from agg_events
+                                  group by name")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.job.checkpoint.interval"="0");"""):
+        ex.execute(sql)
+
+    def send(ids) -> None:
+        replay(world.bootstrap, topic,
+               [json.dumps({"id": i, "name": f"k{i % 5}"}).encode() for i in ids], 2)
+
+    send(range(0, 100))
+    run(ex, "START STREAMJOB agg;")
+    world.manager.wait_until_idle(timeout=300)
+    send(range(100, 300))
+    report = run(ex, """ALTER STREAMJOB agg AS ("insert into counts select name, count(*) * 10
+                        from agg_events group by name") WITH SHADOW
+                        JOBPROPERTIES('shadow.batches'='3');""").data
+    assert report["status"] == "compared" and report["batches"]
+    assert report["run"]["old_replay_starts"] == report["batches"][1] - report["batches"][0] + 1
+    start, end = range_of(report["from"]), range_of(report["to"])
+    records = topic_records(300).assign(name=lambda d: "k" + (d.id % 5).astype(str))
+    upto = records[records.apply(lambda r: r.offset < end[r.partition], axis=1)]
+    window = records[records.apply(lambda r: start[r.partition] <= r.offset < end[r.partition],
+                                   axis=1)]
+    counts = upto.groupby("name").size()
+    touched = sorted(set(window.name))
+    old = [{"name": k, "n": int(counts[k])} for k in touched]
+    new = [{"name": k, "n": int(counts[k]) * 10} for k in touched]
+    got = report["comparison"]
+    assert got["keyed"] and got["key"] == ["name"]
+    assert got == compare(old, new, ["name"])
+    assert got["changed"]["count"] == len(touched) > 0
+    run(ex, "DISCARD SHADOW FOR STREAMJOB agg;")
+    run(ex, "STOP STREAMJOB agg;")
