@@ -95,3 +95,73 @@ def test_samples_are_capped_at_twenty_and_values_normalised():
     assert out["same"] == 10 and out["only_old"]["count"] == 40
     assert len(out["only_old"]["samples"]) == 20
     assert out["only_old"]["samples"][0]["v"] == 1.5
+
+
+def test_only_show_shadow_is_a_viewers_statement():
+    from streamjob.api.auth import READ_ONLY
+
+    assert issubclass(st.ShowShadow, READ_ONLY)
+    for cls in (st.AlterShadow, st.PromoteShadow, st.DiscardShadow):
+        assert not issubclass(cls, READ_ONLY)
+
+
+@pytest.fixture
+def executor(tmp_path):
+    """An executor on a fresh SQLite catalog (no Spark, no job manager) with a SQL sink
+    job ``j`` and a file sink job ``f``."""
+    from streamjob.catalog import Catalog
+    from streamjob.executor import Executor
+    from streamjob.home import Home
+
+    catalog = Catalog(f"sqlite:///{tmp_path}/catalog.db")
+    ex = Executor(catalog, Home.open(tmp_path / "home"))
+    for s in parse_script(f"""
+        CREATE STREAM ev (id INT, name STRING) TBLPROPERTIES ("topic"="ev", "kafka.broker.list"="h:9092");
+        CREATE STREAM other (id INT, name STRING) TBLPROPERTIES ("topic"="o", "kafka.broker.list"="h:9092");
+        CREATE TABLE out (id INT, name STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{tmp_path}/s.db");
+        CREATE TABLE files (id INT, name STRING) STORED AS PARQUET;
+        CREATE STREAMJOB j AS ("insert into out select id, name from ev");
+        CREATE STREAMJOB f AS ("insert into files select id, name from ev");"""):
+        ex.execute(s)
+    yield ex
+    catalog.close()
+
+
+def one(ex, sql: str):
+    return ex.execute(parse_script(sql)[0])
+
+
+def test_shadow_statements_refuse_before_anything_runs(executor):
+    from streamjob.catalog.records import Role
+    from streamjob.exceptions import AccessDeniedError, JobError, ValidationError
+
+    executor.role = Role.VIEWER
+    for sql in ("ALTER STREAMJOB j AS ('insert into out select id, name from ev') WITH SHADOW",
+                "PROMOTE SHADOW FOR STREAMJOB j", "DISCARD SHADOW FOR STREAMJOB j"):
+        with pytest.raises(AccessDeniedError, match="rights of ALTER STREAMJOB"):
+            one(executor, sql)
+    executor.role = Role.OPERATOR
+    with pytest.raises(JobError, match="has no shadow"):
+        one(executor, "SHOW SHADOW FOR STREAMJOB j")
+    with pytest.raises(JobError, match="has no shadow"):
+        one(executor, "DISCARD SHADOW FOR STREAMJOB j")
+    with pytest.raises(JobError, match="both must read the same streams"):
+        one(executor, "ALTER STREAMJOB j AS ('insert into out select id, name from other') "
+                      "WITH SHADOW")
+    with pytest.raises(JobError, match="compares SQL tables for now"):
+        one(executor, "ALTER STREAMJOB f AS ('insert into files select id, upper(name) from ev') "
+                      "WITH SHADOW")
+    with pytest.raises(ValidationError) as err:  # the new query is checked as CREATE's
+        one(executor, "ALTER STREAMJOB j AS ('insert into out select id, nmae from ev') "
+                      "WITH SHADOW")
+    assert err.value.line == 1
+    with pytest.raises(PropertyError, match="did you mean 'shadow.duration'"):
+        one(executor, "ALTER STREAMJOB j AS ('insert into out select id, name from ev') "
+                      "WITH SHADOW JOBPROPERTIES('shadow.durations'='3s')")
+    # without Spark in this process, the shadow is not run here
+    with pytest.raises(JobError, match="in a process with Spark"):
+        one(executor, "ALTER STREAMJOB j AS ('insert into out select id, upper(name) from ev') "
+                      "WITH SHADOW")
+    executor.dry_run = True
+    assert "can run" in one(executor, "ALTER STREAMJOB j AS ('insert into out select id, "
+                                      "upper(name) from ev') WITH SHADOW").message
