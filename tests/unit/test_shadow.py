@@ -165,3 +165,40 @@ def test_shadow_statements_refuse_before_anything_runs(executor):
     executor.dry_run = True
     assert "can run" in one(executor, "ALTER STREAMJOB j AS ('insert into out select id, "
                                       "upper(name) from ev') WITH SHADOW").message
+
+
+def test_discard_and_drop_streamjob_remove_a_shadows_scratch_tables_and_folder(executor, tmp_path):
+    """A shadow's record names its scratch tables; DISCARD drops them (never the live
+    table) and the folder, and so does DROP STREAMJOB."""
+    import sqlite3
+    from pathlib import Path
+
+    from streamjob.executor import shadow_run
+
+    def leave_a_shadow() -> Path:
+        job = executor.catalog.get_job("default", "j")
+        location = shadow_run.folder(executor.home, "default", "j")
+        Path(location).mkdir(parents=True, exist_ok=True)
+        shadow_run.write_record(location, {
+            "job_uid": job.uid, "job": "default.j", "status": "compared",
+            "query": job.query, "new_table": "out__shadow_j", "old_table": "out__shadow_j__old",
+            "new_sink": "default.out", "old_sink": "default.out", "comparison": {}})
+        with sqlite3.connect(tmp_path / "s.db") as db:
+            for t in ("out", "out__shadow_j", "out__shadow_j__old"):
+                db.execute(f"CREATE TABLE IF NOT EXISTS {t} (id INT, name TEXT)")
+        return Path(location)
+
+    def tables() -> set[str]:
+        with sqlite3.connect(tmp_path / "s.db") as db:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    folder = leave_a_shadow()
+    shown = one(executor, "SHOW SHADOW FOR STREAMJOB j")
+    assert shown.data["new_table"] == "out__shadow_j"
+    msg = one(executor, "DISCARD SHADOW FOR STREAMJOB j").message
+    assert msg == ("shadow of streamjob default.j discarded; scratch tables out__shadow_j, "
+                   "out__shadow_j__old dropped")
+    assert tables() == {"out"} and not folder.exists()
+    folder = leave_a_shadow()
+    one(executor, "DROP STREAMJOB j")
+    assert tables() == {"out"} and not folder.exists()
