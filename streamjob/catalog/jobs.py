@@ -172,8 +172,8 @@ class JobsMixin(CatalogEngine):
                 deps.setdefault(dep.job_id, []).append((dep.kind, dep.database, dep.name, dep.role))
             return [self._job_info(session, job, deps.get(job.id, [])) for job in jobs]
 
-    def replace_job_query(self, database: str, name: str, query: str,
-                          dependencies: Iterable[Sequence[str]], uid: str) -> bool:
+    def switch_job_query(self, database: str, name: str, query: str,
+                         dependencies: Iterable[Sequence[str]], uid: str) -> bool:
         """Replace the query of job ``uid`` and its dependencies (``(kind, database,
         name, role)`` as in :meth:`create_job`), for PROMOTE SHADOW (issue 30 point 4);
         True if done, False if the job is gone or has another uid (a DROP and re-CREATE

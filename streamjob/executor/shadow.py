@@ -199,16 +199,18 @@ class ShadowStatements:
         """Make ``query`` (planned as ``plan``) the stopped ``job``'s query from its last
         checkpoint: its fingerprint written into the checkpoint directory (the planned
         change, so START accepts it), then the catalog's query and dependencies. The one
-        place PROMOTE changes a query (with branch alter: its ALTER STREAMJOB ... AS on
-        a stopped job). A PROMOTE killed between the two steps is completed by running
-        it again (the shadow's record stays until the end). Returns ``{"checkpoint":
+        place PROMOTE changes a query: with the upgrade helper's API (branch alter,
+        UPGRADE_API.md) this becomes ``fingerprint.plan_change`` and
+        ``catalog.replace_job_query`` (which records the query version and who made it).
+        A PROMOTE killed between the two steps is completed by running it again (the
+        shadow's record stays until the end). Returns ``{"checkpoint":
         id, "source_offsets": {...}}`` of the switch point."""
         from ..checkpoint.backends import backend_for_plan
 
         ckdir = self.home.checkpoint_dir(job.database, job.name)
         fingerprint.write(ckdir, fingerprint.of_plan(plan))
-        if not self.catalog.replace_job_query(job.database, job.name, query,
-                                              plan.dependencies, job.uid):
+        if not self.catalog.switch_job_query(job.database, job.name, query,
+                                             plan.dependencies, job.uid):
             raise JobError(f"streamjob {job.qualified_name} was dropped meanwhile")
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             latest = backend.latest(job)
