@@ -23,7 +23,11 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   :mod:`streamjob.shapes` (docs/json.md), as the CLI's ``--json`` prints them; ``POST /v1/jobs/{name}/start`` (optional
   ``{"from_checkpoint": N}`` or ``{"from_savepoint": "sp"}``), ``POST /v1/jobs/{name}/stop``
   (optional ``{"savepoint": "sp"}``), ``DELETE /v1/jobs/{name}``; ``GET
-  /v1/jobs/{name}/savepoints`` (the savepoint shape of docs/json.md).
+  /v1/jobs/{name}/savepoints`` (the savepoint shape of docs/json.md); ``GET
+  /v1/jobs/{name}/shadow`` (the shadow's record and comparison), ``POST
+  /v1/jobs/{name}/shadow`` ``{"query": "...", "batches": N, "duration": "30s"}`` (runs it
+  and answers when it is compared), ``POST /v1/jobs/{name}/shadow/promote``, ``DELETE
+  /v1/jobs/{name}/shadow`` (docs/upgrades.md "Shadow runs"; operators and the admin).
 * ``GET /v1/streams``, ``GET /v1/tables``; ``GET /v1/streams/{name}``,
   ``GET /v1/tables/{name}`` (the stream and table shapes of docs/json.md: columns,
   properties masked, ...).
@@ -95,6 +99,16 @@ class StopRequest(BaseModel):
     (optional)."""
 
     savepoint: str | None = Field(default=None, pattern=_SAVEPOINT)
+
+
+class ShadowRequest(BaseModel):
+    """``POST /v1/jobs/{name}/shadow``: run ``query`` as the job's shadow (ALTER
+    STREAMJOB ... WITH SHADOW; docs/upgrades.md "Shadow runs")."""
+
+    query: str = Field(description='the new query, "insert into ... select ..."')
+    batches: int | None = Field(default=None, ge=1, description="shadow.batches")
+    duration: str | None = Field(default=None, pattern=r"^[0-9A-Za-z .]{1,32}$",
+                                 description="shadow.duration, e.g. 30s")
 
 
 class ApiError(Exception):
@@ -301,6 +315,28 @@ def create_app(catalog, home, spark: Callable | None = None,
         job = find_job(name)
         shown = execute(who, f"SHOW SAVEPOINTS FOR STREAMJOB {_quoted(job)}", {})
         return {"savepoints": shown["results"][0]["data"]}
+
+    @app.get("/v1/jobs/{name}/shadow", summary="A job's shadow and its comparison")
+    def get_shadow(name: str, who: Principal = Depends(principal)):
+        job = find_job(name)
+        return execute(who, f"SHOW SHADOW FOR STREAMJOB {_quoted(job)}", {})["results"][0]["data"]
+
+    @app.post("/v1/jobs/{name}/shadow", summary="Run a new query as the job's shadow")
+    def post_shadow(name: str, body: ShadowRequest, who: Principal = Depends(operator)):
+        props = ([f"'shadow.batches'='{body.batches}'"] if body.batches is not None else []) + (
+            [f"'shadow.duration'='{body.duration}'"] if body.duration is not None else [])
+        tail = f" JOBPROPERTIES({', '.join(props)})" if props else ""
+        query = "'" + body.query.replace("\\", "\\\\").replace("'", "''") + "'"
+        return job_statement(who, f"ALTER STREAMJOB {_quoted_name(name)} AS ({query}) "
+                             f"WITH SHADOW{tail}", name)
+
+    @app.post("/v1/jobs/{name}/shadow/promote", summary="Switch the job to its shadow's query")
+    def promote_shadow(name: str, who: Principal = Depends(operator)):
+        return job_statement(who, f"PROMOTE SHADOW FOR STREAMJOB {_quoted_name(name)}", name)
+
+    @app.delete("/v1/jobs/{name}/shadow", summary="Drop the job's shadow and scratch tables")
+    def discard_shadow(name: str, who: Principal = Depends(operator)):
+        return job_statement(who, f"DISCARD SHADOW FOR STREAMJOB {_quoted_name(name)}", name)
 
     @app.delete("/v1/jobs/{name}", summary="Drop a job and purge its checkpoints")
     def drop_job(name: str, who: Principal = Depends(operator)):

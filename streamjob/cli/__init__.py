@@ -29,7 +29,8 @@ The modules, by concern:
 * :mod:`.jobs` — ``start``, ``stop``, ``drop``; :mod:`.read` — ``list``, ``describe``,
   ``checkpoints``; :mod:`.status` — ``status [--watch]``;
 * :mod:`.tokens` — ``token create|list|revoke``, the HTTP API's bearer tokens;
-* :mod:`.savepoints` — ``savepoint create|list|drop`` (issue 30).
+* :mod:`.savepoints` — ``savepoint create|list|drop`` (issue 30);
+* :mod:`.shadow` — ``shadow run|show|promote|discard`` (issue 30 point 4).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .read import checkpoints, describe, list_jobs
 from .savepoints import savepoint
 from .scripts import check, run, submit
 from .server import server
+from .shadow import shadow
 from .shell import shell
 from .status import status
 from .tokens import token
@@ -47,6 +49,6 @@ from .tokens import token
 __all__ = ["main"]
 
 for _command in (run, server, submit, check, list_jobs, describe, checkpoints, start, stop,
-                 drop, status, shell, token, savepoint):
+                 drop, status, shell, token, savepoint, shadow):
     main.add_command(_command)
 del _command

@@ -35,7 +35,8 @@ NO_SERVER = "no job manager is running: start one with `streamjob server`"
 READS = (st.ShowStreams, st.ShowTables, st.Describe, st.ShowStreamJobs,
          st.DescribeStreamJob, st.ShowCheckpoints, st.SetProperty, st.ResetProperty,
          st.ShowCreate, st.ShowDatabases, st.UseDatabase, st.ShowTopics, st.PrintTopic,
-         st.Explain, st.ShowFunctions, st.DescribeFunction, st.ShowSavepoints)
+         st.Explain, st.ShowFunctions, st.DescribeFunction, st.ShowSavepoints,
+         st.ShowShadow)
 
 
 def local_principal() -> str:

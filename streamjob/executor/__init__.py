@@ -31,6 +31,7 @@ from .objects import ObjectStatements
 from .result import Result
 from .savepoints import SavepointStatements
 from .session import SessionStatements
+from .shadow import ShadowStatements
 from .topics import TopicStatements
 from .upgrade import UpgradeStatements
 
@@ -40,7 +41,8 @@ __all__ = ["Executor", "Result"]
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
                InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements,
-               UpgradeStatements):
+               UpgradeStatements,
+               ShadowStatements):
     """Runs statements for one client session.
 
     Args:
@@ -170,6 +172,11 @@ HANDLERS = {
     st.DropSavepoint: Executor._do_DropSavepoint,
     # query upgrades (issue 30)
     st.ReplaceStreamJobQuery: Executor._do_ReplaceStreamJobQuery,
+    # shadow runs (issue 30 point 4)
+    st.AlterShadow: Executor._do_AlterShadow,
+    st.ShowShadow: Executor._do_ShowShadow,
+    st.PromoteShadow: Executor._do_PromoteShadow,
+    st.DiscardShadow: Executor._do_DiscardShadow,
 }
 
 

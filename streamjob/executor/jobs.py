@@ -302,6 +302,7 @@ class JobStatements:
         with backend_for_job(self.catalog, self.home, job) as backend:
             backend.purge(job)  # first: if its store is unreachable, DROP changes nothing
         savepoints = self._drop_savepoints(job)  # kept by the user, gone with the job
+        self._drop_shadow(job)  # a shadow's scratch tables and folder (executor/shadow.py)
         # by uid, never by name (issue 28 point 5): the directory goes only if its
         # identity is this job's; one of another incarnation, or without identity, stays
         purged = identity.purge_owned(self.home.checkpoint_dir(db, name),

@@ -453,3 +453,41 @@ class DropSavepoint(Statement):
 
     name: QualifiedName
     savepoint: str
+
+
+# ---- shadow runs (issue 30 point 4; docs/upgrades.md "Shadow runs")
+
+
+@dataclass(frozen=True)
+class AlterShadow(Statement):
+    """``ALTER STREAMJOB j AS ("insert ...") WITH SHADOW [JOBPROPERTIES(...)]``: run
+    ``query`` beside the live job into scratch sinks and compare; ``properties`` are the
+    shadow's (``shadow.batches``, ``shadow.duration``: :data:`streamjob.properties.SHADOW`).
+    ``query_position`` as in :class:`CreateStreamJob`."""
+
+    name: QualifiedName
+    query: str
+    query_position: Position
+    properties: Properties = ()
+
+
+@dataclass(frozen=True)
+class PromoteShadow(Statement):
+    """``PROMOTE SHADOW FOR STREAMJOB j``: the live job switches to its shadow's query at
+    a checkpoint boundary; the scratch sinks are dropped."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class DiscardShadow(Statement):
+    """``DISCARD SHADOW FOR STREAMJOB j``: the shadow and its scratch sinks are dropped."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class ShowShadow(Statement):
+    """``SHOW SHADOW FOR STREAMJOB j``: the shadow's comparison report."""
+
+    name: QualifiedName

@@ -17,12 +17,12 @@ from enum import StrEnum
 from typing import Any, Mapping
 
 from ..exceptions import PropertyError
-from .definitions import CONNECTOR, ENGINE, JOB, SECRET_WORDS
+from .definitions import CONNECTOR, ENGINE, JOB, SECRET_WORDS, SHADOW
 from .registry import Property, Registry
 from .job import JobProperties, job_properties
 
 __all__ = [
-    "CONNECTOR", "ENGINE", "JOB", "Effective", "JobProperties", "Property", "Registry",
+    "CONNECTOR", "ENGINE", "JOB", "SHADOW", "Effective", "JobProperties", "Property", "Registry",
     "display", "effective", "notices", "refuse_contradictions",
     "guarantee", "lookup", "mask", "spark_settings", "validate", "validate_connector",
     "validate_engine", "values",

@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import CONNECTOR, ENGINE, JOB
+from . import CONNECTOR, ENGINE, JOB, SHADOW
 from .registry import Registry
 
 _BLOCK = re.compile(r"(<!-- properties: ([a-z ]+) -->\n).*?(<!-- /properties -->)", re.S)
@@ -97,6 +97,13 @@ def render() -> str:
         "`streamjob check --compat FILE` lists what a script's properties and clauses do.",
         "",
         *_slipstream_table(),
+        "",
+        "## Shadow-run properties (ALTER STREAMJOB ... WITH SHADOW JOBPROPERTIES)",
+        "",
+        "How long the new query of a shadow run runs beside the live job "
+        "(docs/upgrades.md, \"Shadow runs\"); it ends at whichever bound comes first.",
+        "",
+        *_table(SHADOW),
         "",
         "## Engine properties (streamjob.conf, --conf)",
         "",

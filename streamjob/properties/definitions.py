@@ -347,6 +347,26 @@ _WATERMARK = [
              scopes=_STREAM),
 ]
 
+# ---------------------------------------------------------------------------- shadow
+
+#: The properties of a shadow run (``ALTER STREAMJOB j AS (...) WITH SHADOW
+#: JOBPROPERTIES(...)``; issue 30 point 4, docs/upgrades.md "Shadow runs"): how long the
+#: new query runs beside the live job. It ends at whichever bound comes first.
+SHADOW = Registry([
+    Property("shadow.batches", "int", 5,
+             "the shadow ends after this many micro-batches that read input (Spark batches "
+             "whose offsets moved); without shadow.duration it is also bounded by "
+             "shadow.timeout", unit="batches", minimum=1, maximum=1000, scopes=("shadow",)),
+    Property("shadow.duration", "duration", None,
+             "the shadow ends after this long beside the live job (given alone: however many "
+             "micro-batches run meanwhile)", unit="ms", minimum=1000, maximum=3_600_000,
+             scopes=("shadow",)),
+    Property("shadow.timeout", "duration", 600_000,
+             "the longest a shadow run waits for its shadow.batches micro-batches (input "
+             "may be slow): it ends then and compares what it ran", unit="ms",
+             minimum=1000, maximum=3_600_000, scopes=("shadow",)),
+])
+
 CONNECTOR = Registry([
     Property("source", "choice", "kafka", "what the stream reads (delta: a Delta table, "
              "also written CREATE STREAM ... STORED AS DELTA LOCATION '...')",

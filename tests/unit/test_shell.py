@@ -559,8 +559,8 @@ def test_the_keyword_vocabulary_is_read_from_the_grammar():
     # the statement starts are the grammar's (INSERT from its raw INSERT_STATEMENT
     # terminal), and the shell's previews
     assert lexical.STATEMENT_KEYWORDS == {
-        "add", "alter", "create", "desc", "describe", "drop", "explain", "insert", "list",
-        "print", "reset", "set", "show", "start", "stop", "use"}
+        "add", "alter", "create", "desc", "describe", "discard", "drop", "explain", "insert",
+        "list", "print", "promote", "reset", "set", "show", "start", "stop", "use"}
     assert set(lexer.STATEMENT_KEYWORDS) == {k.upper() for k in lexical.STATEMENT_KEYWORDS} | {
         "SELECT", "WITH"}
     for word in sorted(spelled):  # every keyword of the grammar is highlighted and completed

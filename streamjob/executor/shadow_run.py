@@ -1,0 +1,457 @@
+"""A shadow run (issue 30 point 4; docs/upgrades.md "Shadow runs"): a job's new query
+run beside the live job from its latest checkpoint into scratch sinks, then the old
+query over the very same input range, and the two outputs compared.
+
+Where its files live: ``<root>/<db>/<job>.shadow/`` beside the job's checkpoints (a job
+name holds no ``.``, so the folder is never another job's directory), holding
+
+- ``base/``: a copy of the live job's newest retained checkpoint, taken as a savepoint
+  is taken while the job runs (:func:`streamjob.checkpoint.savepoint.take_newest`:
+  pinned against trimming, offsets and state);
+- ``new/``: the new query's checkpoint, begun as a copy of ``base`` under a new Spark
+  query id (Spark refuses two active queries of one id, and would stop the live one,
+  ``spark.sql.streaming.stopActiveRunOnRestart``);
+- ``old/``: the old query's replay checkpoint, the same copy under another id;
+- ``shadow.json``: the shadow's record (the new query, its properties, its state) and,
+  once compared, its report.
+
+How the two outputs cover the same input: the new query runs as a streaming query
+(the live job's trigger) into the scratch sink ``<table>__shadow_<job>`` with
+exactly-once markers of its own, until ``shadow.batches`` micro-batches that read input
+ran or ``shadow.duration`` passed; the last batch the scratch sink committed, ``m``,
+closes the range (a batch cut by the stop is rolled back with its transaction). Then
+the old query replays batches ``c+1 .. m`` (``c`` the copied checkpoint) one at a time:
+each new batch's offset-log entry is copied into ``old/`` and the old query started
+once (``Trigger.Once``): Spark re-runs an offset-logged batch without a commit with
+exactly its logged offsets (``MicroBatchExecution.populateStartOffsets``), so both
+queries read the same records, batch by batch, from the same state. A checkpoint without
+state (a stateless old query) is replayed in one start: batch ``c+1`` logged with the end
+offsets of ``m`` reads the same records at once. The old query's rows
+go to ``<table>__shadow_<job>__old``. Both tables then hold only what each query wrote
+for that range, and :func:`~streamjob.executor.shadow_diff.compare` diffs them.
+
+Both runs are Spark queries of this process's Spark (the server's, or ``streamjob
+run``'s), in session clones as the job's own query; they hold no lease and never
+write to a live sink. The scratch sinks are SQL tables for now (the kind the live sink
+is); other sink kinds are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+import uuid
+from ..checkpoint import savepoint, store
+from ..checkpoint.store import join_uri
+from ..exceptions import JobError, StreamJobError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SUFFIX", "REPORT", "Limits", "folder", "limits", "read_record", "write_record",
+           "scratch_names", "scratch_sinks", "drop_scratch", "run_shadow", "cleanup",
+           "recorded_specs", "read_rows"]
+
+SUFFIX = ".shadow"
+REPORT = "shadow.json"
+#: Seconds a stop waits for the shadow's running micro-batch to end before it cuts it.
+STOP_WAIT_S = 30.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """How long a shadow runs: ``batches`` micro-batches that read input (None: no
+    count), ``duration_ms`` (None: none), bounded by ``timeout_ms``."""
+
+    batches: int | None
+    duration_ms: int | None
+    timeout_ms: int
+
+    @property
+    def bound_ms(self) -> int:
+        """The run's longest duration (ms)."""
+        return self.duration_ms if self.duration_ms is not None else self.timeout_ms
+
+
+def limits(pairs: dict[str, str]) -> Limits:
+    """The :class:`Limits` of a shadow's JOBPROPERTIES (the ``shadow.*`` registry,
+    :data:`streamjob.properties.SHADOW`): ``shadow.duration`` alone runs for that long;
+    else ``shadow.batches`` (default 5) micro-batches, each bound capped by
+    ``shadow.timeout``.
+
+    Raises:
+        PropertyError: an unknown name (the nearest suggested) or a bad value.
+    """
+    from ..properties import SHADOW
+
+    checked = SHADOW.validate(pairs, "shadow property")
+
+    def value(name: str):
+        prop = SHADOW.get(name)
+        return prop.parse(checked[name]) if name in checked else prop.default
+
+    duration = value("shadow.duration")
+    batches = value("shadow.batches") if "shadow.batches" in checked or duration is None else None
+    return Limits(batches=batches, duration_ms=duration, timeout_ms=value("shadow.timeout"))
+
+
+def folder(home, database: str, name: str) -> str:
+    """The shadow folder of job ``database.name`` (module docstring)."""
+    return home.checkpoint_dir(database, name) + SUFFIX
+
+
+def read_record(location: str) -> dict | None:
+    """The shadow record in ``location`` (:func:`folder`), or None when there is none."""
+    text = store.read_file(join_uri(location, REPORT))
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def write_record(location: str, record: dict) -> None:
+    """Write the shadow record (JSON) into ``location``."""
+    store.write_file(join_uri(location, REPORT), json.dumps(record, indent=1, default=str))
+
+
+def scratch_names(table: str, job: str) -> tuple[str, str]:
+    """The scratch tables of a live SQL table ``table`` and job ``job``: ``(new, old)``
+    = ``<table>__shadow_<job>`` and ``<table>__shadow_<job>__old``."""
+    base = f"{table}__shadow_{job}"
+    return base, base + "__old"
+
+
+def scratch_sinks(plan, job_name: str):
+    """``[(TableInfo, SqlTableSpec)]`` of the new and the old scratch sink of ``plan``'s
+    sink (same kind and columns, their own names; never the live table).
+
+    Raises:
+        JobError: the sink is not a SQL table (other kinds are not compared yet).
+    """
+    from ..connectors import spec as cspec
+
+    spec = plan.sink_spec
+    if not isinstance(spec, cspec.SqlTableSpec):
+        raise JobError(f"a shadow run compares SQL tables for now: {plan.sink.qualified_name} "
+                       f"is {spec.label} table")
+    out = []
+    for name in scratch_names(spec.table, job_name):
+        if name.lower() == spec.table.lower():  # never the live table
+            raise JobError(f"scratch table {name} would be the live table")
+        out.append((dataclasses.replace(plan.sink, name=name.rsplit(".", 1)[-1]),
+                    dataclasses.replace(spec, table=name)))
+    return out
+
+
+def _sink(table, spec, plan, marker: str, job: str):
+    from ..connectors.sinks import table_sink
+
+    return table_sink(table, spec, marker=marker, job=job, exactly_once=True,
+                      upsert=plan.output_mode == "update", checkpointed=True)
+
+
+def drop_scratch(specs) -> list[str]:
+    """Drop the scratch SQL tables ``specs`` (SqlTableSpec) and their commit markers;
+    returns the tables dropped (those that existed).
+
+    Raises:
+        ConnectorError: a database cannot be reached.
+    """
+    import sqlalchemy as sa
+
+    from ..connectors.sql.engine import engine_for
+    from ..connectors.sql.sink import MARKER_TABLE
+    from ..exceptions import ConnectorError
+
+    dropped = []
+    for spec in specs:
+        engine = engine_for(spec.url)
+        try:
+            with engine.begin() as conn:
+                insp = sa.inspect(conn)
+                schema, _, name = spec.table.rpartition(".")
+                if insp.has_table(name, schema=schema or None):
+                    sa.Table(name, sa.MetaData(), schema=schema or None).drop(conn)
+                    dropped.append(spec.table)
+                if insp.has_table(MARKER_TABLE):
+                    marker = sa.Table(MARKER_TABLE, sa.MetaData(), autoload_with=conn)
+                    conn.execute(marker.delete().where(marker.c.table_name == spec.table))
+        except sa.exc.SQLAlchemyError as exc:
+            raise ConnectorError(f"scratch table {spec.table} not dropped: "
+                                 f"{type(exc).__name__}") from None
+    return dropped
+
+
+def read_rows(spec) -> list[dict]:
+    """Every row of the SQL table of ``spec``, as dicts."""
+    import sqlalchemy as sa
+
+    from ..connectors.sql.engine import engine_for
+
+    schema, _, name = spec.table.rpartition(".")
+    with engine_for(spec.url).connect() as conn:
+        table = sa.Table(name, sa.MetaData(), schema=schema or None, autoload_with=conn)
+        return [dict(r._mapping) for r in conn.execute(sa.select(table))]
+
+
+def _new_query_id(ckdir: str) -> None:
+    """Give the checkpoint copy ``ckdir`` its own Spark query id (module docstring)."""
+    store.write_file(join_uri(ckdir, "metadata"), json.dumps({"id": str(uuid.uuid4())}))
+
+
+def _session(spark_root, plan):
+    from .. import properties as jp
+    from ..spark.session import job_data_sources, job_session
+
+    return job_session(spark_root, dict(jp.spark_settings(plan.props)), job_data_sources(plan))
+
+
+def _spark_error(exc: BaseException) -> str:
+    from ..manager.summary import error_summary
+
+    return error_summary(exc)
+
+
+class _Batches:
+    """Counts the micro-batches of one query that read input (a progress listener's
+    callback) and wakes the waiter at each."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.with_input = 0
+        self.last_batch = -1
+        self.query_id: str | None = None
+
+    def on_progress(self, progress) -> None:
+        if self.query_id is not None and str(progress.id) != self.query_id:
+            return
+        with self.cond:
+            self.last_batch = max(self.last_batch, int(progress.batchId))
+            if (progress.numInputRows or 0) > 0:
+                self.with_input += 1
+            self.cond.notify_all()
+
+
+def _run_new(spark_root, plan, ckdir: str, sink, lim: Limits, job: str) -> dict:
+    """Run the new query from ``ckdir`` into ``sink`` until ``lim``; returns
+    ``{"batches_with_input": n, "seconds": s, "stopped": why}``.
+
+    Raises:
+        JobError: the query failed (Spark's reason in one line: an incompatible state
+            among others).
+    """
+    from ..planner.bind import bind_job
+    from ..spark.listener import ProgressListener
+    from ..spark.query import start_query
+
+    session = _session(spark_root, plan)
+    counter = _Batches()
+    listener = ProgressListener(job + " (shadow)", on_progress=(counter.on_progress,))
+    session.streams.addListener(listener)
+    started = time.monotonic()
+    query = None
+    try:
+        bound = bind_job(plan)
+        bound = dataclasses.replace(bound, name=f"{bound.name}__shadow")
+        query = start_query(session, bound, ckdir, sink)
+        counter.query_id = str(query.id)
+        deadline = started + lim.bound_ms / 1000
+        why = "duration" if lim.duration_ms is not None else "timeout"
+        with counter.cond:
+            while time.monotonic() < deadline:
+                if lim.batches is not None and counter.with_input >= lim.batches:
+                    why = "batches"
+                    break
+                if not query.isActive:
+                    break
+                counter.cond.wait(min(1.0, max(0.0, deadline - time.monotonic())))
+        if not query.isActive and query.exception() is not None:
+            raise JobError(f"the shadow of {job} failed: {_spark_error(query.exception())}")
+        _stop_between_batches(query, counter)
+        return {"batches_with_input": counter.with_input,
+                "seconds": round(time.monotonic() - started, 3), "stopped": why}
+    except StreamJobError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark's errors become one sentence
+        raise JobError(f"the shadow of {job} failed: {_spark_error(exc)}") from None
+    finally:
+        if query is not None:
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001 - already stopped
+                pass
+        try:
+            session.streams.removeListener(listener)
+        except Exception:  # noqa: BLE001 - a dead JVM has none left
+            pass
+
+
+def _stop_between_batches(query, counter: "_Batches") -> None:
+    """Stop ``query`` at a micro-batch boundary: at once when no batch runs, else once
+    the running one completes (its progress report wakes the wait; bounded by
+    :data:`STOP_WAIT_S`). A batch that began meanwhile is cut; its sink transaction is
+    rolled back, so the range ends at the last batch the scratch sink committed."""
+    try:
+        running = query.isActive and query.status.get("isTriggerActive")
+    except Exception:  # noqa: BLE001 - it died meanwhile
+        running = False
+    if running:
+        with counter.cond:
+            seen = counter.last_batch
+            counter.cond.wait_for(lambda: counter.last_batch > seen or not query.isActive,
+                                  STOP_WAIT_S)
+    query.stop()
+
+
+def _replay_old(spark_root, plan, ckdir: str, new_ckdir: str, first: int, last: int,
+                sink, job: str, stateless: bool) -> int:
+    """Replay batches ``first .. last`` of ``new_ckdir``'s offset log with the old query
+    from ``ckdir`` into ``sink`` (module docstring): one Trigger.Once start per batch,
+    so that a stateful query's state evolves batch by batch as the live job's did. A
+    ``stateless`` query (its checkpoint holds no state) replays the whole range as one
+    batch: batch ``first`` with the end offsets of ``last``, the same records at once.
+    Returns the number of Spark starts.
+
+    Raises:
+        JobError: a replay failed (Spark's reason in one line).
+    """
+    from ..planner.bind import bind_job
+    from ..spark.query import result_frame
+
+    session = _session(spark_root, plan)
+    bound = bind_job(plan)
+    bound = dataclasses.replace(bound, name=f"{bound.name}__shadow_old")
+    plan_of = [(first, last)] if stateless else [(b, b) for b in range(first, last + 1)]
+    for batch, ends_at in plan_of:
+        store.copy_file(join_uri(new_ckdir, f"offsets/{ends_at}"), join_uri(ckdir, f"offsets/{batch}"))
+        try:
+            df = result_frame(session, bound)
+            writer = (df.writeStream.queryName(bound.name).outputMode(bound.output_mode)
+                      .option("checkpointLocation", ckdir).trigger(once=True))
+            query = sink.attach(writer).start()
+            query.awaitTermination()
+        except Exception as exc:  # noqa: BLE001 - Spark's errors become one sentence
+            raise JobError(f"the old query of {job} could not replay batch {batch}: "
+                           f"{_spark_error(exc)}") from None
+        if not store.is_committed(ckdir, batch):
+            raise JobError(f"the old query of {job} did not replay batch {batch}")
+    return len(plan_of)
+
+
+def _offsets(ckdir: str, batch: int) -> dict:
+    """The source offsets of offset-log entry ``batch`` as ``{source index: offset}``
+    (Spark's text: a version line, the metadata line, one line per source)."""
+    text = store.read_file(join_uri(ckdir, f"offsets/{batch}")) or ""
+    lines = text.splitlines()[2:]
+    out = {}
+    for i, line in enumerate(lines):
+        try:
+            out[str(i)] = json.loads(line)
+        except ValueError:
+            out[str(i)] = line
+    return out
+
+
+def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
+               location: str, state: str) -> dict:
+    """Run a shadow of ``job`` (module docstring) and return its report.
+
+    Args:
+        spark_root: the process's SparkSession (the job manager's).
+        old_plan / new_plan: the live job's plan and the new query's (both checked
+            against the admin's policy by the caller, as CREATE STREAMJOB does).
+        lim: how long the new query runs.
+        location: the shadow folder (:func:`folder`); emptied first.
+        state: ``"kept"`` when the new query's state is compatible (the copy's state
+            is used), else the caller refused already.
+
+    Returns:
+        the report: ``{"checkpoint": c, "batches": [c+1, m] or None, "from": offsets,
+        "to": offsets, "run": {...}, "old_table", "new_table", "comparison":
+        compare(...)}`` (:func:`~streamjob.executor.shadow_diff.compare`).
+
+    Raises:
+        CheckpointError: the job has no checkpoint yet, or copying failed.
+        JobError: a query failed; ConnectorError: a scratch table's database.
+    """
+    from ..checkpoint import identity
+    from ..checkpoint.backends import backend_for_job
+    from .shadow_diff import compare
+
+    ckdir = home.checkpoint_dir(job.database, job.name)
+    root = home.checkpoint_root
+    base, new_dir, old_dir = (join_uri(location, p) for p in ("base", "new", "old"))
+    for d in (base, new_dir, old_dir):
+        if store.holds_anything(d):
+            store.purge(d, root)
+    ident = identity.read(ckdir)
+    epoch = ident.epoch if ident is not None else ""
+    with backend_for_job(catalog, home, job) as backend:
+        info, _files = savepoint.take_newest(ckdir, base, lambda: backend.latest(job),
+                                             job.uid, epoch, root)
+    c = info.checkpoint_id
+    for d in (new_dir, old_dir):
+        savepoint.restore_into(base, d)
+        _new_query_id(d)
+    (new_table, new_spec), (old_table, old_spec) = scratch_sinks(new_plan, job.name)
+    if old_plan.sink_spec != new_plan.sink_spec:  # another live table: its own scratch name
+        (_t, _s), (old_table, old_spec) = scratch_sinks(old_plan, job.name)
+    drop_scratch([new_spec, old_spec])  # a shadow before this one's leftovers
+    marker = f"{job.uid}:shadow"
+    new_sink = _sink(new_table, new_spec, new_plan, marker, job.qualified_name)
+    old_sink = _sink(old_table, old_spec, old_plan, marker, job.qualified_name)
+    try:
+        new_sink.prepare()
+        old_sink.prepare()
+        run = _run_new(spark_root, new_plan, new_dir, new_sink, lim, job.qualified_name)
+        last = new_sink.sql.last_committed()
+        batches = None
+        if last is not None and last > c:
+            stateless = not store.holds_anything(join_uri(base, "state"))
+            run["old_replay_starts"] = _replay_old(spark_root, old_plan, old_dir, new_dir,
+                                                   c + 1, last, old_sink, job.qualified_name,
+                                                   stateless)
+            batches = [c + 1, last]
+        key = list(new_spec.primary_key) if new_spec.primary_key == old_spec.primary_key else []
+        comparison = compare(read_rows(old_spec), read_rows(new_spec), key)
+    finally:
+        new_sink.close()
+        old_sink.close()
+    return {"checkpoint": c, "batches": batches, "state": state,
+            "from": _offsets(base, c),
+            "to": _offsets(new_dir, batches[1]) if batches else _offsets(base, c),
+            "source_offsets_from": info.source_offsets,
+            "run": run, "old_table": old_spec.table, "new_table": new_spec.table,
+            "old_sink": old_plan.sink.qualified_name, "new_sink": new_plan.sink.qualified_name,
+            "comparison": comparison}
+
+
+def cleanup(location: str, root: str) -> None:
+    """Remove the shadow folder ``location`` (inside the checkpoint ``root``)."""
+    if store.holds_anything(location):
+        store.purge(location, root)
+
+
+def recorded_specs(catalog, record: dict) -> list:
+    """The SqlTableSpecs of a shadow record's scratch tables: each on the database of
+    the catalog table it copies (``new_sink``, ``old_sink``; URLs are never written to
+    the record, they may hold a password). A table since dropped is skipped."""
+    from ..connectors import spec as cspec
+
+    out = []
+    for sink_key, table_key in (("new_sink", "new_table"), ("old_sink", "old_table")):
+        qname, scratch = record.get(sink_key), record.get(table_key)
+        if not qname or not scratch:
+            continue
+        db, _, name = qname.partition(".")
+        table = catalog.get_table(db, name)
+        if table is None:
+            continue
+        spec = cspec.spec_of_table(table)
+        if isinstance(spec, cspec.SqlTableSpec):
+            out.append(dataclasses.replace(spec, table=scratch))
+    return out
