@@ -201,6 +201,7 @@ def test_legacy_catalog_is_stamped_and_upgraded(url, engine):
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN owner"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN progress"))
         conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN missing_columns"))
+        conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN pending_switch"))
         conn.execute(sa.text("DROP TABLE servers"))
         conn.execute(sa.text("DROP TABLE leases"))
         conn.execute(sa.text("ALTER TABLE checkpoints DROP COLUMN state_bytes"))
