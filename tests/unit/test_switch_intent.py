@@ -32,13 +32,27 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_the_switch_clears_the_intent_and_a_dead_switcher_resumes_the_old_query(catalog):
+def _described(catalog, tmp_path) -> str:
+    """DESCRIBE STREAMJOB j's overview rows, as text."""
+    from streamjob.executor import Executor
+    from streamjob.grammar import parse_script
+    from streamjob.home import Home
+
+    (tmp_path / "home").mkdir(exist_ok=True)
+    ex = Executor(catalog, Home.open(tmp_path / "home"), None)
+    result = ex.execute(parse_script("DESCRIBE STREAMJOB j")[0])
+    return repr(result.rows) + repr([p.rows for p in result.sections])
+
+
+def test_the_switch_clears_the_intent_and_a_dead_switcher_resumes_the_old_query(catalog,
+                                                                                 tmp_path):
     _job(catalog, "j")
     job = catalog.get_job("default", "j")
     old_query = job.query
     stopping = catalog.begin_switch(job.uid, _marker(_dead_pid()))
     assert stopping.desired_state == "STOPPED" and stopping.pending_switch["version"] == 2
     assert catalog.get_job("default", "j").pending_switch == stopping.pending_switch
+    assert "pending switch" in _described(catalog, tmp_path)
 
     resumed = resume_abandoned_switches(catalog)
     assert [j.uid for j in resumed] == [job.uid]
