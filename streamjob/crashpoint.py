@@ -9,7 +9,8 @@ points (each named once, where it is reached):
   and before the catalog switch (executor/upgrade.py);
 - ``upgrade.switched``: after the catalog switch and before the job is started again;
 - ``savepoint.copy``: STOP ... WITH SAVEPOINT or CREATE SAVEPOINT, after half of the
-  checkpoint's files were copied into the savepoint folder (checkpoint/savepoint.py).
+  checkpoint's files were copied into the savepoint folder (checkpoint/savepoint.py;
+  START ... FROM CHECKPOINT n copies through the same function, into ``<dir>.restoring``).
 
 This variable is read here only. It is not a setting: never set it outside tests (the
 process dies at the point, by design). The idea is bytewax's recovery tests.
