@@ -371,6 +371,7 @@ class JobsMixin(CatalogEngine):
             owner=job.owner,
             progress=from_json_text(job.progress, {}),
             missing_columns=_gaps(job.missing_columns),
+            pending_switch=from_json_text(job.pending_switch, {}) or None,
         )
 
     # -------------------------------------------------------------------- runs

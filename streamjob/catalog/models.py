@@ -50,7 +50,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0012"
+SCHEMA_VERSION = "0013"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -243,6 +243,9 @@ class Job(Base):
     progress: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: JSON text ``{stream: {column: batches}}`` (revision 0006); NULL = none counted.
     missing_columns: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: JSON text of a query switch in progress (revision 0013; ``Catalog.begin_switch``);
+    #: NULL = none.
+    pending_switch: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class JobDependency(Base):

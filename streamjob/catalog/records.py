@@ -211,6 +211,9 @@ class JobInfo:
     owner: str | None = None
     progress: dict[str, Any] = field(default_factory=dict)
     missing_columns: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: a query switch in progress (``Catalog.begin_switch``, docs/upgrades.md): ``{"version",
+    #: "host", "pid", "owner", "at"}``, or None.
+    pending_switch: dict[str, Any] | None = None
 
     @property
     def qualified_name(self) -> str:

@@ -10,21 +10,23 @@ before revision 0011, by the migration, without a principal). The rows go with t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+import json
 from typing import Any
 
 from sqlalchemy import delete, func, select
 
 from streamjob.catalog.engine import CatalogEngine, check_choice, now_utc
-from streamjob.catalog.models import Job, JobDependency, JobVersion, Table
-from streamjob.catalog.records import (DEPENDENCY_KINDS, DEPENDENCY_ROLES, DESIRED_STATES, JobInfo,
-                                       JobVersionInfo)
+from streamjob.catalog.models import Job, JobDependency, JobVersion, Table, from_json_text
+from streamjob.catalog.records import (DEPENDENCY_KINDS, DEPENDENCY_ROLES, DESIRED_STATES,
+                                       DesiredState, JobInfo, JobVersionInfo)
 from streamjob.exceptions import ObjectNotFoundError
 
 __all__ = ["VersionsMixin"]
 
 
 class VersionsMixin(CatalogEngine):
-    """``replace_job_query`` and ``list_job_versions``."""
+    """``replace_job_query``, ``begin_switch``, ``resume_switch`` and
+    ``list_job_versions``."""
 
     def replace_job_query(self, job_uid: str, query: str, properties: Mapping[str, Any],
                           dependencies: Iterable[Sequence[str]], *, principal: str | None,
@@ -37,7 +39,8 @@ class VersionsMixin(CatalogEngine):
         become ``columns`` in the same transaction (a SQL sink gaining nullable columns,
         docs/upgrades.md). With ``desired_state``, the job's desired state too (an
         upgrade of a running job asks for it to run again in the switch's transaction, so
-        a process killed after the switch leaves the new query to be started).
+        a process killed after the switch leaves the new query to be started). The
+        job's pending switch (:meth:`begin_switch`) is cleared in the same transaction.
 
         Returns:
             the updated job and its new version number.
@@ -75,6 +78,7 @@ class VersionsMixin(CatalogEngine):
             if desired_state is not None:
                 check_choice("desired state", desired_state, DESIRED_STATES)
                 job.desired_state = desired_state
+            job.pending_switch = None  # the switch is done (begin_switch)
             job.query = query
             job.properties = dict(properties)
             job.updated_at = now
@@ -87,6 +91,51 @@ class VersionsMixin(CatalogEngine):
             session.flush()
             self._notify(session, "job")
             return self._job_info(session, job), last + 1  # JobsMixin's
+
+    def begin_switch(self, job_uid: str, marker: Mapping[str, Any]) -> JobInfo:
+        """Start the graceful stop of a running job for a query switch (docs/upgrades.md,
+        "A switch killed midway"): in one transaction, the desired state becomes STOPPED
+        (so that whichever job manager runs it stops it after its micro-batch) and
+        ``marker`` (``{"version": pending version, "host", "pid", "owner", "at"}``: the
+        process doing the switch) is recorded as the job's pending switch. Until
+        :meth:`replace_job_query` clears it, the job's wish is still to run: if the
+        process dies, :meth:`resume_switch` asks for the old query to run again.
+
+        Raises:
+            ObjectNotFoundError: no job has this uid.
+        """
+        with self._tx(write=True) as session:
+            job = session.scalar(select(Job).where(Job.uid == job_uid).with_for_update())
+            if job is None:
+                raise ObjectNotFoundError(f"no streamjob has uid {job_uid} (dropped?)")
+            job.desired_state = DesiredState.STOPPED
+            job.pending_switch = json.dumps(dict(marker))
+            job.updated_at = now_utc()
+            session.flush()
+            self._notify(session, "job")
+            return self._job_info(session, job)
+
+    def resume_switch(self, job_uid: str, marker_at: str | None = None,
+                      run: bool = True) -> JobInfo | None:
+        """End the job's pending switch without switching: in one transaction, clear it
+        and (``run``) set the desired state RUNNING again (the old query runs on). With
+        ``marker_at``, only if the pending switch is still that one (its ``at``), so a
+        newer switch of a live process is never undone. Returns the job, or None when
+        there was nothing to resume (no job, no such pending switch)."""
+        with self._tx(write=True) as session:
+            job = session.scalar(select(Job).where(Job.uid == job_uid).with_for_update())
+            if job is None or job.pending_switch is None:
+                return None
+            if marker_at is not None:
+                if from_json_text(job.pending_switch, {}).get("at") != marker_at:
+                    return None
+            job.pending_switch = None
+            if run:
+                job.desired_state = DesiredState.RUNNING
+            job.updated_at = now_utc()
+            session.flush()
+            self._notify(session, "job")
+            return self._job_info(session, job)
 
     def list_job_versions(self, job_uid: str) -> list[JobVersionInfo]:
         """The versions of the job with this uid's query, oldest first (empty if no job

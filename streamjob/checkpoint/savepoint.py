@@ -41,6 +41,7 @@ import re
 import time
 from typing import Callable
 
+from .. import crashpoint
 from ..exceptions import CheckpointError
 from . import store
 from .fingerprint import FILE_NAME as FINGERPRINT_FILE
@@ -171,7 +172,9 @@ def _copy_checkpoint(checkpoint_dir: str, target: str, checkpoint_id: int) -> li
     """
     files = needed_files(checkpoint_dir, checkpoint_id)
     try:
-        for rel in files:
+        for i, rel in enumerate(files):
+            if i == len(files) // 2:
+                crashpoint.reached("savepoint.copy")
             store.copy_file(join_uri(checkpoint_dir, rel), join_uri(target, rel))
     except FileNotFoundError as exc:
         raise _Raced(str(exc)) from None
@@ -205,7 +208,9 @@ def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], 
     ``(checkpoint info, files)``.
 
     A folder ``target`` without a manifest is what a copy killed before its end left
-    (the manifest is written last): it is removed first.
+    (the manifest is written last), and one whose manifest names ``job_uid`` is a copy
+    killed before its catalog row was written (the row comes after the files): either
+    is removed first. No savepoint is listed before its files are whole.
 
     Raises:
         CheckpointError: the job has no checkpoint yet, ``target`` holds a whole savepoint
@@ -216,10 +221,17 @@ def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], 
     pin_uri = join_uri(checkpoint_dir, PIN)
     lost = ""
     if store.holds_anything(target):  # no row names it (the caller checked): a leftover
-        if store.read_file(join_uri(target, MANIFEST)) is not None:
+        text = store.read_file(join_uri(target, MANIFEST))
+        try:
+            ours = text is not None and json.loads(text).get("job_uid") == job_uid
+        except (ValueError, AttributeError):
+            ours = False
+        if text is not None and not ours:
             raise CheckpointError(f"savepoint folder {target} exists already and no savepoint "
                                   "of this job names it; move it away")
-        store.purge(target, root)  # a copy whose process died: the manifest comes last
+        # a copy whose process died: without its manifest (written last), or whole but
+        # before its row was written (this job's, listed nowhere)
+        store.purge(target, root)
     for _ in range(attempts):
         info = latest()
         if info is None:

@@ -23,6 +23,7 @@ STOP/START need, an operator or the admin; a viewer is refused.
 
 from __future__ import annotations
 
+from .. import crashpoint
 from .. import properties as jp
 from ..checkpoint import fingerprint
 from ..exceptions import AccessDeniedError, JobError, StreamJobError
@@ -165,6 +166,7 @@ class UpgradeStatements:
         stopped_at = ""
         if running:  # a graceful stop: the current micro-batch is its final checkpoint
             stopped_at = self._stop_for_upgrade(job)
+            crashpoint.reached("upgrade.stopped")
         try:
             ckdir = self.home.checkpoint_dir(db, name)
             if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
@@ -182,8 +184,10 @@ class UpgradeStatements:
                 desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
         except StreamJobError as exc:  # before the switch: the old query runs on
             if running:
-                self._restart_after_failed_switch(s, exc)
+                self._restart_after_failed_switch(s, exc, job.uid)
             raise
+        if running:
+            crashpoint.reached("upgrade.switched")
         epoch = ""
         if s.start_from is not None:  # the chosen new checkpoint epoch (incompatible)
             epoch = self._start_over(st.StartStreamJob(
@@ -203,14 +207,19 @@ class UpgradeStatements:
         return Result("\n".join(lines), object=f"{db}.{name}",
                       data={"version": version, "change": change.as_json()})
 
-    def _restart_after_failed_switch(self, s: st.ReplaceStreamJobQuery, exc) -> None:
+    def _restart_after_failed_switch(self, s: st.ReplaceStreamJobQuery, exc,
+                                     job_uid: str) -> None:
         """Start the job again with its old query after a switch failed (a running job
-        is never left stopped by a failed ALTER); says so in ``exc``'s message."""
+        is never left stopped by a failed ALTER); says so in ``exc``'s message. Its
+        pending switch (``Catalog.begin_switch``) ends here either way: after the start
+        (which asks for RUNNING), or, if the start fails, without a wish to run."""
         try:
             self._do_StartStreamJob(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name))
+            self.catalog.resume_switch(job_uid)
             exc.message += "; the query was not changed, and the job runs on with it"
         except StreamJobError as again:
+            self.catalog.resume_switch(job_uid, run=False)
             exc.message += (f"; the query was not changed, and the job could not be started "
                             f"again ({again.message}): START it")
 
@@ -250,16 +259,26 @@ class UpgradeStatements:
         Raises:
             JobError: it did not stop in time (asked to run again; nothing changed).
         """
+        import datetime as dt
+        import os
+        import socket
+
         from .jobs import STOP_WAIT_S
 
-        self.catalog.update_job(job.database, job.name, desired_state=DesiredState.STOPPED,
-                                uid=job.uid)
+        # The intent first, in the transaction that starts the stop: the job still wishes
+        # to run, with version n pending. A process killed before the switch commits
+        # leaves this marker; the next job host or server sees its process gone and runs
+        # the old query again (manager/liveness.py resume_abandoned_switches).
+        pending = len(self.catalog.list_job_versions(job.uid)) + 1
+        self.catalog.begin_switch(job.uid, {
+            "version": pending, "host": socket.gethostname(), "pid": os.getpid(),
+            "owner": getattr(self.manager, "owner", None) if self.manager is not None else None,
+            "at": dt.datetime.now(dt.timezone.utc).isoformat()})
         if self.manager is not None:
             self.manager.stop(job.uid)
         elsewhere = self._await_stopped(job)
         if elsewhere is not None:
-            self.catalog.update_job(job.database, job.name, desired_state=DesiredState.RUNNING,
-                                    uid=job.uid)
+            self.catalog.resume_switch(job.uid)
             raise JobError(f"streamjob {job.qualified_name} is still running in {elsewhere}: "
                            f"its current micro-batch has not finished after {STOP_WAIT_S:g} s; "
                            "its query was not changed. Try again")

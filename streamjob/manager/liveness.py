@@ -46,6 +46,58 @@ def reap_local_dead(catalog: Catalog) -> list[str]:
     return dead
 
 
+SWITCH_TTL_S = 180.0
+"""A pending query switch of a process on another host, with no live registration, is
+taken for abandoned after this many seconds (the graceful stop waits at most 60 s)."""
+
+
+def switch_abandoned(catalog: Catalog, marker: dict | None) -> bool:
+    """True if the process that recorded the pending query switch ``marker``
+    (``Catalog.begin_switch``: ``{"host", "pid", "owner", "at"}``) is gone: a process of
+    this host that no longer exists, else a registered owner whose heartbeat aged out, else
+    (another host, unregistered) a marker older than :data:`SWITCH_TTL_S`. A live
+    process is still switching (it stops, switches and starts the job itself)."""
+    import datetime as dt
+
+    if not marker:
+        return False
+    host, pid, owner = marker.get("host"), marker.get("pid"), marker.get("owner")
+    if host == socket.gethostname() and pid == os.getpid():
+        return False  # this process: it is switching now
+    if owner and live_owner(catalog, owner):
+        return False
+    if host == socket.gethostname() and isinstance(pid, int):
+        return _gone_here(host, pid)
+    if owner:
+        return True  # registered elsewhere, and no longer live
+    try:
+        at = dt.datetime.fromisoformat(marker["at"])
+    except (KeyError, TypeError, ValueError):
+        return True
+    return (dt.datetime.now(dt.timezone.utc) - at).total_seconds() > SWITCH_TTL_S
+
+
+def resume_abandoned_switches(catalog: Catalog, jobs=None) -> list:
+    """Run again, with its current query, every job whose query switch was abandoned
+    (:func:`switch_abandoned`: the process doing ALTER STREAMJOB ... AS was killed
+    between the graceful stop and the catalog switch; docs/upgrades.md). Each is one
+    catalog transaction (``Catalog.resume_switch``, compare-and-set on the marker), so two
+    processes resuming at once resume it once. A switch that committed cleared its
+    marker in its own transaction (the new query, desired RUNNING), so this never undoes
+    one. ``jobs``: the jobs just listed (default: list them). Returns the resumed jobs."""
+    resumed = []
+    for job in catalog.list_jobs() if jobs is None else jobs:
+        marker = job.pending_switch
+        if marker and switch_abandoned(catalog, marker):
+            again = catalog.resume_switch(job.uid, marker.get("at"))
+            if again is not None:
+                log.warning("streamjob %s: the switch to query version %s was interrupted "
+                            "before the catalog switched; it runs on with its current query",
+                            job.qualified_name, marker.get("version"))
+                resumed.append(again)
+    return resumed
+
+
 def live_owner(catalog: Catalog, owner: str | None, me: str | None = None) -> bool:
     """True if ``owner`` (a job's owner id) is a registered process other than ``me``
     whose heartbeat is younger than :data:`LIVE_WITHIN_MS`."""
@@ -86,6 +138,10 @@ class HostRegistration:
         self.catalog = catalog
         self.server_id = new_server_id()
         catalog.register_server(self.server_id, socket.gethostname(), os.getpid(), spark_master)
+        try:  # a switch a killed process left midway: its job runs on (docs/upgrades.md)
+            resume_abandoned_switches(catalog)
+        except Exception as exc:  # noqa: BLE001 - the server's reconcile retries
+            log.warning("could not resume interrupted query switches: %s", exc)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="host-heartbeat", daemon=True)
         self._thread.start()

@@ -371,7 +371,7 @@ class JobServer:
 
     def _reconcile(self) -> None:
         """One pass of the holder (module docstring)."""
-        jobs = self.catalog.list_jobs()
+        jobs = self._resume_abandoned(self.catalog.list_jobs())
         by_uid = {j.uid: j for j in jobs}
         self._follow_runners(by_uid)
         busy_names = {r.job.qualified_name for r, _w in list(self._stopping.values())}
@@ -394,7 +394,7 @@ class JobServer:
         """One pass of a sharing server (module docstring, "Sharing"): follow the jobs
         it runs, then place every RUNNING job that no live lease holds and start those
         placed here."""
-        jobs = self.catalog.list_jobs()
+        jobs = self._resume_abandoned(self.catalog.list_jobs())
         by_uid = {j.uid: j for j in jobs}
         self._follow_runners(by_uid)
         # a hand-over still stopping (read before the catalog, whose loads it changes)
@@ -434,6 +434,17 @@ class JobServer:
             self._stop_job(self.manager.runners[job.uid], graceful=True, why="moved")
         for uid in [u for u in self._ended if u not in by_uid]:
             del self._ended[uid]
+
+    def _resume_abandoned(self, jobs: list[JobInfo]) -> list[JobInfo]:
+        """``jobs``, after the query switches a killed process left between its graceful
+        stop and its catalog switch were resumed (their jobs desired RUNNING again, with
+        their current query: :func:`~streamjob.manager.liveness.resume_abandoned_switches`,
+        docs/upgrades.md)."""
+        if not any(j.pending_switch for j in jobs):
+            return jobs
+        from .liveness import resume_abandoned_switches
+
+        return self.catalog.list_jobs() if resume_abandoned_switches(self.catalog, jobs) else jobs
 
     def _ended_here(self, job: JobInfo) -> bool:
         """True if ``job`` ended by itself (or was FAILED when first seen) and its row

@@ -237,6 +237,35 @@ def test_a_pin_holds_the_trim_and_a_lost_checkpoint_is_retried_with_the_next(tmp
     assert savepoint.pinned(str(ck)) == 3  # the recorder trims nothing it needs
 
 
+def test_a_whole_copy_killed_before_its_row_is_taken_again_and_anothers_refused(tmp_path):
+    # a kill after the manifest and before the catalog row (issue 30 point 5): listed
+    # nowhere; this job's leftover is removed and the savepoint taken again; a folder
+    # whose manifest names another job is refused with its path
+    from streamjob.catalog.records import CheckpointInfo
+    from streamjob.exceptions import CheckpointError
+
+    ck = tmp_path / "root/db/j"
+    for i in range(0, 3):
+        for log in ("offsets", "commits"):
+            (ck / log).mkdir(parents=True, exist_ok=True)
+            (ck / log / str(i)).write_text("x")
+
+    def latest():
+        return CheckpointInfo(job_uid="u", checkpoint_id=2, started_at=T0, ended_at=T0,
+                              duration_ms=0, source_offsets={}, input_rows=0,
+                              state_rows=None, status="COMPLETED", fingerprint=None)
+
+    target = tmp_path / "root/db/j.savepoints/sp"
+    root = str(tmp_path / "root")
+    savepoint.take(str(ck), str(target), 1, "u", "e")  # whole, of checkpoint 1, no row
+    info, files = savepoint.take_newest(str(ck), str(target), latest, "u", "e", root)
+    assert info.checkpoint_id == 2 and files == ["commits/2", "offsets/1", "offsets/2"]
+    assert json.loads((target / savepoint.MANIFEST).read_text())["checkpoint_id"] == 2
+    with pytest.raises(CheckpointError, match=f"savepoint folder {target} exists already"):
+        savepoint.take_newest(str(ck), str(target), latest, "another", "e", root)
+    assert savepoint.missing(str(target)) == []  # the other job's folder is untouched
+
+
 def test_a_restore_killed_between_its_renames_is_run_again(ex):
     import shutil
 
