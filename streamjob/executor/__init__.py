@@ -27,6 +27,7 @@ from .explain import ExplainStatements
 from .functions import FunctionStatements
 from .insert import InsertStatements
 from .jobs import JobStatements
+from .maintenance import MaintenanceStatements
 from .objects import ObjectStatements
 from .result import Result
 from .savepoints import SavepointStatements
@@ -40,7 +41,7 @@ __all__ = ["Executor", "Result"]
 class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionStatements,
                DatabaseStatements, TopicStatements,
                InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements,
-               UpgradeStatements):
+               UpgradeStatements, MaintenanceStatements):
     """Runs statements for one client session.
 
     Args:
@@ -170,6 +171,9 @@ HANDLERS = {
     st.DropSavepoint: Executor._do_DropSavepoint,
     # query upgrades (issue 30)
     st.ReplaceStreamJobQuery: Executor._do_ReplaceStreamJobQuery,
+    # Delta table maintenance (issue 32)
+    st.OptimizeTable: Executor._do_OptimizeTable,
+    st.VacuumTable: Executor._do_VacuumTable,
 }
 
 

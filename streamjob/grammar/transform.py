@@ -53,19 +53,21 @@ from streamjob.grammar.statements import (
 
 from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
 from streamjob.grammar.transform_functions import FunctionsBuilder
+from streamjob.grammar.transform_maintenance import MaintenanceBuilder
 from streamjob.grammar.transform_savepoints import SavepointsBuilder
 
 __all__ = ["Builder"]
 
 
 class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, FunctionsBuilder,
-              SavepointsBuilder):
+              SavepointsBuilder, MaintenanceBuilder):
     """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
     databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
     user functions: :class:`.transform_functions.FunctionsBuilder`;
     Slipstream's SerDe and bare-INSERT forms: :class:`.slipstream.SlipstreamForms`;
     EXPLAIN: :class:`.transform_explain.ExplainBuilder`; savepoints:
-    :class:`.transform_savepoints.SavepointsBuilder`)."""
+    :class:`.transform_savepoints.SavepointsBuilder`; OPTIMIZE and VACUUM:
+    :class:`.transform_maintenance.MaintenanceBuilder`)."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:
         self.text = text
