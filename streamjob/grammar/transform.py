@@ -26,29 +26,10 @@ from streamjob.grammar.lexical import (
 from streamjob.grammar.slipstream import SlipstreamForms
 from streamjob.grammar.transform_explain import ExplainBuilder
 from streamjob.grammar.statements import (
-    AlterStreamJob,
-    ReplaceStreamJobQuery,
-    Column,
-    CreateStream,
-    CreateStreamJob,
-    CreateTable,
-    Describe,
-    DescribeStreamJob,
-    DropStream,
-    DropStreamJob,
-    DropTable,
-    Position,
-    QualifiedName,
-    ResetProperty,
-    RowFormat,
-    SetProperty,
-    ShowCheckpoints,
-    ShowStreamJobs,
-    ShowStreams,
-    ShowTables,
-    StartStreamJob,
-    Statement,
-    StopStreamJob,
+    AlterStreamJob, ReplaceStreamJobQuery, Column, CreateStream, CreateStreamJob,
+    CreateTable, Describe, DescribeStreamJob, DropStream, DropStreamJob, DropTable,
+    Position, QualifiedName, ResetProperty, RowFormat, SetProperty, ShowCheckpoints,
+    ShowStreamJobs, ShowStreams, ShowTables, StartStreamJob, Statement, StopStreamJob,
 )
 
 from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
