@@ -132,3 +132,47 @@ CREATE STREAMJOB reader AS ("insert into out select id from ts");""")
     assert len(list(t.glob("*.parquet"))) == 2
     assert DeltaTable(str(t)).to_pandas().sort_values("id")["id"].tolist() == \
         list(range(2 * APPENDS)) + [1000]
+
+
+@pytest.mark.spark
+def test_a_running_job_streaming_the_table_is_not_doubled_by_optimize(tmp_path):
+    """Through Spark: a job streams a Delta table into another while the table gets
+    small appends, OPTIMIZE (plain and ZORDER BY) and more appends; every row reaches the
+    output once, equal to pandas over the source table."""
+    from streamjob.connectors.sinks import table_sink
+
+    from .world import SparkWorld, start_planned
+
+    world = SparkWorld(tmp_path)
+    try:
+        src, out = tmp_path / "src", tmp_path / "out"
+        for i in range(6):
+            write_deltalake(str(src), pa.table({"id": [3 * i, 3 * i + 1, 3 * i + 2]}),
+                            mode="append")
+        world.run(f"""CREATE STREAM src (id BIGINT) STORED AS DELTA LOCATION '{src}';
+CREATE TABLE srct (id BIGINT) STORED AS DELTA LOCATION '{src}';
+CREATE TABLE out (id BIGINT) STORED AS DELTA LOCATION '{out}';""")
+        plan = world.plan("copy", "insert into out select id from src")
+        sink = table_sink(plan.sink, plan.sink_spec, marker="copy:0", job=plan.qualified_name,
+                          exactly_once=True)
+        sink.prepare()
+        query = start_planned(world.session, plan, str(tmp_path / "checkpoints" / "copy"), sink)
+        try:
+            query.processAllAvailable()
+            assert world.run("OPTIMIZE TABLE srct")[0].to_json()["files_removed"] == 6
+            for i in range(6, 9):
+                write_deltalake(str(src), pa.table({"id": [3 * i, 3 * i + 1, 3 * i + 2]}),
+                                mode="append")
+            query.processAllAvailable()
+            assert world.run("OPTIMIZE srct ZORDER BY (id)")[0].to_json()["version"] is not None
+            write_deltalake(str(src), pa.table({"id": [1000]}), mode="append")
+            query.processAllAvailable()
+            assert query.exception() is None
+        finally:
+            query.stop()
+        want = DeltaTable(str(src)).to_pandas().sort_values("id")["id"].tolist()
+        got = DeltaTable(str(out)).to_pandas().sort_values("id")["id"].tolist()
+        assert want == list(range(27)) + [1000]
+        assert got == want
+    finally:
+        world.close()
