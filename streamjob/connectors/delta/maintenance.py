@@ -135,21 +135,21 @@ def vacuum(path: str, retention_hours: int, dry_run: bool, enforce: bool = True)
     except Exception as exc:
         raise ConnectorError(f"VACUUM of the Delta table at {path} failed: "
                              f"{_first_line(exc)}") from None
-    files = []
-    for name in sorted(names):
+    sizes = {}  # delta-rs lists removed files an earlier VACUUM deleted: not counted
+    for name in names:
         try:
-            size = os.path.getsize(dlog.file_path(path, name))
+            sizes[name] = os.path.getsize(dlog.file_path(path, name))
         except OSError:
-            size = 0
-        files.append((unquote(name), size))
+            continue
+    names = list(sizes)
     if not dry_run and names:
-        try:
-            dt.vacuum(retention_hours=retention_hours, dry_run=False,
-                      enforce_retention_duration=enforce)
+        try:  # what it deleted (a file the listing saw may be gone, none is added)
+            names = dt.vacuum(retention_hours=retention_hours, dry_run=False,
+                              enforce_retention_duration=enforce)
         except Exception as exc:
             raise ConnectorError(f"VACUUM of the Delta table at {path} failed: "
                                  f"{_first_line(exc)}") from None
-    return Vacuumed(dry_run, tuple(files))
+    return Vacuumed(dry_run, tuple((unquote(n), sizes[n]) for n in sorted(names) if n in sizes))
 
 
 def needed_files(path: str, version: int, snapshot: bool) -> set[str]:
