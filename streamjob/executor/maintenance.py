@@ -142,19 +142,15 @@ class MaintenanceStatements:
     def _delta_readers(self, path: str) -> dict[str, list]:
         """``{job qualified name: [its retained checkpoints' Delta positions of the
         table at path]}`` of every job in the catalog reading it as a Delta stream (a
-        source dependency on a Delta stream at ``path``, or a ``delta:<path>`` key in its
+        source dependency on a Delta stream at ``path``, directly or through derived
+        streams, or a ``delta:<path>`` key in its
         checkpoints' offsets). A job of any status counts: a stopped or failed one
         resumes from its checkpoint."""
         key = offsets_key(path)
         out: dict[str, list] = {}
         for job in self.catalog.list_jobs():
             reads = False
-            for kind, db, name, role in job.dependencies:
-                if kind != "stream" or role != "source":
-                    continue
-                stream = self.catalog.get_stream(db, name)
-                if stream is None or stream.is_derived:
-                    continue
+            for stream in self._source_streams(job):
                 try:
                     sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
                 except ValidationError:
@@ -169,6 +165,26 @@ class MaintenanceStatements:
                         positions.append(at)
             if reads or positions:
                 out[job.qualified_name] = positions
+        return out
+
+    def _source_streams(self, job) -> list:
+        """The source streams ``job`` reads, through its derived streams too."""
+        from ..planner.derived import stream_references
+
+        out = []
+        for kind, db, name, role in job.dependencies:
+            if kind != "stream" or role != "source":
+                continue
+            stream = self.catalog.get_stream(db, name)
+            if stream is None:
+                continue
+            if not stream.is_derived:
+                out.append(stream)
+                continue
+            for d, n in stream_references(self.catalog, stream):
+                base = self.catalog.get_stream(d, n)
+                if base is not None and not base.is_derived:
+                    out.append(base)
         return out
 
     def _keep_read_files(self, info, spec, readers: dict[str, list], would, s) -> None:

@@ -172,6 +172,12 @@ CREATE STREAMJOB reader AS ("insert into out select id from ts");""")
     assert _run(ex, "VACUUM TABLE t RETAIN 168 HOURS DRY RUN;").to_json()["files_deleted"] == 0
     _run(ex, "DROP STREAMJOB reader;")
     assert _run(ex, "VACUUM TABLE t RETAIN 1 HOURS DRY RUN;").to_json()["files_deleted"] == 0
+    # through a derived stream too
+    _run(ex, """CREATE STREAM big AS SELECT id FROM ts WHERE id > 0;
+CREATE STREAMJOB via_derived AS ("insert into out select id from big");""")
+    with pytest.raises(ObjectInUseError) as err:
+        _run(ex, "VACUUM TABLE t RETAIN 1 HOURS DRY RUN;")
+    assert "streamjob default.via_derived reads it" in err.value.message
 
 
 def test_a_dry_run_check_touches_no_file(home, tmp_path):
