@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 from streamjob.catalog import Catalog
 from streamjob.catalog.records import Role
 from streamjob.exceptions import (AccessDeniedError, ObjectInUseError, ParseError,
-                                  ValidationError)
+                                  StreamJobError)
 from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.grammar import statements as st
@@ -122,7 +122,7 @@ def test_refusals_name_their_reason_at_the_name(home, tmp_path, text, where, wor
 CREATE STREAM s (id BIGINT) STORED AS DELTA LOCATION '{tmp_path}/d';
 CREATE TABLE d (id BIGINT, day STRING) STORED AS DELTA LOCATION '{tmp_path}/d'
   PARTITIONED BY (day);""")
-    with pytest.raises(Exception) as err:
+    with pytest.raises(StreamJobError) as err:
         _run(ex, text)
     assert words in err.value.message
     assert (err.value.line, err.value.column) == where
