@@ -36,6 +36,12 @@ CHECKPOINT_KEYS = ("checkpoint_id", "status", "started_at", "ended_at", "duratio
 #: Keys of a savepoint (``SHOW SAVEPOINTS``, ``streamjob savepoint list --json``; issue 30).
 SAVEPOINT_KEYS = ("job", "savepoint", "checkpoint_id", "job_uid", "epoch", "fingerprint",
                   "source_offsets", "taken_at", "created_at", "owner", "location")
+#: Keys of an OPTIMIZE result (issue 32; ``--json``, ``POST /v1/statements``).
+OPTIMIZE_KEYS = ("table", "location", "operation", "zorder_by", "version", "files_added",
+                 "files_removed", "bytes_added", "bytes_removed", "partitions_optimized")
+#: Keys of a VACUUM result (issue 32; ``--json``, ``POST /v1/statements``).
+VACUUM_KEYS = ("table", "location", "retention_hours", "dry_run", "files_deleted",
+               "bytes_deleted", "files")
 #: Keys of a run (a job's ``runs``, ``GET /v1/jobs/{name}/runs``).
 RUN_KEYS = ("run", "attempt", "status", "started_at", "ended_at", "cause", "job_uid")
 #: Keys of a stream (``describe STREAM --json``, ``GET /v1/streams/{name}``).
@@ -90,6 +96,30 @@ def savepoint_json(sp) -> dict[str, Any]:
             "job_uid": sp.job_uid, "epoch": sp.epoch, "fingerprint": sp.fingerprint,
             "source_offsets": sp.source_offsets, "taken_at": ts(sp.taken_at),
             "created_at": ts(sp.created_at), "owner": sp.owner, "location": sp.location}
+
+
+def optimize_json(table: str, location: str, zorder_by, done) -> dict[str, Any]:
+    """What OPTIMIZE did to Delta table ``table`` at ``location`` (a
+    :class:`~streamjob.connectors.delta.maintenance.Optimized`) as :data:`OPTIMIZE_KEYS`:
+    ``operation`` ``compact`` or ``zorder``; ``version`` the table version it committed
+    (null: nothing to rewrite); files and bytes added and removed."""
+    return {"table": table, "location": location,
+            "operation": "zorder" if zorder_by else "compact", "zorder_by": list(zorder_by),
+            "version": done.version, "files_added": done.files_added,
+            "files_removed": done.files_removed, "bytes_added": done.bytes_added,
+            "bytes_removed": done.bytes_removed,
+            "partitions_optimized": done.partitions_optimized}
+
+
+def vacuum_json(table: str, location: str, hours: int, done) -> dict[str, Any]:
+    """What VACUUM deleted from Delta table ``table`` (a
+    :class:`~streamjob.connectors.delta.maintenance.Vacuumed`) as :data:`VACUUM_KEYS`:
+    with ``dry_run`` what it would delete; ``files`` ``[{"path", "bytes"}]``, paths
+    relative to ``location``."""
+    return {"table": table, "location": location, "retention_hours": hours,
+            "dry_run": done.dry_run, "files_deleted": len(done.files),
+            "bytes_deleted": done.bytes,
+            "files": [{"path": p, "bytes": b} for p, b in done.files]}
 
 
 def version_json(v) -> dict[str, Any]:

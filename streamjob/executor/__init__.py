@@ -27,6 +27,7 @@ from .explain import ExplainStatements
 from .functions import FunctionStatements
 from .insert import InsertStatements
 from .jobs import JobStatements
+from .maintenance import MaintenanceStatements
 from .objects import ObjectStatements
 from .result import Result
 from .savepoints import SavepointStatements
@@ -42,7 +43,7 @@ class Executor(ObjectStatements, JobStatements, DescribeStatements, SessionState
                DatabaseStatements, TopicStatements,
                InsertStatements, ExplainStatements, FunctionStatements, SavepointStatements,
                UpgradeStatements,
-               ShadowStatements):
+               ShadowStatements, MaintenanceStatements):
     """Runs statements for one client session.
 
     Args:
@@ -177,6 +178,9 @@ HANDLERS = {
     st.ShowShadow: Executor._do_ShowShadow,
     st.PromoteShadow: Executor._do_PromoteShadow,
     st.DiscardShadow: Executor._do_DiscardShadow,
+    # Delta table maintenance (issue 32)
+    st.OptimizeTable: Executor._do_OptimizeTable,
+    st.VacuumTable: Executor._do_VacuumTable,
 }
 
 

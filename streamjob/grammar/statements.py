@@ -491,3 +491,29 @@ class ShowShadow(Statement):
     """``SHOW SHADOW FOR STREAMJOB j``: the shadow's comparison report."""
 
     name: QualifiedName
+
+
+# ---- Delta table maintenance (issue 32; docs/connectors.md "Delta Lake")
+
+
+@dataclass(frozen=True)
+class OptimizeTable(Statement):
+    """``OPTIMIZE [TABLE] t [ZORDER BY (c1, ...)]`` (Delta Lake's SQL): compacts the
+    Delta table's small files, or rewrites them clustered on ``zorder_by`` (lower-cased
+    column names, in order; ``()`` plain compaction). Positions: ``where("name")``, each
+    column's ``where("column:<name>")``."""
+
+    name: QualifiedName
+    zorder_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VacuumTable(Statement):
+    """``VACUUM [TABLE] t [RETAIN n HOURS] [DRY RUN]`` (Delta Lake's SQL): deletes the
+    files the Delta table no longer references that are older than the retention
+    (``retain_hours``; None: Delta's default, 168 hours); ``dry_run`` lists them
+    without deleting. Positions: ``where("name")``, ``where("retain")``."""
+
+    name: QualifiedName
+    retain_hours: int | None = None
+    dry_run: bool = False

@@ -48,6 +48,7 @@ from streamjob.grammar.statements import (
 from streamjob.grammar.transform_catalog import CatalogStatementsBuilder
 from streamjob.grammar.transform_functions import FunctionsBuilder
 from streamjob.grammar.transform_jobs import JobsBuilder
+from streamjob.grammar.transform_maintenance import MaintenanceBuilder
 from streamjob.grammar.transform_savepoints import SavepointsBuilder
 from streamjob.grammar.transform_shadow import ShadowBuilder
 
@@ -55,7 +56,8 @@ __all__ = ["Builder"]
 
 
 class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, FunctionsBuilder,
-              SavepointsBuilder, ShadowBuilder, JobsBuilder):
+              SavepointsBuilder, ShadowBuilder, JobsBuilder,
+              MaintenanceBuilder):
     """Turns the lark tree of one script into statement dataclasses (SHOW CREATE,
     databases and topics: :class:`.transform_catalog.CatalogStatementsBuilder`;
     user functions: :class:`.transform_functions.FunctionsBuilder`;
@@ -63,7 +65,8 @@ class Builder(CatalogStatementsBuilder, SlipstreamForms, ExplainBuilder, Functio
     EXPLAIN: :class:`.transform_explain.ExplainBuilder`; savepoints:
     :class:`.transform_savepoints.SavepointsBuilder`; shadow runs:
     :class:`.transform_shadow.ShadowBuilder`; the job statements (CREATE, ALTER, START,
-    STOP, DROP STREAMJOB): :class:`.transform_jobs.JobsBuilder`)."""
+    STOP, DROP STREAMJOB): :class:`.transform_jobs.JobsBuilder`; OPTIMIZE and VACUUM:
+    :class:`.transform_maintenance.MaintenanceBuilder`)."""
 
     def __init__(self, text: str, lines: Lines, source: str | None) -> None:
         self.text = text

@@ -4,6 +4,7 @@ job is a path, a database, a Kafka host, a webhook or a secret.
 
 * :func:`check_source` / :func:`check_table` — a stream's or table's connector spec and
   TBLPROPERTIES, when it is declared (CREATE STREAM/TABLE), with the declaring role.
+* :func:`check_maintained` — a Delta table OPTIMIZE or VACUUM changes, with the role.
 * :func:`check_job_properties` — JOBPROPERTIES and SET values (the alert webhook).
 * :func:`check_plan` — every object a job reads or writes, when a job is planned
   (CREATE/ALTER/START STREAMJOB, and the job manager's start): the rules that hold for
@@ -108,6 +109,17 @@ def check_table(policy: AdminPolicy, name: str, spec, props: Mapping[str, str],
     check_values(props)
     check_references(policy, props)
     _check_table_spec(policy, f"table '{name}'", spec, props, operator)
+
+
+def check_maintained(policy: AdminPolicy, name: str, spec, operator: bool) -> None:
+    """A table that OPTIMIZE or VACUUM changes (issue 32): its LOCATION under the same
+    rules as when a job writes it (everyone: not the home's state; an operator: under
+    ``streamjob.security.file.roots``).
+
+    Raises:
+        PolicyError: ``key`` ``"location"``.
+    """
+    _check_reach(policy, f"table {name}", spec.reach(), {}, operator)
 
 
 def _check_table_spec(policy: AdminPolicy, what: str, spec, props: Mapping[str, str],

@@ -419,3 +419,33 @@ def test_savepoint_statements_through_the_api_keep_the_roles(api):
     assert r.status_code in (400, 422)  # not a savepoint name: never reaches the SQL
     assert api.http.post("/v1/jobs/j/stop", json={"savepoint": "s"},
                          headers=_auth(viewer)).status_code == 403
+
+
+def test_delta_maintenance_through_the_api_keeps_the_roles(api):
+    """OPTIMIZE and VACUUM (issue 32) change a table's files: a viewer token is refused
+    at the door (403), an operator's runs within the file roots and answers with the
+    documented shape (docs/json.md)."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjob.api.auth import READ_ONLY
+    from streamjob.grammar import statements as st
+
+    assert not issubclass(st.OptimizeTable, READ_ONLY) and not issubclass(st.VacuumTable, READ_ONLY)
+    where = api.tmp / "lake"
+    for i in range(3):
+        write_deltalake(str(where), pa.table({"id": [i]}), mode="append")
+    r = api.sql(f"CREATE TABLE lake (id BIGINT) STORED AS DELTA LOCATION '{where}'")
+    assert r.status_code == 200, r.text
+    viewer = new_token()
+    api.catalog.create_token("reader", "viewer", viewer)
+    for sql in ("OPTIMIZE TABLE lake", "VACUUM TABLE lake DRY RUN"):
+        refused = api.sql(sql, viewer)
+        assert refused.status_code == 403 and "needs an operator" in refused.text
+    r = api.sql("OPTIMIZE TABLE lake; VACUUM TABLE lake RETAIN 0 HOURS DRY RUN")
+    assert r.status_code == 200, r.text
+    optimized, listed = (x["data"] for x in r.json()["results"])
+    assert (optimized["table"], optimized["files_removed"], optimized["files_added"]) == \
+        ("default.lake", 3, 1)
+    assert listed["dry_run"] is True and listed["files_deleted"] == 3
+    assert len(list(where.glob("*.parquet"))) == 4  # a dry run deletes nothing

@@ -58,17 +58,25 @@ def emitted(tmp_path_factory):
     catalog.start_run(job.uid, 1)
     catalog.add_missing_columns(job.uid, {"default.orders": ["regoin"]})
     status = status_snapshot(catalog)
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    run(f"CREATE TABLE events (id BIGINT) STORED AS DELTA LOCATION '{root}/events';")
+    for i in range(2):
+        write_deltalake(f"{root}/events", pa.table({"id": [i]}), mode="append")
+    optimized = run("OPTIMIZE TABLE events")
     return {"status": status, "job": status["jobs"][0], "list": run("SHOW STREAMJOBS")[0],
             "job-detail": run("DESCRIBE STREAMJOB totals_job"),
             "checkpoint": run("SHOW CHECKPOINTS FOR STREAMJOB totals_job")[0],
             "stream": run("DESCRIBE STREAM orders"), "table": run("DESCRIBE TABLE totals"),
-            "explain": run("EXPLAIN totals_job"), "savepoint": run("SHOW SAVEPOINTS")[0]}
+            "explain": run("EXPLAIN totals_job"), "savepoint": run("SHOW SAVEPOINTS")[0],
+            "optimize": optimized, "vacuum": run("VACUUM TABLE events RETAIN 0 HOURS DRY RUN")}
 
 
 def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
     docs = documented()
     assert set(docs) == {"status", "job", "job-detail", "checkpoint", "run", "stream", "table",
-                         "explain", "savepoint"}
+                         "explain", "savepoint", "optimize", "vacuum"}
     detail = emitted["job-detail"]
     emitted_keys = {
         "status": list(emitted["status"]), "job": list(emitted["job"]),
@@ -76,6 +84,7 @@ def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
         "run": list(detail["runs"][0]), "stream": list(emitted["stream"]),
         "table": list(emitted["table"]), "explain": list(emitted["explain"]),
         "savepoint": list(emitted["savepoint"]),
+        "optimize": list(emitted["optimize"]), "vacuum": list(emitted["vacuum"]),
     }
     constants = {
         "status": shapes.STATUS_KEYS, "job": shapes.JOB_KEYS,
@@ -83,6 +92,7 @@ def test_every_shape_is_documented_with_the_keys_the_code_emits(emitted):
         "checkpoint": shapes.CHECKPOINT_KEYS, "run": shapes.RUN_KEYS,
         "stream": shapes.STREAM_KEYS, "table": shapes.TABLE_KEYS,
         "explain": shapes.EXPLAIN_KEYS, "savepoint": shapes.SAVEPOINT_KEYS,
+        "optimize": shapes.OPTIMIZE_KEYS, "vacuum": shapes.VACUUM_KEYS,
     }
     for name, example in docs.items():
         assert list(example) == emitted_keys[name] == list(constants[name]), name
@@ -107,6 +117,7 @@ def test_nested_items_of_the_examples_have_the_emitted_keys(emitted):
     assert list(docs["explain"]["state"][0]) == list(explained["state"][0]) \
         == list(shapes.EXPLAIN_STATE_KEYS)
     assert list(docs["explain"]["sink"]) == list(explained["sink"])
+    assert list(docs["vacuum"]["files"][0]) == list(emitted["vacuum"]["files"][0])
     # the documented example is what the code says of this job, to the offsets
     assert docs["explain"]["sources"][0] == explained["sources"][0]
 

@@ -117,6 +117,9 @@ LONGER: dict[str, str] = {
     "streamjob/properties/definitions.py": "the property registry's one table (every job, "
     "engine and connector property with its type, default, range and scopes): the single "
     "source of docs/properties.md, read top to bottom",
+    "streamjob/grammar/statements.py": "the statement types, one frozen dataclass per "
+    "statement of the grammar, each with its docstring: the parser's one output "
+    "vocabulary, which every client and the executor's handler table import",
 }
 
 

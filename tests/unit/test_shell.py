@@ -560,7 +560,8 @@ def test_the_keyword_vocabulary_is_read_from_the_grammar():
     # terminal), and the shell's previews
     assert lexical.STATEMENT_KEYWORDS == {
         "add", "alter", "create", "desc", "describe", "discard", "drop", "explain", "insert",
-        "list", "print", "promote", "reset", "set", "show", "start", "stop", "use"}
+        "list", "optimize", "print", "promote", "reset", "set", "show", "start", "stop", "use",
+        "vacuum"}
     assert set(lexer.STATEMENT_KEYWORDS) == {k.upper() for k in lexical.STATEMENT_KEYWORDS} | {
         "SELECT", "WITH"}
     for word in sorted(spelled):  # every keyword of the grammar is highlighted and completed
@@ -575,17 +576,17 @@ def test_a_keyword_added_to_the_grammar_joins_the_vocabulary():
 
     grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8")
     grammar = grammar.replace("          | _explain_statement",
-                              "          | _explain_statement\n          | vacuum", 1)
-    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+                              "          | _explain_statement\n          | freeze", 1)
+    grammar += '\nfreeze: "freeze"i "streamjob"i qualified_name "linger"i INT\n'
     vocabulary = lexical.vocabulary_of(grammar)
-    assert {"VACUUM", "RETAIN"} <= vocabulary.keywords
-    assert "VACUUM" in vocabulary.statement_keywords and "RETAIN" not in vocabulary.statement_keywords
-    assert ("VACUUM", "STREAMJOB") in vocabulary.openings  # a missing ';' before it is found
-    assert lexical.statement_start_re(vocabulary).search("select 1\n vacuum streamjob j")
-    assert not lexical.STATEMENT_START_RE.search("select 1\n vacuum streamjob j")
+    assert {"FREEZE", "LINGER"} <= vocabulary.keywords
+    assert "FREEZE" in vocabulary.statement_keywords and "LINGER" not in vocabulary.statement_keywords
+    assert ("FREEZE", "STREAMJOB") in vocabulary.openings  # a missing ';' before it is found
+    assert lexical.statement_start_re(vocabulary).search("select 1\n freeze streamjob j")
+    assert not lexical.STATEMENT_START_RE.search("select 1\n freeze streamjob j")
     assert {("CREATE", "STREAM"), ("SHOW", "CREATE"), ("EXPLAIN", "INSERT")} <= (
         lexical.grammar_vocabulary().openings)
-    assert {"VACUUM", "RETAIN"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
+    assert {"FREEZE", "LINGER"}.isdisjoint(lexical.GRAMMAR_KEYWORDS)  # the real grammar's
 
 
 def test_one_tokenizer_under_the_splitter_the_highlighter_and_the_parser_helpers():
@@ -627,10 +628,10 @@ def test_a_statement_added_to_the_grammar_is_completed(monkeypatch):
     from streamjob.grammar import lexical, parser
 
     grammar = lexical.GRAMMAR_FILE.read_text(encoding="utf-8").replace(
-        "          | _explain_statement", "          | _explain_statement\n          | vacuum", 1)
-    grammar += '\nvacuum: "vacuum"i "streamjob"i qualified_name "retain"i INT\n'
+        "          | _explain_statement", "          | _explain_statement\n          | freeze", 1)
+    grammar += '\nfreeze: "freeze"i "streamjob"i qualified_name "linger"i INT\n'
     monkeypatch.setattr(parser, "_PARSER", Lark(grammar, parser="lalr", lexer="contextual",
                                                  postlex=parser._AlwaysLexNames()))
     monkeypatch.setattr(parser, "_TERMINAL_KEYWORDS", None)
-    assert _offers("vacuum ") == [("streamjob", 0)]
-    assert _offers("vacuum streamjob j1 re") == [("retain", -2)]
+    assert _offers("freeze ") == [("streamjob", 0)]
+    assert _offers("freeze streamjob j1 li") == [("linger", -2)]

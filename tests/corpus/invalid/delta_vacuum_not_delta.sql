@@ -1,0 +1,3 @@
+-- expect: 3:14: VACUUM maintains Delta tables (STORED AS DELTA) only
+CREATE TABLE pq (id BIGINT) STORED AS PARQUET LOCATION '/tmp/pq';
+VACUUM TABLE pq RETAIN 1 HOURS;
