@@ -219,6 +219,20 @@ class _HadoopFs:
 _LOCAL = _LocalFs()
 
 
+def reachable_here(uri: str) -> bool:
+    """True if this process can reach ``uri``'s file system: a local path or ``file:``
+    URI, or a Hadoop URI in a process that hosts a Spark session (:func:`filesystem`
+    raises for the others)."""
+    return is_local_uri(uri) or _session() is not None
+
+
+def _session():
+    """The process's Spark session, or None (it hosts none)."""
+    from ..spark import session
+
+    return getattr(session, "_spark", None)
+
+
 def filesystem(uri: str):
     """The file system of ``uri``: local os calls, or Hadoop's through the process's
     Spark session.
@@ -228,11 +242,10 @@ def filesystem(uri: str):
     """
     if is_local_uri(uri):
         return _LOCAL
-    from ..spark.session import _spark  # the process's session, if it hosts one
-
-    if _spark is None:
+    spark = _session()
+    if spark is None:
         raise CheckpointError(
             f"checkpoint directory {uri} is on a Hadoop file system, which streamjob reaches "
             "through the Spark session of a process that runs jobs (streamjob server, "
             "run, shell), and none runs here; local paths and file: URIs work anywhere")
-    return _HadoopFs(_spark)
+    return _HadoopFs(spark)

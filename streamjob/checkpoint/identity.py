@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 
 from ..exceptions import CheckpointError
 from . import store
+from .filesystems import reachable_here
 from .store import join_uri, local_path, is_local_uri, log_ids
 
 __all__ = ["FILE_NAME", "Identity", "Purged", "marker_key", "owner_uid", "prepare",
@@ -205,18 +206,25 @@ def purge_owned(checkpoint_dir: str, root: str, job_uid: str) -> Purged:
 
 
 def job_directories(root: str) -> list[str]:
-    """``db.job`` of every job checkpoint directory under a local checkpoint ``root``
-    that holds Spark's logs (``<root>/<db>/<job>/offsets`` or ``commits`` not empty);
-    [] for a Hadoop root or none."""
-    if not is_local_uri(root):
+    """``db.job`` of every job checkpoint directory under the checkpoint ``root`` that
+    holds Spark's logs (``<root>/<db>/<job>/offsets`` or ``commits`` not empty), on a
+    local path or a Hadoop URI alike; [] for none, or for a Hadoop root in a process
+    without Spark (:func:`streamjob.checkpoint.filesystems.reachable_here`).
+
+    Raises:
+        CheckpointError: the root cannot be listed.
+    """
+    if not reachable_here(root):
         return []
-    base = local_path(root)
+    fs = store.filesystem(root)
     found = []
-    for db in sorted(base.iterdir()) if base.is_dir() else []:
-        for job in sorted(db.iterdir()) if db.is_dir() else []:
-            if any((job / log).is_dir() and any((job / log).iterdir())
-                   for log in ("offsets", "commits")):
-                found.append(f"{db.name}.{job.name}")
+    try:
+        for db in sorted(fs.list_names(root)):
+            for job in sorted(fs.list_names(join_uri(root, db))):
+                if _has_logs(join_uri(root, db, job)):
+                    found.append(f"{db}.{job}")
+    except OSError as exc:
+        raise CheckpointError(f"cannot list the checkpoint root {root}: {exc}") from None
     return found
 
 
