@@ -50,7 +50,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0012"
+SCHEMA_VERSION = "0013"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -379,7 +379,8 @@ class JobLease(Base):
     ``job_uid`` until ``expires_at`` unless it renews; ``epoch`` grows by one each time
     another server takes it (the fencing epoch every renewal compares and sets).
     ``holder`` NULL: released (``epoch`` kept). ``reason``: why it was last taken
-    (``new``, ``orphaned``, ``released``)."""
+    (``new``, ``orphaned``, ``released``); ``refusals``: the servers that refused to take
+    it, and why."""
 
     __tablename__ = "job_leases"
 
@@ -390,6 +391,9 @@ class JobLease(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     acquired_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    #: JSON ``{server id: reason}`` of the sharing servers that refused to take the job
+    #: (its checkpoint directory not reachable from them); NULL: none (revision 0013).
+    refusals: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ApiToken(Base):
