@@ -212,7 +212,7 @@ class PlacementMixin(CatalogEngine):
         Raises CatalogError if the catalog cannot be reached."""
         try:
             with self._tx(write=True) as session:
-                if session.get(Job, job_uid) is None:
+                if session.scalars(select(Job.id).where(Job.uid == job_uid)).first() is None:
                     return False
                 lease = session.get(JobLease, job_uid, with_for_update=True)
                 if lease is None:
