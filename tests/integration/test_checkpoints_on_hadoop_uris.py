@@ -186,3 +186,44 @@ def test_start_from_checkpoint_n_restores_it_under_a_new_epoch(ex):
     assert now.job_uid == job.uid and now.epoch not in ("", first.epoch)
     assert [c.checkpoint_id for c in ex.catalog.list_checkpoints(job.uid)] == [3, 4]
     assert not (ex.disk / "default" / "j.replaced").exists()
+
+
+@pytest.mark.system
+def test_a_client_without_spark_restores_and_drops_on_a_hadoop_root(tmp_path):
+    """``streamjob -e`` hosts no Spark; on a ``viewfs://`` root, ``START ... FROM
+    CHECKPOINT n`` and DROP start its own session and reach the directory through Hadoop
+    (``checkpoint.filesystems.start_on_demand``), instead of failing. One statement
+    process, one JVM."""
+    import os
+    import subprocess
+
+    from .conftest import STREAMJOB
+
+    disk, home = tmp_path / "disk", tmp_path / "home"
+    mount = f"sj{uuid.uuid4().hex[:8]}"
+    conf = ["--conf", f"{CHECKPOINT_DIR_KEY}=viewfs://{mount}/ck",
+            "--conf", f"spark.hadoop.fs.viewfs.mounttable.{mount}.link./ck={disk.as_uri()}",
+            "--conf", "spark.master=local[1]"]
+    env = {**os.environ, "STREAMJOB_HOME": str(home)}
+
+    def sj(*statements):
+        res = subprocess.run([STREAMJOB, *conf, "-e", ";\n".join(statements)], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        return res.stdout
+
+    sj(*[s for s in SETUP.split(";") if s.strip()], f'CREATE STREAMJOB j AS ("{AGG}")')
+    with Catalog(f"sqlite:///{home}/catalog.db") as cat:
+        job = cat.get_job("default", "j")
+        local = disk / "default" / "j"
+        _logs(local, [3, 4, 5])
+        (local / identity.FILE_NAME).write_text(json.dumps({"job_uid": job.uid, "epoch": "e0"}))
+        now = datetime.now(timezone.utc)
+        for i in (3, 4, 5):
+            cat.record_checkpoint(job.uid, i, started_at=now, ended_at=now, duration_ms=1,
+                                  source_offsets={}, input_rows=1, retained=5)
+    out = sj("START STREAMJOB j FROM CHECKPOINT 4", "STOP STREAMJOB j", "DROP STREAMJOB j")
+    assert "from checkpoint 4 (checkpoints 5 removed); checkpoint epoch" in out
+    assert "checkpoint epoch e0" not in out
+    assert "streamjob default.j dropped; its checkpoints were purged" in out
+    assert not local.exists()
