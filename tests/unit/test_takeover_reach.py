@@ -70,6 +70,10 @@ def test_a_server_that_cannot_reach_the_checkpoints_refuses_the_job(catalog_url,
                        for r in caplog.records)
             assert any("refuses to take it" in line for line in said[B])
             assert cat.job_leases()[0].holder is None  # nobody holds it
+            from streamjob.status import status_snapshot
+
+            shown = {s["server_id"]: s["refused"] for s in status_snapshot(cat)["servers"]}
+            assert shown == {A: {}, B: {"default.j": reason}}
             # placement passes B over for this job, even with the most room
             servers = [ShareServer(A, None, frozenset(), ("x1", "x2")),
                        ShareServer(B, None, frozenset(), ())]
