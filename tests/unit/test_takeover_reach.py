@@ -74,6 +74,13 @@ def test_a_server_that_cannot_reach_the_checkpoints_refuses_the_job(catalog_url,
 
             shown = {s["server_id"]: s["refused"] for s in status_snapshot(cat)["servers"]}
             assert shown == {A: {}, B: {"default.j": reason}}
+            from rich.console import Console
+
+            from streamjob.client.render import status_view
+
+            console = Console(width=400, record=True)
+            console.print(status_view(status_snapshot(cat)))
+            assert "refuses default.j: its checkpoints are recorded" in console.export_text()
             # placement passes B over for this job, even with the most room
             servers = [ShareServer(A, None, frozenset(), ("x1", "x2")),
                        ShareServer(B, None, frozenset(), ())]
