@@ -87,8 +87,10 @@ def status_snapshot(catalog) -> dict[str, Any]:
     ``server`` is the job manager holding the lease (``{"label": "host:pid", ...}``, its
     times as ISO-8601 text to the second like every time of docs/json.md) or null.
     ``servers``: the live sharing servers (``streamjob server --share``, issue 33), each
-    ``{"label", "server_id", "max_jobs", "labels", "jobs", "heartbeat_age_ms"}`` with
-    the jobs whose lease it holds (qualified names); empty when no server shares.
+    ``{"label", "server_id", "max_jobs", "labels", "jobs", "heartbeat_age_ms",
+    "refused"}`` with the jobs whose lease it holds (qualified names) and the jobs it
+    refused to take (``{job: reason}``: their checkpoints are not reachable from it);
+    empty when no server shares.
     """
     from dataclasses import asdict, is_dataclass
 
@@ -123,10 +125,16 @@ def sharing_servers(catalog) -> list[dict[str, Any]]:
             return []
         names = {j.uid: j.qualified_name for j in catalog.list_jobs()}
         hosts = {s.server_id: s for s in catalog.list_servers()}
+        refused: dict[str, dict[str, str]] = {}  # server id -> {job: why it refused it}
+        for lease in catalog.job_leases():
+            for sid, why in lease.refusals.items():
+                if lease.job_uid in names:
+                    refused.setdefault(sid, {})[names[lease.job_uid]] = why
     except StreamJobError as exc:
         log.warning("cannot read the sharing servers: %s", exc)
         return []
     return [{"label": server_label(hosts.get(s.server_id, s.server_id)),
              "server_id": s.server_id, "max_jobs": s.max_jobs, "labels": sorted(s.labels),
              "jobs": sorted(names[u] for u in s.jobs if u in names),
-             "heartbeat_age_ms": s.heartbeat_age_ms} for s in servers]
+             "heartbeat_age_ms": s.heartbeat_age_ms,
+             "refused": refused.get(s.server_id, {})} for s in servers]

@@ -382,7 +382,8 @@ class JobLease(Base):
     ``job_uid`` until ``expires_at`` unless it renews; ``epoch`` grows by one each time
     another server takes it (the fencing epoch every renewal compares and sets).
     ``holder`` NULL: released (``epoch`` kept). ``reason``: why it was last taken
-    (``new``, ``orphaned``, ``released``)."""
+    (``new``, ``orphaned``, ``released``); ``refusals``: the servers that refused to take
+    it, and why."""
 
     __tablename__ = "job_leases"
 
@@ -393,6 +394,9 @@ class JobLease(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     acquired_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    #: JSON ``{server id: reason}`` of the sharing servers that refused to take the job
+    #: (its checkpoint directory not reachable from them); NULL: none (revision 0013).
+    refusals: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ApiToken(Base):

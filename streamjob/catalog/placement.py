@@ -28,6 +28,7 @@ A change of holder notifies catalog watchers (PostgreSQL NOTIFY ``job``).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Mapping, Sequence
 
@@ -167,8 +168,10 @@ class PlacementMixin(CatalogEngine):
                 elif lease.holder != server_id or not live:
                     # a new holder, or ours but expired (the holder fenced the job itself):
                     # a new epoch, so that no renewal of the old one succeeds
-                    lease.reason = "released" if lease.holder is None else "orphaned"
+                    lease.reason = ("new" if not lease.epoch else "released"
+                                    if lease.holder is None else "orphaned")
                     lease.epoch = (lease.epoch or 0) + 1
+                    lease.refusals = None  # placed anew: the next move asks again
                 if lease.holder != server_id or not live:
                     lease.acquired_at = now
                     job.owner = server_id
@@ -201,6 +204,32 @@ class PlacementMixin(CatalogEngine):
                     renewed.add(row.job_uid)
             return renewed
 
+    def refuse_job_lease(self, job_uid: str, server_id: str, reason: str | None) -> bool:
+        """Record that sharing server ``server_id`` refuses to take job ``job_uid``, and
+        why (``reason``; None withdraws its refusal): placement passes it over for that
+        job (:func:`streamjob.manager.placement.place`) until the job's lease is taken
+        by a server, which clears every refusal. Returns False if the job is gone.
+        Raises CatalogError if the catalog cannot be reached."""
+        try:
+            with self._tx(write=True) as session:
+                if session.scalars(select(Job.id).where(Job.uid == job_uid)).first() is None:
+                    return False
+                lease = session.get(JobLease, job_uid, with_for_update=True)
+                if lease is None:
+                    if reason is None:
+                        return True
+                    lease = JobLease(job_uid=job_uid, epoch=0, holder=None)
+                    session.add(lease)
+                refusals = _refusals(lease.refusals)
+                if reason is None:
+                    refusals.pop(server_id, None)
+                else:
+                    refusals[server_id] = reason
+                lease.refusals = json.dumps(refusals, sort_keys=True) if refusals else None
+                return True
+        except Conflict:  # a server inserted the job's first lease row meanwhile
+            return self.refuse_job_lease(job_uid, server_id, reason)
+
     def release_job_lease(self, job_uid: str, server_id: str, epoch: int | None = None) -> bool:
         """Give job ``job_uid``'s lease up if ``server_id`` holds it (at ``epoch``, when
         given); True if it did. Another server may take it at once (NOTIFY ``job``)."""
@@ -220,4 +249,14 @@ def _lease_info(row: JobLease, now: datetime) -> JobLeaseInfo:
     left = max(0, int((ends - now).total_seconds() * 1000)) if ends is not None else 0
     return JobLeaseInfo(job_uid=row.job_uid, holder=row.holder, epoch=int(row.epoch),
                         live=row.holder is not None and left > 0, remaining_ms=left,
-                        acquired_at=_aware(row.acquired_at), reason=row.reason)
+                        acquired_at=_aware(row.acquired_at), reason=row.reason,
+                        refusals=_refusals(row.refusals))
+
+
+def _refusals(text: str | None) -> dict[str, str]:
+    """``job_leases.refusals`` as a dict (``{}`` for NULL or a damaged value)."""
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

@@ -265,7 +265,9 @@ class JobLeaseInfo:
     """A job's lease (issue 33): the server holding it (``holder``, None once
     released), its fencing ``epoch``, whether it is ``live`` (not expired by the
     database's clock), ms until it expires (``remaining_ms``, 0 when expired), when and
-    why it was last taken (``acquired_at``, ``reason``: new, orphaned, released)."""
+    why it was last taken (``acquired_at``, ``reason``: new, orphaned, released), and
+    the sharing servers that refused to take it (``refusals``: ``{server id: reason}``,
+    e.g. its checkpoint directory is not reachable from them)."""
 
     job_uid: str
     holder: str | None
@@ -274,6 +276,7 @@ class JobLeaseInfo:
     remaining_ms: int
     acquired_at: datetime | None = None
     reason: str | None = None
+    refusals: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .store import is_local_uri, log_ids
+from .store import log_ids
 from streamjob.catalog.records import CheckpointStatus
 
 
@@ -35,8 +35,8 @@ class ExpiryWatch:
     """Watches one job's checkpoint directory for a checkpoint running too long.
 
     Args:
-        checkpoint_dir: the job's Spark checkpoint directory (local; other URIs are not
-            watched).
+        checkpoint_dir: the job's Spark checkpoint directory: a local path or any Hadoop
+            URI (read through the process's Spark session, :mod:`.filesystems`).
         timeout_ms: ``morphling.checkpoint.timeout`` in ms.
         clock: the time in seconds (tests pass their own).
     """
@@ -49,8 +49,6 @@ class ExpiryWatch:
 
     def in_flight(self) -> int | None:
         """The id of the batch with offsets but no commit marker, or None."""
-        if not is_local_uri(self.checkpoint_dir):
-            return None
         offsets = log_ids(self.checkpoint_dir, "offsets")
         if not offsets:
             return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 from ..exceptions import CheckpointError
@@ -219,20 +220,51 @@ class _HadoopFs:
 _LOCAL = _LocalFs()
 
 
+def reachable_here(uri: str) -> bool:
+    """True if this process can reach ``uri``'s file system: a local path or ``file:``
+    URI, or a Hadoop URI in a process that hosts a Spark session (:func:`filesystem`
+    raises for the others)."""
+    return is_local_uri(uri) or _session() is not None
+
+
+def _session():
+    """The process's Spark session, or None (it hosts none)."""
+    from ..spark import session
+
+    return getattr(session, "_spark", None)
+
+
+#: What starts a Spark session in a process that hosts none, on the first operation on
+#: a Hadoop URI (:func:`start_on_demand`); None: such an operation raises.
+_starter: Callable[[], Any] | None = None
+
+
+def start_on_demand(starter: Callable[[], Any] | None) -> None:
+    """Let :func:`filesystem` start a Spark session with ``starter`` (returns the
+    session) the first time this process, which hosts none, needs a Hadoop URI: a
+    client (``streamjob -e``) that drops a job or restores a checkpoint on an
+    ``hdfs://`` root then reaches it through Hadoop's ``FileSystem`` in its own driver
+    JVM, as the job manager does. ``None`` withdraws it."""
+    global _starter
+    _starter = starter
+
+
 def filesystem(uri: str):
     """The file system of ``uri``: local os calls, or Hadoop's through the process's
-    Spark session.
+    Spark session (started first by the :func:`start_on_demand` starter if it has none).
 
     Raises:
-        CheckpointError: a non-local URI in a process without a Spark session.
+        CheckpointError: a non-local URI in a process without a Spark session and no
+            starter; StreamJobError: the starter's Spark did not start.
     """
     if is_local_uri(uri):
         return _LOCAL
-    from ..spark.session import _spark  # the process's session, if it hosts one
-
-    if _spark is None:
+    spark = _session()
+    if spark is None and _starter is not None:
+        spark = _starter()
+    if spark is None:
         raise CheckpointError(
             f"checkpoint directory {uri} is on a Hadoop file system, which streamjob reaches "
             "through the Spark session of a process that runs jobs (streamjob server, "
             "run, shell), and none runs here; local paths and file: URIs work anywhere")
-    return _HadoopFs(_spark)
+    return _HadoopFs(spark)

@@ -31,12 +31,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import ChangedLogic
-from .store import local_path, is_local_uri, log_ids
+from ..exceptions import ChangedLogic, CheckpointError
+from . import store
+from .filesystems import reachable_here
+from .store import join_uri, log_ids
 
 if TYPE_CHECKING:
     from ..planner.plan import JobPlan
@@ -91,38 +92,43 @@ def of_plan(plan: "JobPlan") -> Fingerprint:
     )
 
 
-def _path(checkpoint_dir: str) -> Path | None:
-    return local_path(checkpoint_dir) / FILE_NAME if is_local_uri(checkpoint_dir) else None
-
-
 def stored(checkpoint_dir: str, name: str = FILE_NAME) -> Fingerprint | None:
     """The fingerprint written with a checkpoint directory (``name``: that of a planned
-    change, :data:`NEXT_NAME`), or None (none yet, unreadable, or not a local directory)."""
-    path = _path(checkpoint_dir)
-    path = path.with_name(name) if path is not None else None
-    if path is None or not path.exists():
+    change, :data:`NEXT_NAME`), or None (none yet, or unreadable). Local paths and any
+    Hadoop URI alike (:mod:`.filesystems`); a Hadoop URI in a process without Spark
+    raises, as every checkpoint operation does.
+
+    Raises:
+        CheckpointError: a Hadoop URI in a process without Spark.
+    """
+    uri = join_uri(checkpoint_dir, name)
+    try:
+        text = store.read_file(uri)
+    except CheckpointError as exc:
+        if not reachable_here(uri):
+            raise
+        return None  # unreadable: treated as none (checkpoints from before fingerprints)
+    if text is None:
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
         data["sources"] = tuple(data["sources"])
         return Fingerprint(**data)
-    except (ValueError, TypeError, KeyError, OSError):
+    except (ValueError, TypeError, KeyError):
         return None
 
 
 def write(checkpoint_dir: str, fp: Fingerprint, name: str = FILE_NAME) -> None:
-    """Write ``fp`` into the checkpoint directory (created if needed), atomically; as the
-    stored fingerprint, a planned change's (:data:`NEXT_NAME`) is removed."""
-    path = _path(checkpoint_dir)
-    if path is None:
-        return
-    path = path.with_name(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(name + ".tmp")
-    tmp.write_text(json.dumps(asdict(fp), indent=1))
-    tmp.replace(path)
+    """Write ``fp`` into the checkpoint directory (created if needed), atomically, on a
+    local path or any Hadoop URI; as the stored fingerprint, a planned change's
+    (:data:`NEXT_NAME`) is removed.
+
+    Raises:
+        CheckpointError: it cannot be written, or a Hadoop URI in a process without Spark.
+    """
+    store.write_file(join_uri(checkpoint_dir, name), json.dumps(asdict(fp), indent=1))
     if name == FILE_NAME:
-        path.with_name(NEXT_NAME).unlink(missing_ok=True)
+        store.delete_file(join_uri(checkpoint_dir, NEXT_NAME))
 
 
 def plan_change(checkpoint_dir: str, fp: Fingerprint) -> bool:

@@ -38,10 +38,11 @@ from dataclasses import asdict, dataclass
 
 from ..exceptions import CheckpointError
 from . import store
+from .filesystems import reachable_here
 from .store import join_uri, local_path, is_local_uri, log_ids
 
 __all__ = ["FILE_NAME", "Identity", "Purged", "marker_key", "owner_uid", "prepare",
-           "purge_owned", "read", "start_over"]
+           "purge_owned", "read", "start_over", "takeover_refusal"]
 
 FILE_NAME = "streamjob.json"
 #: Where a START ... FROM asks the next start to read its sources from.
@@ -205,18 +206,25 @@ def purge_owned(checkpoint_dir: str, root: str, job_uid: str) -> Purged:
 
 
 def job_directories(root: str) -> list[str]:
-    """``db.job`` of every job checkpoint directory under a local checkpoint ``root``
-    that holds Spark's logs (``<root>/<db>/<job>/offsets`` or ``commits`` not empty);
-    [] for a Hadoop root or none."""
-    if not is_local_uri(root):
+    """``db.job`` of every job checkpoint directory under the checkpoint ``root`` that
+    holds Spark's logs (``<root>/<db>/<job>/offsets`` or ``commits`` not empty), on a
+    local path or a Hadoop URI alike; [] for none, or for a Hadoop root in a process
+    without Spark (:func:`streamjob.checkpoint.filesystems.reachable_here`).
+
+    Raises:
+        CheckpointError: the root cannot be listed.
+    """
+    if not reachable_here(root):
         return []
-    base = local_path(root)
+    fs = store.filesystem(root)
     found = []
-    for db in sorted(base.iterdir()) if base.is_dir() else []:
-        for job in sorted(db.iterdir()) if db.is_dir() else []:
-            if any((job / log).is_dir() and any((job / log).iterdir())
-                   for log in ("offsets", "commits")):
-                found.append(f"{db.name}.{job.name}")
+    try:
+        for db in sorted(fs.list_names(root)):
+            for job in sorted(fs.list_names(join_uri(root, db))):
+                if _has_logs(join_uri(root, db, job)):
+                    found.append(f"{db}.{job}")
+    except OSError as exc:
+        raise CheckpointError(f"cannot list the checkpoint root {root}: {exc}") from None
     return found
 
 
@@ -242,3 +250,46 @@ def refuse_orphaned(home, catalog) -> None:
         f"{home.checkpoint_root} holds the checkpoints of {len(found)} ({shown}): the catalog "
         "was deleted or emptied, or points elsewhere. Restore it (or give --catalog), or "
         "start a new catalog over them with --new-catalog (STREAMJOB_NEW_CATALOG=1)")
+
+
+def takeover_refusal(checkpoint_dir: str, root: str, job_uid: str, recorded: bool) -> str | None:
+    """Why this process must not take over a job (issue 33 point 4), or None.
+
+    A sharing server may take a job only if it reaches the job's checkpoints: a job
+    with ``recorded`` checkpoints must have its identity (``streamjob.json`` naming
+    ``job_uid``) readable at ``checkpoint_dir`` from here — the directory this
+    server's checkpoint ``root`` gives the job. If the server's root is another
+    storage (a local path on another machine, another cluster's file system), the
+    identity is not there, and starting would begin afresh beside the real
+    checkpoints. A job without recorded checkpoints may start anywhere (its start
+    checks the directory, :func:`prepare`).
+
+    Args:
+        checkpoint_dir: the job's checkpoint directory as this process sees it.
+        root: this process's checkpoint root (named in the reason).
+        job_uid: the job's uid.
+        recorded: the job's checkpoint backend records checkpoints of it.
+
+    Returns:
+        None when it may take the job; else a sentence: why not.
+    """
+    if not recorded:
+        return None
+    shown = _shown(checkpoint_dir)
+    try:
+        found = read(checkpoint_dir)
+    except CheckpointError as exc:
+        return (f"its checkpoint directory {shown} cannot be read from this server "
+                f"({exc}); its checkpoint root {root} must be storage every sharing "
+                "server reaches")
+    if found is None:
+        return (f"its checkpoints are recorded but its checkpoint directory {shown} holds no "
+                f"{FILE_NAME} as this server sees it: this server's checkpoint root {root} "
+                "is not the storage the job's checkpoints are on (a local path of another "
+                "machine?); give every sharing server the same shared root (hdfs://, "
+                "s3a://, a shared mount)")
+    if found.job_uid != job_uid:
+        return (f"its checkpoint directory {shown}, as this server sees it, belongs to "
+                f"another job (its {FILE_NAME} names uid {found.job_uid}): this server's "
+                f"checkpoint root {root} is not the storage the job's checkpoints are on")
+    return None

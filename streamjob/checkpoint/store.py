@@ -12,7 +12,10 @@ path, a ``file:`` URI or any Hadoop URI (``hdfs://``, ``s3a://``, ``abfs://``,
 goes through Hadoop's ``FileSystem`` in the JVM of the process's Spark session — the file
 system Spark itself writes the checkpoint with, configured by the same ``spark.hadoop.*``
 settings (:mod:`.filesystems`). Those operations need the process to host Spark (the job
-manager, ``streamjob run``, the shell); elsewhere they raise :class:`CheckpointError`.
+manager, ``streamjob run``, the shell; a client starts its own on the first such
+operation, :func:`.filesystems.start_on_demand`); elsewhere they raise
+:class:`CheckpointError`. Every guarantee built on them (identity, fingerprint, expiry,
+DROP's ownership rule, ``FROM CHECKPOINT n``, savepoints) therefore holds on either.
 """
 
 from __future__ import annotations

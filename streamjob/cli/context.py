@@ -72,16 +72,29 @@ class Invocation:
     def session(self):
         """The invocation's :class:`~streamjob.client.session.ClientSession` (catalog only: it
         hosts no job; ``run`` makes its own), or with ``--server`` its
-        :class:`~streamjob.api.client.RemoteSession` over the HTTP API."""
+        :class:`~streamjob.api.client.RemoteSession` over the HTTP API. A local session
+        lets a checkpoint operation on a Hadoop URI start this process's Spark
+        (:func:`~streamjob.checkpoint.filesystems.start_on_demand`)."""
         if self._session is None and self.server:
             from ..api.client import RemoteSession
 
             self._session = RemoteSession(self.server, self.token)
         if self._session is None:
+            from ..checkpoint.filesystems import start_on_demand
             from ..client.session import ClientSession
 
             self._session = ClientSession(self.catalog, self.home, debug=self.debug)
+            # a statement that changes a checkpoint directory on a Hadoop URI (DROP,
+            # START ... FROM, savepoints) reaches it through this process's own Spark
+            # session, started then, as a SELECT preview starts it
+            start_on_demand(self._spark)
         return self._session
+
+    def _spark(self):
+        """The process's Spark session from the home's conf (started on first use)."""
+        from ..spark.session import spark_session
+
+        return spark_session(self.home, self.debug)
 
 
 def pairs(items: tuple[str, ...], flag: str) -> dict[str, str]:

@@ -245,6 +245,10 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None,
             f"{s['label']} ({len(s['jobs'])} job{'s' * (len(s['jobs']) != 1)}"
             + (f" of {s['max_jobs']}" if s.get("max_jobs") is not None else "")
             + (f": {', '.join(s['jobs'])}" if s["jobs"] else "") + ")" for s in sharing)
+        refusals = [f"{s['label']} refuses {job}: {why}" for s in sharing
+                    for job, why in sorted((s.get("refused") or {}).items())]
+        if refusals:  # jobs a server will not take: their checkpoints are not reachable
+            line += "\n" + "\n".join(refusals)
     if interval is not None:
         line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
     return Group(table, Text(line, style="dim"))

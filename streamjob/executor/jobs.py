@@ -6,6 +6,7 @@ import logging
 
 from .. import properties as jp
 from ..checkpoint import fingerprint, identity, savepoint, store
+from ..checkpoint.filesystems import reachable_here
 from ..connectors import spec as cspec
 from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
@@ -88,8 +89,11 @@ class JobStatements:
         job = self.catalog.require_job(db, name)
         plan = self._plan(db, name, job.query, job.properties, job.session_properties)
         restoring = s.from_savepoint is not None or s.checkpoint_at is not None
-        if plan.props.checkpoint_enabled and not restoring:  # changed logic is refused here
-            fingerprint.check(self.home.checkpoint_dir(db, name), plan)
+        ckdir = self.home.checkpoint_dir(db, name)
+        if plan.props.checkpoint_enabled and not restoring and reachable_here(ckdir):
+            # changed logic is refused here; a Hadoop directory a process without Spark
+            # cannot reach is checked by the job manager's start (checkpoint/run.py)
+            fingerprint.check(ckdir, plan)
         restored = ""
         if restoring:  # issue 30 (executor/savepoints.py)
             self._may_change_savepoints("START ... FROM " + (

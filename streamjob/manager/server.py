@@ -90,7 +90,7 @@ from ..exceptions import JobError, StreamJobError
 from ..home import Home
 from .job_manager import JobManager
 from .lease import Lease, renew_every_ms
-from .share import Share
+from .share import Share, checkpoint_refusal
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -155,7 +155,8 @@ class JobServer:
         self._echo = echo or log.info
         self._stop = threading.Event()           # shutdown requested
         self.share = Share(catalog, self.server_id, lease_ttl_ms, self.renew_ms, self.poll_s,
-                           max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo) \
+                           max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo,
+                           refusal=lambda job: checkpoint_refusal(self.catalog, home, job)) \
             if share or max_jobs is not None or labels else None
         if self.share:  # frozen mid-transaction, it must not keep the others' rows locked
             catalog.bound_transactions(lease_ttl_ms)
@@ -421,7 +422,8 @@ class JobServer:
             if job.owner and job.owner not in sharing and self._left_to_live_owner(job):
                 continue
             waiting.append(job)
-        for job in self.share.to_start(waiting, servers):
+        refused = {uid: lease.refusals for uid, lease in leases.items() if lease.refusals}
+        for job in self.share.to_start(waiting, servers, refused):
             self.manager.spark()
             if self._stop.is_set():
                 break

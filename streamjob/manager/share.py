@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from ..catalog import Catalog
 from ..catalog.placement import parse_labels
@@ -48,6 +48,9 @@ class Share:
         labels: its labels (``"a,b"`` or names).
         on_lost: ``(job uid, why) -> None``: fence the job (under the leases' lock).
         echo: where one-line reports go.
+        refusal: ``job -> reason or None``: why this server must not take ``job`` (its
+            checkpoint directory is not reachable from here,
+            :func:`checkpoint_refusal`); None: it may take any job.
 
     Attributes:
         ready: set once the server's Spark is up and its share declared: from then on
@@ -57,7 +60,8 @@ class Share:
 
     def __init__(self, catalog: Catalog, server_id: str, ttl_ms: int, renew_ms: int,
                  poll_s: float, max_jobs: int | None, labels: str | Iterable[str] | None,
-                 on_lost: Callable[[str, str], None], echo: Callable[[str], None]) -> None:
+                 on_lost: Callable[[str, str], None], echo: Callable[[str], None],
+                 refusal: Callable[[JobInfo], str | None] | None = None) -> None:
         if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
             raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
         self.catalog = catalog
@@ -72,6 +76,8 @@ class Share:
         self._epochs: dict[str, int] = {}        # uid -> epoch its runner started at
         self._unplaced: dict[str, float] = {}    # uid -> since when it waits for a server
         self._unplaceable: set[str] = set()      # said once: no server can take it
+        self._refusal = refusal
+        self._refused: dict[str, tuple[str, float]] = {}  # uid -> (reason, when checked)
 
     def describe(self) -> str:
         """``max jobs N, labels a,b`` for the server's first lines."""
@@ -118,11 +124,16 @@ class Share:
                 leases[lease.job_uid] = replace(lease, holder=None, live=False)
         return servers, sharing, leases
 
-    def to_start(self, waiting: list[JobInfo], servers: list[ShareServer]) -> list[JobInfo]:
+    def to_start(self, waiting: list[JobInfo], servers: list[ShareServer],
+                 refused: Mapping[str, Iterable[str]] | None = None) -> list[JobInfo]:
         """The jobs of ``waiting`` (RUNNING, no live lease) this server should take now:
         those placed on it, and those waiting past a TTL that fit here. Says once per job
-        that no server can take it."""
-        placed = place([(j.uid, job_labels(j)) for j in waiting], servers)
+        that no server can take it. ``refused``: ``{job uid: server ids}`` that refused
+        the job (the leases' ``refusals``): placement passes them over; a job this
+        server refused is offered again once a TTL after it checked (:meth:`take`
+        checks again: a root that became reachable withdraws the refusal)."""
+        refused = refused or {}
+        placed = place([(j.uid, job_labels(j)) for j in waiting], servers, refused)
         me = next((s for s in servers if s.server_id == self.server_id), None)
         now = time.monotonic()
         overdue_s = self.ttl_ms / 1000 + 2 * self.poll_s
@@ -131,16 +142,26 @@ class Share:
             since = self._unplaced.setdefault(job.uid, now)
             target = placed.get(job.uid)
             fits = me is not None and job_labels(job) <= me.labels and me.room > 0
-            if target == self.server_id or (now - since > overdue_s and fits):
+            mine_refused = self.server_id in set(refused.get(job.uid, ()))
+            if mine_refused:
+                checked = self._refused.get(job.uid, ("", 0.0))[1]
+                if fits and now - checked > self.ttl_ms / 1000:
+                    out.append(job)  # checked again by take()
+            elif target == self.server_id or (now - since > overdue_s and fits):
                 out.append(job)
             elif target is None and job.uid not in self._unplaceable:
                 self._unplaceable.add(job.uid)
                 wanted = ",".join(sorted(job_labels(job))) or "none"
+                by = sorted(refused.get(job.uid, ()))
                 self._echo(f"streamjob {job.qualified_name} waits: no sharing server with "
-                           f"labels {wanted} has room for it")
+                           f"labels {wanted} has room for it"
+                           + (f" (refused by {', '.join(by)}: its checkpoints are not "
+                              "reachable from them)" if by else ""))
         uids = {j.uid for j in waiting}
         for uid in [u for u in self._unplaced if u not in uids]:
             del self._unplaced[uid]
+        for uid in [u for u in self._refused if u not in uids]:
+            del self._refused[uid]
         self._unplaceable &= uids
         return out
 
@@ -163,12 +184,38 @@ class Share:
                 return job
         return None
 
+    def _refuses(self, job: JobInfo) -> bool:
+        """True if this server must not take ``job`` (the ``refusal`` rule): the reason
+        is logged (once per reason) and recorded in the job's lease row, where
+        placement and ``streamjob status`` read it; a refusal that no longer holds is
+        withdrawn. Raises CatalogError if the catalog cannot be reached."""
+        if self._refusal is None:
+            return False
+        reason = self._refusal(job)
+        before = self._refused.pop(job.uid, None)
+        if reason is None:
+            if before is not None:
+                self.catalog.refuse_job_lease(job.uid, self.server_id, None)
+                self._echo(f"streamjob {job.qualified_name}: its checkpoints are reachable "
+                           "from this server now")
+            return False
+        self._refused[job.uid] = (reason, time.monotonic())
+        if before is None or before[0] != reason:
+            self.catalog.refuse_job_lease(job.uid, self.server_id, reason)
+            log.warning("server %s refuses to take streamjob %s: %s", self.server_id,
+                        job.qualified_name, reason)
+            self._echo(f"streamjob {job.qualified_name}: this server refuses to take it: "
+                       f"{reason}")
+        return True
+
     def take(self, job: JobInfo, lease: JobLeaseInfo | None, start: Callable[[JobInfo], None],
              stopping: threading.Event) -> int | None:
         """Take ``job``'s lease (a new epoch), end the runs its previous owner left open,
         and ``start`` it here under the leases' lock (module docstring); returns the
         epoch, or None if another server won the lease or the start failed (the lease is
         released again). Raises CatalogError if the catalog cannot be reached."""
+        if self._refuses(job):
+            return None
         presumed = () if live_owner(self.catalog, job.owner) else \
             ((job.owner,) if job.owner else ())
         epoch = self.leases.acquire(job.uid, LIVE_WITHIN_MS, presumed)
@@ -194,6 +241,29 @@ class Share:
                 self._echo(str(exc))
                 return None
             self._epochs[job.uid] = epoch
-        why = "new" if lease is None else "orphaned" if lease.holder else "released"
+        why = ("new" if lease is None or not lease.epoch else "orphaned" if lease.holder
+               else "released")
         self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
         return epoch
+
+
+def checkpoint_refusal(catalog: Catalog, home, job: JobInfo) -> str | None:
+    """Why this server must not take ``job`` over (issue 33 point 4), or None: a job
+    with durable checkpoints that its checkpoint backend records must have its
+    checkpoint identity readable from this server
+    (:func:`streamjob.checkpoint.identity.takeover_refusal`). A backend that cannot be
+    reached refuses nothing (the start reports it, as a start elsewhere would)."""
+    from .. import properties as jp
+    from ..checkpoint import identity
+    from ..checkpoint.backends import backend_for_job
+    from ..exceptions import StreamJobError
+
+    try:
+        if not jp.values(job.properties or {}, job.session_properties or {}).checkpoint_enabled:
+            return None
+        with backend_for_job(catalog, home, job) as backend:
+            recorded = backend.latest(job) is not None
+    except StreamJobError:
+        return None
+    return identity.takeover_refusal(home.checkpoint_dir(job.database, job.name),
+                                     home.checkpoint_root, job.uid, recorded)
