@@ -50,7 +50,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0013"
+SCHEMA_VERSION = "0014"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64

@@ -1,8 +1,8 @@
 """job_leases.refusals: the sharing servers that refused to take a job, and why
 (issue 33 point 4).
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-28
 
 ``job_leases.refusals``: JSON ``{server id: reason}`` of the sharing servers that
@@ -10,7 +10,7 @@ refused to take the job over (its checkpoint directory is not reachable from the
 their checkpoint root is not the storage the job's checkpoints are on); placement
 passes them over for that job. NULL: none. A row may now exist for a job no server has
 taken yet (``holder`` NULL, ``epoch`` 0). ``catalog_meta.schema_version`` becomes
-``'0013'``.
+``'0014'``.
 
 Frozen history: does not import streamjob.catalog.models.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
@@ -36,14 +36,14 @@ def _set_schema_version(value: str) -> None:
 
 
 def upgrade() -> None:
-    """Add ``job_leases.refusals``; schema_version 0013."""
+    """Add ``job_leases.refusals``; schema_version 0014."""
     with op.batch_alter_table("job_leases") as batch:
         batch.add_column(sa.Column("refusals", sa.Text(), nullable=True))
-    _set_schema_version("0013")
+    _set_schema_version("0014")
 
 
 def downgrade() -> None:
-    """Drop ``job_leases.refusals``; schema_version 0012."""
+    """Drop ``job_leases.refusals``; schema_version 0013."""
     with op.batch_alter_table("job_leases") as batch:
         batch.drop_column("refusals")
-    _set_schema_version("0012")
+    _set_schema_version("0013")
