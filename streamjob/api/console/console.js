@@ -8,6 +8,12 @@ const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("streamjob.token") || "";
 tokenInput.addEventListener("change", () => {
   localStorage.setItem("streamjob.token", tokenInput.value.trim());
+  // what the previous token read is not this one's: cleared before the views read again
+  // (the jobs list follows the new event stream)
+  for (const el of document.querySelectorAll("main section:not(#jobs-view) tbody, #job-facts, " +
+                                             "#manager-facts, #version-diff")) {
+    el.replaceChildren();
+  }
   roleKnown = whoami();
   followEvents();
   route();
@@ -217,8 +223,10 @@ function rows(table, items, fields) {
 }
 
 async function showJob(name) {
+  const gen = viewGen;
   const job = await api("/v1/jobs/" + encodeURIComponent(name));
   const progress = await api("/v1/jobs/" + encodeURIComponent(name) + "/progress");
+  if (gen !== viewGen) return;  // the route or the token changed meanwhile
   $("#job-title").textContent = "streamjob " + job.job;
   const facts = $("#job-facts");
   facts.replaceChildren();
@@ -270,8 +278,10 @@ function offsetsText(offsets) {
 }
 
 async function showSavepoints(name) {
+  const gen = viewGen;
   await roleKnown;
   const { savepoints } = await api(jobPath(name) + "/savepoints");
+  if (gen !== viewGen) return;  // the route or the token changed meanwhile
   $("#savepoints-view .job-name").textContent = "streamjob " + name + ": savepoints";
   const body = $("#savepoints tbody");
   body.replaceChildren();
@@ -388,7 +398,9 @@ function showDiff() {
 }
 
 async function showVersions(name) {
+  const gen = viewGen;
   const { versions } = await api(jobPath(name) + "/versions");
+  if (gen !== viewGen) return;
   $("#versions-view .job-name").textContent = "streamjob " + name + ": query versions";
   shownVersions = versions;
   rows($("#versions"), versions, ["version", "created_at", "principal", "change"]);
@@ -413,7 +425,9 @@ async function showVersions(name) {
 function ageMs(ms) { return ms === null || ms === undefined ? "" : fmt(ms / 1000, 1) + " s ago"; }
 
 async function showServers() {
+  const gen = viewGen;
   const snapshot = await api("/v1/status");
+  if (gen !== viewGen) return;
   const facts = $("#manager-facts");
   facts.replaceChildren();
   const m = snapshot.server;
@@ -522,11 +536,13 @@ function showResult(out, r) {
 
 let jobTimer = null;
 let currentJob = null;
+let viewGen = 0;  // counts routes: a view's answer to an earlier route is dropped
 const VIEWS = ["#jobs-view", "#job-view", "#savepoints-view", "#versions-view",
                "#servers-view", "#sql-view"];
 function route() {
   const hash = location.hash || "#/";
   clearInterval(jobTimer);
+  viewGen += 1;
   const m = hash.match(/^#\/jobs\/([^/]+)(?:\/(savepoints|versions))?$/);
   const view = m ? (m[2] ? "#" + m[2] + "-view" : "#job-view")
     : { "#/": "#jobs-view", "#/sql": "#sql-view", "#/servers": "#servers-view" }[hash];
