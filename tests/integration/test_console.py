@@ -2,7 +2,9 @@
 driven by Playwright) against the API served by this process over a job that runs here
 on the session's Spark and broker. The job list follows the event stream without a
 reload, the job page's charts draw the job's progress samples, and an error in the SQL
-editor is marked at its line. Screenshots go to the test's folder, and to
+editor is marked at its line. The job's savepoints (made with the console's button),
+the diff of its two query versions and the sharing servers (issue 30, issue 33) show,
+and a viewer's token sees them with no action offered. Screenshots go to the test's folder, and to
 ``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
 
 from __future__ import annotations
@@ -142,10 +144,10 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         assert topic in row.locator("td.offsets").inner_text()
         assert row.locator("td", has_text="token:console").count() == 1
         assert row.locator("button.savepoint-start").is_visible()
+        _shot(page, tmp_path, "savepoints")
         page.fill("#savepoint-name", "bad name")  # refused here, before any statement
         page.click("#savepoint-create")
         page.locator("#savepoints-error", has_text="savepoint name").wait_for(timeout=10_000)
-        _shot(page, tmp_path, "savepoints")
 
         # query versions (issue 30): a second version, the diff of the two
         [(_, altered)] = session.execute_script('ALTER STREAMJOB clicks AS ("insert into seen\n'
