@@ -4,8 +4,8 @@ on the session's Spark and broker. The job list follows the event stream without
 reload, the job page's charts draw the job's progress samples, and an error in the SQL
 editor is marked at its line. The job's savepoints (made with the console's button),
 the diff of its two query versions and the sharing servers (issue 30, issue 33) show,
-and a viewer's token sees them with no action offered. Screenshots go to the test's folder, and to
-``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
+and a viewer's token sees them with no action offered. Screenshots go to the test's
+folder, and to ``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
 
 from __future__ import annotations
 
@@ -158,7 +158,8 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         diff = page.locator("#version-diff")
         assert diff.locator(".diff-del").all_inner_texts() == ["- select id, v"]
         assert diff.locator(".diff-add").all_inner_texts() == ["+ select id, upper(v)"]
-        assert diff.locator(".diff-same").all_inner_texts() == ["  insert into seen", "  from events"]
+        assert diff.locator(".diff-same").all_inner_texts() == \
+            ["  insert into seen", "  from events"]
         page.select_option("#diff-from", "2")  # the same version both sides: no change
         assert diff.locator(".diff-add, .diff-del").count() == 0
         page.select_option("#diff-from", "1")
