@@ -16,6 +16,9 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
   with the error, located in ``sql``, and nothing executed (``"results": []``). A
   statement failing after that answers 400 with its error, its ``note`` saying which
   statements took effect, and their results.
+* ``GET /v1/whoami``: the caller, ``{"principal": "token:NAME", "role": "viewer" |
+  "operator" | "admin", "may_change": bool}`` (the console offers actions only when
+  ``may_change``; the API refuses them to a viewer either way).
 * ``GET /v1/status``: every job's state now (:func:`streamjob.status.status_snapshot`).
 * ``GET /v1/jobs``, ``GET /v1/jobs/{name}`` (state, guarantee, SQL, properties with
   their origin, runs, checkpoints), ``GET /v1/jobs/{name}/checkpoints``, ``/runs``, ``/progress``
@@ -253,6 +256,11 @@ def create_app(catalog, home, spark: Callable | None = None,
     @app.post("/v1/statements", summary="Execute StreamSQL statements")
     def post_statements(body: StatementsRequest, who: Principal = Depends(principal)):
         return execute(who, body.sql, body.properties, body.database)
+
+    @app.get("/v1/whoami", summary="The caller: its principal and role")
+    def get_whoami(who: Principal = Depends(principal)):
+        # the console shows actions only to a role the API lets act (docs/security.md)
+        return {"principal": who.name, "role": who.role.value, "may_change": who.may_change}
 
     @app.get("/v1/status", summary="Every job's state now")
     def get_status(_who: Principal = Depends(principal)):

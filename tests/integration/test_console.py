@@ -2,8 +2,10 @@
 driven by Playwright) against the API served by this process over a job that runs here
 on the session's Spark and broker. The job list follows the event stream without a
 reload, the job page's charts draw the job's progress samples, and an error in the SQL
-editor is marked at its line. Screenshots go to the test's folder, and to
-``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
+editor is marked at its line. The job's savepoints (made with the console's button),
+the diff of its two query versions and the sharing servers (issue 30, issue 33) show,
+and a viewer's token sees them with no action offered. Screenshots go to the test's
+folder, and to ``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
 
 from __future__ import annotations
 
@@ -61,8 +63,11 @@ def test_the_console_follows_a_running_job_and_marks_sql_errors(tmp_path, broker
 CREATE STREAM events (id INT, v STRING)
 TBLPROPERTIES ("topic"="{topic}", "kafka.broker.list"="{broker.bootstrap}", "format"="json");
 CREATE TABLE seen (id INT, v STRING) TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{tmp_path}/seen.db");
-CREATE STREAMJOB clicks AS ("insert into seen select id, v from events")
+CREATE STREAMJOB clicks AS ("insert into seen
+select id, v
+from events")
 JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
+CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
 """)
         job = world.catalog.require_job("default", "clicks")
         # hosted here as `streamjob run` or the shell would: registered, heartbeating,
@@ -126,6 +131,72 @@ JOBPROPERTIES ("morphling.job.checkpoint.interval"="1000");
         page.click("#run")
         page.locator("#sql-results td", has_text="default.clicks").wait_for(timeout=30_000)
         assert page.locator("#sql-error").is_hidden()
+
+        # savepoints (issue 30): the operator keeps the stopped job's last checkpoint
+        page.goto(url + "/#/jobs/default.clicks/savepoints")
+        page.locator("#whoami", has_text="operator").wait_for(timeout=10_000)
+        page.fill("#savepoint-name", "before_v2")
+        page.click("#savepoint-create")
+        row = page.locator('#savepoints tr[data-savepoint="before_v2"]')
+        row.wait_for(timeout=30_000)
+        [kept] = world.catalog.list_savepoints(job.uid)
+        assert row.locator("td").nth(1).inner_text() == str(kept.checkpoint_id)
+        assert topic in row.locator("td.offsets").inner_text()
+        assert row.locator("td", has_text="token:console").count() == 1
+        assert row.locator("button.savepoint-start").is_visible()
+        _shot(page, tmp_path, "savepoints")
+        page.fill("#savepoint-name", "bad name")  # refused here, before any statement
+        page.click("#savepoint-create")
+        page.locator("#savepoints-error", has_text="savepoint name").wait_for(timeout=10_000)
+
+        # query versions (issue 30): a second version, the diff of the two
+        [(_, altered)] = session.execute_script(
+            'ALTER STREAMJOB clicks AS ("insert into seen\n'
+            'select id, concat(v, \'<i>x</i>\')\nfrom events");')
+        assert altered.to_json()["change"]["class"] == "stateless", altered.to_json()
+        page.click("#savepoints-view a.tab-versions")
+        page.locator("#versions tbody tr").nth(1).wait_for(timeout=30_000)
+        diff = page.locator("#version-diff")
+        assert diff.locator(".diff-del").all_inner_texts() == ["- select id, v"]
+        # the query is text in the page, never markup
+        assert diff.locator(".diff-add").all_inner_texts() == \
+            ["+ select id, concat(v, '<i>x</i>')"]
+        assert diff.locator("i").count() == 0
+        assert diff.locator(".diff-same").all_inner_texts() == \
+            ["  insert into seen", "  from events"]
+        page.select_option("#diff-from", "2")  # the same version both sides: no change
+        assert diff.locator(".diff-add, .diff-del").count() == 0
+        page.select_option("#diff-from", "1")
+        _shot(page, tmp_path, "versions")
+
+        # servers (issue 33): a sharing server as its process records itself in the
+        # catalog (registered, its share declared, holding the lease of job idle)
+        sid = "console-test-host:4242:5e7ef00d"
+        world.catalog.register_server(sid, "console-test-host", 4242, "local[2]")
+        world.catalog.declare_share(sid, 4, ["eu", "gpu"])
+        idle = world.catalog.require_job("default", "idle")
+        assert world.catalog.acquire_job_lease(idle.uid, sid, 60_000, 15_000) is not None
+        page.click('header a[href="#/servers"]')
+        server_row = page.locator(f'#servers tr[data-server="{sid}"]')
+        server_row.wait_for(timeout=30_000)
+        assert server_row.locator("td.jobs a").all_inner_texts() == ["default.idle"]
+        assert "1 of 4" in server_row.inner_text() and "eu, gpu" in server_row.inner_text()
+        _shot(page, tmp_path, "servers")
+
+        # a viewer sees the savepoints and versions, and no action anywhere
+        viewer = new_token()
+        world.catalog.create_token("watcher", "viewer", viewer)
+        page.goto(url + "/#/jobs/default.clicks/savepoints")
+        page.fill("#token", viewer)
+        page.dispatch_event("#token", "change")
+        page.locator("#whoami", has_text="viewer").wait_for(timeout=10_000)
+        row.wait_for(timeout=30_000)
+        for view, shown in (("/savepoints", "#savepoints tbody tr"), ("", "#job-facts dd"),
+                            ("/versions", "#versions tbody tr")):
+            page.goto(url + "/#/jobs/default.clicks" + view)
+            page.locator(shown).first.wait_for(timeout=30_000)
+            assert page.locator("main button:visible, main input:visible").count() == 0, view
+            assert page.locator(".savepoint-drop, .savepoint-start").count() == 0
     finally:
         if service is not None:
             service.stop()

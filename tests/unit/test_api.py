@@ -190,6 +190,13 @@ def test_tokens_and_roles(api):
         {"ci": None, "ops": None}
 
     assert api.http.get("/v1/jobs", headers=_auth(viewer)).status_code == 200
+    # the caller's role, for the console to offer actions only where the API allows them
+    assert api.http.get("/v1/whoami", headers=_auth(viewer)).json() == \
+        {"principal": "token:ci", "role": "viewer", "may_change": False}
+    assert api.http.get("/v1/whoami", headers=_auth(operator)).json() == \
+        {"principal": "token:ops", "role": "operator", "may_change": True}
+    with httpx.Client(base_url=api.url, timeout=30) as bare:
+        assert bare.get("/v1/whoami").status_code == 401
     assert api.sql("SHOW STREAMJOBS; DESCRIBE STREAMJOB j", viewer).status_code == 200
     refused = api.sql("SHOW STREAMS; STOP STREAMJOB j", viewer)
     assert refused.status_code == 403 and "StopStreamJob needs an operator" in refused.text

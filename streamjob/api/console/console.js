@@ -8,6 +8,13 @@ const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("streamjob.token") || "";
 tokenInput.addEventListener("change", () => {
   localStorage.setItem("streamjob.token", tokenInput.value.trim());
+  // what the previous token read is not this one's: cleared before the views read again
+  // (the jobs list follows the new event stream)
+  for (const el of document.querySelectorAll("main section:not(#jobs-view) tbody, #job-facts, " +
+                                             "#manager-facts, #version-diff")) {
+    el.replaceChildren();
+  }
+  roleKnown = whoami();
   followEvents();
   route();
 });
@@ -36,6 +43,52 @@ async function api(path, options) {
     throw err;
   }
   return body;
+}
+
+// ---------------------------------------------------------------- who is asking
+
+// Actions (start, stop, savepoints) are offered only to a role the API lets act
+// (GET /v1/whoami: an operator or the admin; docs/security.md). Until the role is known
+// they stay hidden; the API refuses a viewer's action either way (403).
+let mayChange = false;
+let roleKnown = null;
+async function whoami() {
+  mayChange = false;
+  applyRole();
+  try {
+    const me = await api("/v1/whoami");
+    mayChange = me.may_change === true;
+    $("#whoami").textContent = me.principal + " (" + me.role + ")";
+  } catch (e) {
+    $("#whoami").textContent = "";
+  }
+  applyRole();
+}
+
+function applyRole() {
+  document.body.dataset.mayChange = String(mayChange);
+  for (const el of document.querySelectorAll(".operator-only")) el.hidden = !mayChange;
+}
+
+function jobPath(name) { return "/v1/jobs/" + encodeURIComponent(name); }
+
+// A job's "db.name" as StreamSQL: each part backquoted (a backquote doubled), so no job
+// name can change the statement it is put in.
+function quoteName(name) {
+  const dot = name.indexOf(".");
+  const parts = dot < 0 ? [name] : [name.slice(0, dot), name.slice(dot + 1)];
+  return parts.map((p) => "`" + p.replace(/`/g, "``") + "`").join(".");
+}
+
+// A savepoint name the API accepts (app.py's pattern): typed names are checked before
+// they go into a statement; a listed one that does not match is backquoted.
+const SAVEPOINT_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+function quoteIdent(name) {
+  return SAVEPOINT_NAME.test(name) ? name : "`" + name.replace(/`/g, "``") + "`";
+}
+
+function statement(sql) {
+  return api("/v1/statements", { method: "POST", body: JSON.stringify({ sql: sql }) });
 }
 
 function cell(tr, value, cls) {
@@ -170,8 +223,10 @@ function rows(table, items, fields) {
 }
 
 async function showJob(name) {
+  const gen = viewGen;
   const job = await api("/v1/jobs/" + encodeURIComponent(name));
   const progress = await api("/v1/jobs/" + encodeURIComponent(name) + "/progress");
+  if (gen !== viewGen) return;  // the route or the token changed meanwhile
   $("#job-title").textContent = "streamjob " + job.job;
   const facts = $("#job-facts");
   facts.replaceChildren();
@@ -210,6 +265,206 @@ async function showJob(name) {
 }
 
 function alertError(e) { window.alert(e.message); }
+
+// ---------------------------------------------------------------- savepoints
+
+function offsetsText(offsets) {
+  // {"orders": {"0": 52000, "1": 51890}} -> "orders 0:52000 1:51890"
+  if (offsets === null || offsets === undefined) return "";
+  if (typeof offsets !== "object") return String(offsets);
+  return Object.entries(offsets).map(([source, parts]) => source + " " +
+    (parts !== null && typeof parts === "object"
+      ? Object.entries(parts).map(([p, o]) => p + ":" + o).join(" ") : String(parts))).join("; ");
+}
+
+async function showSavepoints(name) {
+  const gen = viewGen;
+  await roleKnown;
+  const { savepoints } = await api(jobPath(name) + "/savepoints");
+  if (gen !== viewGen) return;  // the route or the token changed meanwhile
+  $("#savepoints-view .job-name").textContent = "streamjob " + name + ": savepoints";
+  const body = $("#savepoints tbody");
+  body.replaceChildren();
+  for (const sp of savepoints) {
+    const tr = document.createElement("tr");
+    tr.dataset.savepoint = sp.savepoint;
+    cell(tr, sp.savepoint, "savepoint");
+    cell(tr, sp.checkpoint_id, "num");
+    cell(tr, sp.epoch);
+    cell(tr, sp.taken_at);
+    cell(tr, sp.created_at);
+    cell(tr, sp.owner);
+    cell(tr, offsetsText(sp.source_offsets), "offsets");
+    if (mayChange) {
+      const td = document.createElement("td");
+      td.className = "operator-only";
+      const start = document.createElement("button");
+      start.textContent = "start from";
+      start.className = "savepoint-start";
+      start.title = "START STREAMJOB ... FROM SAVEPOINT " + sp.savepoint;
+      start.onclick = () => savepointAction(name, () => api(jobPath(name) + "/start",
+        { method: "POST", body: JSON.stringify({ from_savepoint: sp.savepoint }) }));
+      const drop = document.createElement("button");
+      drop.textContent = "drop";
+      drop.className = "savepoint-drop";
+      drop.onclick = () => {
+        if (!window.confirm("drop savepoint " + sp.savepoint + " of " + name + "?")) return;
+        savepointAction(name, () => statement("DROP SAVEPOINT " + quoteIdent(sp.savepoint) +
+                                              " FOR STREAMJOB " + quoteName(name)));
+      };
+      td.append(start, " ", drop);
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+  $("#savepoints-none").hidden = savepoints.length > 0;
+}
+
+async function savepointAction(name, act) {
+  const error = $("#savepoints-error");
+  error.hidden = true;
+  try {
+    await act();
+  } catch (e) {
+    error.hidden = false;
+    error.textContent = e.message;
+  }
+  await showSavepoints(name);
+}
+
+function typedSavepoint() {
+  const sp = $("#savepoint-name").value.trim();
+  if (!SAVEPOINT_NAME.test(sp)) {
+    throw new Error("a savepoint name is a letter or _ and then letters, digits or _ (up to 128)");
+  }
+  return sp;
+}
+
+$("#savepoint-create").onclick = () => {
+  const name = currentJob;
+  savepointAction(name, async () => statement("CREATE SAVEPOINT " + typedSavepoint() +
+                                              " FOR STREAMJOB " + quoteName(name)));
+};
+$("#savepoint-stop").onclick = () => {
+  const name = currentJob;
+  savepointAction(name, async () => api(jobPath(name) + "/stop",
+    { method: "POST", body: JSON.stringify({ savepoint: typedSavepoint() }) }));
+};
+
+// ---------------------------------------------------------------- query versions
+
+// The lines of a and b as [op, line]: " " in both, "-" only in a, "+" only in b (a
+// longest common subsequence of lines, as diff(1) finds; a query has few lines).
+function lineDiff(a, b) {
+  const n = a.length, m = b.length;
+  if (n * m > 4000000) return a.map((l) => ["-", l]).concat(b.map((l) => ["+", l]));
+  const L = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
+    else if (L[i + 1][j] >= L[i][j + 1]) out.push(["-", a[i++]]);
+    else out.push(["+", b[j++]]);
+  }
+  while (i < n) out.push(["-", a[i++]]);
+  while (j < m) out.push(["+", b[j++]]);
+  return out;
+}
+
+let shownVersions = [];
+function showDiff() {
+  const from = shownVersions.find((v) => String(v.version) === $("#diff-from").value);
+  const to = shownVersions.find((v) => String(v.version) === $("#diff-to").value);
+  const out = $("#version-diff");
+  out.replaceChildren();
+  if (!from || !to) { $("#diff-summary").textContent = ""; return; }
+  const ops = lineDiff(from.query.split("\n"), to.query.split("\n"));
+  const cls = { " ": "diff-same", "-": "diff-del", "+": "diff-add" };
+  for (const [op, line] of ops) {
+    const span = document.createElement("span");
+    span.className = "diff-line " + cls[op];
+    span.textContent = op + " " + line;  // text, never markup: the query is user input
+    out.append(span, "\n");
+  }
+  const added = ops.filter((o) => o[0] === "+").length, removed = ops.filter((o) => o[0] === "-").length;
+  $("#diff-summary").textContent = from.version === to.version ? "the same version" :
+    "version " + from.version + " \u2192 " + to.version + ": " + added + " line(s) added, " +
+    removed + " removed";
+}
+
+async function showVersions(name) {
+  const gen = viewGen;
+  const { versions } = await api(jobPath(name) + "/versions");
+  if (gen !== viewGen) return;
+  $("#versions-view .job-name").textContent = "streamjob " + name + ": query versions";
+  shownVersions = versions;
+  rows($("#versions"), versions, ["version", "created_at", "principal", "change"]);
+  for (const [sel, pick] of [["#diff-from", Math.max(0, versions.length - 2)],
+                             ["#diff-to", versions.length - 1]]) {
+    const select = $(sel);
+    select.replaceChildren();
+    versions.forEach((v, i) => {
+      const o = document.createElement("option");
+      o.value = String(v.version);
+      o.textContent = "version " + v.version;
+      o.selected = i === pick;
+      select.appendChild(o);
+    });
+    select.onchange = showDiff;
+  }
+  showDiff();
+}
+
+// ---------------------------------------------------------------- servers
+
+function ageMs(ms) { return ms === null || ms === undefined ? "" : fmt(ms / 1000, 1) + " s ago"; }
+
+async function showServers() {
+  const gen = viewGen;
+  const snapshot = await api("/v1/status");
+  if (gen !== viewGen) return;
+  const facts = $("#manager-facts");
+  facts.replaceChildren();
+  const m = snapshot.server;
+  const items = m ? [["server", m.label], ["server id", m.server_id], ["host", m.host],
+                     ["pid", m.pid], ["Spark master", m.spark_master], ["started", m.started_at],
+                     ["heartbeat", ageMs(m.heartbeat_age_ms)]]
+                  : [["server", "none: no job manager holds the lease"]];
+  for (const [k, v] of items) {
+    const dt = document.createElement("dt"); dt.textContent = k;
+    const dd = document.createElement("dd"); dd.textContent = v === null || v === undefined ? "" : v;
+    facts.append(dt, dd);
+  }
+  const body = $("#servers tbody");
+  body.replaceChildren();
+  for (const s of snapshot.servers || []) {
+    const tr = document.createElement("tr");
+    tr.dataset.server = s.server_id;
+    cell(tr, s.label);
+    cell(tr, s.server_id);
+    const jobs = document.createElement("td");
+    jobs.className = "jobs";
+    s.jobs.forEach((j, i) => {
+      const a = document.createElement("a");
+      a.href = "#/jobs/" + encodeURIComponent(j);
+      a.textContent = j;
+      if (i) jobs.append(", ");
+      jobs.appendChild(a);
+    });
+    tr.appendChild(jobs);
+    cell(tr, s.max_jobs === null ? "no limit" : s.jobs.length + " of " + s.max_jobs, "num");
+    cell(tr, (s.labels || []).join(", "));
+    cell(tr, ageMs(s.heartbeat_age_ms), "heartbeat");
+    body.appendChild(tr);
+  }
+  $("#servers-none").hidden = (snapshot.servers || []).length > 0;
+  $("#servers-updated").textContent = "updated " + snapshot.at;
+}
 
 // ---------------------------------------------------------------- SQL editor
 
@@ -280,20 +535,53 @@ function showResult(out, r) {
 // ---------------------------------------------------------------- routing
 
 let jobTimer = null;
+let currentJob = null;
+let viewGen = 0;  // counts routes: a view's answer to an earlier route is dropped
+const VIEWS = ["#jobs-view", "#job-view", "#savepoints-view", "#versions-view",
+               "#servers-view", "#sql-view"];
 function route() {
   const hash = location.hash || "#/";
   clearInterval(jobTimer);
-  $("#jobs-view").hidden = hash !== "#/";
-  $("#sql-view").hidden = hash !== "#/sql";
-  const m = hash.match(/^#\/jobs\/(.+)$/);
-  $("#job-view").hidden = !m;
+  viewGen += 1;
+  const m = hash.match(/^#\/jobs\/([^/]+)(?:\/(savepoints|versions))?$/);
+  const view = m ? (m[2] ? "#" + m[2] + "-view" : "#job-view")
+    : { "#/": "#jobs-view", "#/sql": "#sql-view", "#/servers": "#servers-view" }[hash];
+  for (const v of VIEWS) $(v).hidden = v !== view;
+  let refresh = null, again = true, failed = null;
   if (m) {
     const name = decodeURIComponent(m[1]);
-    const refresh = () => showJob(name).catch((e) => { $("#job-title").textContent = e.message; });
-    refresh();
-    jobTimer = setInterval(refresh, 5000);
+    currentJob = name;
+    const base = "#/jobs/" + encodeURIComponent(name);
+    for (const nav of document.querySelectorAll(".job-tabs")) {
+      for (const [cls, href] of [["tab-overview", base], ["tab-savepoints", base + "/savepoints"],
+                                 ["tab-versions", base + "/versions"]]) {
+        const a = nav.querySelector("." + cls);
+        a.href = href;
+        a.classList.toggle("current", href === hash);
+      }
+    }
+    if (m[2] === "savepoints") {
+      refresh = () => showSavepoints(name);
+      failed = (e) => { $("#savepoints-view .job-name").textContent = e.message; };
+    } else if (m[2] === "versions") {
+      refresh = () => showVersions(name);
+      again = false;  // the chosen versions stay chosen
+      failed = (e) => { $("#versions-view .job-name").textContent = e.message; };
+    } else {
+      refresh = () => showJob(name);
+      failed = (e) => { $("#job-title").textContent = e.message; };
+    }
+  } else if (view === "#servers-view") {
+    refresh = showServers;
+    failed = (e) => { $("#servers-updated").textContent = e.message; };
+  }
+  if (refresh) {
+    const run = () => refresh().catch(failed);
+    run();
+    if (again) jobTimer = setInterval(run, 5000);
   }
 }
 window.addEventListener("hashchange", route);
+roleKnown = whoami();
 followEvents();
 route();
