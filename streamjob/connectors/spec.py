@@ -445,3 +445,22 @@ def spec_of_table(table, default_location: str = ""):
     return table_spec(table.name, table.properties, table.stored_as, table.location,
                       default_location, partitioned_by=table.partitioned_by,
                       row_format=table.row_format)
+
+
+def delta_table_location(spec) -> str | None:
+    """The directory of a Delta table's spec (its LOCATION), None for a table of another
+    kind: OPTIMIZE and VACUUM maintain Delta tables only (docs/connectors.md)."""
+    return spec.location if isinstance(spec, DeltaTableSpec) else None
+
+
+def delta_stream_path(spec) -> str | None:
+    """The table directory a Delta stream's spec reads, None for a stream of another
+    kind (VACUUM asks which jobs read a table as a stream)."""
+    return spec.path if isinstance(spec, DeltaSourceSpec) else None
+
+
+def sql_table(spec) -> "SqlTableSpec | None":
+    """``spec`` if it is a SQL table's, else None (a shadow run compares SQL tables
+    only, docs/upgrades.md)."""
+    return spec if isinstance(spec, SqlTableSpec) else None
+

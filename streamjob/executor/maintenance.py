@@ -26,7 +26,6 @@ from .. import shapes
 from ..connectors import spec as cspec
 from ..connectors.delta import maintenance as dm
 from ..connectors.delta.options import OFFSETS_PREFIX, offsets_key
-from ..connectors.delta.spec import DeltaSourceSpec, DeltaTableSpec
 from ..exceptions import (AccessDeniedError, ObjectInUseError, ObjectNotFoundError,
                           ValidationError)
 from ..grammar import statements as st
@@ -68,7 +67,7 @@ class MaintenanceStatements:
         spec = cspec.table_spec(info.name, info.properties, info.stored_as, info.location,
                                 self.home.table_location(db, name), info.partitioned_by,
                                 info.row_format)
-        if not isinstance(spec, DeltaTableSpec):
+        if cspec.delta_table_location(spec) is None:
             from .objects import sink_kind
 
             raise ValidationError(f"table {db}.{name} is a {sink_kind(info)} table: {what} "
@@ -155,7 +154,8 @@ class MaintenanceStatements:
                     sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
                 except ValidationError:
                     continue
-                if isinstance(sp, DeltaSourceSpec) and _same_path(sp.path, path):
+                read = cspec.delta_stream_path(sp)
+                if read is not None and _same_path(read, path):
                     reads = True
             positions = []
             for cp in self.catalog.list_checkpoints(job.uid):

@@ -135,7 +135,7 @@ def scratch_sinks(plan, job_name: str):
     from ..connectors import spec as cspec
 
     spec = plan.sink_spec
-    if not isinstance(spec, cspec.SqlTableSpec):
+    if cspec.sql_table(spec) is None:
         raise JobError(f"a shadow run compares SQL tables for now: {plan.sink.qualified_name} "
                        f"is {spec.label} table")
     out = []
@@ -205,9 +205,9 @@ def _new_query_id(ckdir: str) -> None:
 
 def _session(spark_root, plan):
     from .. import properties as jp
-    from ..spark.session import job_data_sources, job_session
+    from ..spark.session import job_session
 
-    return job_session(spark_root, dict(jp.spark_settings(plan.props)), job_data_sources(plan))
+    return job_session(spark_root, dict(jp.spark_settings(plan.props)), plan.data_sources)
 
 
 def _spark_error(exc: BaseException) -> str:
@@ -452,6 +452,6 @@ def recorded_specs(catalog, record: dict) -> list:
         if table is None:
             continue
         spec = cspec.spec_of_table(table)
-        if isinstance(spec, cspec.SqlTableSpec):
+        if cspec.sql_table(spec) is not None:
             out.append(dataclasses.replace(spec, table=scratch))
     return out

@@ -20,9 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from streamjob.exceptions import ConnectorError
+
+if TYPE_CHECKING:  # pyarrow loads when a Delta table is read, not when statements are checked
+    import pyarrow as pa
 
 __all__ = ["DataFile", "Commit", "latest_version", "read_commit", "version_at",
            "snapshot_files", "table_types", "file_path"]
@@ -173,6 +176,8 @@ def snapshot_files(path: str, version: int) -> list[DataFile]:
 
     try:
         dt = DeltaTable(path, version=version)
+        import pyarrow as pa
+
         actions = pa.table(dt.get_add_actions(flatten=False)).to_pylist()
     except Exception as exc:  # DeltaError, OSError
         raise ConnectorError(f"cannot load version {version} of the Delta table at {path}: "
@@ -188,6 +193,7 @@ def table_types(schema_json: str) -> pa.Schema:
     Raises:
         ConnectorError: the text is not a Delta schema.
     """
+    import pyarrow as pa
     from deltalake import Schema
 
     try:
