@@ -1,5 +1,7 @@
 """A bare ``SELECT ... FROM stream [LIMIT n]``, the preview of the shell and of ``-e``: a
-transient streaming query whose rows are printed as they arrive. :class:`Previews` is the
+transient streaming query whose rows are printed as they arrive (a SELECT of tables
+alone that reads a lakehouse table at a version, ``FROM t VERSION AS OF n``, runs once
+as a batch query and prints its first ``n`` rows). :class:`Previews` is the
 one object both front ends run it through, over their client session.
 
 The SELECT is planned by :mod:`streamjob.planner.preview` (the job planner's checks and
@@ -169,6 +171,16 @@ class Previews:
         self.started = True
         df = preview_frame(job_session(spark, jp.spark_settings(plan.props)), bind_preview(plan))
         printer = RowPrinter(df.columns, plan.limit, as_json, self.echo)
+        if plan.batch:  # tables alone, one at a version (time travel): read once
+            try:
+                rows = [tuple(r) for r in df.limit(plan.limit).collect()]
+            except Exception as exc:  # noqa: BLE001 - Spark's error, summarised
+                from ..manager.summary import error_summary
+
+                raise StreamJobError(f"the query failed: {error_summary(exc)}") from None
+            printer.print_rows(rows)
+            self.echo(printer.footer(False))
+            return
         self._stream(df, plan, printer)
 
     def _stream(self, df, plan, printer: RowPrinter) -> None:

@@ -78,13 +78,14 @@ def data_sources(specs) -> set[str]:
     return names
 
 
-def table_reader(spec, columns, qualified_name: str) -> Reader:
+def table_reader(spec, columns, qualified_name: str, as_of: int | None = None) -> Reader:
     """How Spark reads the static table ``qualified_name`` whose connector spec is
     ``spec`` (a file or SQL table) and whose declared columns are ``columns``
     (``[{"name", "type"}]``): :func:`.files.static.table_reader`,
     :func:`.sql.static.table_reader`, or for a Delta table streamjob's ``streamjob_delta``
     data source read as a batch (its latest snapshot at each micro-batch,
-    :class:`.delta.source.DeltaStaticReader`). Called at job start.
+    :class:`.delta.source.DeltaStaticReader`; ``as_of``: that version of it, time travel
+    of a preview, :mod:`.lakehouse`). Called at job start.
 
     Raises:
         ConnectorError: the SQL table cannot be reached, does not exist or its columns
@@ -94,7 +95,10 @@ def table_reader(spec, columns, qualified_name: str) -> Reader:
         from ..columntypes import ddl
         from .delta import options as delta_options
 
-        return Reader(delta_options.SOURCE_NAME, {delta_options.PATH: spec.path}, ddl(columns))
+        options = {delta_options.PATH: spec.path}
+        if as_of is not None:
+            options[delta_options.VERSION_AS_OF] = str(as_of)
+        return Reader(delta_options.SOURCE_NAME, options, ddl(columns))
     if spec.on_files:
         return _files.table_reader(spec, columns)
     return _sql.table_reader(spec, columns, f"table {qualified_name}")

@@ -182,7 +182,7 @@ def bind_static(st, read: bool = True) -> TableRead:
     if read:
         from ..connectors.static import table_reader
 
-        reader = table_reader(st.spec, columns, st.table.qualified_name)
+        reader = table_reader(st.spec, columns, st.table.qualified_name, st.as_of)
     return TableRead(st.view, ddl(columns), reader)
 
 

@@ -69,11 +69,13 @@ class Derived:
 
 @dataclass(frozen=True)
 class Static:
-    """A table read as static data in a stream-static join."""
+    """A table read as static data in a stream-static join; ``as_of`` the version of a
+    lakehouse table a preview reads (time travel), None: its latest at each read."""
 
     table: TableInfo
     view: str
     spec: Any
+    as_of: int | None = None
 
 
 @dataclass(frozen=True)

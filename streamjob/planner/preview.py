@@ -43,6 +43,7 @@ from .lookup import Lookup
 from .plan import Derived, Source, Static, static_tables
 from .query import AnalyzedSelect, extract_clauses, select_body
 from .text import QueryText, parse
+from .timetravel import extract_time_travel, resolve_time_travel
 
 #: Rows shown by a SELECT without LIMIT.
 DEFAULT_LIMIT = 20
@@ -56,7 +57,8 @@ class PreviewPlan:
     top-level LIMIT); ``limit`` the rows to show; ``sources``, ``statics`` and
     ``derived`` as in :class:`~streamjob.planner.plan.JobPlan`; ``props`` the effective
     typed job properties of the session (``SET``); ``output_mode`` ``append`` or
-    ``update`` (an aggregation)."""
+    ``update`` (an aggregation); no ``sources``: a query of tables alone, which reads
+    a lakehouse table at a version (time travel), run once as a batch."""
 
     select: AnalyzedSelect
     limit: int
@@ -67,6 +69,11 @@ class PreviewPlan:
     output_mode: str
     #: the user functions it calls (FunctionInfo), as :attr:`JobPlan.functions`
     functions: tuple = ()
+
+    @property
+    def batch(self) -> bool:
+        """True when it reads no stream (tables alone, one at a version): one batch."""
+        return not self.sources and not self.derived
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -116,18 +123,25 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     qt = QueryText(text, None, lookup.functions(default_database))
     policy.check_text(qt, text, "query", calls=False)  # as written
     blanked, clauses, pattern = extract_clauses(qt)
+    blanked, travels = extract_time_travel(qt, blanked)
     statements = parse(qt, blanked, "query")
     if len(statements) != 1 or not isinstance(statements[0], (exp.Query, exp.Subquery)):
         raise qt.error("expected one 'select ...' (an insert runs as a streamjob: "
                        "CREATE STREAMJOB j AS (\"insert into t select ...\"))")
     select = statements[0]
     limit = _take_limit(qt, select)
+    named: dict[tuple[str, str], int] = {}  # how often each name is read (time travel)
+    for t in select.find_all(exp.Table):
+        key = ((t.db or default_database).lower(), t.name.lower())
+        named[key] = named.get(key, 0) + 1
     try:
-        body = select_body(qt, select, clauses, pattern, lookup, default_database)
+        body = select_body(qt, select, clauses, pattern, lookup, default_database,
+                           streams_needed=not travels)
     except ValidationError as exc:
         if exc.message.startswith("the query reads no stream"):
             exc.message = ("the query reads no stream; a SELECT in the shell shows the rows of "
-                           "a stream as they arrive: name one in FROM")
+                           "a stream as they arrive: name one in FROM (or read a lakehouse "
+                           "table at a version: FROM t VERSION AS OF n)")
             exc.args = (exc.message,)
         raise
     props = jp.values({}, session_props)
@@ -137,6 +151,9 @@ def plan_preview(catalog: Catalog, home: Home, text: str,
     sources = tuple(_source(st, view, view in proctime, reset) for st, view in bases)
     derived = tuple(Derived(st, view, sql, view in proctime) for st, view, sql in derived_streams)
     statics = static_tables(lookup, home, body.references)
+    if travels:
+        statics = resolve_time_travel(qt, travels, body.references, statics, named,
+                                      default_database)
     from .checks import check_reads
 
     check_reads(home.policy, sources, statics)  # the admin's rules for everyone

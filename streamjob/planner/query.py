@@ -188,18 +188,20 @@ def extract_clauses(qt: QueryText) -> tuple[str, list[WindowClause], Any]:
 
 
 def select_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], pattern,
-                lookup: Lookup, default_database: str) -> AnalyzedSelect:
+                lookup: Lookup, default_database: str,
+                streams_needed: bool = True) -> AnalyzedSelect:
     """The analyzed select of a job's query or a shell preview (``clauses`` and
     ``pattern`` from :func:`extract_clauses`): over the pattern's matches
     (:func:`.cep.analyze_pattern`, its ``pattern`` the CepPlan) when there is one, else
-    :func:`analyze_body`.
+    :func:`analyze_body` (``streams_needed`` False: a preview that time-travels may read
+    tables alone).
 
     Raises:
         ValidationError: as :func:`.cep.analyze_pattern` or :func:`analyze_body`.
     """
     if pattern is not None:
         return _pattern_body(qt, select, pattern, lookup, default_database)
-    return analyze_body(qt, select, clauses, lookup, default_database, "job")
+    return analyze_body(qt, select, clauses, lookup, default_database, "job", streams_needed)
 
 
 def _pattern_body(qt: QueryText, select: exp.Expr, pattern, lookup: Lookup,
@@ -244,7 +246,7 @@ def analyze_select(text: str, lookup: Lookup, position: Position | None = None,
 
 
 def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], lookup: Lookup,
-                 default_database: str, what: str) -> AnalyzedSelect:
+                 default_database: str, what: str, streams_needed: bool = True) -> AnalyzedSelect:
     """The analysis of one select (a job's, a derived stream's or a preview's: ``what``
     names it in errors) with its window ``clauses`` taken out: the relations it reads
     through ``lookup``, its rendered Spark SQL and its windows.
@@ -272,7 +274,7 @@ def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], l
         ref = refs.setdefault((db, name), Reference(kind, db, name, view_name(db, name)))
         tables[id(table)] = CatalogSource(kind, db, name, lookup.columns(db, name))
         nodes.append((table, ref))
-    if not any(r.kind == "stream" for r in refs.values()):
+    if streams_needed and not any(r.kind == "stream" for r in refs.values()):
         reader = "a streamjob" if what == "job" else f"a {what}"
         raise qt.error(f"the query reads no stream; {reader} needs at least one stream in FROM")
 

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pyarrow loads when a Delta table is read, not when statemen
     import pyarrow as pa
 
 __all__ = ["DataFile", "Commit", "latest_version", "read_commit", "version_at",
-           "snapshot_files", "table_types", "file_path"]
+           "version_as_of", "version_before", "transaction_commit", "snapshot_files",
+           "table_types", "file_path"]
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 
@@ -163,6 +164,111 @@ def version_at(path: str, ms: int, latest: int) -> int:
         if v <= latest and read_commit(path, v).timestamp >= ms:
             return v
     return latest + 1
+
+
+def _present(path: str) -> list[int]:
+    """The versions whose JSON commits are in the log of the table at ``path``, sorted."""
+    d = log_dir(path)
+    try:
+        return sorted(int(m.group(1)) for m in map(_COMMIT.match, os.listdir(d)) if m)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ConnectorError(f"cannot list the Delta log {d}: {exc.strerror or exc}") from None
+
+
+def version_as_of(path: str, version: int) -> int:
+    """``version`` checked against the table at ``path`` for time travel (``VERSION AS
+    OF n``, Delta's ``versionAsOf``): a version the table has and whose snapshot can
+    still be loaded.
+
+    Raises:
+        ConnectorError: no Delta table there; a version after the latest one; a version
+            whose commits the log's retention removed (names the oldest one left).
+    """
+    latest = latest_version(path)
+    if latest is None:
+        raise ConnectorError(f"there is no Delta table at {path} (no commit in its _delta_log)")
+    if version > latest:
+        raise ConnectorError(f"the Delta table at {path} has no version {version}: its "
+                             f"latest version is {latest}")
+    present = _present(path)
+    if version not in present and not any((log_dir(path)).glob(
+            f"{version:020d}.checkpoint*.parquet")):
+        oldest = present[0] if present else latest
+        raise ConnectorError(f"version {version} of the Delta table at {path} is no longer "
+                             f"in its log (the log's retention removed it); the oldest "
+                             f"version left is {oldest}")
+    return version
+
+
+def version_before(path: str, ms: int) -> int:
+    """The version of the table at ``path`` at time ``ms`` (ms since the epoch) for time
+    travel (``TIMESTAMP AS OF``, Delta's ``timestampAsOf``): the latest version committed
+    at or before ``ms``, among the commits still in the log.
+
+    Raises:
+        ConnectorError: no Delta table there; ``ms`` before the oldest commit left or
+            after the latest commit (Delta refuses both; names the commits' times).
+    """
+    import datetime as _dt
+
+    def iso(t: int) -> str:
+        return _dt.datetime.fromtimestamp(t / 1000, _dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    present = _present(path)
+    if not present:
+        raise ConnectorError(f"there is no Delta table at {path} (no commit in its _delta_log)")
+    times = [(v, read_commit(path, v).timestamp) for v in present]
+    if ms > times[-1][1]:
+        raise ConnectorError(
+            f"{iso(ms)} is after the latest commit of the Delta table at {path} (version "
+            f"{times[-1][0]}, {iso(times[-1][1])} UTC); use that time or VERSION AS OF "
+            f"{times[-1][0]} (Delta's rule)")
+    best = None
+    for v, t in times:
+        if t <= ms:
+            best = v
+    if best is None:
+        raise ConnectorError(
+            f"{iso(ms)} is before the oldest commit left in the log of the Delta table at "
+            f"{path} (version {times[0][0]}, {iso(times[0][1])} UTC)")
+    return best
+
+
+def transaction_commit(path: str, app_id: str, txn_version: int,
+                       scan: int = 1000) -> int | None:
+    """The table version whose commit carries the app transaction ``(app_id,
+    txn_version)`` (the Delta sink's marker of one micro-batch: :mod:`.sink`), looked up
+    in the newest ``scan`` JSON commits of the table at ``path``; None when none does
+    (the batch was not committed, or its commit is older than those or folded into a
+    log checkpoint).
+
+    Raises:
+        ConnectorError: the log cannot be read.
+    """
+    for v in reversed(_present(path)[-scan:]):
+        f = log_dir(path) / f"{v:020d}.json"
+        try:
+            text = f.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ConnectorError(f"cannot read Delta commit {f}: {exc.strerror or exc}") from None
+        if '"txn"' not in text:
+            continue
+        for line in text.splitlines():
+            try:
+                txn = json.loads(line).get("txn") if line.strip() else None
+            except ValueError:
+                continue
+            if isinstance(txn, dict) and txn.get("appId") == app_id:
+                if txn.get("version") == txn_version:
+                    return v
+                if isinstance(txn.get("version"), int) and txn["version"] < txn_version:
+                    return None  # newer commits come first: the batch is not in
+    return None
 
 
 def snapshot_files(path: str, version: int) -> list[DataFile]:

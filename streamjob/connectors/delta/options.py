@@ -12,6 +12,9 @@ PATH, KEY = "path", "key"
 STARTING_VERSION, STARTING_TIMESTAMP = "startingVersion", "startingTimestamp"
 MAX_FILES, IGNORE_DELETES, IGNORE_CHANGES = "maxFilesPerTrigger", "ignoreDeletes", "ignoreChanges"
 SKIP_CHANGE_COMMITS, PARTITIONS = "skipChangeCommits", "partitions"
+VERSION_AS_OF = "versionAsOf"
+"""The static reader's option: the table version read (time travel, Delta's
+``versionAsOf``); without it, the latest version at each read."""
 
 
 OFFSETS_PREFIX = "delta:"

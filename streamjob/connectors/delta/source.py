@@ -53,7 +53,7 @@ from streamjob.connectors import worker
 from streamjob.connectors.delta import log as dlog
 from streamjob.connectors.delta.options import (  # noqa: F401 - the names, also exported
     IGNORE_CHANGES, IGNORE_DELETES, KEY, MAX_FILES, PARTITIONS, PATH, SKIP_CHANGE_COMMITS,
-    SOURCE_NAME, STARTING_TIMESTAMP, STARTING_VERSION, offsets_key)
+    SOURCE_NAME, STARTING_TIMESTAMP, STARTING_VERSION, VERSION_AS_OF, offsets_key)
 from streamjob.exceptions import ConnectorError, InvalidConfiguration, NotAppendOnly
 
 worker.install()
@@ -331,12 +331,15 @@ class DeltaStaticReader(DataSourceReader):
     read task that loads the table's latest version when it runs. Spark plans a batch
     data source's partitions once per query but runs ``read`` at every micro-batch that
     scans it (:mod:`streamjob.connectors.static`), so each micro-batch joins the
-    snapshot committed when it runs. Options: ``path``."""
+    snapshot committed when it runs. Options: ``path``; ``versionAsOf`` (time travel:
+    that version instead of the latest)."""
 
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
         options = {k.lower(): v for k, v in options.items()}
         self.schema = schema
         self.path = options[PATH.lower()]
+        at = options.get(VERSION_AS_OF.lower())
+        self.version = int(at) if at is not None else None
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(0)]
@@ -349,7 +352,7 @@ class DeltaStaticReader(DataSourceReader):
         """
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        latest = dlog.latest_version(self.path)
+        latest = dlog.latest_version(self.path) if self.version is None else self.version
         if latest is None:
             raise ConnectorError(f"there is no Delta table at {self.path}")
         target = to_arrow_schema(self.schema, timezone="UTC")

@@ -56,13 +56,16 @@ def handwritten_seconds(bench: Bench, n: int, batch: int, tag: str, source=None,
 
 
 def streamjob_seconds(bench: Bench, n: int, batch: int, profile=None,
-                      topic: str = TOPIC, stored_as: str = "PARQUET") -> tuple[float, list]:
+                      topic: str = TOPIC, stored_as: str = "PARQUET",
+                      commits: list | None = None) -> tuple[float, list]:
     """Seconds from START STREAMJOB until the job committed all ``n`` records of
     ``topic`` into a table ``STORED AS stored_as`` (Parquet, or DELTA), and its Spark
-    progress. ``profile``: a callable started with the job (py-spy), or None."""
+    progress. ``profile``: a callable started with the job (py-spy), or None.
+    ``commits`` (a Delta table): gets the ms of each of :data:`COMMITS` empty commits
+    on the job's table afterwards (:func:`commit_ms`)."""
     s = StreamjobSession(bench)
     try:
-        parquet_job(s, topic, 0, batch, start=False, stored_as=stored_as)
+        location = parquet_job(s, topic, 0, batch, start=False, stored_as=stored_as)
         stop_profile = profile() if profile else None
         t0 = time.monotonic()
         s.run("START STREAMJOB copy;")
@@ -70,9 +73,39 @@ def streamjob_seconds(bench: Bench, n: int, batch: int, profile=None,
         dt = time.monotonic() - t0
         if stop_profile:
             stop_profile()
+        if commits is not None:
+            commits += commit_ms(str(location))
         return dt, s.progresses("copy")
     finally:
         s.close()
+
+
+COMMITS = 20
+"""Empty commits timed on the Delta job's table (:func:`commit_ms`)."""
+
+
+def commit_ms(path: str) -> list[float]:
+    """The ms of :data:`COMMITS` micro-batch commits without rows on the Delta table at
+    ``path`` (as the job left it: its data files and log) through the job's own sink
+    (:class:`streamjob.connectors.delta.sink.DeltaSink`, a new app id): the fixed cost
+    one micro-batch's Delta commit adds (the table brought forward, the app transaction
+    looked up, the log entry written), apart from writing the rows' files."""
+    import pyarrow as pa
+
+    from streamjob.connectors.delta.sink import DeltaSink
+    from streamjob.connectors.delta.spec import DeltaTableSpec
+
+    from .harness import FLIGHT_COLUMNS
+
+    columns = [dict(zip(("name", "type"), c.split())) for c in FLIGHT_COLUMNS.split(", ")]
+    sink = DeltaSink(DeltaTableSpec(path), columns, "bench.commit", "bench-commit:0", True)
+    empty = pa.Table.from_batches([], sink.schema)
+    out = []
+    for batch in range(COMMITS):
+        t0 = time.perf_counter()
+        sink.write_arrow(empty, batch)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
 
 
 def run(bench: Bench) -> ScenarioResult:
@@ -112,10 +145,19 @@ def run(bench: Bench) -> ScenarioResult:
         sj_s, prog = streamjob_seconds(bench, n, sz.s1_batch,
                                        profile=bench.profiler("s1") if i == 0 else None)
         progress += prog
-        delta_s, prog = streamjob_seconds(bench, n, sz.s1_batch, stored_as="DELTA")
+        prog_parquet = prog
+        commits: list[float] = []
+        delta_s, prog = streamjob_seconds(bench, n, sz.s1_batch, stored_as="DELTA",
+                                          commits=commits)
+        if commits:
+            import statistics
+
+            res.figure("Delta commit per micro-batch (no rows, median)", "ms",
+                       better="lower").add(statistics.median(commits))
         delta_progress += prog
         res.figure("streamjob job into Delta", "records/s").add(n / delta_s)
         res.figure("Delta / Parquet sink (streamjob)", "ratio").add(sj_s / delta_s)
+        _commit_cost(res, prog, prog_parquet)
         res.figure("raw kafka-python consumer", "records/s").add(n / raw_s)
         if rdk_s is not None:
             res.figure("raw confluent-kafka consumer", "records/s").add(n / rdk_s)
@@ -146,6 +188,20 @@ def run(bench: Bench) -> ScenarioResult:
                ">=", 0.8),
     ]
     return res
+
+
+def _commit_cost(res: ScenarioResult, delta: list, parquet: list) -> None:
+    """The mean ``addBatch`` per micro-batch (ms: Spark's time in the sink, writing and
+    committing) of the Delta job and of the Parquet job of one repeat, and their
+    difference: what one Delta commit (its log entry, app transaction and the table's
+    snapshot read forward) costs a micro-batch beyond writing the same rows as Parquet."""
+    d = progress_breakdown(delta).get("mean_ms", {}).get("addBatch")
+    p = progress_breakdown(parquet).get("mean_ms", {}).get("addBatch")
+    if d is None or p is None:
+        return
+    res.figure("Delta sink: addBatch per micro-batch", "ms", better="lower").add(d)
+    res.figure("Parquet sink: addBatch per micro-batch", "ms", better="lower").add(p)
+    res.figure("Delta commit cost per micro-batch (addBatch difference)", "ms", better="lower").add(d - p)
 
 
 def _parse_figures(bench: Bench, res: ScenarioResult) -> None:
