@@ -26,7 +26,7 @@ JOB_DETAIL_KEYS = ("uid", "output_mode", "checkpoint_directory", "created_at",
                    "output", "checkpointing", "rows_visible", "cannot_run_now",
                    "properties", "dependencies", "runs", "checkpoints",
                    "checkpoints_unavailable", "malformed_records",
-                   "missing_columns", "versions")
+                   "missing_columns", "versions", "sink_table_version")
 #: Keys of a version of a job's query (a job's ``versions``; issue 30, docs/upgrades.md).
 VERSION_KEYS = ("version", "query", "created_at", "principal", "change")
 #: Keys of a checkpoint (``checkpoints JOB --json`` ``[]``, a job's ``checkpoints``).

@@ -125,6 +125,9 @@ class DescribeStatements:
                      r.cause) for i, r in enumerate(runs[-RUNS_SHOWN:])]
         now, live_ids = live_now(self.catalog)
         latest = checkpoints.data[-1] if checkpoints.data else None
+        sink_version = _sink_version(self.home, job, plan, latest)
+        if sink_version is not None:
+            overview.append(("sink table version", sink_version[1]))
         versions = self.catalog.list_job_versions(job.uid)  # issue 30: oldest first
         data = {
             **shapes.job_state(job, now, live_ids, latest,
@@ -145,6 +148,7 @@ class DescribeStatements:
             "missing_columns": [dict(zip(("stream", "column", "batches"), r))
                                 for m in missing for r in m.rows],
             "versions": [shapes.version_json(v) for v in versions],
+            "sink_table_version": sink_version[0] if sink_version else None,
         }
         return Result(title=f"streamjob {db}.{name}", data=data, sections=[
             Result(columns=("field", "value"), rows=overview, title="streamjob"),
@@ -276,3 +280,30 @@ def _ms(ms: int) -> str:
     if ms % 60_000 == 0 and ms > 60_000:
         return f"{ms // 60_000} min"
     return f"{ms / 1000:g} s"
+
+
+def _sink_version(home, job, plan, latest: dict | None) -> tuple[int | None, str] | None:
+    """``(version, words)``: the version of the job's lakehouse sink table whose commit
+    carries the micro-batch of its last checkpoint (the app transaction of the job's
+    marker key in the checkpoint directory's epoch, :mod:`streamjob.connectors.lakehouse`);
+    None when the sink is no lakehouse table or the job cannot be planned now."""
+    from ..connectors import lakehouse
+
+    if plan is None or not lakehouse.is_lakehouse(plan.sink_spec):
+        return None
+    if latest is None:
+        return None, "none yet (no checkpoint)"
+    from ..checkpoint import identity
+    from ..exceptions import StreamJobError
+
+    batch = latest["checkpoint_id"]
+    try:
+        ident = identity.read(home.checkpoint_dir(job.database, job.name))
+        key = identity.marker_key(job.uid, ident.epoch if ident else "")
+        version = lakehouse.batch_version(plan.sink_spec, key, batch)
+    except (StreamJobError, OSError) as exc:
+        return None, f"unknown: {getattr(exc, 'message', None) or exc}"
+    if version is None:
+        return None, (f"none: no commit in the table's log carries batch {batch} (not "
+                      "written, or older than the log's JSON commits)")
+    return version, f"{version} (the commit of batch {batch}, the last checkpoint)"

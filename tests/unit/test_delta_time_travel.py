@@ -122,3 +122,37 @@ def test_the_sinks_batch_version_is_the_commit_of_its_app_transaction(tmp_path):
     assert dlog.transaction_commit(path, "uid:2", 0) is None
     with pytest.raises(ConnectorError, match="no version 5"):
         dlog.version_as_of(path, 5)
+
+
+def test_describe_streamjob_names_the_sink_version_of_the_last_checkpoint(world):
+    """DESCRIBE STREAMJOB (table and --json) shows the version whose commit carries the
+    last checkpoint's batch: the job's app transaction (marker key: the uid, no epoch
+    in a directory without an identity), not the table's latest version."""
+    import datetime as dt
+
+    from streamjob.connectors.delta.sink import DeltaSink
+    from streamjob.connectors.delta.spec import DeltaTableSpec
+
+    catalog, home, _ = world
+    ex = Executor(catalog, home)
+    out = home.root / "described"
+    for s in parse_script(
+            f"CREATE TABLE described (id BIGINT) STORED AS DELTA LOCATION '{out}';"
+            'CREATE STREAMJOB dj AS ("insert into described select id from clicks");'):
+        ex.execute(s)
+    [desc] = parse_script("DESCRIBE STREAMJOB dj;")
+    assert ex.execute(desc).data["sink_table_version"] is None  # no checkpoint yet
+    job = catalog.get_job("default", "dj")
+    sink = DeltaSink(DeltaTableSpec(str(out)), [{"name": "id", "type": "BIGINT"}],
+                     "default.described", job.uid, True)
+    sink.prepare()  # version 0
+    for batch in range(3):  # versions 1..3
+        sink.write_arrow(pa.table({"id": [batch]}), batch)
+    write_deltalake(str(out), pa.table({"id": [99]}), mode="append")  # version 4
+    now = dt.datetime.now(dt.timezone.utc)
+    catalog.record_checkpoint(job.uid, 1, started_at=now, ended_at=now, duration_ms=1,
+                              source_offsets={}, input_rows=1, retained=5)
+    got = ex.execute(desc)
+    assert got.data["sink_table_version"] == 2
+    overview = dict(got.sections[0].rows)
+    assert overview["sink table version"].startswith("2 (the commit of batch 1")
