@@ -43,6 +43,9 @@ def version_as_of(spec, kind: str, value: str) -> int:
         raise ConnectorError(f"time travel reads lakehouse tables ({FORMATS}) only")
     from .delta import log as dlog
 
+    if spec.remote:
+        raise ConnectorError(f"time travel reads local Delta tables so far, not one at "
+                             f"{spec.location}")
     if kind == "version":
         if not value.isdigit():
             raise ConnectorError(f"VERSION AS OF takes a table version (a whole number >= 0), "
@@ -67,7 +70,7 @@ def batch_version(spec, app_id: str, batch_id: int) -> int | None:
     Raises:
         ConnectorError: the table's log cannot be read.
     """
-    if not isinstance(spec, DeltaTableSpec):
+    if not isinstance(spec, DeltaTableSpec) or spec.remote:  # its log: local tables so far
         return None
     from .delta import log as dlog
 

@@ -94,7 +94,7 @@ class MaintenanceStatements:
                                       "(Delta's rule)", pos.line, pos.column, col)
         if self.dry_run:
             return Result(f"table {info.qualified_name} can be optimized")
-        done = dm.optimize(spec.path, s.zorder_by)
+        done = dm.optimize(spec.path, s.zorder_by, spec.storage_options())
         data = shapes.optimize_json(info.qualified_name, spec.location, s.zorder_by, done)
         row = (info.qualified_name, done.version, done.files_added, done.files_removed,
                done.bytes_added, done.bytes_removed, done.partitions_optimized)
@@ -124,10 +124,12 @@ class MaintenanceStatements:
         if self.dry_run:
             return Result(f"table {info.qualified_name} can be vacuumed")
         enforce = hours >= dm.DEFAULT_RETENTION_HOURS
-        would = dm.vacuum(spec.path, hours, dry_run=True, enforce=enforce)
+        would = dm.vacuum(spec.path, hours, dry_run=True, enforce=enforce,
+                          storage_options=spec.storage_options())
         self._keep_read_files(info, spec, readers, would, s)
         done = would if s.dry_run else dm.vacuum(spec.path, hours, dry_run=False,
-                                                 enforce=enforce)
+                                                 enforce=enforce,
+                                                 storage_options=spec.storage_options())
         verb = "would delete" if s.dry_run else "deleted"
         message = (f"VACUUM of {info.qualified_name} (RETAIN {hours} HOURS) {verb} "
                    f"{len(done.files)} files ({done.bytes} bytes)")

@@ -312,6 +312,43 @@ ENGINE = Registry([
 # --------------------------------------------------------------------- connectors
 
 _STREAM = ("kafka stream", "file stream", "rate stream", "delta stream")
+
+
+def _storage(name: str, key: str, meaning: str, secret: bool = False) -> Property:
+    """A Delta table's object-store option ``delta.storage.<name>``, passed to delta-rs
+    as its storage option ``key`` (streamjob/connectors/delta/spec.py)."""
+    return Property(f"delta.storage.{name}", "string", None,
+                    f"Delta table on an object store: delta-rs' storage option {key}, "
+                    f"{meaning}" + ("; write ${env:NAME} or ${file:/path} to keep it out of "
+                                    "the catalog (a literal is sealed there)" if secret else ""),
+                    scopes=("delta table",), secret=secret)
+
+
+_DELTA_STORAGE = (
+    _storage("aws.access.key.id", "AWS_ACCESS_KEY_ID", "the access key id (s3://)"),
+    _storage("aws.secret.access.key", "AWS_SECRET_ACCESS_KEY", "the secret key (s3://)", True),
+    _storage("aws.session.token", "AWS_SESSION_TOKEN", "a session token (s3://)", True),
+    _storage("aws.region", "AWS_REGION", "the bucket's region (s3://)"),
+    _storage("aws.endpoint.url", "AWS_ENDPOINT_URL", "an S3-compatible endpoint (s3://)"),
+    _storage("aws.allow.http", "AWS_ALLOW_HTTP", "true: a plain-HTTP endpoint (s3://)"),
+    _storage("aws.conditional.put", "AWS_CONDITIONAL_PUT",
+             "etag: commits by conditional put on stores that support it (s3://)"),
+    _storage("aws.s3.allow.unsafe.rename", "AWS_S3_ALLOW_UNSAFE_RENAME",
+             "true: commit without a lock (one writer only; s3://)"),
+    _storage("google.service.account.path", "GOOGLE_SERVICE_ACCOUNT_PATH",
+             "a service account JSON file (gs://)"),
+    _storage("google.service.account.key", "GOOGLE_SERVICE_ACCOUNT_KEY",
+             "a service account's JSON key text (gs://)", True),
+    _storage("azure.storage.account.name", "AZURE_STORAGE_ACCOUNT_NAME",
+             "the storage account (abfs://, abfss://)"),
+    _storage("azure.storage.account.key", "AZURE_STORAGE_ACCOUNT_KEY",
+             "the account key (abfs://)", True),
+    _storage("azure.storage.sas.token", "AZURE_STORAGE_SAS_TOKEN", "a SAS token (abfs://)", True),
+    _storage("azure.client.id", "AZURE_CLIENT_ID", "a service principal's client id (abfs://)"),
+    _storage("azure.client.secret", "AZURE_CLIENT_SECRET",
+             "a service principal's secret (abfs://)", True),
+    _storage("azure.tenant.id", "AZURE_TENANT_ID", "a service principal's tenant (abfs://)"),
+)
 _KAFKA = ("kafka stream", "kafka table")
 _KAFKA_SECURITY = (  # streamjob/connectors/kafka/security.py
     Property("kafka.security.protocol", "string", "PLAINTEXT",
@@ -512,6 +549,19 @@ CONNECTOR = Registry([
              "creates the table: how long commits of the log are kept for time travel, "
              "e.g. '7 days'", unit="ms", minimum=3_600_000, maximum=3650 * 86_400_000,
              scopes=("delta table",)),
+    *_DELTA_STORAGE,
+    Property("optimize.interval", "duration", None,
+             "Delta table: the server runs OPTIMIZE on the table this often (e.g. '1 day'), "
+             "as the statement would, under its refusals; default: never", unit="ms",
+             minimum=60_000, maximum=3650 * 86_400_000, scopes=("delta table",)),
+    Property("vacuum.interval", "duration", None,
+             "Delta table: the server runs VACUUM on the table this often (e.g. '1 day'), "
+             "as the statement would, under its refusals (a job reading files it would "
+             "delete refuses it); default: never", unit="ms", minimum=60_000,
+             maximum=3650 * 86_400_000, scopes=("delta table",)),
+    Property("vacuum.retain.hours", "int", 168,
+             "Delta table: the RETAIN HOURS of the scheduled VACUUM (vacuum.interval)",
+             minimum=0, maximum=87_600, scopes=("delta table",)),
 ])
 
 #: Words in a property name that make its value a secret (masked in output).

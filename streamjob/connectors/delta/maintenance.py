@@ -64,8 +64,9 @@ class Vacuumed:
         return sum(size for _path, size in self.files)
 
 
-def open_table(path: str):
-    """The ``deltalake.DeltaTable`` at local ``path``.
+def open_table(path: str, storage_options: dict | None = None):
+    """The ``deltalake.DeltaTable`` at local ``path``, or at an object store's URI with
+    delta-rs' ``storage_options`` (:meth:`.spec.DeltaTableSpec.storage_options`).
 
     Raises:
         ConnectorError: no Delta table there yet (a job creates it when it first starts),
@@ -73,11 +74,16 @@ def open_table(path: str):
     """
     from deltalake import DeltaTable
 
-    if dlog.latest_version(path) is None:
+    from deltalake.exceptions import TableNotFoundError
+
+    if storage_options is None and dlog.latest_version(path) is None:
         raise ConnectorError(f"there is no Delta table at {path} yet (a job writing it "
                              "creates it when it first starts)")
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=storage_options)
+    except TableNotFoundError:
+        raise ConnectorError(f"there is no Delta table at {path} yet (a job writing it "
+                             "creates it when it first starts)") from None
     except Exception as exc:  # DeltaError, OSError
         raise ConnectorError(f"cannot load the Delta table at {path}: {_first_line(exc)}") from None
 
@@ -92,7 +98,8 @@ def _stats(text) -> dict:
         return {}
 
 
-def optimize(path: str, zorder_by: tuple[str, ...] = ()) -> Optimized:
+def optimize(path: str, zorder_by: tuple[str, ...] = (),
+             storage_options: dict | None = None) -> Optimized:
     """Compact the Delta table at ``path`` into files of Delta's target size (delta-rs
     ``optimize.compact``: 100 MiB), or rewrite it clustered on ``zorder_by``
     (``optimize.z_order``) — Delta Lake's ``OPTIMIZE [ZORDER BY]``. The commit carries
@@ -102,7 +109,7 @@ def optimize(path: str, zorder_by: tuple[str, ...] = ()) -> Optimized:
         ConnectorError: no table there, or delta-rs failed (a concurrent commit it could
             not reconcile, a column it cannot order by).
     """
-    dt = open_table(path)
+    dt = open_table(path, storage_options)
     before = dt.version()
     try:
         metrics = dt.optimize.z_order(list(zorder_by)) if zorder_by else dt.optimize.compact()
@@ -117,7 +124,8 @@ def optimize(path: str, zorder_by: tuple[str, ...] = ()) -> Optimized:
                      int(removed.get("totalSize", 0)), int(metrics.get("partitionsOptimized", 0)))
 
 
-def vacuum(path: str, retention_hours: int, dry_run: bool, enforce: bool = True) -> Vacuumed:
+def vacuum(path: str, retention_hours: int, dry_run: bool, enforce: bool = True,
+           storage_options: dict | None = None) -> Vacuumed:
     """Delete the files of the Delta table at ``path`` that its current version does
     not reference and that were removed more than ``retention_hours`` ago (or never
     committed: a crashed writer's), as Delta Lake's VACUUM; ``dry_run`` only lists them.
@@ -128,7 +136,7 @@ def vacuum(path: str, retention_hours: int, dry_run: bool, enforce: bool = True)
     Raises:
         ConnectorError: no table there, or delta-rs refused or failed.
     """
-    dt = open_table(path)
+    dt = open_table(path, storage_options)
     try:
         names = dt.vacuum(retention_hours=retention_hours, dry_run=True,
                           enforce_retention_duration=enforce)
@@ -137,6 +145,9 @@ def vacuum(path: str, retention_hours: int, dry_run: bool, enforce: bool = True)
                              f"{_first_line(exc)}") from None
     sizes = {}  # delta-rs lists removed files an earlier VACUUM deleted: not counted
     for name in names:
+        if storage_options is not None:  # an object store: not listed again, bytes unknown
+            sizes[name] = 0
+            continue
         try:
             sizes[name] = os.path.getsize(dlog.file_path(path, name))
         except OSError:

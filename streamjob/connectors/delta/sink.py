@@ -124,7 +124,7 @@ class DeltaSink:
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            return DeltaTable(self.spec.path)
+            return DeltaTable(self.spec.path, storage_options=self.spec.storage_options())
         except TableNotFoundError:
             return None
         except Exception as exc:  # DeltaError, OSError
@@ -213,7 +213,8 @@ class DeltaSink:
                 dt = DeltaTable.create(self.spec.path, self.schema, mode="ignore",
                                        partition_by=list(self.spec.partitioned_by) or None,
                                        name=self.table,
-                                       configuration=dict(self.spec.configuration))
+                                       configuration=dict(self.spec.configuration),
+                                       storage_options=self.spec.storage_options())
             except Exception as exc:
                 raise ConnectorError(f"cannot create {self._where()}: {_first_line(exc)}") \
                     from None

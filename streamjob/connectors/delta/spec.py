@@ -3,10 +3,11 @@
 TBLPROPERTIES in one place (as a Flink table factory holds its identifier and options).
 
 The table lives at LOCATION (default: the warehouse directory of the table, as for file
-tables); only local paths and ``file:`` URIs are written so far. Its TBLPROPERTIES are
-Delta table configuration set when a job first creates the table
-(:data:`CONFIGURATION`), and ``"primary.key"``, on which an update-mode job merges;
-writing is :mod:`.sink`.
+tables): a local path, a ``file:`` URI, or an object store (``s3://``, ``gs://``,
+``abfs[s]://``) reached with delta-rs' storage options (``"delta.storage.*"``). Its
+TBLPROPERTIES are Delta table configuration set when a job first creates the table
+(:data:`CONFIGURATION`), ``"primary.key"``, on which an update-mode job merges, the
+storage options, and the server's maintenance schedule; writing is :mod:`.sink`.
 """
 
 from __future__ import annotations
@@ -33,22 +34,69 @@ CONFIGURATION = {"delta.appendonly": "delta.appendOnly",
                  "delta.logretentionduration": "delta.logRetentionDuration"}
 
 
+OBJECT_STORES = ("s3", "s3a", "gs", "abfs", "abfss")
+"""URI schemes of object-store LOCATIONs, written through delta-rs' object stores."""
+
+STORAGE_PREFIX = "delta.storage."
+"""TBLPROPERTIES ``delta.storage.<name>`` are delta-rs storage options: ``<name>`` with
+dots as underscores, upper-cased (``delta.storage.aws.region`` is ``AWS_REGION``)."""
+
+
+def storage_key(prop: str) -> str:
+    """delta-rs' storage option key of TBLPROPERTY ``prop`` (``delta.storage.aws.region``
+    -> ``AWS_REGION``)."""
+    return prop[len(STORAGE_PREFIX):].replace(".", "_").upper()
+
+
 @dataclass(frozen=True)
 class DeltaTableSpec:
     """A Delta Lake table at ``location`` (a local directory or ``file:`` URI) written
     through delta-rs, partitioned by ``partitioned_by`` (lower-cased, in order), created
     with Delta table ``configuration`` (``((key, value), ...)``, Delta's spelling);
     ``primary_key`` (``"primary.key"``, lower-cased, in order) makes update-mode jobs
-    merge each micro-batch on it."""
+    merge each micro-batch on it. On an object store (``s3://``, ``gs://``, ``abfs[s]://``
+    LOCATION), ``storage`` holds delta-rs' storage options (``((KEY, value as written),
+    ...)``: a secret as a ``${env:}``/``${file:}`` reference or sealed, resolved only by
+    :meth:`storage_options`); ``optimize_ms``, ``vacuum_ms`` and ``vacuum_retain_hours``
+    schedule the server's maintenance (None: never)."""
 
     location: str
     partitioned_by: tuple[str, ...] = ()
     configuration: tuple[tuple[str, str], ...] = ()
     primary_key: tuple[str, ...] = ()
+    storage: tuple[tuple[str, str], ...] = ()
+    optimize_ms: int | None = None
+    vacuum_ms: int | None = None
+    vacuum_retain_hours: int = 168
 
     label: ClassVar[str] = "a Delta"
     on_files: ClassVar[bool] = True
-    static_readable: ClassVar[bool] = True  # its latest snapshot at each micro-batch
+
+    @property
+    def remote(self) -> bool:
+        """True on an object store (read and written through delta-rs only)."""
+        return urlparse(self.location).scheme in OBJECT_STORES
+
+    @property
+    def static_readable(self) -> bool:
+        """Its latest snapshot at each micro-batch; a local table only so far."""
+        return not self.remote
+
+    def storage_options(self) -> dict[str, str] | None:
+        """delta-rs' ``storage_options`` with secret references and sealed values
+        resolved under the admin's rules (:func:`streamjob.security.resolve.resolve`;
+        resolved values are masked in output from then on); None for a local table.
+
+        Raises:
+            PolicyError: a reference outside the admin's rules.
+            ConnectorError: a reference that cannot be resolved (names it, never a value).
+        """
+        if not self.remote:
+            return None
+        from ...security.resolve import resolve
+
+        return {key: resolve(value, f"delta storage option {key}")
+                for key, value in self.storage}
 
     @property
     def updates_in_place(self) -> bool:
@@ -57,8 +105,11 @@ class DeltaTableSpec:
 
     @property
     def path(self) -> str:
-        """The table's directory as a local path (a ``file:`` URI decoded)."""
+        """The table's directory as a local path (a ``file:`` URI decoded), or an
+        object store's URI as written (delta-rs' table URI)."""
         loc = self.location
+        if self.remote:
+            return loc.rstrip("/")
         if loc.startswith("file:"):
             return unquote(urlparse(loc).path)
         return str(Path(loc))
@@ -92,11 +143,21 @@ def delta_table_spec(name: str, p: Mapping[str, str], location: str | None,
     """
     typed = registry.validate_connector(SCOPE, p, f"Delta table '{name}'")
     loc = location or default_location
-    if urlparse(loc).scheme not in ("", "file"):
+    scheme = urlparse(loc).scheme.lower()
+    if scheme not in ("", "file") + OBJECT_STORES:
         raise ValidationError(
-            f"Delta table '{name}': LOCATION '{loc}' is not a local directory; Delta tables "
-            "are written to local paths (or file:// URIs) so far", key="location",
+            f"Delta table '{name}': LOCATION '{loc}' is neither a local directory nor an "
+            f"object store ({', '.join(s + '://' for s in OBJECT_STORES)})", key="location",
             bad_value=True)
+    if scheme in OBJECT_STORES and not urlparse(loc).netloc:
+        raise ValidationError(f"Delta table '{name}': LOCATION '{loc}' names no bucket or "
+                              "container", key="location", bad_value=True)
+    storage = tuple(sorted((storage_key(k), str(v)) for k, v in typed.items()
+                           if k.startswith(STORAGE_PREFIX)))
+    if storage and scheme not in OBJECT_STORES:
+        raise ValidationError(f"Delta table '{name}': \"delta.storage.*\" options are for a "
+                              "LOCATION on an object store (s3://, gs://, abfs://)",
+                              key=next(k for k in typed if k.startswith(STORAGE_PREFIX)))
     config = []
     for key, value in typed.items():
         if key not in CONFIGURATION:
@@ -107,7 +168,9 @@ def delta_table_spec(name: str, p: Mapping[str, str], location: str | None,
             value = str(value).lower()
         config.append((CONFIGURATION[key], str(value)))
     return DeltaTableSpec(loc, tuple(c.lower() for c in partitioned_by), tuple(config),
-                          tuple(dict.fromkeys(typed.get("primary.key", ()))))
+                          tuple(dict.fromkeys(typed.get("primary.key", ()))), storage,
+                          typed.get("optimize.interval"), typed.get("vacuum.interval"),
+                          typed.get("vacuum.retain.hours", 168))
 
 
 STREAM_SCOPE = "delta stream"
