@@ -182,9 +182,17 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
     from ..alerts import AlertService
 
     alerts = AlertService(obj.catalog, active=lambda: job_server.holding).start()
+    maintenance = None
+    if not until_idle:  # scheduled OPTIMIZE / VACUUM of lakehouse tables
+        from ..executor.schedule import MaintenanceService
+
+        maintenance = MaintenanceService(obj.catalog, obj.home,
+                                         active=lambda: job_server.holding).start()
     try:
         job_server.run(until_idle=until_idle)
     finally:
+        if maintenance is not None:
+            maintenance.stop()
         alerts.stop()
         if service is not None:
             service.stop()

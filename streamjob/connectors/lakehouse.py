@@ -8,7 +8,9 @@ same three questions here, for its spec type:
 * :func:`version_as_of`: which version ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``
   names, checked against the table's log;
 * :func:`batch_version`: which version's commit carries a job's micro-batch (its app
-  transaction), for ``DESCRIBE STREAMJOB``.
+  transaction), for ``DESCRIBE STREAMJOB``;
+* :func:`schedule` and :func:`last_maintained`: the server's maintenance schedule of a
+  table (its TBLPROPERTIES) and when its log last recorded the maintenance.
 
 Callers outside :mod:`streamjob.connectors` ask these instead of testing spec types.
 """
@@ -18,7 +20,8 @@ from __future__ import annotations
 from ..exceptions import ConnectorError
 from .delta.spec import DeltaTableSpec
 
-__all__ = ["FORMATS", "is_lakehouse", "version_as_of", "batch_version"]
+__all__ = ["FORMATS", "is_lakehouse", "version_as_of", "batch_version", "schedule",
+           "last_maintained"]
 
 FORMATS = "STORED AS DELTA"
 """The lakehouse formats, as a message names them."""
@@ -75,3 +78,36 @@ def batch_version(spec, app_id: str, batch_id: int) -> int | None:
     from .delta import log as dlog
 
     return dlog.transaction_commit(spec.path, app_id, batch_id)
+
+
+def schedule(spec) -> dict[str, int]:
+    """``{"optimize": ms, "vacuum": ms}`` of the maintenance the server runs on the
+    lakehouse table of ``spec`` (TBLPROPERTIES ``"optimize.interval"``,
+    ``"vacuum.interval"``; only those given), ``{}`` for none or another kind of table;
+    ``"retain_hours"`` the scheduled VACUUM's retention when it has one."""
+    if not isinstance(spec, DeltaTableSpec):
+        return {}
+    out = {k: v for k, v in (("optimize", spec.optimize_ms), ("vacuum", spec.vacuum_ms))
+           if v is not None}
+    if "vacuum" in out:
+        out["retain_hours"] = spec.vacuum_retain_hours
+    return out
+
+
+#: The log's operation names of each maintenance (delta-rs commits ``VACUUM END``).
+_OPERATIONS = {"optimize": ("OPTIMIZE",), "vacuum": ("VACUUM END",)}
+
+
+def last_maintained(spec, what: str) -> int | None:
+    """When (ms since the epoch) the table's log last recorded ``what`` (``optimize``,
+    ``vacuum``) that changed it, by anyone; None when never, or not a local lakehouse
+    table (an object store's log is not read here).
+
+    Raises:
+        ConnectorError: the log cannot be read.
+    """
+    if not isinstance(spec, DeltaTableSpec) or spec.remote:
+        return None
+    from .delta import log as dlog
+
+    return dlog.last_operation(spec.path, _OPERATIONS[what])

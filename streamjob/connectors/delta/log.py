@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pyarrow loads when a Delta table is read, not when statemen
     import pyarrow as pa
 
 __all__ = ["DataFile", "Commit", "latest_version", "read_commit", "version_at",
-           "version_as_of", "version_before", "transaction_commit", "snapshot_files",
+           "version_as_of", "version_before", "transaction_commit", "last_operation",
+           "snapshot_files",
            "table_types", "file_path"]
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -268,6 +269,21 @@ def transaction_commit(path: str, app_id: str, txn_version: int,
                     return v
                 if isinstance(txn.get("version"), int) and txn["version"] < txn_version:
                     return None  # newer commits come first: the batch is not in
+    return None
+
+
+def last_operation(path: str, operations: tuple[str, ...], scan: int = 1000) -> int | None:
+    """The commit time (ms since the epoch) of the newest of the last ``scan`` JSON
+    commits of the table at ``path`` whose ``commitInfo.operation`` is one of
+    ``operations`` (``OPTIMIZE``; delta-rs' VACUUM commits ``VACUUM END``), or None.
+
+    Raises:
+        ConnectorError: the log cannot be read.
+    """
+    for v in reversed(_present(path)[-scan:]):
+        c = read_commit(path, v)
+        if c.operation in operations:
+            return c.timestamp
     return None
 
 
