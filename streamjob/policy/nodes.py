@@ -129,7 +129,8 @@ _REFUSED_TYPES: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.Pivot: ("PIVOT/UNPIVOT is not supported on a stream or table reference; write the "
                 "columns out with CASE (or a UNION ALL)", ("PIVOT", "UNPIVOT")),
     exp.Version: ("time travel (VERSION/TIMESTAMP AS OF) is not supported: a job reads a "
-                  "stream's or table's current data", ("VERSION", "TIMESTAMP", "FOR")),
+                  "stream's or table's current data (a SELECT preview in the shell may read "
+                  "a lakehouse table at a version)", ("VERSION", "TIMESTAMP", "FOR")),
     exp.Hint: ("hints (/*+ ... */) are not supported: Spark plans the joins", ("/*+",)),
     exp.Qualify: ("QUALIFY is not supported: filter in an outer select", ("QUALIFY",)),
     exp.Values: ("inline VALUES are not supported: a job reads declared streams and tables",
