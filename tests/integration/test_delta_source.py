@@ -319,6 +319,44 @@ def test_a_stream_joins_a_delta_tables_latest_snapshot(world):
 
 
 @pytest.mark.spark
+def test_a_preview_reads_a_delta_table_at_a_version(world):
+    """Time travel (issue 32): ``SELECT ... FROM t VERSION AS OF n`` in a preview reads
+    the rows of that version through Spark, the table alone as one batch; ``TIMESTAMP
+    AS OF`` the version committed then (planning and refusals:
+    tests/unit/test_delta_time_travel.py)."""
+    import json
+    from types import SimpleNamespace
+
+    from streamjob.client.preview import Previews
+    from streamjob.connectors.delta import log as dlog
+    from streamjob.spark.session import spark_session
+
+    hist = world.root / "hist"
+    for i in range(3):
+        write_deltalake(str(hist), pa.table({"id": [i * 10, i * 10 + 1],
+                                             "label": [f"v{i}", f"v{i}"]}), mode="append")
+    world.run(f"CREATE TABLE hist (id BIGINT, label STRING) STORED AS DELTA "
+              f"LOCATION '{hist}';")
+    lines: list[str] = []
+    session = SimpleNamespace(catalog=world.catalog, home=world.home, properties={},
+                              database="default")
+    previews = Previews(session, lambda: spark_session(world.home),
+                        echo=lambda x="": lines.append(x))
+
+    def ids(text: str) -> list[int]:
+        lines.clear()
+        previews.run(text, as_json=True)
+        return sorted(json.loads(x)["id"] for x in lines if x.startswith("{"))
+
+    assert ids("select id from hist VERSION AS OF 1") == [0, 1, 10, 11]
+    assert ids("select id, label from hist version as of 0 where id > 0") == [1]
+    t1 = dlog.read_commit(str(hist), 1).timestamp
+    assert ids(f"select * from hist TIMESTAMP AS OF '{t1}' limit 9") == [0, 1, 10, 11]
+    assert lines[-1] == "4 rows"
+    assert ids("select * from hist version as of 2") == [0, 1, 10, 11, 20, 21]
+
+
+@pytest.mark.spark
 def test_a_chain_through_a_delta_table_equals_pandas(world):
     """Bronze to silver: job 1 writes the files of a file stream to a Delta table (its
     sink: one commit per micro-batch with its app transaction, empty ones included), job 2
