@@ -48,9 +48,12 @@ def extract_time_travel(qt: QueryText, text: str) -> tuple[str, list[AsOf]]:
     """``text`` (the preview's query, maybe already with same-length rewrites) with its
     ``[FOR] VERSION|TIMESTAMP AS OF value`` clauses blanked, and the clauses.
 
+    Only a clause right after a name counts (elsewhere the words are left to the
+    parser).
+
     Raises:
-        ValidationError: a clause not right after a table's name, or whose value is not
-            a number or a string literal (at the clause).
+        ValidationError: a clause whose value is not a number or a string literal (at
+            the value).
     """
     tokens = tokenize(text)
     if not tokens:
@@ -68,8 +71,8 @@ def extract_time_travel(qt: QueryText, text: str) -> tuple[str, list[AsOf]]:
         value = tokens[i + 3]
         name_at = first - 1
         if name_at < 0 or tokens[name_at].token_type not in _NAME_TYPES:
-            raise qt.error(f"{word} AS OF follows the name of the table it reads (FROM t "
-                           f"{word} AS OF ...)", qt.token_span(tokens[first]))
+            i += 1  # not after a name (`x::timestamp as of`: an alias): the parser's
+            continue
         if value.token_type not in (TokenType.NUMBER, TokenType.STRING):
             raise qt.error(f"{word} AS OF takes a literal: a table version (VERSION AS OF "
                            "3) or a time in quotes (TIMESTAMP AS OF '2026-11-28 10:00:00')",

@@ -56,6 +56,9 @@ def test_version_as_of_reads_that_version_as_a_batch(world):
     assert "VERSION" not in plan.select.select_sql.upper()
     [read] = bind_preview(plan).statics
     assert read.reader.options["versionAsOf"] == "1"
+    # the words elsewhere are the parser's: a cast, an alias
+    plan = _plan(world, "select cast(id as timestamp) as of_ts from lake version as of 2")
+    assert plan.columns == ("of_ts",) and [s.as_of for s in plan.statics] == [2]
 
 
 def test_timestamp_as_of_is_the_latest_version_committed_at_or_before(world):
