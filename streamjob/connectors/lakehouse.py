@@ -71,10 +71,14 @@ def batch_version(spec, app_id: str, batch_id: int) -> int | None:
     table is not a lakehouse table.
 
     Raises:
-        ConnectorError: the table's log cannot be read.
+        ConnectorError: the table's log cannot be read, or is on an object store (not
+            read here yet).
     """
-    if not isinstance(spec, DeltaTableSpec) or spec.remote:  # its log: local tables so far
+    if not isinstance(spec, DeltaTableSpec):
         return None
+    if spec.remote:
+        raise ConnectorError(f"the log of a Delta table on an object store ({spec.location}) "
+                             "is not read here yet")
     from .delta import log as dlog
 
     return dlog.transaction_commit(spec.path, app_id, batch_id)

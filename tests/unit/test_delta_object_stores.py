@@ -124,4 +124,5 @@ def test_time_travel_and_static_reads_refuse_an_object_store_table(tmp_path):
     sp = cspec.table_spec("t", {}, "delta", "s3://bucket/t", "/w")
     with pytest.raises(ConnectorError, match="local Delta tables"):
         lakehouse.version_as_of(sp, "version", "1")
-    assert lakehouse.batch_version(sp, "uid", 1) is None
+    with pytest.raises(ConnectorError, match="not read here"):
+        lakehouse.batch_version(sp, "uid", 1)

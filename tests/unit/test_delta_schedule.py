@@ -88,3 +88,37 @@ def test_scheduled_vacuum_keeps_the_statements_refusals(world, tmp_path):
     later = MaintenanceService(ex.catalog, home).run_once(svc._clock() + 2 * 86_400_000)
     outcome = {(n, w): o for n, w, o in later}[("default.v", "vacuum")]
     assert "deleted 2 files" in outcome, outcome
+
+
+def test_the_service_thread_runs_the_schedule_while_active_and_stops(world):
+    """The server's thread (cli/server.py starts it beside the alerts): a look at once
+    when active, none while not; stop() ends it."""
+    import threading
+
+    home, ex = world
+    looked = threading.Event()
+
+    class Watched(MaintenanceService):
+        def run_once(self, now_ms=None):
+            looked.set()
+            return super().run_once(now_ms)
+
+    asked, twice = [], threading.Event()
+
+    def inactive() -> bool:  # the second question comes after a whole idle cycle
+        asked.append(1)
+        if len(asked) >= 2:
+            twice.set()
+        return False
+
+    idle = Watched(ex.catalog, home, check_s=0.05, active=inactive).start()
+    try:
+        assert twice.wait(30) and not looked.is_set()
+    finally:
+        idle.stop()
+    svc = Watched(ex.catalog, home, check_s=0.05).start()
+    try:
+        assert looked.wait(30)
+    finally:
+        svc.stop()
+    assert not svc._thread.is_alive()
