@@ -50,6 +50,9 @@ def test_bench_tiny_writes_results(tmp_path):
     assert {t["figure"] for t in scenarios["s1"]["targets"]} == {
         "streamjob / raw consumer", "streamjob / raw confluent-kafka",
         "streamjob / hand-written", "Delta / Parquet sink (streamjob)"}
+    for name in ("Delta commit per micro-batch (no rows, median)",
+                 "Delta sink: addBatch per micro-batch", "Parquet sink: addBatch per micro-batch"):
+        assert s1[name]["unit"] == "ms" and s1[name]["median"] > 0  # issue 32: commit cost
     for key in ("breakdown", "delta_breakdown"):
         breakdown = scenarios["s1"]["details"][key]
         assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
