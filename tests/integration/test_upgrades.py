@@ -71,8 +71,14 @@ def records(ids) -> list[bytes]:
     return [json.dumps({"id": i, "name": f"n{i % 7}"}).encode() for i in ids]
 
 
-JOBPROPS = (f'JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}", '
+def jobprops(per_batch: int = PER_BATCH) -> str:
+    """The jobs' properties: ``per_batch`` records a micro-batch (small where a test must
+    switch mid-stream, larger where only the result counts: fewer batches to wait for)."""
+    return (f'JOBPROPERTIES ("morphling.job.max.records.per.batch"="{per_batch}", '
             '"morphling.checkpoint.retained"="100", "morphling.job.checkpoint.interval"="0")')
+
+
+JOBPROPS = jobprops()
 
 
 @pytest.mark.spark
@@ -140,7 +146,7 @@ def test_an_aggregation_gains_a_column_and_keeps_its_counts(world):
         CREATE TABLE visit_counts (name STRING, n BIGINT, label STRING) TBLPROPERTIES (
           "connector"="sql", "url"="sqlite:///{world.sink}", "primary.key"="name");
         CREATE STREAMJOB counting AS ("insert into visit_counts (name, n)
-          select name, count(*) from visits group by name") {JOBPROPS};"""):
+          select name, count(*) from visits group by name") {jobprops(100)};"""):
         ex.execute(sql)
     job = catalog.get_job("default", "counting")
     replay(world.bootstrap, topic, records(range(0, 150)), 2)
