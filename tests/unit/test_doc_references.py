@@ -43,13 +43,19 @@ CONSUMER_GROUPS = "streamjob.default."
 database ``default``."""
 
 
+@lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """The parsed module at ``path``, parsed once for every question asked of it."""
+    return ast.parse(path.read_text())
+
+
 def _texts(path: Path) -> list[str]:
     """README/docs: the whole text; Python: its docstrings, other bare strings
     (attribute docstrings) and comments, never the code's own string literals."""
     text = path.read_text()
     if path.suffix != ".py":
         return [text]
-    out = [node.value.value for node in ast.walk(ast.parse(text))
+    out = [node.value.value for node in ast.walk(_tree(path))
            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
            and isinstance(node.value.value, str)]
     out += [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
@@ -72,12 +78,13 @@ def _data_names() -> frozenset[str]:
     names = {p.name for registry in (ENGINE, JOB, CONNECTOR) for p in registry}
     names |= {p.rsplit(".", k)[0] for p in list(names) for k in range(1, p.count(".") + 1)}
     for f in PACKAGES["streamjob"].rglob("*.py"):
-        names |= {n.value for n in ast.walk(ast.parse(f.read_text()))
+        names |= {n.value for n in ast.walk(_tree(f))
                   if isinstance(n, ast.Constant) and isinstance(n.value, str)
                   and n.value.startswith("streamjob.")}
     return frozenset(names)
 
 
+@lru_cache(maxsize=None)
 def _module_file(dotted: str) -> Path | None:
     """The file (or data folder) of a dotted module name, None if there is none."""
     top, *rest = dotted.split(".")
@@ -93,7 +100,7 @@ def _module_file(dotted: str) -> Path | None:
 def _top_level_names(module: Path) -> frozenset[str]:
     """Classes, functions, assigned names and imported names of a module."""
     names = set()
-    for node in ast.walk(ast.parse(module.read_text())):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -104,6 +111,7 @@ def _top_level_names(module: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+@lru_cache(maxsize=None)
 def dotted_problem(ref: str) -> str | None:
     """Why ``streamjob.<module>[.<name>]`` names nothing, or None when it resolves."""
     if ref in GENERATED or ref in _data_names() or ref.startswith(CONSUMER_GROUPS):
@@ -123,6 +131,7 @@ def dotted_problem(ref: str) -> str | None:
     return "no such module"
 
 
+@lru_cache(maxsize=None)
 def path_problem(path: str, test: str | None) -> str | None:
     """Why a path (``streamjob/<folder>/<module>.py``, a package folder's
     ``<folder>/<module>.py``, ``tests/...``) names nothing, or None when it exists (with
@@ -154,6 +163,7 @@ def _all_modules() -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+@lru_cache(maxsize=None)
 def relative_problem(ref: str) -> str | None:
     """Why a docstring's relative reference (``.policy.active``) resolves nowhere: as
     Sphinx reads a leading dot, the name may be the suffix of any object's full name
@@ -171,6 +181,7 @@ def relative_problem(ref: str) -> str | None:
     return f"no module or object ends in {rest}"
 
 
+@lru_cache(maxsize=None)
 def _test_ref_problem(name: str, test: str) -> str | None:
     """Why ``<test file>::<test>`` names no test of tests/unit or tests/integration."""
     found = [f for f in (ROOT / "tests" / "unit" / name, ROOT / "tests" / "integration" / name)
