@@ -281,10 +281,12 @@ def table_connector(properties: Mapping[str, str]) -> str:
 
 def table_scope(properties: Mapping[str, str], stored_as: str | None = None) -> str | None:
     """The connector scope of a table (``kafka table``, ``sql table``, ``file table``,
-    ``console table``, ``delta table`` for ``STORED AS DELTA``), None for an unknown
-    ``"connector"``."""
+    ``console table``, ``delta table`` for ``STORED AS DELTA``, ``iceberg table`` for
+    ``STORED AS ICEBERG``), None for an unknown ``"connector"``."""
     if (stored_as or "").strip().lower() == delta.STORED_AS:
         return delta.SCOPE
+    if (stored_as or "").strip().lower() == iceberg.STORED_AS:
+        return iceberg.SCOPE
     connector = table_connector(properties)
     return "kafka table" if connector == "kafka" else TABLE_SCOPES.get(connector)
 
