@@ -11,7 +11,8 @@ not log before a crash) and is skipped and counted. The data files and the snaps
 with its summary are one atomic catalog commit that asserts the snapshot the check read
 is still the current one, so a batch is in the table entirely or not at all, and a
 concurrent commit (another writer, a fenced attempt still running) fails this one
-(``CommitFailedException``) instead of doubling it; failover then replays it. A crash
+(``CommitFailedException``; pyiceberg's own retry of such a commit is turned off for
+the job's commits) instead of doubling it; failover then replays it. A crash
 between writing the data files and the commit leaves only files no snapshot references.
 A new checkpoint epoch has a new app id, so its batch ids from 0 are never taken for
 replays. An empty micro-batch commits nothing (there is nothing to double).
@@ -128,7 +129,8 @@ class IcebergSink:
         self._seen: int | None = None      # snapshot id up to which _last is known
 
     def _where(self) -> str:
-        return f"{self.spec.ref.where()} (table {self.table})"
+        ref = self.spec.ref
+        return ref.where() if ref.identifier == self.table else f"{ref.where()} (table {self.table})"
 
     def check(self) -> None:
         """Refuse an existing table that does not fit the declaration; a missing table is
@@ -288,9 +290,9 @@ class IcebergSink:
             ConnectorError: the table is gone or the commit failed (a concurrent commit
                 included); nothing of the batch is committed, and failover replays it.
         """
-        data = self.conform(table, batch_id)
-        if not data.num_rows:
+        if not table.num_rows:
             return 0
+        data = self.conform(table, batch_id)
         tbl = load_table(self.spec.ref)
         props = {}
         if self.exactly_once:
@@ -301,6 +303,7 @@ class IcebergSink:
                          "skipped replay", batch_id, self.app_id, self._where())
                 return 0
             props = {APP_ID: self.app_id, BATCH_ID: str(batch_id)}
+        _no_retry(tbl)
         try:
             with tbl.transaction() as tx:
                 if self.upsert:
@@ -316,6 +319,17 @@ class IcebergSink:
         if self.exactly_once:
             self._last, self._seen = batch_id, _current_id(tbl)
         return data.num_rows
+
+
+def _no_retry(tbl) -> None:
+    """Make this handle's commits fail on a concurrent commit instead of being applied
+    again on top of it: pyiceberg retries a failed commit by default
+    (``commit.retry.num-retries``, read from the table's properties), which would commit
+    a batch whose exactly-once check read an older snapshot. Only the handle's copy of
+    the properties changes; the table's stay as they are."""
+    props = dict(tbl.metadata.properties)
+    props["commit.retry.num-retries"] = "0"
+    tbl.metadata = tbl.metadata.model_copy(update={"properties": props})
 
 
 def _current_id(tbl) -> int | None:
