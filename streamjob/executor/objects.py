@@ -185,7 +185,7 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
 
 def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[str, str]],
                       partitioned_by: tuple[str, ...]) -> None:
-    """PARTITIONED BY is for file and Delta tables only, and partition columns must have a simple
+    """PARTITIONED BY is for file, Delta and Iceberg tables only, and partition columns must have a simple
     type (Spark writes each value into a ``col=value`` directory name). The parser has
     already checked that each names exactly one column."""
     if not partitioned_by:
@@ -193,8 +193,9 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
     if not spec.on_files:
         pos = s.where("partitioned_by")
         raise ValidationError(
-            f"only file and Delta tables can be partitioned: {qname} is {spec.label} table; drop "
-            f"PARTITIONED BY or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE|DELTA)",
+            f"only file, Delta and Iceberg tables can be partitioned: {qname} is {spec.label} "
+            "table; drop PARTITIONED BY or make it a file table "
+            "(STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE|DELTA|ICEBERG)",
             pos.line, pos.column,
             "PARTITIONED")
     types = {c["name"].lower(): c["type"] for c in columns}
