@@ -127,6 +127,7 @@ class IcebergSink:
         self.skipped = 0
         self._last: int | None = None      # last batch id committed under app_id
         self._seen: int | None = None      # snapshot id up to which _last is known
+        self._tbl = None  # the table's handle between batches, current after our commit
 
     def _where(self) -> str:
         ref = self.spec.ref
@@ -293,7 +294,10 @@ class IcebergSink:
         if not table.num_rows:
             return 0
         data = self.conform(table, batch_id)
-        tbl = load_table(self.spec.ref)
+        # the handle of the previous batch is current unless another writer committed
+        # since; then this batch's commit fails its snapshot assertion, and the replay
+        # loads the table anew (so the check below never trusts a stale handle twice)
+        tbl = self._tbl = self._tbl or load_table(self.spec.ref)
         props = {}
         if self.exactly_once:
             last = self._last_for(tbl)
@@ -313,7 +317,7 @@ class IcebergSink:
                 else:
                     tx.append(data, snapshot_properties=props)
         except Exception as exc:
-            self._seen = None
+            self._seen, self._tbl = None, None
             raise ConnectorError(f"writing batch {batch_id} to {self._where()} failed: "
                                  f"{first_line(exc)}") from None
         if self.exactly_once:
