@@ -152,3 +152,5 @@ def test_start_refuses_an_iceberg_table_of_another_shape(home, tmp_path):
     assert "column value is int, declared long" in err.value.message
     assert "column x (string) is not declared" in err.value.message
     assert ex.catalog.require_job("default", "j").desired_state != "RUNNING"
+    _run(ex, "DROP STREAMJOB j;")  # leaves the table and its data
+    assert cat.load_table(("default", "d")).schema().find_field("x") is not None
