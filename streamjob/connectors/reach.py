@@ -17,11 +17,12 @@ class Reach:
     (``planner/checks.py`` decides what is allowed, DESIGN §9): local ``paths`` as
     ``(value, property label, property key)``, a Kafka ``broker`` (bootstrap servers,
     :class:`~streamjob.connectors.kafka.security.KafkaSecurity`) or None, SQL ``urls``
-    as ``(url, property label)``."""
+    as ``(url, property label)`` or ``(url, property label, property key)`` (default key
+    ``url``; an ``http(s)://`` URL is an Iceberg REST catalog's service)."""
 
     paths: tuple[tuple[str, str, str], ...] = ()
     broker: tuple[str, Any] | None = None
-    urls: tuple[tuple[str, str], ...] = field(default=())
+    urls: tuple[tuple[str, ...], ...] = field(default=())
 
 
 @dataclass(frozen=True)

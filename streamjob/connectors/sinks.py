@@ -16,7 +16,10 @@ The kinds and what they guarantee:
 * console table (:class:`ConsoleTableSink`): Spark's console sink (no guarantee);
 * Delta table (:class:`DeltaTableSink`): foreachBatch, one Delta commit per micro-batch
   carrying the job's app transaction (exactly-once, :mod:`.delta.sink`), or plain
-  appends.
+  appends;
+* Iceberg table (:class:`IcebergTableSink`): foreachBatch, one Iceberg snapshot per
+  micro-batch whose summary carries the job's identity and batch id (exactly-once,
+  :mod:`.iceberg.sink`), or plain appends.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from . import spec as cspec
 log = logging.getLogger(__name__)
 
 __all__ = ["TableSink", "table_sink", "SqlTableSink", "KafkaTableSink", "FileTableSink",
-           "ConsoleTableSink", "DeltaTableSink"]
+           "ConsoleTableSink", "DeltaTableSink", "IcebergTableSink"]
 
 
 class TableSink(Protocol):
@@ -116,6 +119,9 @@ def table_sink(table, spec, *, marker: str, job: str, exactly_once: bool,
     if isinstance(spec, cspec.DeltaTableSpec):
         return DeltaTableSink(spec, table.columns, table.qualified_name, marker, exactly_once,
                               upsert)
+    if isinstance(spec, cspec.IcebergTableSpec):
+        return IcebergTableSink(spec, table.columns, table.qualified_name, marker,
+                                exactly_once, upsert)
     raise ValidationError(f"table {table.qualified_name} cannot be written by a job yet")
 
 
@@ -407,3 +413,55 @@ class DeltaTableSink(_Quiet):
         """Nothing to delete: the job's app transactions are entries of the table's own
         log (Delta expires them with delta.setTransactionRetentionDuration); DROP
         STREAMJOB leaves the table and its data."""
+
+
+class IcebergTableSink(_Quiet):
+    """An Iceberg table through :class:`.iceberg.sink.IcebergSink`: one snapshot per
+    micro-batch, with the job's identity and batch id in its summary when
+    exactly-once."""
+
+    def __init__(self, spec, columns: Sequence[dict], table: str, marker: str,
+                 exactly_once: bool, upsert: bool = False) -> None:
+        from .iceberg.sink import IcebergSink
+
+        self.iceberg = IcebergSink(spec, columns, table, marker, exactly_once, upsert)
+        self.spec, self.exactly_once, self.upsert = spec, exactly_once, self.iceberg.upsert
+
+    def describe(self) -> dict:
+        sp = self.spec
+        write = (f"upsert on primary key ({', '.join(sp.primary_key)}), one Iceberg "
+                 "snapshot per micro-batch" if self.upsert else
+                 "append (one Iceberg snapshot per micro-batch)")
+        return {"connector": "iceberg",
+                "location": f"{sp.ref.where()} at {sp.location}",
+                "write": write + (f" partitioned by {', '.join(sp.partitioned_by)}"
+                                  if sp.partitioned_by else ""),
+                "commit": ("each micro-batch's files and a snapshot whose summary holds the "
+                           "job's streamjob.app-id (uid:epoch) and streamjob.batch-id commit "
+                           "in one catalog commit; a replayed batch at or below the last "
+                           "such batch id is skipped"),
+                "upsert": self.upsert}
+
+    def visibility(self) -> str:
+        if self.exactly_once:
+            return ("to any Iceberg reader when their micro-batch's snapshot becomes the "
+                    "table's current one in its catalog, with the job's batch id in the "
+                    "snapshot's summary, so readers never see part of a micro-batch")
+        return ("to any Iceberg reader as each micro-batch commits (auto.flush); a "
+                "micro-batch replayed after a failure may repeat rows"
+                + (" (upserted on the primary key, which makes that harmless)"
+                   if self.upsert else ""))
+
+    def check(self) -> None:
+        self.iceberg.check()
+
+    def prepare(self) -> None:
+        self.iceberg.prepare()
+
+    def attach(self, writer):
+        return writer.foreachBatch(_foreach_batch(self.iceberg.write_arrow))
+
+    def purge_markers(self) -> None:
+        """Nothing to delete: the job's batch ids are in the summaries of the table's own
+        snapshots (snapshot expiry removes them with the snapshots); DROP STREAMJOB
+        leaves the table and its data."""

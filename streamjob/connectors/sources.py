@@ -15,7 +15,9 @@ The kinds:
   read as text lines and matched to the columns as a Kafka stream's JSON);
 * rate stream (:class:`.rate.RateStreamSource`): Spark's rate source;
 * Delta stream (:class:`.delta.stream.DeltaStreamSource`): a Delta table's commits read
-  by streamjob's Python data source ``streamjob_delta`` (:mod:`.delta.source`).
+  by streamjob's Python data source ``streamjob_delta`` (:mod:`.delta.source`);
+* Iceberg stream (:class:`.iceberg.stream.IcebergStreamSource`): an Iceberg table's
+  snapshots read by ``streamjob_iceberg`` (:mod:`.iceberg.source`).
 
 Where Spark is touched: a source describes its reader completely (:class:`Reader`: data
 source name, options with secrets resolved, schema, the steps after reading) and
@@ -158,6 +160,10 @@ def stream_source(spec) -> StreamSource:
         from .delta.stream import DeltaStreamSource
 
         return DeltaStreamSource(spec)
+    if isinstance(spec, cspec.IcebergSourceSpec):
+        from .iceberg.stream import IcebergStreamSource
+
+        return IcebergStreamSource(spec)
     raise ValidationError(f"{type(spec).__name__} is not a stream's connector")
 
 

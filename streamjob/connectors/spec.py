@@ -12,7 +12,7 @@ Sources (streams): Kafka (``"topic"`` + ``"kafka.broker.list"``), files
 (``"source"="files"``), rate (``"source"="rate"``). Sinks (tables): files
 (``STORED AS`` / ``LOCATION``, the default), SQL (``"connector"="sql"``), Kafka
 (``"topic"``), console (``"connector"="console"``), Delta Lake (``STORED AS DELTA``,
-:mod:`.delta`).
+:mod:`.delta`), Apache Iceberg (``STORED AS ICEBERG``, :mod:`.iceberg`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from ..exceptions import ValidationError
 from . import hive_forms
 from .delta import spec as delta
 from .delta.spec import DeltaSourceSpec, DeltaTableSpec  # noqa: F401  (the specs of every kind, importable here)
+from .iceberg import spec as iceberg
+from .iceberg.spec import IcebergSourceSpec, IcebergTableSpec  # noqa: F401
 from .kafka import FORMATS
 from .kafka.security import KafkaSecurity
 from .keys import check_primary_key
@@ -240,6 +242,7 @@ def check_kafka_key(spec: KafkaTableSpec, columns, table: str) -> None:
 
 _LABELS = {"kafka stream": "Kafka stream", "file stream": "file stream",
            "rate stream": "rate stream", "delta stream": "Delta stream",
+           "iceberg stream": "Iceberg stream",
            "file table": "file table", "sql table": "SQL table",
            "console table": "console table", "kafka table": "Kafka table"}
 
@@ -250,7 +253,7 @@ def _lower(props: Mapping[str, str]) -> dict[str, str]:
 
 #: ``"source"`` of a stream -> its connector scope (:mod:`streamjob.properties`).
 STREAM_SCOPES = {"kafka": "kafka stream", "files": "file stream", "rate": "rate stream",
-                 "delta": delta.STREAM_SCOPE}
+                 "delta": delta.STREAM_SCOPE, "iceberg": iceberg.STREAM_SCOPE}
 #: ``"connector"`` of a table (other than Kafka) -> its connector scope.
 TABLE_SCOPES = {"sql": "sql table", "console": "console table", "": "file table",
                 "files": "file table", "file": "file table"}
@@ -278,10 +281,12 @@ def table_connector(properties: Mapping[str, str]) -> str:
 
 def table_scope(properties: Mapping[str, str], stored_as: str | None = None) -> str | None:
     """The connector scope of a table (``kafka table``, ``sql table``, ``file table``,
-    ``console table``, ``delta table`` for ``STORED AS DELTA``), None for an unknown
-    ``"connector"``."""
+    ``console table``, ``delta table`` for ``STORED AS DELTA``, ``iceberg table`` for
+    ``STORED AS ICEBERG``), None for an unknown ``"connector"``."""
     if (stored_as or "").strip().lower() == delta.STORED_AS:
         return delta.SCOPE
+    if (stored_as or "").strip().lower() == iceberg.STORED_AS:
+        return iceberg.SCOPE
     connector = table_connector(properties)
     return "kafka table" if connector == "kafka" else TABLE_SCOPES.get(connector)
 
@@ -297,7 +302,7 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
     scope = stream_scope(p)
     if scope is None:
         raise ValidationError(f"stream '{name}': unknown source '{source}' (kafka, files, "
-                              "rate or delta)", text=source)
+                              "rate, delta or iceberg)", text=source)
     typed = registry.validate_connector(scope, p, f"{_LABELS[scope]} '{name}'")
     if ("watermark.column" in p) != ("watermark.delay" in p):
         raise ValidationError(  # located at the one given (issue 28 point 5)
@@ -306,6 +311,8 @@ def source_spec(name: str, properties: Mapping[str, str], row_format: Mapping | 
             key="watermark.column" if "watermark.column" in p else "watermark.delay")
     if source == "delta":
         return delta.delta_source_spec(name, p)
+    if source == "iceberg":
+        return iceberg.iceberg_source_spec(name, p)
     if source == "rate":
         return RateSourceSpec(typed.get("rows.per.second", 1))
     if source == "files":
@@ -397,10 +404,13 @@ def _bootstrap(p: dict[str, str], what: str, protocol: str, timeout_s: float = 1
 
 def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
                location: str | None, default_location: str, partitioned_by=(),
-               row_format: Mapping | None = None, stored_by: str | None = None):
-    """The sink/static spec of table ``name``; ``partitioned_by`` (the table's partition
-    columns) goes into a :class:`FileTableSpec` or a Delta table's spec (other kinds of
-    table are not partitioned: the executor refuses PARTITIONED BY for them).
+               row_format: Mapping | None = None, stored_by: str | None = None,
+               database: str = ""):
+    """The sink/static spec of table ``name`` of StreamSQL database ``database`` (an
+    Iceberg table's default namespace); ``partitioned_by`` (the table's partition
+    columns) goes into a :class:`FileTableSpec` or a Delta or Iceberg table's spec
+    (other kinds of table are not partitioned: the executor refuses PARTITIONED BY for
+    them).
 
     Raises:
         ValidationError: missing or contradictory properties; HBase, Hyperdrive and
@@ -413,6 +423,12 @@ def table_spec(name: str, properties: Mapping[str, str], stored_as: str | None,
             raise ValidationError(f"table '{name}': STORED AS DELTA makes it a Delta table; "
                                   "drop \"connector\"", key="connector", bad_value=True)
         return delta.delta_table_spec(name, p, location, default_location, partitioned_by)
+    if table_scope(p, stored_as) == iceberg.SCOPE:
+        if "connector" in p:
+            raise ValidationError(f"table '{name}': STORED AS ICEBERG makes it an Iceberg "
+                                  "table; drop \"connector\"", key="connector", bad_value=True)
+        return iceberg.iceberg_table_spec(name, p, location, default_location,
+                                          partitioned_by, database)
     connector = table_connector(p)
     if connector == "kafka":
         return _kafka_table_spec(name, p, row_format)
@@ -444,7 +460,7 @@ def spec_of_table(table, default_location: str = ""):
     is the warehouse directory used when a file table declares no LOCATION."""
     return table_spec(table.name, table.properties, table.stored_as, table.location,
                       default_location, partitioned_by=table.partitioned_by,
-                      row_format=table.row_format)
+                      row_format=table.row_format, database=table.database)
 
 
 def delta_table_location(spec) -> str | None:

@@ -66,7 +66,7 @@ class MaintenanceStatements:
             raise ObjectNotFoundError(f"table {db}.{name} does not exist{hint}")
         spec = cspec.table_spec(info.name, info.properties, info.stored_as, info.location,
                                 self.home.table_location(db, name), info.partitioned_by,
-                                info.row_format)
+                                info.row_format, database=db)
         if cspec.delta_table_location(spec) is None:
             from .objects import sink_kind
 

@@ -48,7 +48,7 @@ class ObjectStatements:
         if not s.columns:
             raise ValidationError(f"stream {db}.{name} declares no columns")
         row_format = _row_format(s.row_format, s)
-        props = _stored_stream(s, f"{db}.{name}")
+        props = _stored_stream(s, f"{db}.{name}", db, self.home.table_location)
         checks.check_declared(self.home.policy, props, self.confined)
         try:
             spec = cspec.source_spec(name, props, row_format)
@@ -90,7 +90,7 @@ class ObjectStatements:
             spec = cspec.table_spec(name, props, stored_as, s.location,
                                     self.home.table_location(db, name),
                                     partitioned_by=partitioned_by, row_format=row_format,
-                                    stored_by=s.stored_by)
+                                    stored_by=s.stored_by, database=db)
         except ValidationError as exc:
             if exc.text in ("STORED",) or (stored_as and exc.text == stored_as):
                 pos = s.where("stored_as")
@@ -105,7 +105,8 @@ class ObjectStatements:
             stored_as = "textfile"
             spec = cspec.table_spec(name, props, stored_as, s.location,
                                     self.home.table_location(db, name),
-                                    partitioned_by=partitioned_by, row_format=row_format)
+                                    partitioned_by=partitioned_by, row_format=row_format,
+                                    database=db)
         columns = _columns(s.columns, s)
         if spec.on_files and "\x00" in spec.location:
             pos = s.where("location")
@@ -184,7 +185,7 @@ def _columns(cols: Sequence[st.Column], stmt: st.Statement) -> list[dict[str, st
 
 def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[str, str]],
                       partitioned_by: tuple[str, ...]) -> None:
-    """PARTITIONED BY is for file and Delta tables only, and partition columns must have a simple
+    """PARTITIONED BY is for file, Delta and Iceberg tables only, and partition columns must have a simple
     type (Spark writes each value into a ``col=value`` directory name). The parser has
     already checked that each names exactly one column."""
     if not partitioned_by:
@@ -192,8 +193,9 @@ def _check_partitions(s: st.CreateTable, qname: str, spec, columns: list[dict[st
     if not spec.on_files:
         pos = s.where("partitioned_by")
         raise ValidationError(
-            f"only file and Delta tables can be partitioned: {qname} is {spec.label} table; drop "
-            f"PARTITIONED BY or make it a file table (STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE|DELTA)",
+            f"only file, Delta and Iceberg tables can be partitioned: {qname} is {spec.label} "
+            "table; drop PARTITIONED BY or make it a file table "
+            "(STORED AS PARQUET|ORC|JSON|CSV|TEXTFILE|DELTA|ICEBERG)",
             pos.line, pos.column,
             "PARTITIONED")
     types = {c["name"].lower(): c["type"] for c in columns}
@@ -262,13 +264,13 @@ def source_kind(stream) -> str:
 
 
 def sink_kind(table) -> str:
-    """``sql``, ``console``, ``kafka``, ``delta`` or ``files (<format>)`` (the rule of
+    """``sql``, ``console``, ``kafka``, ``delta``, ``iceberg`` or ``files (<format>)`` (the rule of
     :func:`~streamjob.connectors.spec.table_spec`: a table with ``"topic"`` is Kafka)."""
     p = {k.lower(): v for k, v in table.properties.items()}
     connector = cspec.table_connector(p)
     scope = cspec.table_scope(p, table.stored_as)
-    if scope == "delta table":
-        return "delta"
+    if scope in ("delta table", "iceberg table"):
+        return scope.split()[0]
     if scope == "file table":
         return f"files ({(table.stored_as or p.get('format') or 'parquet').lower()})"
     return connector
@@ -279,11 +281,16 @@ def _at(s, key: str) -> tuple[int, int]:
     return pos.line, pos.column
 
 
-def _stored_stream(s: st.CreateStream, what: str) -> dict:
+def _stored_stream(s: st.CreateStream, what: str, db: str = "",
+                   table_location=None) -> dict:
     """The TBLPROPERTIES a stream is stored with: ``STORED AS DELTA LOCATION 'dir'``
     becomes ``"source"="delta"``, ``"path"="dir"`` (a Delta stream, as
     :func:`streamjob.connectors.spec.source_spec` reads it; SHOW CREATE shows that
-    form).
+    form); ``STORED AS ICEBERG [LOCATION 'warehouse']`` becomes ``"source"="iceberg"``,
+    ``"path"`` the table's directory (``<warehouse>/<namespace>.db/<table>``, without
+    LOCATION ``table_location(db, table)``: the home's warehouse), ``"iceberg.namespace"``
+    (default ``db``) and ``"iceberg.table"`` (default the stream's name), so the stream
+    names its table wherever it is read.
 
     Raises:
         ValidationError: STORED AS other than DELTA; LOCATION without it; with
@@ -295,9 +302,11 @@ def _stored_stream(s: st.CreateStream, what: str) -> dict:
             raise ValidationError(f"stream {what}: LOCATION goes with STORED AS DELTA (a Delta "
                                   "table read as a stream)", *_at(s, "location"))
         return props
+    if s.stored_as == "iceberg":
+        return _iceberg_stream(s, what, db, props, table_location)
     if s.stored_as != "delta":
-        raise ValidationError(f"stream {what}: a stream is STORED AS DELTA only (a Delta table "
-                              f"read as a stream), not {s.stored_as.upper()}; a file stream is "
+        raise ValidationError(f"stream {what}: a stream is STORED AS DELTA or ICEBERG only (a "
+                              f"lakehouse table read as a stream), not {s.stored_as.upper()}; a file stream is "
                               "TBLPROPERTIES(\"source\"=\"files\", \"path\"=...)",
                               *_at(s, "stored_as"))
     given = [k for k in props if k.lower() in ("source", "path")]
@@ -308,3 +317,25 @@ def _stored_stream(s: st.CreateStream, what: str) -> dict:
         raise ValidationError(f"stream {what}: STORED AS DELTA needs LOCATION '<the Delta "
                               "table's directory>'", *_at(s, "stored_as"))
     return {**props, "source": "delta", "path": s.location}
+
+
+def _iceberg_stream(s: st.CreateStream, what: str, db: str, props: dict,
+                    table_location) -> dict:
+    """:func:`_stored_stream` of ``STORED AS ICEBERG``.
+
+    Raises:
+        ValidationError: ``"source"`` or ``"path"`` given too.
+    """
+    given = [k for k in props if k.lower() in ("source", "path")]
+    if given:
+        raise ValidationError(f"stream {what}: STORED AS ICEBERG says what the stream "
+                              f"reads; drop \"{given[0]}\"", key=given[0].lower(), bad_value=True)
+    low = {k.lower(): v for k, v in props.items()}
+    namespace = (low.get("iceberg.namespace") or db).strip()
+    table = (low.get("iceberg.table") or what.rsplit(".", 1)[-1]).strip()
+    if s.location is not None:
+        path = s.location.rstrip("/") + f"/{namespace}.db/{table}"
+    else:
+        path = table_location(db, table) if table_location else ""
+    return {**props, "source": "iceberg", "path": path, "iceberg.namespace": namespace,
+            "iceberg.table": table}

@@ -76,13 +76,15 @@ def reached(offsets: dict[str, Any], targets: dict[str, dict[str, int]]) -> bool
     wait goes on until a checkpoint reaches the end again (issue 13 point 6).
     A Delta stream's position (key ``delta:<path>``) past its target is caught up: the
     versions committed since the wait began were read too (a replaced table fails the
-    source instead).
+    source instead); so is an Iceberg stream's (``iceberg:<path>``, its ``sequence``).
     """
     from ..connectors.delta.options import OFFSETS_PREFIX
+    from ..connectors.iceberg.options import OFFSETS_PREFIX as ICEBERG_PREFIX
 
     for topic, parts in targets.items():
         have = offsets.get(topic) or {}
-        grows = topic.startswith(OFFSETS_PREFIX)  # a Delta table's versions only grow
+        # a Delta table's versions and an Iceberg table's sequence numbers only grow
+        grows = topic.startswith((OFFSETS_PREFIX, ICEBERG_PREFIX))
         for p, end in parts.items():
             at = int(have.get(str(p), 0))
             if (at < end and end > 0) or (at > end and not grows):

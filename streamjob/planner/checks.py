@@ -133,10 +133,50 @@ def _check_reach(policy: AdminPolicy, what: str, reach, props: Mapping[str, str]
     SQL URL, Kafka brokers) against ``policy``."""
     for value, label, key in reach.paths:
         policy.check_path(value, f"{what}: {label}", operator, key=key)
-    for url, label in reach.urls:
-        policy.check_sql_url(url, f"{what}: {label}", operator)
+    for url, label, *key in reach.urls:
+        if url.strip().lower().startswith(("http://", "https://")):  # an Iceberg REST catalog
+            _check_catalog_service(policy, url, f"{what}: {label}", operator, *key)
+        else:
+            policy.check_sql_url(url, f"{what}: {label}", operator, *key)
     if reach.broker is not None:
         _check_kafka(policy, what, *reach.broker, props, operator)
+
+
+def _check_catalog_service(policy: AdminPolicy, url: str, what: str, operator: bool,
+                           key: str = "iceberg.catalog.uri") -> None:
+    """An Iceberg REST catalog's ``http(s)://`` URL: a secret reference only for its
+    password (everyone); for an operator, its host among ``streamjob.security.sql.hosts``
+    (a catalog service is a database server, DESIGN §9).
+
+    Raises:
+        PolicyError: names the URL (password masked), the rule and the setting.
+    """
+    from urllib.parse import urlsplit
+
+    from ..security.hosts import host_allowed
+    from ..security.policy import SQL_HOSTS
+    from ..sensitive import has_reference, mask_url, userinfo_span
+
+    span = userinfo_span(url)
+    rest = url[:span[0]] + "x" + url[span[1]:] if span and span[1] > span[0] else url
+    if has_reference(rest):
+        raise PolicyError(f"{what} {mask_url(url)}: a secret reference may stand only for "
+                          "the URL's password, never for its host, path or parameters",
+                          key=key, bad_value=True)
+    if not operator:
+        return
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        raise PolicyError(f"{what} {mask_url(url)} is not a URL", key=key,
+                          bad_value=True) from None
+    port = port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    allowed = policy.setting(SQL_HOSTS)
+    if not host_allowed(host, port, [h.strip() for h in allowed.split(",") if h.strip()]):
+        raise PolicyError(f"{what} {mask_url(url)}: host '{host}' is not a catalog server "
+                          f"the admin allowed ({allowed}); see {SQL_HOSTS}", key=key,
+                          bad_value=True)
 
 
 def _check_kafka(policy: AdminPolicy, what: str, bootstrap: str, security: KafkaSecurity,

@@ -311,7 +311,7 @@ ENGINE = Registry([
 
 # --------------------------------------------------------------------- connectors
 
-_STREAM = ("kafka stream", "file stream", "rate stream", "delta stream")
+_STREAM = ("kafka stream", "file stream", "rate stream", "delta stream", "iceberg stream")
 
 
 def _storage(name: str, key: str, meaning: str, secret: bool = False) -> Property:
@@ -406,8 +406,9 @@ SHADOW = Registry([
 
 CONNECTOR = Registry([
     Property("source", "choice", "kafka", "what the stream reads (delta: a Delta table, "
-             "also written CREATE STREAM ... STORED AS DELTA LOCATION '...')",
-             choices=("kafka", "files", "rate", "delta"), scopes=_STREAM),
+             "also written CREATE STREAM ... STORED AS DELTA LOCATION '...'; iceberg: an "
+             "Iceberg table, written CREATE STREAM ... STORED AS ICEBERG)",
+             choices=("kafka", "files", "rate", "delta", "iceberg"), scopes=_STREAM),
     Property("topic", "string", None, "Kafka topic", scopes=("kafka stream", "kafka table")),
     Property("kafka.broker.list", "hostports", None, "Kafka bootstrap servers (host:port,...)",
              scopes=("kafka stream", "kafka table")),
@@ -473,8 +474,9 @@ CONNECTOR = Registry([
              "the sink)",
              choices=("count", "fail"), scopes=("kafka stream",)),
     Property("path", "string", None, "directory of the stream's files (any Hadoop URI); "
-             "of a Delta stream, the Delta table's local directory (its LOCATION)",
-             scopes=("file stream", "delta stream")),
+             "of a Delta stream, the Delta table's local directory (its LOCATION); of an "
+             "Iceberg stream, the Iceberg table's directory",
+             scopes=("file stream", "delta stream", "iceberg stream")),
     Property("startingversion", "choice", None,
              "Delta stream (Delta's startingVersion): the first table version read, its "
              "commit and the later ones (not the snapshot), or latest (only commits after "
@@ -527,14 +529,32 @@ CONNECTOR = Registry([
              "so a compacted topic keeps the latest row per key (Flink's upsert-kafka); no "
              "tombstones (Spark's update mode deletes nothing). Delta table: each "
              "micro-batch is merged on them (Delta's MERGE: matched rows updated, others "
-             "inserted)",
-             scopes=("sql table", "kafka table", "delta table")),
+             "inserted). Iceberg table: each micro-batch is upserted on them (pyiceberg's "
+             "upsert: matched rows overwritten, others appended)",
+             scopes=("sql table", "kafka table", "delta table", "iceberg table")),
     Property("key", "string", None,
              "a declared column whose value, as UTF-8 text, is each record's key (records "
              "with the same key go to the same partition); default: records without a key; "
              "with \"primary.key\" it may only name the primary key's single column, whose "
              "raw text then replaces the encoded key (ksqlDB's KAFKA key format)",
              scopes=("kafka table",)),
+    Property("iceberg.catalog.uri", "string", None,
+             "the Iceberg catalog holding the table: a SQLAlchemy URL (sqlite:///..., "
+             "postgresql+psycopg://...: pyiceberg's SQL catalog in that database) or an "
+             "http(s):// REST catalog; default: a SQL catalog in streamjob's own catalog "
+             "database. A ${env:...} reference may stand for the password",
+             scopes=("iceberg table", "iceberg stream")),
+    Property("iceberg.namespace", "string", None,
+             "the Iceberg namespace of the table (default: the StreamSQL database)",
+             scopes=("iceberg table", "iceberg stream")),
+    Property("iceberg.table", "string", None,
+             "the table's name in its Iceberg namespace (default: the StreamSQL table's or "
+             "stream's own name)", scopes=("iceberg table", "iceberg stream")),
+    Property("iceberg.starting", "choice", "earliest",
+             "Iceberg stream: where a job without a checkpoint starts (earliest: the rows of "
+             "the current snapshot, then every later append; latest: only later appends); "
+             "START ... FROM overrides it", choices=("earliest", "latest"),
+             scopes=("iceberg stream",)),
     Property("delta.appendonly", "bool", False,
              "Delta's delta.appendOnly, set when the job creates the table: true makes "
              "every Delta writer refuse deletes and updates of its rows",

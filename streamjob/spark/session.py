@@ -352,7 +352,8 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     """A session clone for one job: own temp views and SQL conf, shared SparkContext.
 
     The Python data sources are registered per clone (Spark keeps them per session):
-    ``streamjob_kafka`` (Kafka streams), ``streamjob_delta`` (Delta streams), ``streamjob_sql`` and ``streamjob_files`` (static
+    ``streamjob_kafka`` (Kafka streams), ``streamjob_delta`` (Delta streams),
+    ``streamjob_iceberg`` (Iceberg streams), ``streamjob_sql`` and ``streamjob_files`` (static
     tables read at each micro-batch, :mod:`streamjob.connectors.static`); with
     ``sources`` (names, :attr:`streamjob.planner.plan.JobPlan.data_sources`) only those,
     as each registration pickles the source and calls the JVM (issue 19: a cold start
@@ -362,6 +363,7 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
     """
     from ..connectors import static
     from ..connectors.delta.options import SOURCE_NAME as DELTA_SOURCE
+    from ..connectors.iceberg.options import SOURCE_NAME as ICEBERG_SOURCE
     from ..connectors.kafka.options import SOURCE_NAME as KAFKA_SOURCE
 
     session = root.newSession()
@@ -373,6 +375,10 @@ def job_session(root, sql_conf: dict[str, str], sources: set[str] | None = None)
         from ..connectors.delta.source import DeltaDataSource
 
         session.dataSource.register(DeltaDataSource)
+    if sources is None or ICEBERG_SOURCE in sources:
+        from ..connectors.iceberg.source import IcebergDataSource
+
+        session.dataSource.register(IcebergDataSource)
     for source in (static.SqlStaticDataSource, static.FileStaticDataSource):
         if sources is None or source.name() in sources:
             session.dataSource.register(source)

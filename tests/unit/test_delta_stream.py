@@ -92,7 +92,7 @@ LOCATION '{tmp_path}/t' TBLPROPERTIES("maxFilesPerTrigger"="2");""")
 
 
 @pytest.mark.parametrize("text, where, words", [
-    ("CREATE STREAM b (a INT) STORED AS PARQUET\nLOCATION '/x';", (1, 25), "STORED AS DELTA only"),
+    ("CREATE STREAM b (a INT) STORED AS PARQUET\nLOCATION '/x';", (1, 25), "STORED AS DELTA or ICEBERG only"),
     ("CREATE STREAM b (a INT)\nSTORED AS DELTA;", (2, 1), "needs LOCATION"),
     ("CREATE STREAM b (a INT)\nLOCATION '/x';", (2, 10), "goes with STORED AS DELTA"),
     ("CREATE STREAM b (a INT) STORED AS DELTA LOCATION '/x'\nTBLPROPERTIES(\"path\"=\"/y\");",

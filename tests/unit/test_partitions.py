@@ -144,7 +144,7 @@ def test_only_file_tables_can_be_partitioned(ex, props, kind):
     err = failure(ex, f"CREATE TABLE t (a INT, b INT)\n  PARTITIONED BY (b)\n  TBLPROPERTIES ({props});")
     assert isinstance(err, ValidationError)
     assert (err.line, err.column) == (2, 3)
-    assert f"only file and Delta tables can be partitioned: default.t is {kind}" in err.message
+    assert f"only file, Delta and Iceberg tables can be partitioned: default.t is {kind}" in err.message
     assert ex.catalog.get_table("default", "t") is None
 
 

@@ -1,4 +1,4 @@
--- expect: 3:3: only file and Delta tables can be partitioned
+-- expect: 3:3: only file, Delta and Iceberg tables can be partitioned
 CREATE TABLE totals (k STRING, total DOUBLE)
   PARTITIONED BY (k)
   TBLPROPERTIES ("connector"="sql", "url"="sqlite:///totals.db", "primary.key"="k");
