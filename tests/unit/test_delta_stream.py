@@ -170,3 +170,22 @@ def test_a_job_joining_a_delta_table_registers_the_delta_data_source():
     how = static.table_reader(delta_table, [{"name": "Day", "type": "string"}], "default.dims")
     assert (how.format, how.options, how.schema) == \
         ("streamjob_delta", {"path": "/lake/dims"}, "`Day` string")
+
+
+@pytest.mark.parametrize("value", [3, "3"], ids=["typed", "text"])
+def test_a_partition_value_fits_its_column_typed_or_as_text(tmp_path, value):
+    """A partition column's value comes as text from the log's JSON and typed from
+    delta-rs' add actions; both fill the declared column (an INT partition column once
+    failed with "does not fit int32" when the value came typed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamjob.connectors.delta.source import _read_file
+
+    path = tmp_path / "part.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), path)
+    target = pa.schema([("id", pa.int32()), ("month", pa.int32())])
+    (batch,) = _read_file(str(path), {"month": value}, target)
+    assert batch.column(1).to_pylist() == [3, 3] and batch.column(0).to_pylist() == [1, 2]
+    (nulls,) = _read_file(str(path), {"month": None}, target)
+    assert nulls.column(1).to_pylist() == [None, None]

@@ -309,9 +309,14 @@ def _read_file(path: str, partition_values: dict, target: pa.Schema) -> Iterator
         low = f.name.lower()
         try:
             if low in parts:
-                text = parts[low]
-                col = pa.array([text] * table.num_rows, pa.string())
-                col = col.cast(f.type) if not pa.types.is_string(f.type) else col
+                # the log's JSON gives partition values as text (Delta protocol,
+                # "Partition Value Serialization"); delta-rs' add actions give them typed
+                value = parts[low]
+                if value is None:
+                    col = pa.nulls(table.num_rows, f.type)
+                else:
+                    col = pa.array([value] * table.num_rows)
+                    col = col.cast(f.type) if not col.type.equals(f.type) else col
             elif low in have:
                 col = table.column(have[low])
                 if not col.type.equals(f.type):
