@@ -192,14 +192,17 @@ class AlterStreamJob(Statement):
 
 @dataclass(frozen=True)
 class ReplaceStreamJobQuery(Statement):
-    """``ALTER STREAMJOB j AS ("insert ...") [FROM EARLIEST | FROM TIMESTAMP t]`` and
-    ``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)] [FROM ...]`` (issue 30,
-    docs/upgrades.md): replace the query of a job, stopped or running.
+    """``ALTER STREAMJOB j AS ("insert ...") [FROM EARLIEST | FROM TIMESTAMP t | WITH STATE
+    RESET]`` and ``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)] [FROM ... |
+    WITH STATE RESET]`` (issue 30, docs/upgrades.md): replace the query of a job, stopped
+    or running.
 
     ``query`` and ``query_position`` as in :class:`CreateStreamJob`; ``or_replace`` True
     for CREATE OR REPLACE (which creates a missing job, and whose ``properties`` replace
     the job's); ``start_from`` the new checkpoint epoch chosen for an incompatible change
-    (``earliest`` or ms since the epoch as text, as in :class:`StartStreamJob`), or None."""
+    (``earliest`` or ms since the epoch as text, as in :class:`StartStreamJob`), or None;
+    ``state_reset`` True for WITH STATE RESET (a new checkpoint epoch that starts at the
+    latest checkpoint's committed offsets with empty state)."""
 
     name: QualifiedName
     query: str
@@ -207,6 +210,7 @@ class ReplaceStreamJobQuery(Statement):
     properties: Properties = ()
     or_replace: bool = False
     start_from: str | None = None
+    state_reset: bool = False
 
 
 @dataclass(frozen=True)

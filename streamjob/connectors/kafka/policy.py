@@ -5,6 +5,7 @@ offsets retention removed or a partition that ends before the job's position. Us
 
 from __future__ import annotations
 
+import json
 import logging
 
 from streamjob.exceptions import ConnectorError, DataLoss, InvalidConfiguration
@@ -17,9 +18,11 @@ STRATEGIES = ("earliest", "latest", "committed")
 """The named reset strategies; a timestamp (ms since the epoch) is the fourth kind."""
 
 
-def reset_strategy(text: str | None) -> str | int:
-    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"`` or
-    a timestamp (int, ms since the epoch); None or empty means ``"earliest"``.
+def reset_strategy(text: str | None) -> str | int | dict:
+    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"``, a
+    timestamp (int, ms since the epoch) or given offsets (``{topic: {partition: offset}}``
+    from JSON, as Spark's Kafka source takes them: a job's new checkpoint epoch WITH
+    STATE RESET); None or empty means ``"earliest"``.
 
     Raises:
         ConnectorError: any other value.
@@ -29,6 +32,13 @@ def reset_strategy(text: str | None) -> str | int:
         return value
     if value.isdigit():
         return int(value)
+    if value.startswith("{"):
+        try:
+            given = json.loads(text)
+            return {str(t): {str(p): int(o) for p, o in parts.items()}
+                    for t, parts in given.items()}
+        except (ValueError, AttributeError, TypeError):
+            pass
     raise ConnectorError(
         f"unknown reset strategy '{text}' (transwarp.consumer.reset.offset.strategy): "
         f"expected earliest, latest, committed or a timestamp in ms since the epoch")

@@ -33,7 +33,10 @@ defined once, in :mod:`.options`):
   ``committed`` (the consumer group's committed offset per partition, ``latest`` for a
   partition without one; needs ``groupId``) or a timestamp in ms since the epoch as an
   integer string (per partition the first record at or after it, found with
-  ``offsets_for_times``; a partition without such a record starts at its end offset).
+  ``offsets_for_times``; a partition without such a record starts at its end offset),
+  or offsets as Spark's Kafka source takes them, ``{"topic": {"partition": offset}}``
+  (``ALTER STREAMJOB ... WITH STATE RESET``: the old checkpoint's committed offsets; a
+  partition not named starts at its beginning).
   It decides the offsets of a first start (:meth:`KafkaStreamReader.initialOffset`, no
   checkpoint) and where a partition added while the job runs starts (see
   :meth:`KafkaStreamReader.latestOffset`). With a checkpoint, Spark hands the reader
@@ -214,6 +217,12 @@ class KafkaStreamReader(DataSourceStreamReader):
             return self._ends(parts)
         if self.starting == "committed":
             return self._committed(parts)
+        if isinstance(self.starting, dict):  # given offsets (WITH STATE RESET)
+            given = {int(p): int(o) for p, o in self.starting.get(self.topic, {}).items()}
+            out = {tp.partition: given[tp.partition] for tp in parts if tp.partition in given}
+            rest = [tp for tp in parts if tp.partition not in given]
+            out.update(self._beginnings(rest) if rest else {})
+            return self._no_loss(out)
         return self._at_time(parts, self.starting)
 
     def _no_loss(self, starts: dict[int, int]) -> dict[int, int]:
