@@ -43,13 +43,15 @@ from ..checkpoint.store import join_uri
 from ..exceptions import JobError
 from ..planner.upgrade import CHOICES, ChangeClass, ChangeKind, Operator
 
-__all__ = ["SUFFIX", "trial"]
+__all__ = ["SUFFIX", "trial", "trial_of_savepoint"]
 
 #: The trial copy's folder beside the checkpoint directory (a job name holds no ``.``).
 SUFFIX = ".trial"
 
 _FIELD = re.compile(r"StructField\(\s*([^,()]+?)\s*,\s*([A-Za-z]+(?:\(\d+,\s*\d+\))?)")
 _STRUCT_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_#.]*):\s*([a-z]+(?:\(\d+,\s*\d+\))?)")
+#: Spark's type class names as Spark SQL writes the types (``LongType`` is ``bigint``).
+_SQL_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 _OPERATOR_ID = re.compile(r"operator(?:Id|_id)?\s*[=:]\s*(\d+)", re.I)
 
 
@@ -76,17 +78,42 @@ def trial(spark_root, home, catalog, job, plan, operators: list[Operator]) -> Ch
 
     ckdir = home.checkpoint_dir(job.database, job.name)
     root = home.checkpoint_root
+    copy = ckdir.rstrip("/") + SUFFIX
     with backend_for_job(catalog, home, job) as backend:
         if backend.latest(job) is None or not store.log_ids(ckdir, "commits"):
             return None  # nothing kept yet: the first start writes the state schema
-        copy = ckdir.rstrip("/") + SUFFIX
         if store.holds_anything(copy):
             store.purge(copy, root)  # a trial killed midway
         ident = identity.read(ckdir)
         info, _files = savepoint.take_newest(ckdir, copy, lambda: backend.latest(job), job.uid,
                                              ident.epoch if ident else "", root)
+    return _judge(spark_root, plan, operators, copy, info.checkpoint_id, root,
+                  job.qualified_name)
+
+
+def trial_of_savepoint(spark_root, home, job, plan, operators: list[Operator],
+                       sp) -> ChangeClass | None:
+    """:func:`trial` on a copy of savepoint ``sp`` (a
+    :class:`~streamjob.catalog.records.SavepointInfo`) rather than the job's checkpoint:
+    START ... FROM SAVEPOINT into a changed query.
+
+    Raises:
+        CheckpointError: a file of the savepoint is missing or cannot be copied.
+        JobError: the trial failed for another reason than the state.
+    """
+    root = home.checkpoint_root
+    copy = home.checkpoint_dir(job.database, job.name).rstrip("/") + SUFFIX
+    if store.holds_anything(copy):
+        store.purge(copy, root)
+    savepoint.restore_into(sp.location, copy)
+    return _judge(spark_root, plan, operators, copy, sp.checkpoint_id, root,
+                  job.qualified_name)
+
+
+def _judge(spark_root, plan, operators, copy: str, n: int, root: str,
+           job: str) -> ChangeClass | None:
+    """Steps 2-4 of the module docstring on the copy ``copy`` of checkpoint ``n``."""
     try:
-        n = info.checkpoint_id
         if not store.holds_anything(join_uri(copy, "state")):
             return None  # its checkpoint holds no state (the old query kept none)
         store.write_file(join_uri(copy, "metadata"), json.dumps({"id": str(uuid.uuid4())}))
@@ -96,7 +123,7 @@ def trial(spark_root, home, catalog, job, plan, operators: list[Operator]) -> Ch
         store.purge(copy, root)
     if failure is None:
         return None
-    return _refusal(failure, operators, job.qualified_name)
+    return _refusal(failure, operators, job)
 
 
 def _run_once(spark_root, plan, copy: str) -> str | None:
@@ -162,7 +189,9 @@ def _schemas(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
 def _fields(schema: str) -> list[tuple[str, str]]:
     found = _FIELD.findall(schema)
     if found:
-        return [(n.strip().strip("`"), t.removesuffix("Type").lower()) for n, t in found]
+        return [(n.strip().strip("`"), _SQL_TYPES.get(t.removesuffix("Type").lower(),
+                                                      t.removesuffix("Type").lower()))
+                for n, t in found]
     return [(n.strip("`"), t) for n, t in _STRUCT_FIELD.findall(schema)]
 
 
