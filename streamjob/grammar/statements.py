@@ -161,6 +161,9 @@ class StartStreamJob(Statement):
     start_from: str | None = None
     #: ``FROM SAVEPOINT sp`` (issue 30): the savepoint's name
     from_savepoint: str | None = None
+    #: ``FROM SAVEPOINT sp WITH STATE RESET``: a new checkpoint epoch from the
+    #: savepoint's offsets, without its state
+    state_reset: bool = False
     #: ``FROM CHECKPOINT AT 'yyyy-MM-dd HH:mm:ss'`` (UTC; issue 30): ms since the epoch
     checkpoint_at: int | None = None
 

@@ -145,3 +145,67 @@ def test_spark_refuses_a_state_type_change_the_planner_calls_compatible(world):
     expected = expected_totals(range(w.sent))
     expected["label"] = expected["name"].str.upper()
     pd.testing.assert_frame_equal(sink(w), expected, check_dtype=False)
+
+
+V3 = ("insert into totals select name, count(*), sum(v), concat(name, '!') "
+      "from (select name, id as v from events) group by name")
+
+
+@pytest.mark.spark
+def test_a_savepoint_restores_into_a_changed_query_that_keeps_the_state(world):
+    w = world
+    run(w.ex, "STOP STREAMJOB tally WITH SAVEPOINT counted;")
+    assert "stateful change with compatible state" in run(
+        w.ex, f'ALTER STREAMJOB tally AS ("{V3}");').message
+    produce(w, 40)
+    msg = run(w.ex, "START STREAMJOB tally FROM SAVEPOINT counted;").message
+    assert ("from savepoint counted (checkpoint " in msg
+            and "(taken by query version 2: stateful change with compatible state" in msg)
+    w.manager.wait_until_idle(timeout=300)
+    expected = expected_totals(range(w.sent))
+    expected["label"] = expected["name"] + "!"
+    pd.testing.assert_frame_equal(sink(w), expected, check_dtype=False)
+
+
+KEYED = ("insert into totals (name, n) select concat('k', cast(id % 3 as string)), count(*) "
+         "from events group by concat('k', cast(id % 3 as string))")
+
+
+@pytest.mark.spark
+def test_new_grouping_keys_with_the_state_rebuilt_count_only_what_follows_the_switch(world):
+    w = world
+    with pytest.raises(JobError) as info:
+        run(w.ex, f"ALTER STREAMJOB tally AS (\"{KEYED}\");")
+    assert "its grouping keys change" in info.value.message
+    assert "or keep the offsets and rebuild the state: WITH STATE RESET" in info.value.message
+
+    read_before = w.sent  # the job has read everything so far (idle)
+    out = run(w.ex, f"ALTER STREAMJOB tally AS (\"{KEYED}\") WITH STATE RESET;")
+    assert "altered to version 4: the state is rebuilt (streaming aggregation: its " \
+           "grouping keys change" in out.message
+    boundary = json.loads(re.search(r"over from the offsets (\{.*?\}\}) \(checkpoint epoch",
+                                    out.message).group(1))[w.topic]
+    # the switch point is where the old query stopped: nothing before it is read again
+    assert boundary == {"0": read_before // 2, "1": read_before // 2}
+    produce(w, 90)
+    w.manager.wait_until_idle(timeout=300)
+    run(w.ex, "STOP STREAMJOB tally;")
+
+    source = pd.DataFrame({"id": range(w.sent)})
+    source["partition"], source["offset"] = source["id"] % 2, source["id"] // 2
+    after = source[source["offset"] >= source["partition"].astype(str).map(boundary)]
+    expected = ("k" + (after["id"] % 3).astype(str)).value_counts().sort_index()
+    with sqlite3.connect(w.sink) as db:
+        got = dict(db.execute("SELECT name, n FROM totals WHERE name LIKE 'k%'").fetchall())
+    assert got == expected.to_dict()
+    assert sum(got.values()) == 90  # every later record counted once
+
+    # the savepoint of the old keys cannot restore into the new query: the reason and
+    # the ways out
+    with pytest.raises(JobError) as info:
+        run(w.ex, "START STREAMJOB tally FROM SAVEPOINT counted;")
+    message = info.value.message
+    assert ("savepoint counted of streamjob default.tally was taken by query version 2, "
+            "and the change to its query since is incompatible: ") in message
+    assert "grouping keys change" in message and "FROM SAVEPOINT counted WITH STATE RESET" in message
+    assert w.catalog.get_job("default", "tally").desired_state == "STOPPED"
