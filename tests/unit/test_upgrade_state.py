@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjob.connectors.kafka.policy import reset_strategy
+from streamjob.connectors.kafka.policy import reset_strategy, start_position
 from streamjob.exceptions import ConnectorError, JobError
 from streamjob.executor.state_trial import _refusal
 from streamjob.executor.upgrade import committed_offsets
@@ -74,7 +74,9 @@ def test_committed_offsets_are_those_of_the_last_committed_batch(tmp_path):
 
 @pytest.mark.unit
 def test_the_kafka_source_takes_given_offsets_as_its_start():
-    assert reset_strategy('{"t": {"0": 20, "1": 22}}') == {"t": {"0": 20, "1": 22}}
-    assert reset_strategy("latest") == "latest" and reset_strategy("1700000000000") == 1700000000000
-    with pytest.raises(ConnectorError, match="unknown reset strategy"):
-        reset_strategy('{"t": [1]}')
+    assert start_position('{"t": {"0": 20, "1": 22}}') == {"t": {"0": 20, "1": 22}}
+    assert start_position("latest") == "latest" and start_position("1700000000000") == 1700000000000
+    with pytest.raises(ConnectorError, match="are not"):
+        start_position('{"t": [1]}')
+    with pytest.raises(ConnectorError, match="unknown reset strategy"):  # a stream's own
+        reset_strategy('{"t": {"0": 1}}')

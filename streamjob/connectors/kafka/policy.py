@@ -18,11 +18,30 @@ STRATEGIES = ("earliest", "latest", "committed")
 """The named reset strategies; a timestamp (ms since the epoch) is the fourth kind."""
 
 
-def reset_strategy(text: str | None) -> str | int | dict:
-    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"``, a
-    timestamp (int, ms since the epoch) or given offsets (``{topic: {partition: offset}}``
-    from JSON, as Spark's Kafka source takes them: a job's new checkpoint epoch WITH
-    STATE RESET); None or empty means ``"earliest"``.
+def start_position(text: str | None) -> str | int | dict:
+    """The ``startingOffsets`` option of a job's reader: given offsets (``{topic:
+    {partition: offset}}`` from JSON, as Spark's Kafka source takes them: a new checkpoint
+    epoch WITH STATE RESET, docs/upgrades.md), else a :func:`reset_strategy`. A stream's
+    own reset strategy is never JSON.
+
+    Raises:
+        ConnectorError: neither.
+    """
+    value = (text or "").strip()
+    if value.startswith("{"):
+        try:
+            given = json.loads(value)
+            return {str(t): {str(p): int(o) for p, o in parts.items()}
+                    for t, parts in given.items()}
+        except (ValueError, AttributeError, TypeError):
+            raise ConnectorError(f"start offsets '{text}' are not "
+                                 '{"topic": {"partition": offset}}') from None
+    return reset_strategy(text)
+
+
+def reset_strategy(text: str | None) -> str | int:
+    """The ``startingOffsets`` option as ``"earliest"``, ``"latest"``, ``"committed"`` or
+    a timestamp (int, ms since the epoch); None or empty means ``"earliest"``.
 
     Raises:
         ConnectorError: any other value.
@@ -32,13 +51,6 @@ def reset_strategy(text: str | None) -> str | int | dict:
         return value
     if value.isdigit():
         return int(value)
-    if value.startswith("{"):
-        try:
-            given = json.loads(text)
-            return {str(t): {str(p): int(o) for p, o in parts.items()}
-                    for t, parts in given.items()}
-        except (ValueError, AttributeError, TypeError):
-            pass
     raise ConnectorError(
         f"unknown reset strategy '{text}' (transwarp.consumer.reset.offset.strategy): "
         f"expected earliest, latest, committed or a timestamp in ms since the epoch")

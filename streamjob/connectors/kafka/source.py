@@ -86,7 +86,8 @@ from streamjob.connectors.kafka.read import (  # noqa: F401 - the executor side,
     DEFAULT_BATCH_ROWS, READ_CONSUMER_SETTINGS, KafkaRange, Offsets, _consumer, _tp, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.group import broker_errors, committed_offsets
-from streamjob.connectors.kafka.policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
+from streamjob.connectors.kafka.policy import (  # noqa: F401
+    _flag, beyond_end, lost_start, reset_strategy, start_position)
 
 worker.install()  # in pyspark's source runner / Python workers: warnings to stderr, and a
 # quiet exit when Spark stops the runner
@@ -103,7 +104,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.bootstrap = options[opt.key(opt.BOOTSTRAP)]
         self.format = opt.get(options, opt.FORMAT, "json")
         self.delimiter = opt.get(options, opt.DELIMITER, ",")
-        self.starting = reset_strategy(opt.get(options, opt.STARTING_OFFSETS))
+        self.starting = start_position(opt.get(options, opt.STARTING_OFFSETS))
         self.group_id = opt.get(options, opt.GROUP_ID) or None
         self.fail_on_data_loss = _flag(options, opt.FAIL_ON_DATA_LOSS, True)
         self.request_timeout_ms = int(opt.get(options, opt.REQUEST_TIMEOUT_MS, "30000"))
