@@ -210,6 +210,8 @@ class JobStatements:
         from ..checkpoint.backends import backend_for_plan
 
         what = {"earliest": "EARLIEST", "latest": "LATEST"}.get(s.start_from, f"TIMESTAMP {s.start_from} ms")
+        if s.start_from.startswith("{"):  # ALTER ... WITH STATE RESET: given offsets
+            what = "the offsets of its last committed checkpoint"
         running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
         if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before starting "
@@ -225,6 +227,8 @@ class JobStatements:
                            "use FROM EARLIEST")
         if self.dry_run:
             return f" over from {what.lower()} (a new checkpoint epoch)"
+        if s.start_from.startswith("{"):
+            what = f"the offsets {s.start_from}"
         ckdir = self.home.checkpoint_dir(job.database, job.name)
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
@@ -240,7 +244,8 @@ class JobStatements:
         identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
         new = identity.start_over(ckdir, job, s.start_from)
-        return f" over from {what.lower()} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
+        shown = what if s.start_from.startswith("{") else what.lower()
+        return f" over from {shown} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
 
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
         db, name = self._names(s.name, "job")

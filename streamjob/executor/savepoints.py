@@ -178,10 +178,17 @@ class SavepointStatements:
             more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
             raise CheckpointError(f"savepoint {sp.name} of streamjob {job.qualified_name} "
                                   f"cannot be restored: {gone[0]} is missing{more}")
-        fingerprint.check(sp.location, plan)  # a changed query is refused as at any start
-        what = f" from savepoint {sp.name} (checkpoint {sp.checkpoint_id})"
+        if getattr(s, "state_reset", False):
+            return self._savepoint_state_reset(s, job, plan, sp)
+        changed = self._savepoint_change(job, plan, sp)  # raises: incompatible, unplanned
+        what = f" from savepoint {sp.name} (checkpoint {sp.checkpoint_id}){changed}"
         if self.dry_run:
             return what
+
+        def fill(staging):  # the savepoint's files; a changed query's fingerprint accepted
+            savepoint.restore_into(sp.location, staging)
+            if changed:
+                fingerprint.plan_change(staging, fingerprint.of_plan(plan))
 
         def record(backend):  # the savepoint's checkpoint, the only one recorded
             backend.purge(job)
@@ -192,8 +199,7 @@ class SavepointStatements:
                 fingerprint=sp.fingerprint), retained=plan.props.checkpoints_retained)
 
         new = self._rewind(job, plan, sp.checkpoint_id,
-                           lambda staging: savepoint.restore_into(sp.location, staging),
-                           record, "restore the savepoint")
+                           fill, record, "restore the savepoint")
         return f"{what}; checkpoint epoch {new.epoch}"
 
     def _rewind(self, job, plan, checkpoint_id: int, fill, record, doing: str,
@@ -262,6 +268,97 @@ class SavepointStatements:
         identity.purge_owned(replaced, root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
         return new
+
+    def _savepoint_change(self, job, plan, sp) -> str:
+        """How the job's query (planned as ``plan``) changed since savepoint ``sp`` was
+        taken: "" when it is the query that took it; else the change is classified as
+        ALTER STREAMJOB ... AS classifies it (planner/upgrade.py, then Spark's state
+        schema check on a copy of the savepoint, executor/state_trial.py) against the
+        query version whose logic took the savepoint, and a stateless or compatible one
+        returns a note for the result.
+
+        Raises:
+            JobError: an incompatible change (the reason, operator and column, and the
+                ways out); ChangedLogic: no query version of the job took the savepoint
+                (an unplanned change, refused as at any start).
+        """
+        from ..exceptions import ChangedLogic, StreamJobError
+        from ..planner.upgrade import ChangeKind, classify
+
+        try:
+            fingerprint.check(sp.location, plan)
+            return ""
+        except ChangedLogic as refused:
+            taken = fingerprint.stored(sp.location)
+            found = None
+            for v in reversed(self.catalog.list_job_versions(job.uid)):
+                try:
+                    old = self._plan(job.database, job.name, v.query, v.properties,
+                                     job.session_properties)
+                except StreamJobError:
+                    continue  # a version that no longer plans (a dropped stream...)
+                if taken is not None and fingerprint.of_plan(old).query == taken.query:
+                    found = (v.version, old)
+                    break
+            if found is None:
+                raise refused
+        version, old = found
+        change = classify(old, plan)
+        if change.kind is ChangeKind.COMPATIBLE and not self.dry_run:
+            change, _note = self._judge_savepoint_state(job, plan, change, sp)
+        if change.kind is ChangeKind.INCOMPATIBLE:
+            reasons = "; ".join(change.reasons)
+            raise JobError(
+                f"savepoint {sp.name} of streamjob {job.qualified_name} was taken by query "
+                f"version {version}, and the change to its query since is incompatible: "
+                f"{reasons}. Choose: START STREAMJOB {job.qualified_name} FROM EARLIEST or "
+                f"FROM TIMESTAMP 'yyyy-MM-dd HH:mm:ss' (a new checkpoint epoch), START "
+                f"STREAMJOB {job.qualified_name} FROM SAVEPOINT {sp.name} WITH STATE RESET "
+                "(the savepoint's offsets, the state rebuilt), or ALTER STREAMJOB "
+                f"{job.qualified_name} AS (the query of version {version}) and start from "
+                "the savepoint")
+        return f" (taken by query version {version}: {change.summary()})"
+
+    def _savepoint_state_reset(self, s: st.StartStreamJob, job, plan, sp) -> str:
+        """START ... FROM SAVEPOINT sp WITH STATE RESET: a new checkpoint epoch whose
+        streams start at the savepoint's offsets (those of its checkpoint's committed
+        batch), with empty state, whatever query took it (docs/upgrades.md). Only Kafka
+        streams can start at given offsets.
+
+        Raises:
+            JobError: a stream of another kind (at WITH STATE RESET); the job runs.
+        """
+        from .upgrade import committed_offsets
+
+        pos = s.where("state_reset")
+        other = [f"{src.stream.qualified_name} ({src.source.identifier})"
+                 for src in plan.sources if src.source.identifier != "kafka"]
+        if other:
+            raise JobError(f"streamjob {job.qualified_name}: WITH STATE RESET starts each "
+                           "stream at the savepoint's offsets, which only Kafka streams can: "
+                           f"{', '.join(other)} cannot", pos.line, pos.column)
+        start = committed_offsets(sp.location) if not self.dry_run else "{}"
+        if start is None:
+            raise CheckpointError(f"savepoint {sp.name} of streamjob {job.qualified_name} "
+                                  "holds no committed batch whose offsets could be kept")
+        return (f" from the offsets of savepoint {sp.name} (checkpoint {sp.checkpoint_id}) "
+                "with its state rebuilt:" + self._start_over(
+                    dataclasses.replace(s, start_from=start), job, plan))
+
+    def _judge_savepoint_state(self, job, plan, change, sp):
+        """Spark's state schema check of ``plan`` on a copy of savepoint ``sp``
+        (:func:`~streamjob.executor.state_trial.trial_of_savepoint`); ``(class, note)``
+        as :meth:`~streamjob.executor.upgrade.UpgradeStatements._judge_state`."""
+        import dataclasses as _dc
+
+        from ..planner.upgrade import stateful_operators
+        from .state_trial import trial_of_savepoint
+
+        spark = self.spark() if getattr(self, "spark", None) is not None else None
+        if spark is None:
+            return change, ""
+        refused = trial_of_savepoint(spark, self.home, job, plan, stateful_operators(plan), sp)
+        return (refused, "") if refused is not None else (_dc.replace(change, judge="spark"), "")
 
     def _restore_at(self, s: st.StartStreamJob, job, plan) -> str:
         """START ... FROM CHECKPOINT AT 'ts': the newest retained checkpoint or savepoint

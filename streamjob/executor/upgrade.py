@@ -23,6 +23,8 @@ STOP/START need, an operator or the admin; a viewer is refused.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import crashpoint
 from .. import properties as jp
 from ..checkpoint import fingerprint
@@ -152,6 +154,7 @@ class UpgradeStatements:
         old, new, change = self._plan_upgrade(
             job, s.query, stored, s.query_position,
             _WithColumns(self.catalog, sink_columns) if sink_columns else None)
+        change, judged = self._judge_state(job, new, change, s)
         self._refuse_unchosen(s, job, new, change)
         gains = (f"; table {grown[0].qualified_name} gains the nullable column(s) "
                  f"{', '.join(c['name'] + ' ' + c['type'] for c in grown[1])}" if grown else "")
@@ -169,7 +172,8 @@ class UpgradeStatements:
             crashpoint.reached("upgrade.stopped")
         try:
             ckdir = self.home.checkpoint_dir(db, name)
-            if new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE:
+            if (new.props.checkpoint_enabled and change.kind is not ChangeKind.INCOMPATIBLE
+                    and not s.state_reset):
                 # accepted beside the stored fingerprint before the catalog switches
                 fingerprint.plan_change(ckdir, fingerprint.of_plan(new))
             if grown is not None:  # the database first: an extra nullable column is harmless
@@ -181,7 +185,8 @@ class UpgradeStatements:
             job, version = self.catalog.replace_job_query(
                 job.uid, s.query, stored, new.dependencies, principal=self.principal,
                 change=change.kind.value, sink_columns=sink_columns,
-                desired_state=DesiredState.RUNNING if running and s.start_from is None else None)
+                desired_state=DesiredState.RUNNING if running and s.start_from is None
+                and not s.state_reset else None)
         except StreamJobError as exc:  # before the switch: the old query runs on
             if running:
                 self._restart_after_failed_switch(s, exc, job.uid)
@@ -189,12 +194,19 @@ class UpgradeStatements:
         if running:
             crashpoint.reached("upgrade.switched")
         epoch = ""
-        if s.start_from is not None:  # the chosen new checkpoint epoch (incompatible)
+        start_from = s.start_from
+        if s.state_reset:  # the offsets of the final checkpoint, a new epoch without state
+            start_from = committed_offsets(self.home.checkpoint_dir(db, name))
+        if start_from is not None:  # the chosen new checkpoint epoch (incompatible)
             epoch = self._start_over(st.StartStreamJob(
                 position=s.position, text=s.text, locations=s.locations, name=s.name,
-                start_from=s.start_from), job, new)
-        lines = [f"streamjob {db}.{name} altered to version {version}: {change.summary()}"
-                 + gains + ("" if new.props.checkpoint_enabled else
+                start_from=start_from), job, new)
+        if s.state_reset:
+            change = dataclasses.replace(change, kind=ChangeKind.INCOMPATIBLE, reasons=(
+                change.reasons or ("the state is rebuilt (WITH STATE RESET)",)))
+        lines = [f"streamjob {db}.{name} altered to version {version}: "
+                 + (_reset_summary(change) if s.state_reset else change.summary())
+                 + judged + gains + ("" if new.props.checkpoint_enabled else
                             " (it keeps no checkpoint: each start begins at its streams' "
                             "reset strategy)")]
         if running:
@@ -206,6 +218,34 @@ class UpgradeStatements:
             lines.append(f"at its next START it starts{epoch}")
         return Result("\n".join(lines), object=f"{db}.{name}",
                       data={"version": version, "change": change.as_json()})
+
+    def _judge_state(self, job, plan, change: ChangeClass, s=None) -> tuple[ChangeClass, str]:
+        """Spark's state schema check (executor/state_trial.py) of a change the planner
+        calls compatible, on a throwaway copy of the job's newest checkpoint; returns
+        ``(the class, a note for the result)``: Spark's refusal makes it incompatible,
+        naming the operator and the column. Not run for a dry run, WITH STATE RESET (no
+        state is kept), a job without durable checkpoints, nor in a process without
+        Spark (the note says so: the job's next start runs the same check).
+
+        Raises:
+            JobError: the trial failed for another reason than the state.
+            CheckpointError: the checkpoint could not be copied.
+        """
+        if (change.kind is not ChangeKind.COMPATIBLE or self.dry_run
+                or not plan.props.checkpoint_enabled
+                or (s is not None and getattr(s, "state_reset", False))):
+            return change, ""
+        spark = self.spark() if getattr(self, "spark", None) is not None else None
+        if spark is None:
+            return change, (" (Spark's state schema check did not run: this process has no "
+                            "Spark; the job's next start runs it)")
+        from ..planner.upgrade import stateful_operators
+        from .state_trial import trial
+
+        refused = trial(spark, self.home, self.catalog, job, plan, stateful_operators(plan))
+        if refused is not None:
+            return refused, ""
+        return dataclasses.replace(change, judge="spark"), "; Spark's state schema check agrees"
 
     def _restart_after_failed_switch(self, s: st.ReplaceStreamJobQuery, exc,
                                      job_uid: str) -> None:
@@ -229,6 +269,9 @@ class UpgradeStatements:
         that keeps its checkpoint (at FROM), and FROM without durable checkpoints (such a
         job keeps nothing to carry: every change is taken, and it starts at its streams'
         reset strategy)."""
+        if s.state_reset:
+            self._check_state_reset(s, job, plan, change)
+            return
         if not plan.props.checkpoint_enabled and s.start_from is None:
             return
         if change.kind is ChangeKind.INCOMPATIBLE and s.start_from is None:
@@ -245,6 +288,36 @@ class UpgradeStatements:
             raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable."
                            "checkpoint=false: every start already begins at its streams' "
                            "reset strategy (leave out FROM)", pos.line, pos.column)
+
+    def _check_state_reset(self, s: st.ReplaceStreamJobQuery, job, plan,
+                           change: ChangeClass) -> None:
+        """Refuse WITH STATE RESET (at it) for a job without durable checkpoints, a change
+        whose queries keep no state, a change whose source streams change (the offsets
+        kept are per source), and streams that cannot start at given offsets (only
+        Kafka streams can)."""
+        pos = s.where("state_reset")
+        where = f"streamjob {job.qualified_name}: WITH STATE RESET"
+        if not plan.props.checkpoint_enabled:
+            raise JobError(f"{where}: it has morphling.job.enable.checkpoint=false, so it "
+                           "keeps neither offsets nor state", pos.line, pos.column)
+        if change.kind is ChangeKind.STATELESS:
+            raise JobError(f"{where}: {change.summary()} and neither query keeps state: "
+                           "leave out WITH STATE RESET", pos.line, pos.column)
+        if change.operator == "sources":
+            raise JobError(f"{where} keeps the offsets of each source stream, but "
+                           f"{change.reasons[0]}: choose FROM EARLIEST or FROM TIMESTAMP",
+                           pos.line, pos.column)
+        if not self.dry_run and committed_offsets(
+                self.home.checkpoint_dir(job.database, job.name)) is None:
+            raise JobError(f"{where}: it has no committed checkpoint whose offsets it could "
+                           "keep; choose FROM EARLIEST or FROM TIMESTAMP", pos.line, pos.column)
+        other = [f"{src.stream.qualified_name} ({src.source.identifier})"
+                 for src in plan.sources if src.source.identifier != "kafka"]
+        if other:
+            raise JobError(f"{where} starts each stream at the offsets of the latest "
+                           f"checkpoint, which only Kafka streams can: {', '.join(other)} "
+                           "cannot; choose FROM EARLIEST or FROM TIMESTAMP", pos.line,
+                           pos.column)
 
     def _is_running(self, job) -> bool:
         """The job runs here, or some job manager is asked to run it."""
@@ -284,6 +357,40 @@ class UpgradeStatements:
                            "its query was not changed. Try again")
         latest = self.catalog.latest_checkpoint(job.uid)
         return f" at checkpoint {latest.checkpoint_id}" if latest is not None else ""
+
+
+def committed_offsets(checkpoint_dir: str) -> str | None:
+    """The source offsets of the last batch Spark committed in ``checkpoint_dir`` (its
+    offset-log entry: one line per source, each ``{topic: {partition: offset}}`` for a
+    Kafka stream), merged as JSON text (the start position of WITH STATE RESET), or None
+    when no batch was committed (a new epoch then starts as a first start would)."""
+    import json
+
+    from ..checkpoint import store
+    from ..checkpoint.store import join_uri
+
+    done = store.log_ids(checkpoint_dir, "commits")
+    if not done:
+        return None
+    text = store.read_file(join_uri(checkpoint_dir, f"offsets/{done[-1]}")) or ""
+    merged: dict = {}
+    for line in text.splitlines()[2:]:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            for topic, parts in value.items():
+                if isinstance(parts, dict):
+                    merged.setdefault(topic, {}).update(parts)
+    return json.dumps(merged, sort_keys=True) if merged else None
+
+
+def _reset_summary(change: ChangeClass) -> str:
+    """The result line of a switch WITH STATE RESET."""
+    why = f" ({'; '.join(change.reasons)})" if change.reasons else ""
+    return (f"the state is rebuilt{why}: a new checkpoint epoch starts at the offsets of "
+            "the last committed checkpoint, with empty state")
 
 
 class _WithColumns:

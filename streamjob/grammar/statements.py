@@ -161,6 +161,9 @@ class StartStreamJob(Statement):
     start_from: str | None = None
     #: ``FROM SAVEPOINT sp`` (issue 30): the savepoint's name
     from_savepoint: str | None = None
+    #: ``FROM SAVEPOINT sp WITH STATE RESET``: a new checkpoint epoch from the
+    #: savepoint's offsets, without its state
+    state_reset: bool = False
     #: ``FROM CHECKPOINT AT 'yyyy-MM-dd HH:mm:ss'`` (UTC; issue 30): ms since the epoch
     checkpoint_at: int | None = None
 
@@ -192,14 +195,17 @@ class AlterStreamJob(Statement):
 
 @dataclass(frozen=True)
 class ReplaceStreamJobQuery(Statement):
-    """``ALTER STREAMJOB j AS ("insert ...") [FROM EARLIEST | FROM TIMESTAMP t]`` and
-    ``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)] [FROM ...]`` (issue 30,
-    docs/upgrades.md): replace the query of a job, stopped or running.
+    """``ALTER STREAMJOB j AS ("insert ...") [FROM EARLIEST | FROM TIMESTAMP t | WITH STATE
+    RESET]`` and ``CREATE OR REPLACE STREAMJOB j AS (...) [JOBPROPERTIES(...)] [FROM ... |
+    WITH STATE RESET]`` (issue 30, docs/upgrades.md): replace the query of a job, stopped
+    or running.
 
     ``query`` and ``query_position`` as in :class:`CreateStreamJob`; ``or_replace`` True
     for CREATE OR REPLACE (which creates a missing job, and whose ``properties`` replace
     the job's); ``start_from`` the new checkpoint epoch chosen for an incompatible change
-    (``earliest`` or ms since the epoch as text, as in :class:`StartStreamJob`), or None."""
+    (``earliest`` or ms since the epoch as text, as in :class:`StartStreamJob`), or None;
+    ``state_reset`` True for WITH STATE RESET (a new checkpoint epoch that starts at the
+    latest checkpoint's committed offsets with empty state)."""
 
     name: QualifiedName
     query: str
@@ -207,6 +213,7 @@ class ReplaceStreamJobQuery(Statement):
     properties: Properties = ()
     or_replace: bool = False
     start_from: str | None = None
+    state_reset: bool = False
 
 
 @dataclass(frozen=True)

@@ -53,12 +53,16 @@ class JobsBuilder:
         found = self.find(tree, "upgrade_from")
         if found is not None:
             self.locations["from"] = self.position(found.meta.start_pos)
+        reset = self.find(tree, "state_reset")
+        if reset is not None:
+            self.locations["state_reset"] = self.position(reset.meta.start_pos)
         return ReplaceStreamJobQuery, dict(
             name=self.name(self.find(tree, "qualified_name")),
             **self._job_query(tree),
             properties=self.properties(jobprops) if jobprops is not None else (),
             or_replace=or_replace,
             start_from=self._start_position(found) if found is not None else None,
+            state_reset=reset is not None,
         )
 
     def _alter_streamjob_as(self, tree: Tree):

@@ -66,6 +66,10 @@ class SavepointsBuilder:
         found = self.find(tree, "from_savepoint")
         if found is not None:
             out["from_savepoint"] = self.savepoint_name(found)
+            reset = self.find(found, "state_reset")
+            if reset is not None:
+                self.locations["state_reset"] = self.position(reset.meta.start_pos)
+                out["state_reset"] = True
         found = self.find(tree, "checkpoint_at")
         if found is not None:
             token = found.children[0]

@@ -9,7 +9,8 @@ replacement, before anything changes, and puts the change in one of three classe
   and the same aggregates: the offsets and the state are kept (e.g. an aggregation
   gains an output column computed from its keys or its existing aggregates);
 - **incompatible** — anything else: the reasons name the operator and the column, and
-  the choices left are a new checkpoint epoch ``FROM EARLIEST`` or ``FROM TIMESTAMP t``.
+  the choices left are a new checkpoint epoch ``FROM EARLIEST`` or ``FROM TIMESTAMP t``,
+  or ``WITH STATE RESET`` (the offsets kept, the state rebuilt from there).
 
 The rule is Spark's state schema rule (``StateSchemaCompatibilityChecker``: each
 stateful operator's key schema and value schema must stay the same), read from the
@@ -36,8 +37,13 @@ from sqlglot import exp, parse_one
 
 __all__ = ["ChangeClass", "ChangeKind", "Operator", "classify", "stateful_operators"]
 
-#: The ways out of an incompatible change (a new checkpoint epoch, DESIGN §4).
-CHOICES = ("FROM EARLIEST", "FROM TIMESTAMP 'yyyy-MM-dd HH:mm:ss'")
+#: Keep the offsets of the latest checkpoint and rebuild the state from there (a new
+#: checkpoint epoch whose start offsets are the old checkpoint's committed offsets).
+STATE_RESET = "WITH STATE RESET"
+#: The new checkpoint epochs that start over (DESIGN §4).
+EPOCHS = ("FROM EARLIEST", "FROM TIMESTAMP 'yyyy-MM-dd HH:mm:ss'")
+#: The ways out of an incompatible change.
+CHOICES = (*EPOCHS, STATE_RESET)
 
 
 class ChangeKind(str, enum.Enum):
@@ -73,14 +79,18 @@ class ChangeClass:
     ``reasons`` (incompatible only) one sentence per cause, each naming the operator and
     the column; ``operator`` and ``column`` those of the first cause (``column`` None
     when the cause has none, e.g. the source streams); ``keeps_offsets`` and
-    ``keeps_state`` what the switch keeps; ``choices`` (incompatible only) the START
-    positions of a new checkpoint epoch the user may choose."""
+    ``keeps_state`` what the switch keeps; ``choices`` (incompatible only) the ways out
+    the user may append to the statement: the START positions of a new checkpoint epoch
+    and :data:`STATE_RESET`; ``judge`` who found the class (``planner``: the static
+    comparison of the two plans; ``spark``: Spark's state schema check on a copy of the
+    checkpoint, executor/state_trial.py)."""
 
     kind: ChangeKind
     reasons: tuple[str, ...] = ()
     operator: str | None = None
     column: str | None = None
     choices: tuple[str, ...] = ()
+    judge: str = "planner"
 
     @property
     def keeps_offsets(self) -> bool:
@@ -97,16 +107,20 @@ class ChangeClass:
         if self.kind is ChangeKind.COMPATIBLE:
             return ("stateful change with compatible state (same stateful operators, keys "
                     "and aggregates): the offsets and the state are kept")
-        return (f"incompatible change: {'; '.join(self.reasons)}; choose a new checkpoint "
-                f"epoch: {' or '.join(self.choices)}")
+        epochs = [c for c in self.choices if c != STATE_RESET]
+        text = (f"incompatible change: {'; '.join(self.reasons)}; choose a new checkpoint "
+                f"epoch: {' or '.join(epochs)}")
+        if STATE_RESET in self.choices:
+            text += f", or keep the offsets and rebuild the state: {STATE_RESET}"
+        return text
 
     def as_json(self) -> dict[str, Any]:
         """``{"class", "reasons", "operator", "column", "keeps_offsets", "keeps_state",
-        "choices"}`` (docs/json.md)."""
+        "choices", "judge"}`` (docs/json.md)."""
         return {"class": self.kind.value, "reasons": list(self.reasons),
                 "operator": self.operator, "column": self.column,
                 "keeps_offsets": self.keeps_offsets, "keeps_state": self.keeps_state,
-                "choices": list(self.choices)}
+                "choices": list(self.choices), "judge": self.judge}
 
 
 def stateful_operators(plan) -> list[Operator]:

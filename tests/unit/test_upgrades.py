@@ -102,7 +102,7 @@ def test_an_aggregation_gaining_a_column_over_its_keys_keeps_its_state(ex):
     assert change.kind is ChangeKind.COMPATIBLE and change.keeps_state
     assert change.as_json() == {"class": "compatible", "reasons": [], "operator": None,
                                 "column": None, "keeps_offsets": True, "keeps_state": True,
-                                "choices": []}
+                                "choices": [], "judge": "planner"}
 
 
 def test_changed_grouping_keys_are_incompatible_naming_operator_and_column(ex):
@@ -113,7 +113,8 @@ def test_changed_grouping_keys_are_incompatible_naming_operator_and_column(ex):
     assert (change.operator, change.column) == ("streaming aggregation", "name")
     assert change.reasons == ("streaming aggregation: its grouping keys change (name removed; "
                               "id added): its state is kept by key",)
-    assert change.choices == ("FROM EARLIEST", "FROM TIMESTAMP 'yyyy-MM-dd HH:mm:ss'")
+    assert change.choices == ("FROM EARLIEST", "FROM TIMESTAMP 'yyyy-MM-dd HH:mm:ss'",
+                              "WITH STATE RESET")
 
 
 def test_a_new_aggregate_changes_the_state_value(ex):

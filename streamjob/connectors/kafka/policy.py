@@ -5,6 +5,7 @@ offsets retention removed or a partition that ends before the job's position. Us
 
 from __future__ import annotations
 
+import json
 import logging
 
 from streamjob.exceptions import ConnectorError, DataLoss, InvalidConfiguration
@@ -15,6 +16,27 @@ log = logging.getLogger("streamjob.connectors.kafka.source")
 
 STRATEGIES = ("earliest", "latest", "committed")
 """The named reset strategies; a timestamp (ms since the epoch) is the fourth kind."""
+
+
+def start_position(text: str | None) -> str | int | dict:
+    """The ``startingOffsets`` option of a job's reader: given offsets (``{topic:
+    {partition: offset}}`` from JSON, as Spark's Kafka source takes them: a new checkpoint
+    epoch WITH STATE RESET, docs/upgrades.md), else a :func:`reset_strategy`. A stream's
+    own reset strategy is never JSON.
+
+    Raises:
+        ConnectorError: neither.
+    """
+    value = (text or "").strip()
+    if value.startswith("{"):
+        try:
+            given = json.loads(value)
+            return {str(t): {str(p): int(o) for p, o in parts.items()}
+                    for t, parts in given.items()}
+        except (ValueError, AttributeError, TypeError):
+            raise ConnectorError(f"start offsets '{text}' are not "
+                                 '{"topic": {"partition": offset}}') from None
+    return reset_strategy(text)
 
 
 def reset_strategy(text: str | None) -> str | int:

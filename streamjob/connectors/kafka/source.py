@@ -33,7 +33,10 @@ defined once, in :mod:`.options`):
   ``committed`` (the consumer group's committed offset per partition, ``latest`` for a
   partition without one; needs ``groupId``) or a timestamp in ms since the epoch as an
   integer string (per partition the first record at or after it, found with
-  ``offsets_for_times``; a partition without such a record starts at its end offset).
+  ``offsets_for_times``; a partition without such a record starts at its end offset),
+  or offsets as Spark's Kafka source takes them, ``{"topic": {"partition": offset}}``
+  (``ALTER STREAMJOB ... WITH STATE RESET``: the old checkpoint's committed offsets; a
+  partition not named starts at its beginning).
   It decides the offsets of a first start (:meth:`KafkaStreamReader.initialOffset`, no
   checkpoint) and where a partition added while the job runs starts (see
   :meth:`KafkaStreamReader.latestOffset`). With a checkpoint, Spark hands the reader
@@ -83,7 +86,8 @@ from streamjob.connectors.kafka.read import (  # noqa: F401 - the executor side,
     DEFAULT_BATCH_ROWS, READ_CONSUMER_SETTINGS, KafkaRange, Offsets, _consumer, _tp, read_range)
 from streamjob.connectors.kafka.security import KafkaSecurity
 from streamjob.connectors.kafka.group import broker_errors, committed_offsets
-from streamjob.connectors.kafka.policy import _flag, beyond_end, lost_start, reset_strategy  # noqa: F401
+from streamjob.connectors.kafka.policy import (  # noqa: F401
+    _flag, beyond_end, lost_start, reset_strategy, start_position)
 
 worker.install()  # in pyspark's source runner / Python workers: warnings to stderr, and a
 # quiet exit when Spark stops the runner
@@ -100,7 +104,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.bootstrap = options[opt.key(opt.BOOTSTRAP)]
         self.format = opt.get(options, opt.FORMAT, "json")
         self.delimiter = opt.get(options, opt.DELIMITER, ",")
-        self.starting = reset_strategy(opt.get(options, opt.STARTING_OFFSETS))
+        self.starting = start_position(opt.get(options, opt.STARTING_OFFSETS))
         self.group_id = opt.get(options, opt.GROUP_ID) or None
         self.fail_on_data_loss = _flag(options, opt.FAIL_ON_DATA_LOSS, True)
         self.request_timeout_ms = int(opt.get(options, opt.REQUEST_TIMEOUT_MS, "30000"))
@@ -214,6 +218,12 @@ class KafkaStreamReader(DataSourceStreamReader):
             return self._ends(parts)
         if self.starting == "committed":
             return self._committed(parts)
+        if isinstance(self.starting, dict):  # given offsets (WITH STATE RESET)
+            given = {int(p): int(o) for p, o in self.starting.get(self.topic, {}).items()}
+            out = {tp.partition: given[tp.partition] for tp in parts if tp.partition in given}
+            rest = [tp for tp in parts if tp.partition not in given]
+            out.update(self._beginnings(rest) if rest else {})
+            return self._no_loss(out)
         return self._at_time(parts, self.starting)
 
     def _no_loss(self, starts: dict[int, int]) -> dict[int, int]:

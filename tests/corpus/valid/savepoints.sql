@@ -13,5 +13,7 @@ show savepoints for copy_clicks;
 SHOW SAVEPOINTS FOR STREAMJOB default.copy_clicks;
 START STREAMJOB copy_clicks FROM SAVEPOINT before_upgrade;
 STOP STREAMJOB copy_clicks;
+START STREAMJOB copy_clicks FROM SAVEPOINT at_stop WITH STATE RESET;
+STOP STREAMJOB copy_clicks;
 DROP SAVEPOINT at_stop FOR STREAMJOB copy_clicks;
 DROP STREAMJOB copy_clicks;

@@ -8,4 +8,7 @@ CREATE STREAMJOB counting AS ("insert into counts (name, n) select name, count(*
 ALTER STREAMJOB counting AS ("insert into counts select name, count(*), upper(name) from visits group by name");
 CREATE OR REPLACE STREAMJOB counting AS ("insert into counts (name, n) select cast(id as string), count(*) from visits group by id")
   JOBPROPERTIES ("morphling.checkpoint.retained"="3") FROM EARLIEST;
+-- the grouping keys change, the offsets are kept and the state is rebuilt
+ALTER STREAMJOB counting AS ("insert into counts (name, n) select upper(name), count(*) from visits group by upper(name)")
+  WITH STATE RESET;
 CREATE OR REPLACE STREAMJOB fresh AS ("insert into copies select id, name from visits");
