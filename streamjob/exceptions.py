@@ -167,14 +167,20 @@ class UserFunctionError(JobError):
         inputs: the batch's source offsets as the checkpoint's offsets log writes
             them (one JSON text per source), for telling a repeated failure on the same
             input (:class:`RepeatedFunctionError`); empty when unknown.
+        record: the failing record's own position, ``topic t partition 0 offset 137``,
+            when the function was called on a Kafka source's rows with their hidden
+            position arguments (docs/functions.md, "Failures name the function") and a
+            single row fails on its own; None otherwise.
     """
 
     marker: str = "[streamjob:user-function]"
 
     def __init__(self, function: str = "", error_type: str = "", error_message: str = "",
                  arguments: tuple[tuple[str, str], ...] = (), batch: int | None = None,
-                 position: str | None = None, inputs: tuple[str, ...] = ()) -> None:
+                 position: str | None = None, inputs: tuple[str, ...] = (),
+                 record: str | None = None) -> None:
         self.function = function
+        self.record = record
         self.error_type = error_type
         self.error_message = error_message[:500]
         self.arguments = tuple((str(k), str(v)) for k, v in arguments)
@@ -189,6 +195,8 @@ class UserFunctionError(JobError):
         if self.arguments:
             args = ", ".join(f"{k}={v}" for k, v in self.arguments)
             text += f"; first failing row: {self.function}({args})"
+        if self.record:
+            text += f"; failing record: {self.record}"
         if self.batch is not None:
             text += f"; in micro-batch {self.batch}"
             if self.position:
@@ -199,9 +207,9 @@ class UserFunctionError(JobError):
         """True if ``other`` is this failure again: the same function, exception type
         and message, failing row, batch and batch input (a deterministic error)."""
         return (self.function, self.error_type, self.error_message, self.arguments,
-                self.batch, self.inputs) == (other.function, other.error_type,
-                                             other.error_message, other.arguments,
-                                             other.batch, other.inputs) \
+                self.record, self.batch, self.inputs) == (
+                    other.function, other.error_type, other.error_message, other.arguments,
+                    other.record, other.batch, other.inputs) \
             and self.batch is not None
 
     def at(self, batch: int | None, position: str | None,
@@ -209,7 +217,7 @@ class UserFunctionError(JobError):
         """A copy placed in micro-batch ``batch`` with ``position`` and ``inputs`` (see
         the attributes)."""
         return type(self)(self.function, self.error_type, self.error_message,
-                          self.arguments, batch, position, inputs)
+                          self.arguments, batch, position, inputs, self.record)
 
     def wire(self) -> "UserFunctionError":
         """Self, made to print in the wire form (for raising in a Python worker)."""
@@ -222,7 +230,8 @@ class UserFunctionError(JobError):
 
             return self.marker + " " + json.dumps(
                 {"function": self.function, "type": self.error_type,
-                 "message": self.error_message, "arguments": self.arguments})
+                 "message": self.error_message, "arguments": self.arguments,
+                 "record": self.record})
         return f"{self.position_prefix()}{self.message}"
 
     @classmethod
@@ -237,8 +246,10 @@ class UserFunctionError(JobError):
         line = text[idx + len(UserFunctionError.marker) + 1:].split("\n", 1)[0]
         try:
             fields = json.JSONDecoder().raw_decode(line)[0]
+            record = fields.get("record")
             return cls(str(fields["function"]), str(fields["type"]), str(fields["message"]),
-                       tuple(tuple(a) for a in fields.get("arguments") or ()))
+                       tuple(tuple(a) for a in fields.get("arguments") or ()),
+                       record=str(record) if record else None)
         except (ValueError, KeyError, TypeError):
             return None
 

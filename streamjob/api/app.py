@@ -6,10 +6,13 @@ Endpoints (JSON; errors are ``{"error": {"type", "message", "line", "column",
 "snippet", ...}}`` with a 4xx status):
 
 * ``POST /v1/statements`` ``{"sql": "...", "properties": {SET values}, "database":
-  "default"}``: executes the statements in order (parsed whole first: a parse error
-  executes nothing) and answers ``{"results": [...], "properties": {...}, "database":
-  "..."}`` (the session's SET values and current database after them, USE included, for
-  the client to send with its next request: the server keeps no session). PRINT needs
+  "default", "jars": [ADD JAR jars]}``: executes the statements in order (parsed whole
+  first: a parse error executes nothing) and answers ``{"results": [...], "properties":
+  {...}, "database": "...", "jars": [...]}`` (the session's SET values, current database
+  and ADD JAR jars after them, USE and ADD JAR included, for the client to send with its
+  next request: the server keeps no session). Each jar sent is checked again against the
+  admin's jar directories, as ADD JAR checks it (docs/functions.md, "ADD JAR and
+  sessions"). PRINT needs
   LIMIT here and answers once it has LIMIT records or none came for 5 s. The script is
   tried whole on a scratch copy of the catalog first
   (:meth:`~streamjob.client.session.ClientSession.execute_script`): an error there answers 400
@@ -84,6 +87,9 @@ class StatementsRequest(BaseModel):
                                        description="SET values of the client's session")
     database: str = Field(default="default",
                           description="the client session's current database (USE)")
+    jars: list[str] = Field(default_factory=list, max_length=100,
+                            description="the client session's ADD JAR jars (as the last "
+                                        "answer gave them), checked again like ADD JAR")
 
 
 _SAVEPOINT = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
@@ -201,7 +207,7 @@ def create_app(catalog, home, spark: Callable | None = None,
         return who
 
     def execute(who: Principal, sql: str, properties: dict[str, str],
-                database: str = "default") -> dict[str, Any]:
+                database: str = "default", jars: list[str] | None = None) -> dict[str, Any]:
         from ..grammar import parse_script
         from ..grammar import statements as st
 
@@ -210,6 +216,7 @@ def create_app(catalog, home, spark: Callable | None = None,
         session.database = database
         results: list[dict] = []
         try:
+            session.add_jars(jars or ())
             statements = parse_script(sql, source="<request>")
             if len(statements) > door.max_statements:
                 raise _plain(413, "TooManyStatements", f"{len(statements)} statements in one "
@@ -239,8 +246,9 @@ def create_app(catalog, home, spark: Callable | None = None,
                 403 if isinstance(exc, AccessDeniedError) else 400
             raise ApiError(status, error_to_wire(exc),
                            extra={"results": results, "properties": session.properties,
-                                  "database": session.database}) from None
-        return {"results": results, "properties": session.properties, "database": session.database}
+                                  "database": session.database, "jars": session.jars}) from None
+        return {"results": results, "properties": session.properties,
+                "database": session.database, "jars": session.jars}
 
     def job_statement(who: Principal, sql: str, name: str) -> dict[str, Any]:
         _job_name(name)
@@ -255,7 +263,7 @@ def create_app(catalog, home, spark: Callable | None = None,
 
     @app.post("/v1/statements", summary="Execute StreamSQL statements")
     def post_statements(body: StatementsRequest, who: Principal = Depends(principal)):
-        return execute(who, body.sql, body.properties, body.database)
+        return execute(who, body.sql, body.properties, body.database, body.jars)
 
     @app.get("/v1/whoami", summary="The caller: its principal and role")
     def get_whoami(who: Principal = Depends(principal)):

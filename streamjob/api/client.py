@@ -44,6 +44,7 @@ class RemoteSession:
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S)
         self.properties: dict[str, str] = {}
         self.database = "default"  # the current database (USE), sent with each request
+        self.jars: list[str] = []  # ADD JAR's jars, sent with each request (the server keeps none)
         self.dry_run = False
         self.manager = None  # a client of a server hosts no job
         self.catalog = RemoteCatalog(self)
@@ -70,6 +71,8 @@ class RemoteSession:
                 self.properties = dict(body["properties"])
             if isinstance(body.get("database"), str):
                 self.database = body["database"]
+            if isinstance(body.get("jars"), list):
+                self.jars = [str(j) for j in body["jars"]]
             exc = error_from_wire(error)
             exc.results = body.get("results") or []  # of the statements that took effect
             raise exc
@@ -83,9 +86,10 @@ class RemoteSession:
         """
         body = self._request("POST", "/v1/statements",
                              json={"sql": stmt.text, "properties": self.properties,
-                                   "database": self.database})
+                                   "database": self.database, "jars": self.jars})
         self.properties = dict(body.get("properties") or {})
         self.database = body.get("database") or self.database
+        self.jars = [str(j) for j in body.get("jars") or ()]
         [result] = body["results"] or [{}]
         return result_from_wire(result)
 
@@ -104,7 +108,7 @@ class RemoteSession:
         try:
             body = self._request("POST", "/v1/statements",
                                  json={"sql": text, "properties": self.properties,
-                                       "database": self.database})
+                                       "database": self.database, "jars": self.jars})
         except StreamJobError as exc:
             yield from zip(statements, map(result_from_wire, getattr(exc, "results", [])))
             if exc.source == REQUEST:
@@ -112,6 +116,7 @@ class RemoteSession:
             raise
         self.properties = dict(body.get("properties") or {})
         self.database = body.get("database") or self.database
+        self.jars = [str(j) for j in body.get("jars") or ()]
         yield from zip(statements, map(result_from_wire, body["results"]))
 
     def status(self) -> dict[str, Any]:

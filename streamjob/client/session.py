@@ -92,6 +92,23 @@ class ClientSession:
 
     # -- where jobs run ------------------------------------------------------------
 
+    def add_jars(self, written) -> None:
+        """The session's ADD JAR jars as a client carries them between requests (the HTTP
+        API's ``jars``; docs/functions.md "ADD JAR and sessions"): each checked again
+        as ADD JAR checks it, so carrying a jar is never more than adding it again.
+
+        Raises:
+            PolicyError: a jar outside the admin's jar directories (or jar functions
+                are off).
+            ValidationError: a jar that is not there (any more), or not a jar.
+        """
+        from ..udf.jars import resolve_jar
+
+        for path in written:
+            real = resolve_jar(str(path), self.home.policy).path
+            if real not in self.jars:
+                self.jars.append(real)
+
     def host(self):
         """The job manager of the jobs this session runs, created (and registered as a
         host of the catalog, so STOP/DROP from other clients reach its jobs) on first
@@ -257,6 +274,7 @@ class ClientSession:
                                 role=self.role)
             dry.properties.update(self.properties)
             dry.database = self.database
+            dry.jars = list(self.jars)  # ADD JAR of an earlier script of the session
             dry._plans = self._plans  # the execution takes the check's plans (planner/memo.py)
             for _ in dry.execute_script(text, source, statements):
                 pass

@@ -59,6 +59,7 @@ class QuietSource:
     data_sources: frozenset[str] = frozenset()
     offsets_key = None
     dead_letter = None
+    position_topic: str | None = None
 
     def consumer_group(self, default: str) -> str | None:
         return None

@@ -52,6 +52,10 @@ class StreamSource(Protocol):
       value), which a declaration may not go beyond; None: any declared columns.
     * ``observes_columns``: the job counts per batch how many records carried each
       declared column (records with named fields: Kafka, files).
+    * ``position_topic``: the topic, when the reader can add each record's partition
+      and offset as hidden columns (``reader(..., positions=True)``,
+      :mod:`streamjob.udf.positions`) for a user function's error; None: it cannot
+      (not Kafka, or a tolerant Kafka stream, whose rows are not one per record).
     * ``bounded``: the source runs out of input (``--until-idle`` can apply; rate:
       never).
     * ``starts_anywhere``: START ... FROM LATEST / TIMESTAMP can apply (files: only
@@ -101,6 +105,7 @@ class StreamSource(Protocol):
     tolerant: bool
     fixed_columns: frozenset[str] | None
     observes_columns: bool
+    position_topic: str | None
     bounded: bool
     starts_anywhere: bool
     data_sources: frozenset[str]

@@ -226,4 +226,4 @@ def repeated(previous: Iterable[UserFunctionError], failure: UserFunctionError
         return failure
     return RepeatedFunctionError(failure.function, failure.error_type, failure.error_message,
                                  failure.arguments, failure.batch, failure.position,
-                                 failure.inputs)
+                                 failure.inputs, failure.record)

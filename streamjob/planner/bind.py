@@ -124,7 +124,8 @@ def bind_job(plan, *, read: bool = True) -> BoundQuery:
     sink = tuple((spelled.get(t.lower(), t), spark_type(declared[t.lower()])) for t in targets)
     return BoundQuery(
         name=plan.qualified_name, functions=_functions(plan.functions),
-        sources=tuple(_stream(src, plan.props, read) for src in plan.sources),
+        sources=tuple(_stream(src, plan.props, read, _positions(plan.functions))
+                      for src in plan.sources),
         statics=tuple(bind_static(st, read) for st in plan.statics),
         derived=_derived(plan.derived), windows=q.windows, select_sql=q.select_sql,
         output_mode=plan.output_mode, pattern=q.pattern, sink=sink,
@@ -139,7 +140,8 @@ def bind_preview(plan) -> BoundQuery:
     :func:`streamjob.spark.query.create_views` builds its match view)."""
     return BoundQuery(
         name=None, functions=_functions(plan.functions),
-        sources=tuple(_stream(src, plan.props, True) for src in plan.sources),
+        sources=tuple(_stream(src, plan.props, True, _positions(plan.functions))
+                      for src in plan.sources),
         statics=tuple(bind_static(st) for st in plan.statics),
         derived=_derived(plan.derived), windows=plan.select.windows,
         select_sql=plan.select.select_sql, output_mode=plan.output_mode,
@@ -152,17 +154,30 @@ def _match_schema(pattern) -> str | None:
     return None if pattern is None else ddl({"name": c, "type": t} for c, t in pattern.outputs)
 
 
-def _stream(src, props, read: bool) -> StreamRead:
+def _positions(functions) -> bool:
+    """Whether a plan calling ``functions`` reads its Kafka sources with each record's
+    position as hidden columns (:mod:`streamjob.udf.positions`): when it calls a scalar
+    Python function, whose calls over such a source the planner gives them
+    (:mod:`.positions`)."""
+    return any(f.kind == "python" for f in functions)
+
+
+def _stream(src, props, read: bool, positions: bool = False) -> StreamRead:
     """A source stream (:class:`~streamjob.planner.plan.Source`) as read: its source's
     reader (secrets resolved) and the job's watermark (its ``"watermark.delay"``, or
     the job's ``morphling.maxlag.on.disorder``). Unread, it is an empty stream of files:
-    nothing malformed, every declared column counted."""
+    nothing malformed, every declared column counted. With ``positions`` and a source
+    that has them (``position_topic``), the hidden position columns come last."""
+    from ..udf.positions import position_ddl
+
     st = src.stream
     reader = None
+    positions = positions and src.source.position_topic is not None
+    extra = {"positions": True} if positions else {}
     if read:
         reader = src.source.reader(st.columns, start=props.start_position,
                                    max_records=props.max_records_per_batch,
-                                   group_id=src.group_id, dead_letter=src.dead_letter)
+                                   group_id=src.group_id, dead_letter=src.dead_letter, **extra)
     p = {k.lower(): v for k, v in st.properties.items()}
     watermark = None
     if p.get("watermark.column") and p.get("watermark.delay"):  # the job's maxlag wins
@@ -170,7 +185,8 @@ def _stream(src, props, read: bool) -> StreamRead:
     counted = ()
     if st.columns and (not read or src.source.observes_columns):
         counted = tuple(c["name"] for c in st.columns)
-    return StreamRead(src.view, st.qualified_name, ddl(st.columns), reader, watermark,
+    declared = ddl(st.columns) + (f", {position_ddl()}" if positions else "")
+    return StreamRead(src.view, st.qualified_name, declared, reader, watermark,
                       PROCTIME_COLUMN if src.proctime else None, counted)
 
 

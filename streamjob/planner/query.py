@@ -26,6 +26,7 @@ from ..grammar.statements import DEFAULT_DATABASE, Position
 from .cep import analyze_pattern
 from .columns import CatalogSource, ColumnResolver, OutputColumn
 from .lookup import Lookup
+from .positions import add_positions, position_topics
 from .streaming import check_streaming
 from .text import QueryText, Span, is_window_call, parse
 from .window import (PROCTIME_COLUMN, StreamWindow, WindowClause, add_window_group, aggregates,
@@ -301,6 +302,9 @@ def analyze_body(qt: QueryText, select: exp.Expr, clauses: list[WindowClause], l
         table.replace(exp.Table(this=exp.to_identifier(ref.view), alias=alias))
 
     _cross_lateral_joins(select)
+    scalar = {n for n, f in qt.functions.items() if f.kind == "python"}
+    if scalar:  # a failing record's position in the function's error (issue 31)
+        add_positions(select, position_topics(refs.values(), lookup), scalar)
 
     aggregate = any(True for s in select.find_all(exp.Select) if s.args.get("group")) or any(
         True for _ in select.find_all(*AGGREGATES)) or any(

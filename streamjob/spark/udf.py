@@ -37,6 +37,7 @@ from typing import Iterable
 from ..catalog.records import FunctionInfo
 from ..exceptions import UserFunctionError, ValidationError
 from ..udf import source as udf_source
+from ..udf.positions import record_position
 from .guard import allow_functions, allow_table_functions, create_hive_function
 
 __all__ = ["first_failing_row", "guarded", "hive_support", "register", "table_function"]
@@ -100,6 +101,24 @@ def _shown(value) -> str:
     return text if len(text) <= ARGUMENT_CHARS else text[:ARGUMENT_CHARS - 3] + "..."
 
 
+def _first_failing(fn, columns, error: type) -> tuple[int | None, tuple[tuple[str, str], ...]]:
+    """The index of the first row of an Arrow batch on which ``fn`` alone raises
+    ``error`` (or a subclass) and its argument values, as :func:`first_failing_row`;
+    ``(None, ())`` if no single row of the first :data:`ROWS_TRIED` does."""
+    if not columns or not hasattr(columns[0], "iloc"):
+        return None, ()
+    names = _parameters(fn, len(columns))
+    for i in range(min(len(columns[0]), ROWS_TRIED)):
+        row = [c.iloc[i:i + 1] for c in columns]
+        try:
+            fn(*row)
+        except error:
+            return i, tuple((n, _shown(c.iloc[0])) for n, c in zip(names, row))
+        except Exception:  # noqa: BLE001 - another failure on its own: not this row
+            continue
+    return None, ()
+
+
 def first_failing_row(fn, columns, error: type) -> tuple[tuple[str, str], ...]:
     """The argument values of the first row of an Arrow batch on which ``fn`` alone
     raises ``error`` (or a subclass): ``((parameter, shown value), ...)``, in call
@@ -108,32 +127,40 @@ def first_failing_row(fn, columns, error: type) -> tuple[tuple[str, str], ...]:
     was called with. Only the function's own arguments are shown, each cut to
     :data:`ARGUMENT_CHARS` characters. Runs only after the batch failed: the cost of
     a failure, not of a batch."""
-    if not columns or not hasattr(columns[0], "iloc"):
-        return ()
-    names = _parameters(fn, len(columns))
-    for i in range(min(len(columns[0]), ROWS_TRIED)):
-        row = [c.iloc[i:i + 1] for c in columns]
-        try:
-            fn(*row)
-        except error:
-            return tuple((n, _shown(c.iloc[0])) for n, c in zip(names, row))
-        except Exception:  # noqa: BLE001 - another failure on its own: not this row
-            continue
-    return ()
+    return _first_failing(fn, columns, error)[1]
+
+
+def _record(at, index: int | None) -> str | None:
+    """``topic t partition p offset o`` of row ``index`` from a call's hidden arguments
+    ``at`` (:func:`streamjob.udf.positions.record_position`), or None."""
+    if at is None or index is None:
+        return None
+    topic, partitions, offsets = at
+    try:
+        partition, offset = partitions.iloc[index], offsets.iloc[index]
+        if partition is None or offset is None or partition != partition or offset != offset:
+            return None  # NULL (NaN in pandas): a row the source gave no position
+        return f"topic {topic} partition {int(partition)} offset {int(offset)}"
+    except (IndexError, TypeError, ValueError):
+        return None
 
 
 def guarded(name: str, fn):
     """``fn`` (pandas Series in, a Series out) wrapped so that an exception in it
     raises a :class:`UserFunctionError` in its wire form naming the function ``name``,
-    the exception's type and message, and the first failing row's argument values
-    (:func:`first_failing_row`), without the user's traceback."""
+    the exception's type and message, the first failing row's argument values
+    (:func:`first_failing_row`) and, when the planner passed the hidden position
+    arguments of a Kafka source (:mod:`streamjob.udf.positions`, taken off before
+    ``fn`` is called), that row's record (topic, partition, offset); without the
+    user's traceback."""
     def call(*columns):
+        arguments, at = record_position(columns)
         try:
-            return fn(*columns)
+            return fn(*arguments)
         except Exception as exc:  # noqa: BLE001 - the user's code: named, no trace
-            arguments = first_failing_row(fn, columns, type(exc))
-            raise UserFunctionError(name, type(exc).__name__, str(exc),
-                                    arguments).wire() from None
+            index, shown = _first_failing(fn, arguments, type(exc))
+            raise UserFunctionError(name, type(exc).__name__, str(exc), shown,
+                                    record=_record(at, index)).wire() from None
     return call
 
 

@@ -9,6 +9,12 @@ mounting a local directory): streamjob then reads and trims the checkpoint's log
 Hadoop in the driver's JVM. Two quick tests without the cluster check the shipped zip on
 its own and that store operation on a Hadoop URI matches the local one.
 
+The first job also calls a Python function of the home's ``functions/`` directory and a
+Hive UDF of a jar there (Slipstream's ``ADD JAR`` + ``CREATE TEMPORARY FUNCTION``, issue
+31): the executors get the Python function's code inside the UDF PySpark ships them
+(pickled by value: the module is on no path of theirs) and the jar from the driver
+(``SparkContext.addJar``, what ``spark.jars`` does), and the results equal pandas'.
+
 "No install on the executors" is shown with an executor Python that cannot import
 streamjob: a virtual environment of the same base interpreter whose only addition is a
 ``.pth`` line naming the project venv's site-packages. Python adds that directory to
@@ -45,6 +51,22 @@ RECORDS = 1000
 CARRIERS = {"AA": "American Airlines Inc.", "B6": "JetBlue Airways", "DL": "Delta Air Lines Inc.",
             "UA": "United Air Lines Inc."}
 START_TIMEOUT_S = 90
+#: The user functions of the first job: a Python one and a Hive one (issue 31).
+FUNCTIONS = """
+CREATE FUNCTION shout AS 'cluster_udfs:shout' RETURNS STRING;
+ADD JAR cluster_udfs.jar;
+CREATE TEMPORARY FUNCTION reverse_text AS 'com.example.udf.Reverse';
+"""
+MODULE = """
+import pandas as pd
+
+
+def shout(s: pd.Series) -> pd.Series:
+    return s.str.upper() + "!"
+"""
+CALLS = "shout(c.name), reverse_text(e.carrier)"
+NO_CALLS = "cast(null as string), cast(null as string)"
+EXAMPLE_UDF = Path(__file__).resolve().parents[2] / "examples" / "functions" / "Reverse.java"
 JOB_TIMEOUT_S = 240
 
 SCRIPT = """
@@ -56,12 +78,12 @@ CREATE TABLE carriers (carrier STRING, name STRING)
 STORED AS CSV LOCATION '${DATA}/carriers'
 TBLPROPERTIES("skip.header.line.count"="1");
 
-CREATE TABLE landed (id INT, airline STRING, amount DOUBLE)
+CREATE TABLE landed (id INT, airline STRING, amount DOUBLE, loud STRING, backwards STRING)
 TBLPROPERTIES("connector"="sql", "url"="sqlite:///${DB}", "table"="landed");
-
+${FUNCTIONS}
 CREATE STREAMJOB cluster_job AS ("
   insert into landed
-  select e.id, c.name, e.amount from events e join carriers c on e.carrier = c.carrier")
+  select e.id, c.name, e.amount, ${CALLS} from events e join carriers c on e.carrier = c.carrier")
 JOBPROPERTIES("morphling.job.checkpoint.interval"="${INTERVAL}",
               "morphling.job.max.records.per.batch"="400",
               "morphling.result.auto.flush"="false"${JOBPROPS});
@@ -225,9 +247,10 @@ class Run:
     app_dir: Path  # the worker's work dir of the run's application
     seconds: float
 
-    def rows(self) -> list[tuple]:
+    def rows(self, functions: bool = False) -> list[tuple]:
+        columns = "id, airline, amount" + (", loud, backwards" if functions else "")
         with sqlite3.connect(self.db) as conn:
-            return conn.execute("SELECT id, airline, amount FROM landed").fetchall()
+            return conn.execute(f"SELECT {columns} FROM landed").fetchall()
 
     def expected(self) -> list[tuple]:
         return [(i, CARRIERS[c], a) for i, (c, a) in sorted(self.events.items())]
@@ -240,10 +263,16 @@ class Run:
 
 
 def _run(cluster: Cluster, python: str, bootstrap: str, tmp_path: Path, checkpoint_root: str,
-         jobprops: str = "", interval: str = "1000", **conf: str) -> Run:
+         jobprops: str = "", interval: str = "1000", jar: Path | None = None, **conf: str) -> Run:
     """Produce the topic, then run the script in a separate driver process whose
-    ``spark.master`` is the cluster and whose Python workers run ``python``."""
+    ``spark.master`` is the cluster and whose Python workers run ``python``; with
+    ``jar`` (the example Hive UDF's) the job calls :data:`FUNCTIONS` too, their code in
+    the home's ``functions/``."""
     home, data = tmp_path / "home", tmp_path / "data"
+    if jar is not None:
+        (home / "functions").mkdir(parents=True)
+        (home / "functions" / "cluster_udfs.py").write_text(MODULE)
+        (home / "functions" / "cluster_udfs.jar").write_bytes(jar.read_bytes())
     (data / "carriers").mkdir(parents=True)
     (data / "carriers" / "carriers.csv").write_text(
         "carrier,name\n" + "".join(f"{c},{n}\n" for c, n in CARRIERS.items()))
@@ -251,7 +280,9 @@ def _run(cluster: Cluster, python: str, bootstrap: str, tmp_path: Path, checkpoi
     topic = f"cluster_{uuid.uuid4().hex[:8]}"
     events = _produce(bootstrap, topic)
     script = tmp_path / "cluster.sql"
-    script.write_text(SCRIPT.replace("${JOBPROPS}", jobprops).replace("${INTERVAL}", interval))
+    script.write_text(SCRIPT.replace("${JOBPROPS}", jobprops).replace("${INTERVAL}", interval)
+                      .replace("${FUNCTIONS}", FUNCTIONS if jar is not None else "")
+                      .replace("${CALLS}", CALLS if jar is not None else NO_CALLS))
     before = set(_app_dirs(cluster))
 
     env = {k: v for k, v in os.environ.items()
@@ -281,18 +312,33 @@ def _commits(job_dir: Path, log: str = "commits") -> list[int]:
 @pytest.mark.system
 @pytest.mark.slow  # a Spark master and worker of their own: 45 s of a worker (CI budget)
 def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
-        cluster, python_without_streamjob, broker, tmp_path):
+        cluster, python_without_streamjob, broker, tmp_path, tmp_path_factory):
     """The job's Kafka source and static table run on the worker's executor, whose Python
     cannot import streamjob but for the zip the driver shipped; every record lands once;
-    the checkpoints live under a ``file:///`` root."""
+    the checkpoints live under a ``file:///`` root. Its Python function and Hive UDF run
+    on the executor, their code shipped by Spark, with the results pandas gives."""
+    import pandas as pd
+
+    from streamjob_tools.dev.hive_jar import build_jar
+
+    jar = build_jar([EXAMPLE_UDF], tmp_path_factory.mktemp("udf-jar") / "cluster_udfs.jar")
     checkpoints = tmp_path / "checkpoints"
     run = _run(cluster, python_without_streamjob, broker.bootstrap, tmp_path,
-               checkpoints.as_uri())
+               checkpoints.as_uri(), jar=jar)
 
-    # every record landed exactly once, joined with the static table
-    rows = run.rows()
+    # every record landed exactly once, joined with the static table; the functions'
+    # columns are what pandas computes from the records
+    rows = run.rows(functions=True)
     assert len(rows) == RECORDS, f"{len(rows)} rows for {RECORDS} records"
-    assert sorted(rows) == run.expected()
+    assert sorted(r[:3] for r in rows) == run.expected()
+    frame = pd.DataFrame([(i, c) for i, (c, _) in sorted(run.events.items())],
+                         columns=["id", "carrier"])
+    want = pd.DataFrame({"id": frame["id"],
+                         "loud": frame["carrier"].map(CARRIERS).str.upper() + "!",
+                         "backwards": frame["carrier"].str[::-1]})
+    got = pd.DataFrame(sorted((r[0], r[3], r[4]) for r in rows),
+                       columns=["id", "loud", "backwards"])
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
 
     # the checkpoints are under the file:/// root, and recorded as Spark committed them
     job_dir = checkpoints / "default" / "cluster_job"
@@ -317,8 +363,13 @@ def test_a_kafka_job_runs_on_the_cluster_with_the_package_shipped(
     stderr = "\n".join((d / "stderr").read_text(errors="replace") for d in executor_dirs)
     assert "Fetching spark://127.0.0.1:" in stderr and shipped[0].name in stderr
     assert "Starting Python task execution" in stderr and "Finished task" in stderr
+    # the Hive UDF's jar reached the executor from the driver (addJar: spark.jars' way);
+    # the Python function's module did not need to: its code travels in the UDF
+    fetched = [j for d in executor_dirs for j in d.glob("cluster_udfs*.jar")]
+    assert fetched and f"/jars/cluster_udfs.jar" in stderr, stderr[-3000:]
+    assert not [p for p in run.app_dir.rglob("cluster_udfs.py")]
     print(f"cluster job: {run.seconds:.1f} s, checkpoints {commits}, app {run.app_dir.name}, "
-          f"shipped {shipped[0].name}")
+          f"shipped {shipped[0].name}, {fetched[0].name}")
 
 
 @pytest.mark.system

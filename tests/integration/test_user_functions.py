@@ -3,7 +3,8 @@ scalar Python function, registered by CREATE FUNCTION from the home's functions/
 directory, runs vectorised in a job over Kafka into SQLite, and its results equal
 pandas'; a function that raises fails the job, after one retry that fails the same way on
 the same input, with an error naming it, the exception's type and message, the first
-failing row's argument and the batch's Kafka offsets, and no trace."""
+failing row's argument, that row's record (topic, partition, offset), the batch's Kafka
+offsets, and no trace."""
 
 from __future__ import annotations
 
@@ -95,8 +96,10 @@ def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(w
                                                                                caplog):
     """Default failover: the first failure is retried; the second, the same on the same
     input, ends the job FAILED at once (two runs, not max.failures + 1), and the error
-    names the function, the exception, the first failing row's argument and the batch's
-    Kafka offsets, with no trace (one partition: the batch's input is known exactly)."""
+    names the function, the exception, the first failing row's argument, its record's
+    exact offset (the hidden position arguments the planner passes over a Kafka source)
+    and the batch's Kafka offsets, with no trace (one partition: the batch's input is
+    known exactly)."""
     ex, broker = world
     topic, _ = _script(ex, broker, tmp_path, "cast(picky(x * 10) as string)",
                        'JOBPROPERTIES ("streamjob.failover.initial.backoff"="500")',
@@ -111,6 +114,8 @@ def test_a_raising_udf_fails_the_job_naming_function_error_row_and_kafka_input(w
                             "ValueError: x too large: "), error
     # x = i / 4 for ids 0..299: the first row over 100 after * 10 is id 41 (x * 10 = 102.5)
     assert "first failing row: picky(x=102.5)" in error, error
+    # one partition, replayed in id order: the record of id 41 is at offset 41
+    assert f"; failing record: topic {topic} partition 0 offset 41; " in error, error
     assert f"input topic {topic} partition 0 offsets " in error, error
     assert "[0, 300)" in error or "up to 300" in error, error
     assert "a restart cannot fix this: the function failed the same way" in error

@@ -133,11 +133,15 @@ def read_range(rng: KafkaRange, bootstrap: str, schema: StructType, fmt: str,
     :class:`.security.KafkaSecurity` (None: PLAINTEXT)."""
     if check_crcs is None:
         check_crcs = native_crc32c()
+    schema, positions = _without_positions(schema)
     decode = _decoder(schema, fmt, delimiter, dead_letter)
     meta = fmt == "raw" or decode.tolerant  # keys and timestamps only where they are used
     if fail_missing_columns:
         columns, plain = ColumnCheck(schema.names), decode
         decode = lambda records: columns.see(plain(records))  # noqa: E731
+    if positions:
+        decoded = decode
+        decode = lambda records: _with_positions(decoded(records), records)  # noqa: E731
     if record_parser not in PARSERS:
         raise InvalidConfiguration(f"option recordParser must be one of {', '.join(PARSERS)}, "
                                    f"got '{record_parser}'")
@@ -308,6 +312,35 @@ def _slice(rng: KafkaRange, offsets: list, values, keys: list | None, stamps: li
     if not lazy:
         values = values.tolist()
     return RecordSlice(rng.topic, rng.partition, offsets, values, keys, stamps)
+
+
+def _without_positions(schema: StructType) -> tuple[StructType, bool]:
+    """``schema`` without the hidden position columns a job's plan asked for
+    (:mod:`streamjob.udf.positions`), and whether it had them (last)."""
+    from streamjob.udf.positions import POSITION_COLUMNS
+
+    names = schema.names
+    if tuple(names[-len(POSITION_COLUMNS):]) != POSITION_COLUMNS:
+        return schema, False
+    return StructType(schema.fields[:-len(POSITION_COLUMNS)]), True
+
+
+def _with_positions(batch, records):
+    """``batch`` (the decoded rows of ``records``, a :class:`.formats.RecordSlice`) with
+    each record's partition and offset appended as the hidden position columns; NULL
+    when the rows are not one per record."""
+    import pyarrow as pa
+
+    from streamjob.udf.positions import POSITION_COLUMNS
+
+    n = batch.num_rows
+    if n == len(records.offsets):
+        partition = pa.array([records.partition] * n, type=pa.int32())
+        offset = pa.array(records.offsets, type=pa.int64())
+    else:
+        partition, offset = pa.nulls(n, type=pa.int32()), pa.nulls(n, type=pa.int64())
+    return pa.RecordBatch.from_arrays([*batch.columns, partition, offset],
+                                      names=[*batch.schema.names, *POSITION_COLUMNS])
 
 
 def _tp(topic: str, partition: int):

@@ -23,6 +23,7 @@ class KafkaStreamSource(QuietSource):
     def __init__(self, spec) -> None:
         self.spec = spec
         self.tolerant = spec.malformed != "fail"
+        self.position_topic = None if self.tolerant else spec.topic
         self.offsets_key = (spec.bootstrap, spec.topic)
         self.dead_letter = spec.dead_letter
 
@@ -48,9 +49,11 @@ class KafkaStreamSource(QuietSource):
         return sp, sp.group_id
 
     def reader(self, columns, *, start: str | None, max_records: int,
-               group_id: str | None, dead_letter=None) -> Reader:
+               group_id: str | None, dead_letter=None, positions: bool = False) -> Reader:
         """The job's reader: the declared columns (and, when tolerant, the
-        malformed-record column), options as :func:`.options.reader_options`.
+        malformed-record column; with ``positions``, not tolerant, each record's
+        partition and offset as the hidden columns of :mod:`streamjob.udf.positions`),
+        options as :func:`.options.reader_options`.
 
         Raises:
             ConnectorError: a secret reference that cannot be resolved.
@@ -62,6 +65,10 @@ class KafkaStreamSource(QuietSource):
             from .formats import MALFORMED_COLUMN
 
             schema, malformed = f"{schema}, `{MALFORMED_COLUMN}` STRING", MALFORMED_COLUMN
+        elif positions:
+            from ...udf.positions import position_ddl
+
+            schema = f"{schema}, {position_ddl()}"
         return Reader(opt.SOURCE_NAME, opt.reader_options(
             self.spec, starting=start, max_records=max_records, group_id=group_id,
             dead_letter=dead_letter), schema, malformed=malformed)

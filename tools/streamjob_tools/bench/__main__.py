@@ -9,7 +9,7 @@ breakdown and, when py-spy is installed, a profile of scenario 1's streamjob job
 Scenarios: s1 stateless Kafka->Parquet against a raw consumer and a hand-written job,
 s2 stateful aggregation into SQL, s3 checkpoint intervals, s4 recovery after SIGKILL,
 s5 many jobs in one manager, s6 control-plane statements, udf a job with one scalar
-Python function beside the same job without it, nexmark the Nexmark queries over Kafka
+Python function and one with a Hive UDF beside the same job without one, nexmark the Nexmark queries over Kafka
 checked against pandas, flink: Apache Flink beside streamjob on the same
 work (whole processes; its own venv). See each module.
 """
