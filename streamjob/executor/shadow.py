@@ -96,7 +96,12 @@ class ShadowStatements:
             raise JobError(f"the new query reads {', '.join(after)} where the job reads "
                            f"{', '.join(before)}: a shadow compares two queries over the same "
                            "input, so both must read the same streams")
-        shadow_run.scratch_sinks(new, name)  # a sink kind the shadow cannot compare: refused
+        from ..planner import checks
+
+        for copy in shadow_run.scratch_copies(new, old, name):  # a kind without: refused
+            # the copies reach what a declaration of them would: the admin's policy decides
+            checks.check_scratch(self.home.policy, f"table {new.sink.qualified_name} (the "
+                                 f"shadow's scratch {copy.name})", copy.reach(), self.confined)
         if self.dry_run:
             return Result(f"a shadow of streamjob {db}.{name} can run")
         spark = self.spark() if self.spark is not None else None
@@ -146,12 +151,13 @@ class ShadowStatements:
             return Result(f"the shadow of streamjob {db}.{name} can be discarded")
         dropped = self._discard_shadow(location, record)
         return Result(f"shadow of streamjob {db}.{name} discarded"
-                      + (f"; scratch tables {', '.join(dropped)} dropped" if dropped else ""),
+                      + (f"; scratch {', '.join(dropped)} dropped" if dropped else ""),
                       object=f"{db}.{name}")
 
     def _discard_shadow(self, location: str, record: dict) -> list[str]:
-        """Drop a shadow's scratch tables and its folder; returns the tables dropped."""
-        dropped = shadow_run.drop_scratch(shadow_run.recorded_specs(self.catalog, record))
+        """Drop a shadow's scratch copies and its folder; returns the copies dropped
+        (their names: ``table t__shadow_j``, ``topic ...``, ``directory ...``)."""
+        dropped = shadow_run.drop_scratch(shadow_run.recorded_copies(self.catalog, record))
         shadow_run.cleanup(location, self.home.checkpoint_root)
         return dropped
 
@@ -199,7 +205,7 @@ class ShadowStatements:
         return Result(f"streamjob {db}.{name} now runs the shadow's query"
                       + (f" from checkpoint {switch.get('checkpoint')}" if not done else "")
                       + (f" ({started})" if started else "")
-                      + (f"; scratch sinks {', '.join(dropped)} dropped" if dropped else ""),
+                      + (f"; scratch {', '.join(dropped)} dropped" if dropped else ""),
                       object=f"{db}.{name}", data={"job": f"{db}.{name}", **switch,
                                                     "dropped": dropped})
 

@@ -188,7 +188,7 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     late = rows[rows["id"] >= 500].sort_values("id")
     assert set(late["ver"]) <= {"v2", "v3"} and set(late[late["id"] >= 900]["ver"]) == {"v3"}
     # one switch point: v2 wrote a prefix of the backlog, v3 everything after it
-    assert late[late["ver"] == "v2"]["id"].max(initial=499) < late[late["ver"] == "v3"]["id"].min()
+    assert max(late[late["ver"] == "v2"]["id"], default=499) < min(late[late["ver"] == "v3"]["id"])
     assert "sw_out__shadow_sw_j" in sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names()
     _ok(cli.run("run", str(finish)))  # PROMOTE again finishes it: the scratch sinks go
     assert sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names().count(
