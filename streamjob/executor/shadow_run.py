@@ -16,7 +16,9 @@ name holds no ``.``, so the folder is never another job's directory), holding
   once compared, its report.
 
 How the two outputs cover the same input: the new query runs as a streaming query
-(the live job's trigger) into the scratch sink ``<table>__shadow_<job>`` with
+(the live job's trigger) into its scratch copy of the sink (a SQL table
+``<table>__shadow_<job>``, a topic, a directory or a Delta table of that name:
+:mod:`streamjob.connectors.scratch`) with
 exactly-once markers of its own, until ``shadow.batches`` micro-batches that read input
 ran or ``shadow.duration`` passed; the last batch the scratch sink committed, ``m``,
 closes the range (a batch cut by the stop is rolled back with its transaction). Then
@@ -27,13 +29,14 @@ exactly its logged offsets (``MicroBatchExecution.populateStartOffsets``), so bo
 queries read the same records, batch by batch, from the same state. A checkpoint without
 state (a stateless old query) is replayed in one start: batch ``c+1`` logged with the end
 offsets of ``m`` reads the same records at once. The old query's rows
-go to ``<table>__shadow_<job>__old``. Both tables then hold only what each query wrote
-for that range, and :func:`~streamjob.executor.shadow_diff.compare` diffs them.
+go to the second copy (``...__old``). Both copies then hold only what each query wrote
+for that range; each is read back by its kind, and
+:func:`~streamjob.executor.shadow_diff.compare` diffs them.
 
 Both runs are Spark queries of this process's Spark (the server's, or ``streamjob
 run``'s), in session clones as the job's own query; they hold no lease and never
-write to a live sink. The scratch sinks are SQL tables for now (the kind the live sink
-is); other sink kinds are refused before anything runs.
+write to a live sink. The scratch copies are of the live sink's kind; a kind without
+copies (the console) is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -324,12 +327,14 @@ def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
 
     Returns:
         the report: ``{"checkpoint": c, "batches": [c+1, m] or None, "from": offsets,
-        "to": offsets, "run": {...}, "old_table", "new_table", "comparison":
+        "to": offsets, "run": {...}, "old_table", "new_table" (the copies' names:
+        ``table t__shadow_j``, ``topic ...``, ``directory ...``), "comparison":
         compare(...)}`` (:func:`~streamjob.executor.shadow_diff.compare`).
 
     Raises:
         CheckpointError: the job has no checkpoint yet, or copying failed.
-        JobError: a query failed; ConnectorError: a scratch table's database.
+        JobError: a query failed; ConnectorError: a scratch copy's database, broker or
+            directory.
     """
     from ..checkpoint import identity
     from ..checkpoint.backends import backend_for_job
