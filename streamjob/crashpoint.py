@@ -8,6 +8,11 @@ points (each named once, where it is reached):
 - ``upgrade.stopped``: ALTER STREAMJOB ... AS of a running job, after its graceful stop
   and before the catalog switch (executor/upgrade.py);
 - ``upgrade.switched``: after the catalog switch and before the job is started again;
+- ``promote.stopped``: PROMOTE SHADOW of a running job, after its graceful stop (the
+  pending switch recorded, as ALTER's) and before the catalog switch
+  (executor/shadow.py);
+- ``promote.switched``: PROMOTE SHADOW after the catalog switch and before the job is
+  started again and the scratch sinks dropped;
 - ``savepoint.copy``: STOP ... WITH SAVEPOINT or CREATE SAVEPOINT, after half of the
   checkpoint's files were copied into the savepoint folder (checkpoint/savepoint.py;
   START ... FROM CHECKPOINT n copies through the same function, into ``<dir>.restoring``).
@@ -24,7 +29,8 @@ import signal
 __all__ = ["ENV", "POINTS", "reached"]
 
 ENV = "STREAMJOB_TEST_CRASH_AT"
-POINTS = ("upgrade.stopped", "upgrade.switched", "savepoint.copy")
+POINTS = ("upgrade.stopped", "upgrade.switched", "promote.stopped", "promote.switched",
+          "savepoint.copy")
 
 
 def reached(point: str) -> None:

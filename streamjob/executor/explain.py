@@ -9,6 +9,11 @@ starts Spark. ``EXTENDED`` (Spark's ``EXPLAIN EXTENDED``) adds Spark's physical 
 (:func:`streamjob.spark.explain.physical_plan`), starting this process's Spark if it
 has none; a dry run (``streamjob check``) leaves it out. Nothing is registered, started
 or written.
+
+``EXPLAIN ALTER STREAMJOB j AS (...)`` and ``EXPLAIN CREATE OR REPLACE STREAMJOB``
+(issue 30, docs/upgrades.md) answer the upgrade's change class and its reasons, as the
+statement itself would classify it, without changing anything
+(:meth:`~streamjob.executor.upgrade.UpgradeStatements._explain_change`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ class ExplainStatements:
         from ..planner.explain import explain
         from .insert import implicit_job_name
 
+        if s.change is not None:  # EXPLAIN ALTER STREAMJOB j AS (...) (issue 30)
+            return self._explain_change(s.change)
         if s.name is not None:
             db, name = self._names(s.name, "job")
             job = self.catalog.require_job(db, name)

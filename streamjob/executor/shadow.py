@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from .. import crashpoint
 from ..checkpoint import fingerprint
-from ..exceptions import AccessDeniedError, JobError
+from ..exceptions import AccessDeniedError, JobError, StreamJobError
 from ..grammar import statements as st
 from . import shadow_run
 from .result import Result
@@ -95,7 +96,12 @@ class ShadowStatements:
             raise JobError(f"the new query reads {', '.join(after)} where the job reads "
                            f"{', '.join(before)}: a shadow compares two queries over the same "
                            "input, so both must read the same streams")
-        shadow_run.scratch_sinks(new, name)  # a sink kind the shadow cannot compare: refused
+        from ..planner import checks
+
+        for copy in shadow_run.scratch_copies(new, old, name):  # a kind without: refused
+            # the copies reach what a declaration of them would: the admin's policy decides
+            checks.check_scratch(self.home.policy, f"table {new.sink.qualified_name} (the "
+                                 f"shadow's scratch {copy.name})", copy.reach(), self.confined)
         if self.dry_run:
             return Result(f"a shadow of streamjob {db}.{name} can run")
         spark = self.spark() if self.spark is not None else None
@@ -145,12 +151,13 @@ class ShadowStatements:
             return Result(f"the shadow of streamjob {db}.{name} can be discarded")
         dropped = self._discard_shadow(location, record)
         return Result(f"shadow of streamjob {db}.{name} discarded"
-                      + (f"; scratch tables {', '.join(dropped)} dropped" if dropped else ""),
+                      + (f"; scratch {', '.join(dropped)} dropped" if dropped else ""),
                       object=f"{db}.{name}")
 
     def _discard_shadow(self, location: str, record: dict) -> list[str]:
-        """Drop a shadow's scratch tables and its folder; returns the tables dropped."""
-        dropped = shadow_run.drop_scratch(shadow_run.recorded_specs(self.catalog, record))
+        """Drop a shadow's scratch copies and its folder; returns the copies dropped
+        (their names: ``table t__shadow_j``, ``topic ...``, ``directory ...``)."""
+        dropped = shadow_run.drop_scratch(shadow_run.recorded_copies(self.catalog, record))
         shadow_run.cleanup(location, self.home.checkpoint_root)
         return dropped
 
@@ -169,34 +176,50 @@ class ShadowStatements:
         if record.get("status") != "compared":
             raise JobError(f"the shadow of streamjob {db}.{name} is {record.get('status')}: "
                            "only a compared shadow can be promoted (DISCARD it)")
-        _old, new, change = self._shadow_plans(job, record["query"])
+        done = job.query == record["query"]  # a PROMOTE killed after its switch: finish it
+        if not done:
+            _old, new, change = self._shadow_plans(job, record["query"])
         if self.dry_run:
             return Result(f"the shadow of streamjob {db}.{name} can be promoted")
-        running = job.desired_state == DesiredState.RUNNING
-        if running:  # a graceful stop ends on a recorded checkpoint: the switch point
-            stopped = self._do_StopStreamJob(st.StopStreamJob(name=s.name))
-            if "still STOPPING" in (stopped.message or ""):
-                raise JobError(f"streamjob {db}.{name} did not stop: nothing was promoted; "
-                               "PROMOTE again once it is STOPPED")
-        switch = self._switch_query(job, record["query"], new, change)
+        running = self._is_running(job)
+        if done:
+            switch = {"checkpoint": None, "source_offsets": None,
+                      "version": len(self.catalog.list_job_versions(job.uid))}
+        else:
+            if running:  # as ALTER's: a graceful stop, with the pending switch recorded
+                self._stop_for_upgrade(job)
+                crashpoint.reached("promote.stopped")
+            try:
+                switch = self._switch_query(job, record["query"], new, change,
+                                            run_again=running)
+            except StreamJobError as exc:  # before the switch: the old query runs on
+                if running:
+                    self._restart_after_failed_switch(s, exc, job.uid)
+                raise
+            if running:
+                crashpoint.reached("promote.switched")
         started = ""
-        if running:
+        if running and not done:  # a finished switch's job runs where it is hosted
             started = self._do_StartStreamJob(st.StartStreamJob(name=s.name)).message or ""
         dropped = self._discard_shadow(location, record)
-        return Result(f"streamjob {db}.{name} now runs the shadow's query from checkpoint "
-                      f"{switch.get('checkpoint')}" + (f" ({started})" if started else "")
-                      + (f"; scratch tables {', '.join(dropped)} dropped" if dropped else ""),
+        return Result(f"streamjob {db}.{name} now runs the shadow's query"
+                      + (f" from checkpoint {switch.get('checkpoint')}" if not done else "")
+                      + (f" ({started})" if started else "")
+                      + (f"; scratch {', '.join(dropped)} dropped" if dropped else ""),
                       object=f"{db}.{name}", data={"job": f"{db}.{name}", **switch,
                                                     "dropped": dropped})
 
-    def _switch_query(self, job, query: str, plan, change) -> dict:
+    def _switch_query(self, job, query: str, plan, change, run_again: bool = False) -> dict:
         """Make ``query`` (planned as ``plan``, classified as ``change``) the stopped
         ``job``'s query from its last checkpoint, as ALTER STREAMJOB ... AS does
         (docs/upgrades.md): the new fingerprint accepted beside the stored one
-        (:func:`~streamjob.checkpoint.fingerprint.plan_change`), then the catalog's query,
-        dependencies and next version, recording who promoted it. A PROMOTE killed
-        between the two steps leaves the old query, which PROMOTE again switches (the
-        shadow's record stays until the end). Returns ``{"checkpoint": id,
+        (:func:`~streamjob.checkpoint.fingerprint.plan_change`), then, in one catalog
+        transaction, the query, dependencies and next version (recording who promoted
+        it), the pending switch cleared and, with ``run_again``, the desired state
+        RUNNING. A PROMOTE killed before that transaction leaves the old query with its
+        pending switch, which the next job host resumes (the old query runs on); one
+        killed after it leaves the new query wishing to run; PROMOTE again finishes it
+        (the shadow's record stays until the end). Returns ``{"checkpoint": id,
         "source_offsets": {...}, "version": n}`` of the switch point.
 
         Raises:
@@ -209,7 +232,8 @@ class ShadowStatements:
                                     fingerprint.of_plan(plan))
         _job, version = self.catalog.replace_job_query(
             job.uid, query, dict(job.properties), plan.dependencies, principal=self.principal,
-            change=change.kind.value)
+            change=change.kind.value,
+            desired_state=DesiredState.RUNNING if run_again else None)
         with backend_for_plan(self.catalog, self.home, plan) as backend:
             latest = backend.latest(job)
         return {"checkpoint": latest.checkpoint_id if latest else None,

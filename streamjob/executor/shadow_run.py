@@ -16,7 +16,9 @@ name holds no ``.``, so the folder is never another job's directory), holding
   once compared, its report.
 
 How the two outputs cover the same input: the new query runs as a streaming query
-(the live job's trigger) into the scratch sink ``<table>__shadow_<job>`` with
+(the live job's trigger) into its scratch copy of the sink (a SQL table
+``<table>__shadow_<job>``, a topic, a directory or a Delta table of that name:
+:mod:`streamjob.connectors.scratch`) with
 exactly-once markers of its own, until ``shadow.batches`` micro-batches that read input
 ran or ``shadow.duration`` passed; the last batch the scratch sink committed, ``m``,
 closes the range (a batch cut by the stop is rolled back with its transaction). Then
@@ -27,13 +29,14 @@ exactly its logged offsets (``MicroBatchExecution.populateStartOffsets``), so bo
 queries read the same records, batch by batch, from the same state. A checkpoint without
 state (a stateless old query) is replayed in one start: batch ``c+1`` logged with the end
 offsets of ``m`` reads the same records at once. The old query's rows
-go to ``<table>__shadow_<job>__old``. Both tables then hold only what each query wrote
-for that range, and :func:`~streamjob.executor.shadow_diff.compare` diffs them.
+go to the second copy (``...__old``). Both copies then hold only what each query wrote
+for that range; each is read back by its kind, and
+:func:`~streamjob.executor.shadow_diff.compare` diffs them.
 
 Both runs are Spark queries of this process's Spark (the server's, or ``streamjob
 run``'s), in session clones as the job's own query; they hold no lease and never
-write to a live sink. The scratch sinks are SQL tables for now (the kind the live sink
-is); other sink kinds are refused before anything runs.
+write to a live sink. The scratch copies are of the live sink's kind; a kind without
+copies (the console) is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -51,8 +54,7 @@ from ..exceptions import JobError, StreamJobError
 log = logging.getLogger(__name__)
 
 __all__ = ["SUFFIX", "REPORT", "Limits", "folder", "limits", "read_record", "write_record",
-           "scratch_names", "scratch_sinks", "drop_scratch", "run_shadow", "cleanup",
-           "recorded_specs", "read_rows"]
+           "scratch_copies", "drop_scratch", "run_shadow", "cleanup", "recorded_copies"]
 
 SUFFIX = ".shadow"
 REPORT = "shadow.json"
@@ -118,84 +120,38 @@ def write_record(location: str, record: dict) -> None:
     store.write_file(join_uri(location, REPORT), json.dumps(record, indent=1, default=str))
 
 
-def scratch_names(table: str, job: str) -> tuple[str, str]:
-    """The scratch tables of a live SQL table ``table`` and job ``job``: ``(new, old)``
-    = ``<table>__shadow_<job>`` and ``<table>__shadow_<job>__old``."""
-    base = f"{table}__shadow_{job}"
-    return base, base + "__old"
-
-
-def scratch_sinks(plan, job_name: str):
-    """``[(TableInfo, SqlTableSpec)]`` of the new and the old scratch sink of ``plan``'s
-    sink (same kind and columns, their own names; never the live table).
+def scratch_copies(new_plan, old_plan, job_name: str) -> tuple:
+    """``(new copy, old copy)``: the :class:`~streamjob.connectors.scratch.Scratch`
+    copies the new query writes (of its sink) and the old query's replay writes (of the
+    old sink): same kind and columns, their own names, never the live sink.
 
     Raises:
-        JobError: the sink is not a SQL table (other kinds are not compared yet).
+        JobError: a sink kind without scratch copies (the console; a file table on a
+            location this process cannot read).
     """
-    from ..connectors import spec as cspec
+    from ..connectors.scratch import scratch_copies as copies
 
-    spec = plan.sink_spec
-    if cspec.sql_table(spec) is None:
-        raise JobError(f"a shadow run compares SQL tables for now: {plan.sink.qualified_name} "
-                       f"is {spec.label} table")
-    out = []
-    for name in scratch_names(spec.table, job_name):
-        if name.lower() == spec.table.lower():  # never the live table
-            raise JobError(f"scratch table {name} would be the live table")
-        out.append((dataclasses.replace(plan.sink, name=name.rsplit(".", 1)[-1]),
-                    dataclasses.replace(spec, table=name)))
-    return out
+    new, _ = copies(new_plan.sink_spec, job_name)
+    _, old = copies(old_plan.sink_spec, job_name)
+    return new, old
 
 
-def _sink(table, spec, plan, marker: str, job: str):
+def _sink(table, copy, plan, marker: str, job: str):
     from ..connectors.sinks import table_sink
 
-    return table_sink(table, spec, marker=marker, job=job, exactly_once=True,
+    scratch_table = dataclasses.replace(table, name=f"{table.name}__shadow_{job.rsplit('.', 1)[-1]}")
+    return table_sink(scratch_table, copy.spec, marker=marker, job=job, exactly_once=True,
                       upsert=plan.output_mode == "update", checkpointed=True)
 
 
-def drop_scratch(specs) -> list[str]:
-    """Drop the scratch SQL tables ``specs`` (SqlTableSpec) and their commit markers;
-    returns the tables dropped (those that existed).
+def drop_scratch(copies) -> list[str]:
+    """Drop the scratch ``copies`` (tables with their commit markers, topics,
+    directories); returns the names of those that existed.
 
     Raises:
-        ConnectorError: a database cannot be reached.
+        ConnectorError: a database or broker cannot be reached, a directory not removed.
     """
-    import sqlalchemy as sa
-
-    from ..connectors.sql.engine import engine_for
-    from ..connectors.sql.sink import MARKER_TABLE
-    from ..exceptions import ConnectorError
-
-    dropped = []
-    for spec in specs:
-        engine = engine_for(spec.url)
-        try:
-            with engine.begin() as conn:
-                insp = sa.inspect(conn)
-                schema, _, name = spec.table.rpartition(".")
-                if insp.has_table(name, schema=schema or None):
-                    sa.Table(name, sa.MetaData(), schema=schema or None).drop(conn)
-                    dropped.append(spec.table)
-                if insp.has_table(MARKER_TABLE):
-                    marker = sa.Table(MARKER_TABLE, sa.MetaData(), autoload_with=conn)
-                    conn.execute(marker.delete().where(marker.c.table_name == spec.table))
-        except sa.exc.SQLAlchemyError as exc:
-            raise ConnectorError(f"scratch table {spec.table} not dropped: "
-                                 f"{type(exc).__name__}") from None
-    return dropped
-
-
-def read_rows(spec) -> list[dict]:
-    """Every row of the SQL table of ``spec``, as dicts."""
-    import sqlalchemy as sa
-
-    from ..connectors.sql.engine import engine_for
-
-    schema, _, name = spec.table.rpartition(".")
-    with engine_for(spec.url).connect() as conn:
-        table = sa.Table(name, sa.MetaData(), schema=schema or None, autoload_with=conn)
-        return [dict(r._mapping) for r in conn.execute(sa.select(table))]
+    return [name for name in (copy.drop() for copy in copies) if name]
 
 
 def _new_query_id(ckdir: str) -> None:
@@ -371,12 +327,14 @@ def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
 
     Returns:
         the report: ``{"checkpoint": c, "batches": [c+1, m] or None, "from": offsets,
-        "to": offsets, "run": {...}, "old_table", "new_table", "comparison":
+        "to": offsets, "run": {...}, "old_table", "new_table" (the copies' names:
+        ``table t__shadow_j``, ``topic ...``, ``directory ...``), "comparison":
         compare(...)}`` (:func:`~streamjob.executor.shadow_diff.compare`).
 
     Raises:
         CheckpointError: the job has no checkpoint yet, or copying failed.
-        JobError: a query failed; ConnectorError: a scratch table's database.
+        JobError: a query failed; ConnectorError: a scratch copy's database, broker or
+            directory.
     """
     from ..checkpoint import identity
     from ..checkpoint.backends import backend_for_job
@@ -397,18 +355,19 @@ def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
     for d in (new_dir, old_dir):
         savepoint.restore_into(base, d)
         _new_query_id(d)
-    (new_table, new_spec), (old_table, old_spec) = scratch_sinks(new_plan, job.name)
-    if old_plan.sink_spec != new_plan.sink_spec:  # another live table: its own scratch name
-        (_t, _s), (old_table, old_spec) = scratch_sinks(old_plan, job.name)
-    drop_scratch([new_spec, old_spec])  # a shadow before this one's leftovers
-    marker = f"{job.uid}:shadow"
-    new_sink = _sink(new_table, new_spec, new_plan, marker, job.qualified_name)
-    old_sink = _sink(old_table, old_spec, old_plan, marker, job.qualified_name)
+    new_copy, old_copy = scratch_copies(new_plan, old_plan, job.name)
+    drop_scratch([new_copy, old_copy])  # a shadow before this one's leftovers
+    new_copy.create()
+    old_copy.create()
+    new_sink = _sink(new_plan.sink, new_copy, new_plan, f"{job.uid}:shadow", job.qualified_name)
+    old_sink = _sink(old_plan.sink, old_copy, old_plan, f"{job.uid}:shadow-old",
+                     job.qualified_name)
     try:
         new_sink.prepare()
         old_sink.prepare()
         run = _run_new(spark_root, new_plan, new_dir, new_sink, lim, job.qualified_name)
-        last = new_sink.sql.last_committed()
+        last = (new_copy.last_batch(new_sink) if new_copy.marks_batches
+                else _last_commit(new_dir, c))
         batches = None
         if last is not None and last > c:
             stateless = not store.holds_anything(join_uri(base, "state"))
@@ -416,16 +375,21 @@ def run_shadow(spark_root, home, catalog, job, old_plan, new_plan, lim: Limits,
                                                    c + 1, last, old_sink, job.qualified_name,
                                                    stateless)
             batches = [c + 1, last]
-        key = list(new_spec.primary_key) if new_spec.primary_key == old_spec.primary_key else []
-        comparison = compare(read_rows(old_spec), read_rows(new_spec), key)
+        key = list(new_copy.key) if new_copy.key == old_copy.key else []
+        comparison = compare(old_copy.read_rows(old_plan.sink.columns),
+                             new_copy.read_rows(new_plan.sink.columns), key)
     finally:
-        new_sink.close()
-        old_sink.close()
+        for sink in (new_sink, old_sink):
+            try:
+                sink.purge_markers()  # the markers of a scratch copy serve this run only
+            except Exception as exc:  # noqa: BLE001 - a leftover marker is harmless
+                log.warning("shadow of %s: markers not removed: %s", job.qualified_name, exc)
+            sink.close()
     return {"checkpoint": c, "batches": batches, "state": state,
             "from": _offsets(base, c),
             "to": _offsets(new_dir, batches[1]) if batches else _offsets(base, c),
             "source_offsets_from": info.source_offsets,
-            "run": run, "old_table": old_spec.table, "new_table": new_spec.table,
+            "run": run, "old_table": old_copy.name, "new_table": new_copy.name,
             "old_sink": old_plan.sink.qualified_name, "new_sink": new_plan.sink.qualified_name,
             "comparison": comparison}
 
@@ -436,22 +400,35 @@ def cleanup(location: str, root: str) -> None:
         store.purge(location, root)
 
 
-def recorded_specs(catalog, record: dict) -> list:
-    """The SqlTableSpecs of a shadow record's scratch tables: each on the database of
-    the catalog table it copies (``new_sink``, ``old_sink``; URLs are never written to
-    the record, they may hold a password). A table since dropped is skipped."""
+def recorded_copies(catalog, record: dict) -> list:
+    """The scratch copies of a shadow record: those of the catalog tables it copied
+    (``new_sink``, ``old_sink``) for its job, derived again from the table (addresses
+    are never written to the record: a URL may hold a password). A table since dropped
+    is skipped."""
     from ..connectors import spec as cspec
+    from ..connectors.scratch import scratch_copies as copies
 
     out = []
-    for sink_key, table_key in (("new_sink", "new_table"), ("old_sink", "old_table")):
-        qname, scratch = record.get(sink_key), record.get(table_key)
-        if not qname or not scratch:
+    job = (record.get("job") or "").rpartition(".")[2]
+    for side, sink_key in ((0, "new_sink"), (1, "old_sink")):
+        qname = record.get(sink_key)
+        if not qname or not job:
             continue
         db, _, name = qname.partition(".")
         table = catalog.get_table(db, name)
         if table is None:
             continue
-        spec = cspec.spec_of_table(table)
-        if cspec.sql_table(spec) is not None:
-            out.append(dataclasses.replace(spec, table=scratch))
+        try:
+            out.append(copies(cspec.spec_of_table(table), job)[side])
+        except JobError:  # a kind without copies: nothing was made
+            continue
     return out
+
+
+def _last_commit(ckdir: str, first: int) -> int | None:
+    """The last batch id the checkpoint ``ckdir`` committed after batch ``first`` (its
+    copied start), or ``first`` itself when none followed."""
+    last = first
+    while store.is_committed(ckdir, last + 1):
+        last += 1
+    return last

@@ -124,6 +124,55 @@ class UpgradeStatements:
             fingerprint.check(self.home.checkpoint_dir(db, name), old)
         return old, new, classify(old, new)
 
+    def _explain_change(self, s: st.ReplaceStreamJobQuery) -> Result:
+        """``EXPLAIN ALTER STREAMJOB j AS (...)`` / ``EXPLAIN CREATE OR REPLACE STREAMJOB``:
+        the change class and its reasons, the SQL sink's added columns and whether the
+        statement as written would be taken (an incompatible change needs FROM), all as
+        the statement decides them; nothing is changed (no catalog write, no stop).
+        Anyone who may read the job may ask (a viewer too).
+
+        Returns a Result whose ``data`` is ``{"job", "exists", "change": {...}
+        (ChangeClass.as_json; null for a job CREATE OR REPLACE would create),
+        "sink_columns_added": [{"name", "type"}], "accepted": bool, "refusal": str |
+        null}`` (docs/json.md "explain-change").
+
+        Raises:
+            ObjectNotFoundError: ALTER of a job that does not exist.
+            ValidationError / PropertyError / SqlPolicyError: the new query is refused.
+            ChangedLogic: the checkpoints were not taken by the job's current query.
+        """
+        db, name = self._names(s.name, "job")
+        job = self.catalog.get_job(db, name)
+        data = {"job": f"{db}.{name}", "exists": job is not None, "change": None,
+                "sink_columns_added": [], "accepted": True, "refusal": None}
+        if job is None and s.or_replace:
+            self._plan(db, name, s.query, dict(st.props(s.properties)),
+                       dict(self.session_props), s.query_position, analyze=True)
+            return _explain_change_result(data, "a new job (CREATE OR REPLACE creates it)")
+        if job is None:
+            job = self.catalog.require_job(db, name)  # raises
+        if s.or_replace:
+            given = jp.validate(st.props(s.properties))
+            checks.check_job_properties(self.home.policy, given, self.confined)
+            stored = self._sealed(given)
+        else:
+            stored = dict(job.properties)
+        grown = self._sink_additions(db, s.query, s.query_position)
+        sink_columns = None
+        if grown is not None:
+            table, added = grown
+            sink_columns = (table.database, table.name, [*table.columns, *added])
+            data["sink_columns_added"] = [dict(c) for c in added]
+        _old, new, change = self._plan_upgrade(
+            job, s.query, stored, s.query_position,
+            _WithColumns(self.catalog, sink_columns) if sink_columns else None)
+        data["change"] = change.as_json()
+        try:
+            self._refuse_unchosen(s, job, new, change)
+        except JobError as exc:
+            data.update(accepted=False, refusal=exc.message)
+        return _explain_change_result(data, change.summary())
+
     def _do_ReplaceStreamJobQuery(self, s: st.ReplaceStreamJobQuery) -> Result:
         verb = "CREATE OR REPLACE STREAMJOB" if s.or_replace else "ALTER STREAMJOB ... AS"
         self._may_alter(verb)
@@ -412,3 +461,24 @@ class _WithColumns:
 
     def __getattr__(self, attr):
         return getattr(self._catalog, attr)
+
+
+def _explain_change_result(data: dict, summary: str) -> Result:
+    """The field/value table of an ``EXPLAIN ALTER`` answer (``data``: its JSON shape)."""
+    change = data["change"] or {}
+    rows = [("job", data["job"] + ("" if data["exists"] else " (not created yet)")),
+            ("change class", change.get("class", "new job")),
+            ("summary", summary)]
+    rows += [("reason", r) for r in change.get("reasons") or []]
+    if change:
+        rows += [("keeps offsets", "yes" if change["keeps_offsets"] else "no"),
+                 ("keeps state", "yes" if change["keeps_state"] else "no")]
+    if change.get("choices"):
+        rows.append(("choices", " or ".join(change["choices"])))
+    if data["sink_columns_added"]:
+        rows.append(("sink gains", ", ".join(f"{c['name']} {c['type']}"
+                                             for c in data["sink_columns_added"])))
+    rows.append(("as written", "accepted" if data["accepted"] else
+                 f"refused: {data['refusal']}"))
+    return Result(columns=("field", "value"), rows=rows,
+                  title=f"explain change of {data['job']}", data=data)

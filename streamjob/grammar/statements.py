@@ -374,6 +374,9 @@ class Explain(Statement):
     target: QualifiedName | None = None
     query_position: Position | None = None
     extended: bool = False
+    change: "ReplaceStreamJobQuery | None" = None
+    """``EXPLAIN ALTER STREAMJOB j AS (...)`` / ``EXPLAIN CREATE OR REPLACE STREAMJOB``
+    (issue 30): the upgrade whose change class is explained; nothing is changed."""
 
 
 # ---- user functions (issue 31) ---------------------------------------------------------

@@ -17,6 +17,8 @@ executor reports it at the property's value.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Mapping
 
 from ..connectors.sources import stream_source
@@ -120,6 +122,19 @@ def check_maintained(policy: AdminPolicy, name: str, spec, operator: bool) -> No
         PolicyError: ``key`` ``"location"``.
     """
     _check_reach(policy, f"table {name}", spec.reach(), {}, operator)
+
+
+def check_scratch(policy: AdminPolicy, what: str, reach, operator: bool) -> None:
+    """A shadow run's scratch copy of a sink (issue 30; :mod:`streamjob.connectors.scratch`)
+    against ``policy``: its directories (a file or Delta copy is a new directory) and
+    its Kafka brokers (a new topic) as a declaration of them would be checked. Its SQL
+    URL is the live table's own database, which the job already writes: not checked
+    again.
+
+    Raises:
+        PolicyError: naming ``what`` and the path or broker.
+    """
+    _check_reach(policy, what, dataclasses.replace(reach, urls=()), {}, operator)
 
 
 def _check_table_spec(policy: AdminPolicy, what: str, spec, props: Mapping[str, str],

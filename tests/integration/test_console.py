@@ -3,7 +3,8 @@ driven by Playwright) against the API served by this process over a job that run
 on the session's Spark and broker. The job list follows the event stream without a
 reload, the job page's charts draw the job's progress samples, and an error in the SQL
 editor is marked at its line. The job's savepoints (made with the console's button),
-the diff of its two query versions and the sharing servers (issue 30, issue 33) show,
+the diff of its two query versions, a shadow's report (promoted from the page) and the
+sharing servers (issue 30, issue 33) show,
 and a viewer's token sees them with no action offered. Screenshots go to the test's
 folder, and to ``$STREAMJOB_SCREENSHOTS`` when set (docs/console.md shows them)."""
 
@@ -21,6 +22,8 @@ from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob_tools.dev.broker import create_topic
 from streamjob.client.session import ClientSession
+
+from streamjob.executor import shadow_diff, shadow_run
 
 from .test_kafka_source_jobs import World
 from .test_server import Feeder
@@ -50,6 +53,21 @@ def _shot(page, tmp_path: Path, name: str) -> None:
         target = Path(os.environ["STREAMJOB_SCREENSHOTS"])
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target / path.name)
+
+
+def _compared_shadow(job, query: str) -> dict:
+    """A compared shadow's record of ``job`` (as :mod:`streamjob.executor.shadow` writes
+    it) whose comparison is :func:`shadow_diff.compare` of two small outputs: one row
+    only in the old, two only in the new, one the same (multisets)."""
+    old = [{"id": 1, "v": "a"}, {"id": 2, "v": "<b>b</b>"}]
+    new = [{"id": 1, "v": "A"}, {"id": 2, "v": "<B>B</B>"}, {"id": 1, "v": "a"}]
+    return {"job_uid": job.uid, "job": "default.clicks", "query": query,
+            "old_query": job.query, "properties": {}, "status": "compared",
+            "at": "2026-01-01 00:00:00", "by": "token:console",
+            "change": {"class": "stateless"}, "checkpoint": 3, "batches": [4, 6],
+            "run": {"batches_with_input": 3}, "old_table": "seen__shadow_clicks__old",
+            "new_table": "seen__shadow_clicks", "old_sink": "default.seen",
+            "new_sink": "default.seen", "comparison": shadow_diff.compare(old, new)}
 
 
 def test_the_console_follows_a_running_job_and_marks_sql_errors(tmp_path, broker, browser):
@@ -169,6 +187,34 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         page.select_option("#diff-from", "1")
         _shot(page, tmp_path, "versions")
 
+        # the shadow report (issue 30): a compared shadow as ALTER ... WITH SHADOW leaves
+        # its record (the comparison by shadow_diff.compare; tests/integration/
+        # test_shadow*.py run real ones); the operator promotes it from the page
+        v3 = "insert into seen\nselect id, upper(v)\nfrom events"
+        shadow_at = shadow_run.folder(world.home, "default", "clicks")
+        compared = _compared_shadow(job, v3)
+        shadow_run.write_record(shadow_at, compared)
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.click("#versions-view a.tab-shadow")
+        only_new = page.locator('#shadow-counts tr[data-difference="only_new"] td').nth(1)
+        only_new.filter(has_text="2").wait_for(timeout=30_000)
+        assert page.locator('#shadow-counts tr[data-difference="only_old"] td').nth(1) \
+            .inner_text() == "1"
+        assert page.locator('#shadow-counts tr[data-difference="changed"] td').nth(1) \
+            .inner_text() == "0"
+        assert page.locator("#shadow-only-new tbody tr").all_inner_texts() == \
+            ["1\tA", "2\t<B>B</B>"]  # sorted samples, the markup as text
+        assert page.locator("#shadow-only-old tbody tr").all_inner_texts() == ["2\t<b>b</b>"]
+        assert page.locator("#shadow-view b, #shadow-view B").count() == 0
+        assert "upper(v)" in page.locator("#shadow-sql").inner_text()
+        assert page.locator("#shadow-promote").is_visible()
+        _shot(page, tmp_path, "shadow")
+        page.click("#shadow-promote")
+        page.locator("#shadow-none").wait_for(state="visible", timeout=60_000)
+        assert world.catalog.require_job("default", "clicks").query == v3
+        assert shadow_run.read_record(shadow_at) is None
+        shadow_run.write_record(shadow_at, _compared_shadow(job, v3))  # for the viewer
+
         # servers (issue 33): a sharing server as its process records itself in the
         # catalog (registered, its share declared, holding the lease of job idle)
         sid = "console-test-host:4242:5e7ef00d"
@@ -192,11 +238,14 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         page.locator("#whoami", has_text="viewer").wait_for(timeout=10_000)
         row.wait_for(timeout=30_000)
         for view, shown in (("/savepoints", "#savepoints tbody tr"), ("", "#job-facts dd"),
-                            ("/versions", "#versions tbody tr")):
+                            ("/versions", "#versions tbody tr"),
+                            ("/shadow", '#shadow-counts tr[data-difference="only_new"]')):
             page.goto(url + "/#/jobs/default.clicks" + view)
             page.locator(shown).first.wait_for(timeout=30_000)
             assert page.locator("main button:visible, main input:visible").count() == 0, view
             assert page.locator(".savepoint-drop, .savepoint-start").count() == 0
+        assert page.locator('#shadow-counts tr[data-difference="only_new"] td').nth(1) \
+            .inner_text() == "2"  # the viewer sees the report, without the buttons
     finally:
         if service is not None:
             service.stop()

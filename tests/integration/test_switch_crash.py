@@ -12,6 +12,9 @@ with the version of its query; in sequence:
    (and only it);
 3. killed while STOP ... WITH SAVEPOINT copies the checkpoint: no savepoint is listed;
    taking it again removes the partial copy and lists a whole savepoint.
+4. killed in PROMOTE SHADOW after the catalog switch, before the start: the server runs
+   the promoted query (and only it) from the switch point; PROMOTE again drops the
+   scratch sinks.
 
 After each restart, every input record is in the table exactly once (pandas), and the
 rows written after the restart all carry the one version that ran."""
@@ -35,7 +38,7 @@ from streamjob_tools.dev.flights import replay
 
 from .conftest import Cli
 
-pytestmark = [pytest.mark.system, pytest.mark.slow]  # eight `streamjob` processes
+pytestmark = [pytest.mark.system, pytest.mark.slow]  # ten `streamjob` processes
 
 SETUP = """
 CREATE STREAM IF NOT EXISTS sw_k (id BIGINT)
@@ -59,6 +62,13 @@ STOP STREAMJOB sw_j WITH SAVEPOINT sp1;
 """
 
 START = "START STREAMJOB sw_j;\n"
+
+PROMOTE = """
+START STREAMJOB sw_j;
+ALTER STREAMJOB sw_j AS ("insert into sw_out select id, 'v3' as ver from sw_k") WITH SHADOW
+JOBPROPERTIES ('shadow.batches'='2', 'shadow.timeout'='60s');
+PROMOTE SHADOW FOR STREAMJOB sw_j;
+"""
 
 
 def _send(bootstrap: str, ids: range) -> None:
@@ -109,6 +119,9 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     alter.write_text(ALTER)
     stop_sp.write_text(STOP_WITH_SAVEPOINT)
     start.write_text(START)
+    promote, finish = tmp_path / "promote.sql", tmp_path / "finish.sql"
+    promote.write_text(PROMOTE)
+    finish.write_text("PROMOTE SHADOW FOR STREAMJOB sw_j;\n")
     create_topic(broker.bootstrap, "sw_k", 1)
     _send(broker.bootstrap, range(0, 100))
     _ok(cli.run("run", str(setup), "--until-idle", BROKER=broker.bootstrap))
@@ -158,3 +171,25 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     rows = _rows(db)
     _exactly_once(rows, 500)
     assert set(rows[rows["id"] >= 300]["ver"]) == {"v2"}
+
+    # 4. PROMOTE SHADOW killed after its catalog switch, before the start: the shadow
+    # read the backlog beside the live job (40 records a batch); after the restart the
+    # promoted query runs, only it, from the switch point
+    _send(broker.bootstrap, range(500, 900))
+    _killed_at(cli, "promote.switched", promote)
+    job, _ = _job(cli)
+    assert "'v3'" in job.query and job.pending_switch is None
+    assert job.desired_state == "RUNNING"
+    _send(broker.bootstrap, range(900, 1000))
+    _ok(cli.run("server", "--until-idle"))
+    rows = _rows(db)
+    _exactly_once(rows, 1000)
+    assert set(rows[rows["id"] < 500]["ver"]) == {"v1", "v2"}  # untouched
+    late = rows[rows["id"] >= 500].sort_values("id")
+    assert set(late["ver"]) <= {"v2", "v3"} and set(late[late["id"] >= 900]["ver"]) == {"v3"}
+    # one switch point: v2 wrote a prefix of the backlog, v3 everything after it
+    assert max(late[late["ver"] == "v2"]["id"], default=499) < min(late[late["ver"] == "v3"]["id"])
+    assert "sw_out__shadow_sw_j" in sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names()
+    _ok(cli.run("run", str(finish)))  # PROMOTE again finishes it: the scratch sinks go
+    assert sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names().count(
+        "sw_out__shadow_sw_j") == 0

@@ -197,7 +197,7 @@ def test_shell_completes_explain():
     names = Names(streams=["clicks"], tables=["agg"], jobs=["j1", "jobtwo"])
     assert "EXPLAIN" in [s.text for s in suggest("", names)]
     assert [s.text for s in suggest("EXPLAIN ", names)] == [
-        "EXTENDED", "INSERT", "STREAMJOB", "j1", "jobtwo"]
+        "ALTER", "CREATE", "EXTENDED", "INSERT", "STREAMJOB", "j1", "jobtwo"]
     assert [s.text for s in suggest("explain extended streamjob jo", names)] == ["jobtwo"]
 
 

@@ -8,8 +8,9 @@ import decimal
 import pytest
 
 from streamjob.exceptions import ParseError, PropertyError
+from streamjob.security.policy import PolicyError
 from streamjob.executor.shadow_diff import compare
-from streamjob.executor.shadow_run import limits, scratch_names
+from streamjob.executor.shadow_run import limits
 from streamjob.grammar import parse_script
 from streamjob.grammar import statements as st
 
@@ -57,8 +58,28 @@ def test_shadow_limits_from_the_registry():
         limits({"shadow.batches": "0"})
 
 
-def test_scratch_tables_are_never_the_live_one():
-    assert scratch_names("out", "j") == ("out__shadow_j", "out__shadow_j__old")
+def test_scratch_copies_of_each_sink_kind_are_never_the_live_one():
+    from streamjob.connectors import spec as cspec
+    from streamjob.connectors.scratch import scratch_copies
+    from streamjob.exceptions import JobError
+
+    sql = cspec.SqlTableSpec(url="sqlite:////tmp/x.db", table="out", primary_key=("id",))
+    kafka = cspec.KafkaTableSpec(topic="out", bootstrap="h:9092")
+    files = cspec.FileTableSpec(format="parquet", location="/data/out/", header=False)
+    delta = cspec.DeltaTableSpec(location="/data/t")
+    names = {kind: [c.name for c in scratch_copies(spec, "j")]
+             for kind, spec in (("sql", sql), ("kafka", kafka), ("files", files),
+                                ("delta", delta))}
+    assert names == {"sql": ["table out__shadow_j", "table out__shadow_j__old"],
+                     "kafka": ["topic out__shadow_j", "topic out__shadow_j__old"],
+                     "files": ["directory /data/out__shadow_j", "directory /data/out__shadow_j__old"],
+                     "delta": ["Delta table /data/t__shadow_j", "Delta table /data/t__shadow_j__old"]}
+    assert [c.key for c in scratch_copies(sql, "j")] == [("id",), ("id",)]
+    with pytest.raises(JobError, match="console"):
+        scratch_copies(cspec.ConsoleTableSpec(), "j")
+    with pytest.raises(JobError, match="only local"):
+        scratch_copies(cspec.FileTableSpec(format="parquet", location="hdfs://nn/out",
+                                           header=False), "j")
 
 
 def test_keyed_comparison_by_primary_key():
@@ -148,9 +169,17 @@ def test_shadow_statements_refuse_before_anything_runs(executor):
     with pytest.raises(JobError, match="its source streams change .*so a shadow cannot run from its checkpoint"):
         one(executor, "ALTER STREAMJOB j AS ('insert into out select id, name from other') "
                       "WITH SHADOW")
-    with pytest.raises(JobError, match="compares SQL tables for now"):
+    # a scratch copy is where the admin lets an operator write: a file table's sibling
+    # directory outside the file roots (here: the live table's directory alone) is refused
+    from streamjob.home import Home
+
+    live = str(executor.home.warehouse / "default" / "files")
+    allowed = executor.home
+    executor.home = Home.open(allowed.root, {"streamjob.security.file.roots": live})
+    with pytest.raises(PolicyError, match="files__shadow_f"):
         one(executor, "ALTER STREAMJOB f AS ('insert into files select id, upper(name) from ev') "
                       "WITH SHADOW")
+    executor.home = allowed
     with pytest.raises(ValidationError) as err:  # the new query is checked as CREATE's
         one(executor, "ALTER STREAMJOB j AS ('insert into out select id, nmae from ev') "
                       "WITH SHADOW")
@@ -196,8 +225,8 @@ def test_discard_and_drop_streamjob_remove_a_shadows_scratch_tables_and_folder(e
     shown = one(executor, "SHOW SHADOW FOR STREAMJOB j")
     assert shown.data["new_table"] == "out__shadow_j"
     msg = one(executor, "DISCARD SHADOW FOR STREAMJOB j").message
-    assert msg == ("shadow of streamjob default.j discarded; scratch tables out__shadow_j, "
-                   "out__shadow_j__old dropped")
+    assert msg == ("shadow of streamjob default.j discarded; scratch table out__shadow_j, "
+                   "table out__shadow_j__old dropped")
     assert tables() == {"out"} and not folder.exists()
     folder = leave_a_shadow()
     one(executor, "DROP STREAMJOB j")

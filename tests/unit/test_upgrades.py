@@ -283,3 +283,31 @@ def test_a_sql_sink_gains_a_typed_column_as_nullable(tmp_path):
     with pytest.raises(Exception, match="table default.files has no column extra"):
         run(ex, "ALTER STREAMJOB f AS ('insert into files (id, extra) select id, 1 from events');")
     catalog.close()
+
+
+# ---------------------------------------------------------------- EXPLAIN ALTER
+
+
+def test_explain_alter_classifies_and_changes_nothing(ex):
+    run(ex, f'CREATE STREAMJOB j AS ("{COUNT}")')
+    before = ex.catalog.require_job("default", "j")
+    kept = run(ex, 'EXPLAIN ALTER STREAMJOB j AS ("insert into counts select name, count(*), '
+                   'upper(name) from events group by name")')
+    assert kept.data["change"]["class"] == "compatible" and kept.data["accepted"]
+    rows = dict(kept.rows)
+    assert rows["change class"] == "compatible" and rows["keeps state"] == "yes"
+    bad = run(ex, 'EXPLAIN ALTER STREAMJOB j AS ("insert into counts (name, n) '
+                  'select cast(id as string), count(*) from events group by id")')
+    assert bad.data["change"]["class"] == "incompatible"
+    assert not bad.data["accepted"] and "FROM" in bad.data["refusal"]
+    assert any("grouping keys" in r for r in bad.data["change"]["reasons"])
+    chosen = run(ex, 'EXPLAIN CREATE OR REPLACE STREAMJOB j AS ("insert into counts (name, n) '
+                     'select cast(id as string), count(*) from events group by id") FROM EARLIEST')
+    assert chosen.data["accepted"] and chosen.data["change"]["keeps_offsets"] is False
+    fresh = run(ex, f'EXPLAIN CREATE OR REPLACE STREAMJOB other_job AS ("{COPY}")')
+    assert fresh.data["exists"] is False and fresh.data["change"] is None
+    after = ex.catalog.require_job("default", "j")
+    assert (after.query, after.properties) == (before.query, before.properties)
+    assert ex.catalog.get_job("default", "other_job") is None
+    with pytest.raises(Exception, match="other_job"):
+        run(ex, f'EXPLAIN ALTER STREAMJOB other_job AS ("{COPY}")')

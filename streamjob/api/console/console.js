@@ -420,6 +420,73 @@ async function showVersions(name) {
   showDiff();
 }
 
+// ---------------------------------------------------------------- shadow runs
+
+// The job's shadow (GET /v1/jobs/{name}/shadow, docs/upgrades.md "Shadow runs"): its
+// state, the new query and the comparison's counts and samples; PROMOTE and DISCARD for
+// a role that may act. Every value is text in the page (textContent), never markup.
+function sampleTable(table, columns, samples) {
+  const head = document.createElement("tr");
+  for (const c of columns) { const th = document.createElement("th"); th.textContent = c; head.appendChild(th); }
+  table.querySelector("thead").replaceChildren(head);
+  rows(table, samples, columns.map((c) => (r) => r[c] === null || r[c] === undefined ? "NULL" : String(r[c])));
+}
+
+function rowText(row) {
+  return Object.entries(row || {}).map(([k, v]) => k + "=" + (v === null ? "NULL" : v)).join(", ");
+}
+
+async function showShadow(name) {
+  const gen = viewGen;
+  await roleKnown;
+  let shadow = null;
+  try {
+    shadow = await api(jobPath(name) + "/shadow");
+  } catch (e) {
+    if (e.status === undefined || e.status >= 500 || e.status === 401 || e.status === 403) throw e;
+  }
+  if (gen !== viewGen) return;
+  $("#shadow-view .job-name").textContent = "streamjob " + name + ": shadow";
+  $("#shadow-none").hidden = shadow !== null;
+  $("#shadow-report").hidden = shadow === null;
+  if (shadow === null) return;
+  const cmp = shadow.comparison || {};
+  const count = (k) => (cmp[k] || {}).count;
+  const facts = $("#shadow-facts");
+  facts.replaceChildren();
+  const batches = shadow.batches ? shadow.batches[0] + "-" + shadow.batches[1] : "";
+  for (const [k, v] of [["status", shadow.status], ["started", (shadow.at || "") + " by " + (shadow.by || "")],
+                        ["from checkpoint", shadow.checkpoint], ["batches", batches],
+                        ["compared", cmp.keyed ? "key by key (" + (cmp.key || []).join(", ") + ")" : "as multisets"],
+                        ["rows", cmp.old_rows === undefined ? "" : "old " + cmp.old_rows + ", new " + cmp.new_rows + ", same " + cmp.same],
+                        ["scratch sinks", [shadow.old_table, shadow.new_table].filter(Boolean).join(", ")],
+                        ["error", shadow.error || ""]]) {
+    const dt = document.createElement("dt"); dt.textContent = k;
+    const dd = document.createElement("dd"); dd.textContent = v === null || v === undefined ? "" : v;
+    dd.dataset.fact = k;
+    facts.append(dt, dd);
+  }
+  $("#shadow-sql").textContent = shadow.query || "";
+  const counts = [["only in the old query's output", "only_old"], ["only in the new query's output", "only_new"],
+                  ["changed values", "changed"]];
+  rows($("#shadow-counts"), counts, [(c) => c[0], (c) => count(c[1]) === undefined ? "" : count(c[1])]);
+  $("#shadow-counts").querySelectorAll("tbody tr").forEach((tr, i) => { tr.dataset.difference = counts[i][1]; });
+  const columns = cmp.columns || [];
+  sampleTable($("#shadow-only-old"), columns, (cmp.only_old || {}).samples || []);
+  sampleTable($("#shadow-only-new"), columns, (cmp.only_new || {}).samples || []);
+  rows($("#shadow-changed"), (cmp.changed || {}).samples || [],
+       [(c) => rowText(c.key), (c) => (c.columns || []).join(", "), (c) => rowText(c.old), (c) => rowText(c.new)]);
+  $("#shadow-promote").hidden = shadow.status !== "compared";
+  const act = (verb, call) => {
+    if (!window.confirm(verb + " the shadow of " + name + "?")) return;
+    const error = $("#shadow-error");
+    error.hidden = true;
+    call().then(() => showShadow(name), (e) => { error.textContent = e.message; error.hidden = false; });
+  };
+  $("#shadow-promote").onclick = () => act("promote", () => api(jobPath(name) + "/shadow/promote", { method: "POST" }));
+  $("#shadow-discard").onclick = () => act("discard", () => api(jobPath(name) + "/shadow", { method: "DELETE" }));
+}
+
 // ---------------------------------------------------------------- servers
 
 function ageMs(ms) { return ms === null || ms === undefined ? "" : fmt(ms / 1000, 1) + " s ago"; }
@@ -538,12 +605,12 @@ let jobTimer = null;
 let currentJob = null;
 let viewGen = 0;  // counts routes: a view's answer to an earlier route is dropped
 const VIEWS = ["#jobs-view", "#job-view", "#savepoints-view", "#versions-view",
-               "#servers-view", "#sql-view"];
+               "#shadow-view", "#servers-view", "#sql-view"];
 function route() {
   const hash = location.hash || "#/";
   clearInterval(jobTimer);
   viewGen += 1;
-  const m = hash.match(/^#\/jobs\/([^/]+)(?:\/(savepoints|versions))?$/);
+  const m = hash.match(/^#\/jobs\/([^/]+)(?:\/(savepoints|versions|shadow))?$/);
   const view = m ? (m[2] ? "#" + m[2] + "-view" : "#job-view")
     : { "#/": "#jobs-view", "#/sql": "#sql-view", "#/servers": "#servers-view" }[hash];
   for (const v of VIEWS) $(v).hidden = v !== view;
@@ -554,7 +621,7 @@ function route() {
     const base = "#/jobs/" + encodeURIComponent(name);
     for (const nav of document.querySelectorAll(".job-tabs")) {
       for (const [cls, href] of [["tab-overview", base], ["tab-savepoints", base + "/savepoints"],
-                                 ["tab-versions", base + "/versions"]]) {
+                                 ["tab-versions", base + "/versions"], ["tab-shadow", base + "/shadow"]]) {
         const a = nav.querySelector("." + cls);
         a.href = href;
         a.classList.toggle("current", href === hash);
@@ -563,6 +630,9 @@ function route() {
     if (m[2] === "savepoints") {
       refresh = () => showSavepoints(name);
       failed = (e) => { $("#savepoints-view .job-name").textContent = e.message; };
+    } else if (m[2] === "shadow") {
+      refresh = () => showShadow(name);
+      failed = (e) => { $("#shadow-view .job-name").textContent = e.message; };
     } else if (m[2] === "versions") {
       refresh = () => showVersions(name);
       again = false;  // the chosen versions stay chosen

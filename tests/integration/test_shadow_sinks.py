@@ -1,0 +1,108 @@
+"""Shadow runs of jobs writing Kafka and file tables (issue 30 point 4): real Spark (the
+session's), the session's broker. Each sink kind gets scratch copies of its own kind
+(topics ``<topic>__shadow_<job>[__old]``, sibling directories ``<dir>__shadow_<job>
+[__old]``) that the comparison reads back; it equals a pandas diff of the two queries
+over the input range the shadow read. DISCARD deletes the topics and directories; the
+live topic and directory are untouched."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient
+
+from streamjob.executor.shadow_diff import compare
+from streamjob.grammar import parse_script
+from streamjob_tools.dev.broker import create_topic
+
+from .conftest import wait_for
+from .test_shadow import PER_BATCH, produce, range_of, run, topic_records, world  # noqa: F401
+
+pytestmark = pytest.mark.spark
+
+OLD = "select id, name from events"
+NEW = "select id, upper(name) from events where id % 3 <> 0"
+
+
+def _topics(bootstrap: str) -> set[str]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+def _expected(report: dict, upto: int):
+    """The old and new queries' rows over the shadow's range, by pandas."""
+    start, end = range_of(report["from"]), range_of(report["to"])
+    records = topic_records(upto)
+    window = records[records.apply(lambda r: start.get(r.partition, 0) <= r.offset
+                                   < end.get(r.partition, 0), axis=1)]
+    old = window[["id", "name"]]
+    new = window[window.id % 3 != 0].assign(name=lambda d: d.name.str.upper())[["id", "name"]]
+    return old, new
+
+
+def _check(report: dict, upto: int) -> None:
+    assert report["status"] == "compared" and report["batches"], (report["run"], report["checkpoint"])
+    old, new = _expected(report, upto)
+    assert len(old) > 0
+    got = report["comparison"]
+    assert (got["old_rows"], got["new_rows"]) == (len(old), len(new))
+    both = old.merge(new, how="outer", indicator=True)  # a pandas multiset diff
+    assert got["only_old"]["count"] == int((both._merge == "left_only").sum())
+    assert got["only_new"]["count"] == int((both._merge == "right_only").sum())
+    expected = compare(old.to_dict("records"), new.to_dict("records"))
+    for key in ("only_old", "only_new", "changed"):
+        assert got[key] == expected[key], key
+
+
+def test_kafka_and_file_sinks_shadow_into_copies_of_their_own_kind(world, tmp_path):
+    ex = world.ex
+    live_topic = f"kout_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, live_topic, 2)
+    files = tmp_path / "fout"
+    for sql in parse_script(f"""
+        CREATE TABLE kout (id INT, name STRING) TBLPROPERTIES ("topic"="{live_topic}",
+          "kafka.broker.list"="{world.bootstrap}", "format"="json");
+        CREATE TABLE fout (id INT, name STRING) STORED AS PARQUET LOCATION '{files}';
+        CREATE STREAMJOB k AS ("insert into kout {OLD}")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.job.checkpoint.interval"="0");
+        CREATE STREAMJOB f AS ("insert into fout {OLD}")
+          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
+                         "morphling.job.checkpoint.interval"="0");
+        START STREAMJOB k;
+        START STREAMJOB f;"""):
+        ex.execute(sql)
+    produce(world, range(0, 60))
+    world.manager.wait_until_idle(timeout=300)
+    produce(world, range(60, 200))
+
+    # Kafka: two scratch topics, read back read_committed and decoded as JSON
+    kafka = run(ex, f"""ALTER STREAMJOB k AS ("insert into kout {NEW}") WITH SHADOW
+                        JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
+    _check(kafka, 200)
+    scratch = {f"{live_topic}__shadow_k", f"{live_topic}__shadow_k__old"}
+    assert kafka["new_table"] == f"topic {live_topic}__shadow_k"
+    assert scratch <= _topics(world.bootstrap)
+
+    # files: two sibling directories, read back through their manifests (input produced
+    # now: job f read the earlier input while the Kafka shadow ran)
+    produce(world, range(200, 340))
+    filed = run(ex, f"""ALTER STREAMJOB f AS ("insert into fout {NEW}") WITH SHADOW
+                        JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
+    _check(filed, 340)
+    dirs = [tmp_path / "fout__shadow_f", tmp_path / "fout__shadow_f__old"]
+    assert all((d / "_spark_metadata").is_dir() for d in dirs)
+
+    # DISCARD: the copies go, the live sinks stay
+    gone = run(ex, "DISCARD SHADOW FOR STREAMJOB k;").message
+    assert f"topic {live_topic}__shadow_k" in gone
+    wait_for(lambda: not scratch & _topics(world.bootstrap), 60, "the scratch topics deleted")
+    assert live_topic in _topics(world.bootstrap)
+    run(ex, "DISCARD SHADOW FOR STREAMJOB f;")
+    assert not any(d.exists() for d in dirs) and (files / "_spark_metadata").is_dir()
+    run(ex, "STOP STREAMJOB k;")
+    run(ex, "STOP STREAMJOB f;")
