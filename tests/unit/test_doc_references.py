@@ -27,7 +27,9 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"streamjob": ROOT / "streamjob", "streamjob_tools": ROOT / "tools" / "streamjob_tools"}
 
-DOTTED = re.compile(r"(?<![\w.$/-])(streamjob(?:_tools)?(?:\.[A-Za-z_]\w*)+)")
+DOTTED = re.compile(r"(?<![\w.$/-])(streamjob(?:_tools)?(?:\.[A-Za-z_]\w*)+)(?![\w-])")
+"""A dotted name; one that goes on with a hyphen (the snapshot property
+``streamjob.app-id``) is data."""
 PATH = re.compile(r"(?<![\w./~$-])((?:[\w-]+/)+[\w-]+\.(?:py|lark)|(?:tools/)?streamjob(?:_tools)?"
                   r"/(?:\w+/)*\w+/)(?:::(\w+))?")
 
