@@ -132,16 +132,16 @@ class JobLeases:
             if sent + self.ttl_ms / 1000 - self._margin <= time.monotonic():
                 # the catalog took so long to answer that the lease would be fenced at
                 # once: given up again (it is free for whoever asks next)
-                self.catalog.release_job_lease(uid, self.holder, epoch)
+                self.catalog.release_job_lease(uid, self.holder, epoch, moved=moved)
                 return None
             self._epochs[uid] = epoch
             self._deadlines[uid] = sent + self.ttl_ms / 1000
         return epoch
 
-    def release(self, uid: str, epoch: int | None = None) -> None:
+    def release(self, uid: str, epoch: int | None = None, moved: bool = False) -> None:
         """Give job ``uid``'s lease up (its query stopped), at ``epoch`` or the one
-        held; another server may take it at once. Catalog errors are logged (the lease
-        then expires)."""
+        held; another server may take it at once. ``moved``: a hand-over (rebalancing),
+        counted in the catalog. Catalog errors are logged (the lease then expires)."""
         with self.lock:
             held = self._epochs.pop(uid, None)
             self._deadlines.pop(uid, None)
