@@ -197,8 +197,8 @@ def _throughput(bench: Bench, res: ScenarioResult, k: int) -> None:
         rows = sum(c.input_rows for c in cps[1:])
         rate = rows / span if span > 0 else 0.0
         owners = {catalog.get_job("default", f"copy{i}").owner for i in range(jobs)}
-        res.figure(f"throughput, {k} server(s): records/s, all jobs", "rec/s").add(rate)
-        res.figure(f"throughput, {k} server(s): records/s per server", "rec/s").add(rate / k)
+        res.figure(f"throughput, {k} server(s): records/s, all jobs", "records/s").add(rate)
+        res.figure(f"throughput, {k} server(s): records/s per server", "records/s").add(rate / k)
         res.details["throughput"].append({"servers": k, "servers_used": len(owners),
                                           "jobs": jobs, "records_per_job": records,
                                           "span_s": span, "records_per_s": rate})
