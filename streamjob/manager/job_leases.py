@@ -132,7 +132,7 @@ class JobLeases:
             if sent + self.ttl_ms / 1000 - self._margin <= time.monotonic():
                 # the catalog took so long to answer that the lease would be fenced at
                 # once: given up again (it is free for whoever asks next)
-                self.catalog.release_job_lease(uid, self.holder, epoch, moved=moved)
+                self.catalog.release_job_lease(uid, self.holder, epoch)
                 return None
             self._epochs[uid] = epoch
             self._deadlines[uid] = sent + self.ttl_ms / 1000
@@ -149,7 +149,7 @@ class JobLeases:
         if epoch is None:
             return
         try:
-            (self._own or self.catalog).release_job_lease(uid, self.holder, epoch)
+            (self._own or self.catalog).release_job_lease(uid, self.holder, epoch, moved=moved)
         except StreamJobError as exc:
             log.warning("server %s: lease of job %s not released: %s", self.holder, uid, exc)
 

@@ -229,3 +229,17 @@ def test_capacity_moves_lease_losses_and_waiting_reasons_in_status_and_metrics(c
     # taking the lease clears the reason
     assert cat.acquire_job_lease(big_uid, B, 60_000, LIVE) == 1
     assert status_snapshot(cat)["placement"]["waiting"] == {}
+    # a sharing server's hand-over (Share.ended(moved=True)) counts a move
+    from streamjob.manager.share import Share
+
+    share = Share(cat, A, 60_000, 1000, 1.0, None, None, on_lost=lambda u, w: None,
+                  echo=lambda line: None)
+    share.leases.open()
+    try:
+        assert cat.release_job_lease(big_uid, B)
+        assert share.leases.acquire(big_uid, LIVE) == 2
+        share.ended(big_uid, moved=True)
+    finally:
+        share.leases.close()
+    lease = next(x for x in cat.job_leases() if x.job_uid == big_uid)
+    assert (lease.holder, lease.moves, lease.losses) == (None, 1, 0)
