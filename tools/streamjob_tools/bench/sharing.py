@@ -13,9 +13,9 @@ figures are the slowest of the ``n`` (issue 33 point 3: within 10 s for 10
 jobs), with the time from the kill beside it.
 
 **Aggregate throughput against the servers**: for 1, 2 and 3 sharing servers,
-``sizes.s7_tp_jobs`` jobs each copy a pre-filled topic of ``sizes.s7_tp_records``
-flights, at most ``sizes.s7_tp_batch`` a batch; the rate is the records committed by all jobs from the first committed
-checkpoint to the last one that completes the input, over that time.
+``sizes.s7_tp`` (jobs, records) jobs each copy a pre-filled topic of flights, a
+tenth of them a batch; the rate is the records committed by all jobs from the first
+committed checkpoint to the last one that completes the input, over that time.
 
 All servers run on this machine: on two cores they compete for the same CPU, so more
 servers give no more throughput here; the per-server figures (records/s per server)
@@ -177,7 +177,7 @@ def _recovery(bench: Bench, res: ScenarioResult, n: int) -> None:
 
 
 def _throughput(bench: Bench, res: ScenarioResult, k: int) -> None:
-    jobs, records = bench.sizes.s7_tp_jobs, bench.sizes.s7_tp_records
+    jobs, records = bench.sizes.s7_tp
     home = bench.home(f"share-throughput-{k}").root
     topics = [f"bench_share_tp{i}" for i in range(jobs)]
     for t in topics:
@@ -187,7 +187,7 @@ def _throughput(bench: Bench, res: ScenarioResult, k: int) -> None:
     try:
         for s in servers:
             s.ready(300)
-        _submit(home, _jobs_sql(bench, topics, 1000, bench.sizes.s7_tp_batch))
+        _submit(home, _jobs_sql(bench, topics, 1000, max(1000, records // 10)))
         catalog = wait_until(lambda: _open(home), 60, "the catalog")
         uids = wait_until(lambda: (u := [getattr(catalog.get_job("default", f"copy{i}"),
                                                  "uid", None) for i in range(jobs)])
