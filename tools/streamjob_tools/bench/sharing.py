@@ -36,9 +36,10 @@ from .harness import Bench, ScenarioResult, Target, wait_until
 from .jobs import job_props, stream_sql
 from .recovery import STREAMJOB, _kill, _open, _spawn
 
-#: Lease TTL and renewal of the servers, ms.
-TTL_MS = 3000
-RENEW_MS = 500
+#: Lease TTL and renewal of the servers, ms (the default TTL: with 20 jobs on two loaded
+#: cores, 3 s leases were fenced again and again; the figure is timed from the expiry).
+TTL_MS = 10_000
+RENEW_MS = 1000
 _COLUMNS = ("year INT, month INT, day INT, carrier STRING, flight INT, origin STRING, "
             "dest STRING, dep_delay DOUBLE, arr_delay DOUBLE")
 _NAMES = "year, month, day, carrier, flight, origin, dest, dep_delay, arr_delay"
