@@ -64,7 +64,7 @@ EXPLAIN_SOURCE_KEYS = ("stream", "connector", "location", "format", "reset", "co
 #: Keys of one of EXPLAIN's ``state`` (a stateful operator).
 EXPLAIN_STATE_KEYS = ("operator", "keys", "watermark", "retention")
 #: Keys of the status document (``status --json``, ``GET /v1/status``).
-STATUS_KEYS = ("at", "server", "servers", "jobs")
+STATUS_KEYS = ("at", "server", "servers", "placement", "jobs")
 
 
 def ts(value: datetime | str | None) -> str | None:

@@ -88,9 +88,13 @@ def status_snapshot(catalog) -> dict[str, Any]:
     times as ISO-8601 text to the second like every time of docs/json.md) or null.
     ``servers``: the live sharing servers (``streamjob server --share``, issue 33), each
     ``{"label", "server_id", "max_jobs", "labels", "jobs", "heartbeat_age_ms",
-    "refused"}`` with the jobs whose lease it holds (qualified names) and the jobs it
-    refused to take (``{job: reason}``: their checkpoints are not reachable from it);
-    empty when no server shares.
+    "refused", "cores", "cores_used", "memory_mb", "memory_used_mb", "spark_master"}``
+    with the jobs whose lease it holds (qualified names), the jobs it refused to take
+    (``{job: reason}``: their checkpoints are not reachable from it), its declared
+    capacity (None: not declared) and what its jobs need of it; empty when no server
+    shares. ``placement``: ``{"waiting": {job: reason}, "moves", "lease_losses"}``, the
+    RUNNING jobs no sharing server can take and why, and the hand-overs and lost leases
+    counted over every job (null when no job has a lease).
     """
     from dataclasses import asdict, is_dataclass
 
@@ -108,7 +112,31 @@ def status_snapshot(catalog) -> dict[str, Any]:
         described = {"label": server_label(server),
                      **{k: ts(v) if k.endswith("_at") else v for k, v in fields.items()}}
     return {"at": now.isoformat(timespec="seconds"), "server": described,
-            "servers": sharing_servers(catalog), "jobs": jobs}
+            "servers": sharing_servers(catalog), "placement": placement(catalog), "jobs": jobs}
+
+
+def placement(catalog) -> dict[str, Any] | None:
+    """status_snapshot's ``placement``: ``{"waiting": {job: reason}, "moves",
+    "lease_losses"}``; None when no job has a lease (no server shares) or the catalog
+    cannot tell (a warning is logged)."""
+    leases = getattr(catalog, "job_leases", None)
+    if not callable(leases):
+        return None
+    try:
+        rows = leases()
+        if not rows:
+            return None
+        jobs = {j.uid: j for j in catalog.list_jobs()}
+    except StreamJobError as exc:
+        log.warning("cannot read the job leases: %s", exc)
+        return None
+    from .catalog.records import DesiredState
+
+    waiting = {jobs[r.job_uid].qualified_name: r.waiting for r in rows
+               if r.waiting and not r.live and r.job_uid in jobs
+               and jobs[r.job_uid].desired_state == DesiredState.RUNNING}
+    return {"waiting": dict(sorted(waiting.items())), "moves": sum(r.moves for r in rows),
+            "lease_losses": sum(r.losses for r in rows)}
 
 
 def sharing_servers(catalog) -> list[dict[str, Any]]:
@@ -123,7 +151,11 @@ def sharing_servers(catalog) -> list[dict[str, Any]]:
         servers = listed(LIVE_WITHIN_MS)
         if not servers:
             return []
-        names = {j.uid: j.qualified_name for j in catalog.list_jobs()}
+        listed_jobs = catalog.list_jobs()
+        names = {j.uid: j.qualified_name for j in listed_jobs}
+        from .manager.placement import job_need
+
+        needs = {j.uid: job_need(j) for j in listed_jobs}
         hosts = {s.server_id: s for s in catalog.list_servers()}
         refused: dict[str, dict[str, str]] = {}  # server id -> {job: why it refused it}
         for lease in catalog.job_leases():
@@ -137,4 +169,8 @@ def sharing_servers(catalog) -> list[dict[str, Any]]:
              "server_id": s.server_id, "max_jobs": s.max_jobs, "labels": sorted(s.labels),
              "jobs": sorted(names[u] for u in s.jobs if u in names),
              "heartbeat_age_ms": s.heartbeat_age_ms,
-             "refused": refused.get(s.server_id, {})} for s in servers]
+             "refused": refused.get(s.server_id, {}), "cores": s.cores,
+             "cores_used": sum(needs[u].cores for u in s.jobs if u in needs),
+             "memory_mb": s.memory_mb,
+             "memory_used_mb": sum(needs[u].memory_mb for u in s.jobs if u in needs),
+             "spark_master": s.spark_master} for s in servers]

@@ -27,7 +27,14 @@ counters end in ``_total``), one series per job (label ``job``, ``database.name`
   {server}``, the jobs each live sharing server runs (the live job leases it holds),
   and ``streamjob_job_lease_takeovers_total{job}``, how often the job's lease was taken
   again after its first taking (its fencing epoch minus one: after its server died,
-  exited, lost the lease or handed the job over, or after a STOP and START).
+  exited, lost the lease or handed the job over, or after a STOP and START); of those,
+  ``streamjob_job_moves_total{job}`` counts the hand-overs at a checkpoint boundary
+  (rebalancing) and ``streamjob_job_lease_losses_total{job}`` the leases its server lost
+  (died, froze) that another server took; ``streamjob_server_cores``,
+  ``streamjob_server_memory_bytes`` (declared with ``--cores``/``--memory``; absent when
+  not declared), ``streamjob_server_cores_used`` and ``streamjob_server_memory_used_bytes``
+  (what its jobs need, ``streamjob.placement.cores``/``.memory``) per sharing server, and
+  ``streamjob_job_waiting{job}``: 1 while no sharing server can take the RUNNING job.
 """
 
 from __future__ import annotations
@@ -65,6 +72,12 @@ class _JobsCollector:
             ("job_state_rows", "rows in state at the latest checkpoint", ["job"]),
             ("job_state_bytes", "bytes of state at the latest checkpoint", ["job"]),
             ("server_jobs", "jobs a live sharing server runs (job leases held)", ["server"]),
+            ("server_cores", "cores a sharing server declared for its drivers", ["server"]),
+            ("server_cores_used", "cores the jobs of a sharing server need", ["server"]),
+            ("server_memory_bytes", "memory a sharing server declared for its drivers",
+             ["server"]),
+            ("server_memory_used_bytes", "memory the jobs of a sharing server need", ["server"]),
+            ("job_waiting", "1 while no sharing server can take the RUNNING job", ["job"]),
         )}
         c = {name: CounterMetricFamily(f"streamjob_{name}", doc, labels=labels) for name, doc, labels in (
             ("job_failures", "runs of the job that ended FAILED", ["job"]),
@@ -73,6 +86,10 @@ class _JobsCollector:
             ("job_expired_checkpoints", "checkpoints that expired", ["job"]),
             ("job_lease_takeovers", "times the job's lease was taken again (its epoch - 1)",
              ["job"]),
+            ("job_moves", "hand-overs of the job to another sharing server at a checkpoint "
+             "boundary (rebalancing)", ["job"]),
+            ("job_lease_losses", "times the job's server lost its lease (died, froze) and "
+             "another server took it", ["job"]),
         )}
         for state in snapshot["jobs"]:
             name = state["job"]
@@ -112,8 +129,20 @@ class _JobsCollector:
         for lease in getattr(self.catalog, "job_leases", list)():
             if lease.job_uid in by_uid:
                 takeovers.add_metric([by_uid[lease.job_uid]], float(max(0, lease.epoch - 1)))
+                c["job_moves"].add_metric([by_uid[lease.job_uid]], float(lease.moves))
+                c["job_lease_losses"].add_metric([by_uid[lease.job_uid]], float(lease.losses))
+        for name in (snapshot.get("placement") or {}).get("waiting") or {}:
+            g["job_waiting"].add_metric([name], 1.0)
+        mib = 1024 * 1024
         for server in snapshot.get("servers") or []:
-            g["server_jobs"].add_metric([server["label"]], float(len(server["jobs"])))
+            label = [server["label"]]
+            g["server_jobs"].add_metric(label, float(len(server["jobs"])))
+            g["server_cores_used"].add_metric(label, float(server["cores_used"]))
+            g["server_memory_used_bytes"].add_metric(label, float(server["memory_used_mb"] * mib))
+            if server["cores"] is not None:
+                g["server_cores"].add_metric(label, float(server["cores"]))
+            if server["memory_mb"] is not None:
+                g["server_memory_bytes"].add_metric(label, float(server["memory_mb"] * mib))
         yield from g.values()
         yield from c.values()
         held = GaugeMetricFamily("streamjob_server_lease_held",

@@ -50,7 +50,7 @@ from streamjob.catalog.records import CheckpointStatus, DesiredState, JobStatus
 #: The schema revision these models describe: the alembic head revision (a test checks
 #: it). The migrations mirror it into ``catalog_meta.schema_version`` ("1" at revision
 #: 0001, the value streamjob wrote before it used alembic).
-SCHEMA_VERSION = "0014"
+SCHEMA_VERSION = "0015"
 
 NAME_LENGTH = 255
 SERVER_ID_LENGTH = 64
@@ -364,6 +364,10 @@ class Server(Base):
     max_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: Its labels, comma-separated (``--labels``); NULL: none (revision 0012).
     labels: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Cores for its drivers (``--cores``); NULL: not declared, no limit (revision 0015).
+    cores: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: Memory for its drivers in MiB (``--memory``); NULL: no limit (revision 0015).
+    memory_mb: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Lease(Base):
@@ -397,6 +401,12 @@ class JobLease(Base):
     #: JSON ``{server id: reason}`` of the sharing servers that refused to take the job
     #: (its checkpoint directory not reachable from them); NULL: none (revision 0013).
     refusals: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why no sharing server can take the job now; NULL: not waiting (revision 0015).
+    waiting: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Hand-overs at a checkpoint boundary (rebalancing; revision 0015).
+    moves: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Times its holder lost the lease and another server took it (revision 0015).
+    losses: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class ApiToken(Base):

@@ -67,16 +67,21 @@ class PlacementMixin(CatalogEngine):
     ``release_job_lease``, ``job_leases``."""
 
     def declare_share(self, server_id: str, max_jobs: int | None,
-                      labels: Iterable[str] = ()) -> None:
+                      labels: Iterable[str] = (), cores: int | None = None,
+                      memory_mb: int | None = None) -> None:
         """Mark the registered server ``server_id`` as sharing, with its capacity
-        (``max_jobs``: None for no limit, else >= 0) and labels. Raises ValueError for a
-        negative ``max_jobs``; an unregistered id changes nothing."""
-        if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
-            raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
+        (``max_jobs``; ``cores`` and ``memory_mb`` (MiB) for its drivers; each None for
+        no limit, else >= 0) and labels. Raises ValueError for a negative capacity; an
+        unregistered id changes nothing."""
+        for what, value in (("max_jobs", max_jobs), ("cores", cores), ("memory_mb", memory_mb)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ValueError(f"{what} must be None or an int >= 0, got {value!r}")
         text = ",".join(sorted(parse_labels(labels))) or None
         with self._tx(write=True) as session:
             session.execute(update(Server).where(Server.server_id == server_id)
-                            .values(shares=True, max_jobs=max_jobs, labels=text))
+                            .values(shares=True, max_jobs=max_jobs, labels=text,
+                                    cores=cores, memory_mb=memory_mb))
 
     def share_servers(self, live_within_ms: int) -> list[ShareServer]:
         """The sharing servers whose heartbeat is younger than ``live_within_ms`` (ms),
@@ -98,7 +103,9 @@ class PlacementMixin(CatalogEngine):
                                 labels=parse_labels(r.labels),
                                 jobs=tuple(sorted(held.get(r.server_id, ()))),
                                 heartbeat_age_ms=max(0, int((now - _aware(r.heartbeat_at))
-                                                            .total_seconds() * 1000)))
+                                                            .total_seconds() * 1000)),
+                                cores=r.cores, memory_mb=r.memory_mb,
+                                spark_master=r.spark_master)
                     for r in rows]
 
     def sharing_server_ids(self) -> set[str]:
@@ -170,8 +177,11 @@ class PlacementMixin(CatalogEngine):
                     # a new epoch, so that no renewal of the old one succeeds
                     lease.reason = ("new" if not lease.epoch else "released"
                                     if lease.holder is None else "orphaned")
+                    if lease.holder not in (None, server_id):
+                        lease.losses = (lease.losses or 0) + 1  # its holder lost it
                     lease.epoch = (lease.epoch or 0) + 1
                     lease.refusals = None  # placed anew: the next move asks again
+                lease.waiting = None
                 if lease.holder != server_id or not live:
                     lease.acquired_at = now
                     job.owner = server_id
@@ -230,18 +240,45 @@ class PlacementMixin(CatalogEngine):
         except Conflict:  # a server inserted the job's first lease row meanwhile
             return self.refuse_job_lease(job_uid, server_id, reason)
 
-    def release_job_lease(self, job_uid: str, server_id: str, epoch: int | None = None) -> bool:
+    def release_job_lease(self, job_uid: str, server_id: str, epoch: int | None = None,
+                          moved: bool = False) -> bool:
         """Give job ``job_uid``'s lease up if ``server_id`` holds it (at ``epoch``, when
-        given); True if it did. Another server may take it at once (NOTIFY ``job``)."""
+        given); True if it did. Another server may take it at once (NOTIFY ``job``).
+        ``moved``: a hand-over at a checkpoint boundary (rebalancing), counted in the
+        lease's ``moves``."""
         with self._tx(write=True) as session:
             stmt = update(JobLease).where(JobLease.job_uid == job_uid,
                                           JobLease.holder == server_id)
             if epoch is not None:
                 stmt = stmt.where(JobLease.epoch == epoch)
-            done = bool(session.execute(stmt.values(holder=None, expires_at=None)).rowcount)
+            values = {"holder": None, "expires_at": None}
+            if moved:
+                values["moves"] = JobLease.moves + 1
+            done = bool(session.execute(stmt.values(**values)).rowcount)
             if done:
                 self._notify(session, "job")
             return done
+
+
+    def set_job_waiting(self, job_uid: str, reason: str | None) -> bool:
+        """Record why no sharing server can take job ``job_uid`` now (``reason``; None:
+        it is not waiting any more), for ``streamjob status``; the next taking of its
+        lease clears it. Returns False if the job is gone. Raises CatalogError if the
+        catalog cannot be reached."""
+        try:
+            with self._tx(write=True) as session:
+                if session.scalars(select(Job.id).where(Job.uid == job_uid)).first() is None:
+                    return False
+                lease = session.get(JobLease, job_uid, with_for_update=True)
+                if lease is None:
+                    if reason is None:
+                        return True
+                    lease = JobLease(job_uid=job_uid, epoch=0, holder=None)
+                    session.add(lease)
+                lease.waiting = reason
+                return True
+        except Conflict:  # a server inserted the job's first lease row meanwhile
+            return self.set_job_waiting(job_uid, reason)
 
 
 def _lease_info(row: JobLease, now: datetime) -> JobLeaseInfo:
@@ -250,7 +287,8 @@ def _lease_info(row: JobLease, now: datetime) -> JobLeaseInfo:
     return JobLeaseInfo(job_uid=row.job_uid, holder=row.holder, epoch=int(row.epoch),
                         live=row.holder is not None and left > 0, remaining_ms=left,
                         acquired_at=_aware(row.acquired_at), reason=row.reason,
-                        refusals=_refusals(row.refusals))
+                        refusals=_refusals(row.refusals), waiting=row.waiting,
+                        moves=int(row.moves or 0), losses=int(row.losses or 0))
 
 
 def _refusals(text: str | None) -> dict[str, str]:

@@ -245,14 +245,18 @@ class ServerInfo:
 class ShareServer:
     """A live sharing server (``streamjob server --share``, issue 33) as placement sees
     it: its id, the most jobs it runs (``max_jobs``, None: no limit), its ``labels``, the
-    uids of the jobs whose live lease it holds (``jobs``) and its heartbeat's age (ms, the
-    database's clock)."""
+    uids of the jobs whose live lease it holds (``jobs``), its heartbeat's age (ms, the
+    database's clock), the cores and memory (MiB) it declared for its drivers
+    (``cores``, ``memory_mb``; None: not declared, no limit) and its Spark master."""
 
     server_id: str
     max_jobs: int | None
     labels: frozenset[str]
     jobs: tuple[str, ...] = ()
     heartbeat_age_ms: int = 0
+    cores: int | None = None
+    memory_mb: int | None = None
+    spark_master: str | None = None
 
     @property
     def room(self) -> float:
@@ -267,7 +271,9 @@ class JobLeaseInfo:
     database's clock), ms until it expires (``remaining_ms``, 0 when expired), when and
     why it was last taken (``acquired_at``, ``reason``: new, orphaned, released), and
     the sharing servers that refused to take it (``refusals``: ``{server id: reason}``,
-    e.g. its checkpoint directory is not reachable from them)."""
+    e.g. its checkpoint directory is not reachable from them), why no server can take it
+    now (``waiting``, None when it is not waiting), and its counters: hand-overs at a
+    checkpoint boundary (``moves``) and leases lost by a holder (``losses``)."""
 
     job_uid: str
     holder: str | None
@@ -277,6 +283,9 @@ class JobLeaseInfo:
     acquired_at: datetime | None = None
     reason: str | None = None
     refusals: dict[str, str] = field(default_factory=dict)
+    waiting: str | None = None
+    moves: int = 0
+    losses: int = 0
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,15 @@ from .context import Invocation
                    "--labels).")
 @click.option("--max-jobs", type=click.IntRange(min=0), default=None, metavar="N",
               help="Sharing: run at most N jobs at once (default: no limit).")
+@click.option("--cores", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Sharing: cores for this server's drivers; a job needs "
+                   "streamjob.placement.cores of them (default: no limit).")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Sharing: memory for this server's drivers (512m, 4g); a job needs "
+                   "streamjob.placement.memory MiB of it (default: no limit).")
+@click.option("--spark-master", default=None, metavar="URL",
+              help="The Spark master of this server's drivers (default: the one "
+                   "streamjob.placement.masters gives its labels, else spark.master).")
 @click.option("--labels", default=None, metavar="A,B",
               help="Sharing: this server's labels; a job with the property "
                    "streamjob.placement.labels runs only on a server having them all.")
@@ -64,15 +73,17 @@ def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms:
            warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
            tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
            http_burst: int, http_max_statements: int, share: bool = False,
-           max_jobs: int | None = None, labels: str | None = None) -> None:
+           max_jobs: int | None = None, labels: str | None = None, cores: int | None = None,
+           memory: str | None = None, spark_master: str | None = None) -> None:
     """Run every job whose desired state is RUNNING (the job manager).
 
     Follows the catalog: jobs other clients start, stop or drop are started, stopped
     after their current batch, or stopped at once within a second. Several servers may
     share a catalog: the one holding its lease runs the jobs, the others wait as
     standbys and take over when it dies (after --lease-ttl) or exits (at once). With
-    --share (or --max-jobs/--labels) every server runs a share of the jobs, each job under
-    a lease of its own: new or orphaned jobs go to the eligible server with the most room,
+    --share (or --max-jobs/--cores/--memory/--labels) every server runs a share of the
+    jobs, each job under a lease of its own: new or orphaned jobs go to the eligible
+    server with the most room (job places, cores, memory),
     and a dead server's jobs restart on the others after --lease-ttl. After a
     crash (even SIGKILL), the next server resumes each job from its last checkpoint.
     Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;
@@ -101,15 +112,22 @@ def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms:
     if lease_renew_ms is not None and lease_renew_ms * 2 > lease_ttl_ms:
         raise click.UsageError(f"--lease-renew {lease_renew_ms} must be at most half of "
                                f"--lease-ttl {lease_ttl_ms}")
-    sharing = share or max_jobs is not None or bool(labels)
+    from ..manager.placement import parse_memory
+
+    try:
+        memory_mb = parse_memory(memory) if memory is not None else None
+    except ValueError as exc:
+        raise click.UsageError(f"--memory: {exc}") from None
+    sharing = share or bool(labels) or {max_jobs, cores, memory_mb} != {None}
     if until_idle and sharing:
         raise click.UsageError("--until-idle runs every job in one server; not with "
-                               "--share, --max-jobs or --labels")
+                               "--share, --max-jobs, --cores, --memory or --labels")
     report = ServerLog(server_log(obj.home), click.echo).attach()
     try:
         _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key,
                lease_renew_ms=lease_renew_ms, warm_up=warm_up, door=door,
-               share=sharing, max_jobs=max_jobs, labels=labels)
+               share=sharing, max_jobs=max_jobs, labels=labels,
+               capacity={"cores": cores, "memory_mb": memory_mb, "spark_master": spark_master})
     finally:
         report.close()
 
@@ -153,7 +171,8 @@ def _announce(report, door, url: str, admin_token: str | None) -> None:
 def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None,
            lease_renew_ms: int | None = None, warm_up: bool = True, door=None,
-           share: bool = False, max_jobs: int | None = None, labels: str | None = None) -> None:
+           share: bool = False, max_jobs: int | None = None, labels: str | None = None,
+           capacity: dict | None = None) -> None:
     from ..manager.server import JobServer
     from ..properties import engine_notices
 
@@ -162,7 +181,7 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
                            warm_up=warm_up and not until_idle, share=share,
-                           max_jobs=max_jobs, labels=labels)
+                           max_jobs=max_jobs, labels=labels, **(capacity or {}))
     service = None
     if http:
         from ..api import create_app

@@ -226,6 +226,20 @@ def status_table(snapshot: dict[str, Any], width: int):
     return _status_table(rows, shown)
 
 
+def _capacity(server: dict[str, Any]) -> str:
+    """``, cores 2/4, memory 256/1024 MiB`` for a sharing server's declared capacity
+    (used/declared; nothing for what it did not declare), ``, master URL`` when not local."""
+    out = ""
+    if server.get("cores") is not None:
+        out += f", cores {server.get('cores_used', 0)}/{server['cores']}"
+    if server.get("memory_mb") is not None:
+        out += f", memory {server.get('memory_used_mb', 0)}/{server['memory_mb']} MiB"
+    master = server.get("spark_master") or ""
+    if master and not master.startswith("local"):
+        out += f", master {master}"
+    return out
+
+
 def status_view(snapshot: dict[str, Any], interval: float | None = None,
                 width: int | None = None):
     """The rich renderable of a status snapshot: the jobs table (:func:`status_table`,
@@ -244,11 +258,17 @@ def status_view(snapshot: dict[str, Any], interval: float | None = None,
         line = "servers: " + "; ".join(
             f"{s['label']} ({len(s['jobs'])} job{'s' * (len(s['jobs']) != 1)}"
             + (f" of {s['max_jobs']}" if s.get("max_jobs") is not None else "")
+            + _capacity(s)
             + (f": {', '.join(s['jobs'])}" if s["jobs"] else "") + ")" for s in sharing)
         refusals = [f"{s['label']} refuses {job}: {why}" for s in sharing
                     for job, why in sorted((s.get("refused") or {}).items())]
         if refusals:  # jobs a server will not take: their checkpoints are not reachable
             line += "\n" + "\n".join(refusals)
+    placed = snapshot.get("placement") or {}
+    for job, why in (placed.get("waiting") or {}).items():  # no server can take it
+        line += f"\n{job} waits: {why}"
+    if placed.get("moves") or placed.get("lease_losses"):
+        line += f"\nmoves {placed.get('moves', 0)}, lease losses {placed.get('lease_losses', 0)}"
     if interval is not None:
         line += f"  ·  {snapshot['at']}, every {interval:g} s; Ctrl-C quits"
     return Group(table, Text(line, style="dim"))

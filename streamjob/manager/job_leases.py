@@ -138,10 +138,10 @@ class JobLeases:
             self._deadlines[uid] = sent + self.ttl_ms / 1000
         return epoch
 
-    def release(self, uid: str, epoch: int | None = None) -> None:
+    def release(self, uid: str, epoch: int | None = None, moved: bool = False) -> None:
         """Give job ``uid``'s lease up (its query stopped), at ``epoch`` or the one
-        held; another server may take it at once. Catalog errors are logged (the lease
-        then expires)."""
+        held; another server may take it at once. ``moved``: a hand-over (rebalancing),
+        counted in the catalog. Catalog errors are logged (the lease then expires)."""
         with self.lock:
             held = self._epochs.pop(uid, None)
             self._deadlines.pop(uid, None)
@@ -149,7 +149,7 @@ class JobLeases:
         if epoch is None:
             return
         try:
-            (self._own or self.catalog).release_job_lease(uid, self.holder, epoch)
+            (self._own or self.catalog).release_job_lease(uid, self.holder, epoch, moved=moved)
         except StreamJobError as exc:
             log.warning("server %s: lease of job %s not released: %s", self.holder, uid, exc)
 

@@ -54,7 +54,8 @@ parallel (their desired state stays RUNNING; status STOPPED), the lease is kept 
 meanwhile, then released, and the server unregistered, so a standby takes over within
 a second instead of after the TTL. A second signal interrupts the shutdown.
 
-Sharing (``streamjob server --share``, ``--max-jobs N``, ``--labels a,b``; issue 33):
+Sharing (``streamjob server --share``, ``--max-jobs N``, ``--cores N``, ``--memory SIZE``,
+``--labels a,b``, ``--spark-master URL``; issue 33):
 any number of sharing servers on one catalog each run a share of the jobs, every job
 under a lease of its own with a fencing epoch (:mod:`.share`, :mod:`.job_leases`,
 :mod:`.placement`, :mod:`streamjob.catalog.placement`). The manager lease then only
@@ -81,6 +82,7 @@ import signal
 import socket
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Callable
 
@@ -91,6 +93,8 @@ from ..home import Home
 from .job_manager import JobManager
 from .lease import Lease, renew_every_ms
 from .share import Share, checkpoint_refusal
+from .share import spark_master as master_for
+from .placement import job_need
 from .runner import JobRunner
 from .liveness import LIVE_WITHIN_MS, live_owner, new_server_id
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, JobStatus
@@ -123,6 +127,11 @@ class JobServer:
         max_jobs: the most jobs this sharing server runs at once (None: no limit).
         labels: this sharing server's labels (``"a,b"`` or names), matched against a
             job's ``streamjob.placement.labels``.
+        cores, memory_mb: a sharing server's cores and memory (MiB) for its drivers
+            (None: not declared, no limit), placement counts the jobs' needs against.
+        spark_master: the master of this server's drivers (None: the one its labels map
+            to in ``streamjob.placement.masters``, else ``spark.master``:
+            :func:`.share.spark_master`).
 
     The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
     server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
@@ -136,7 +145,8 @@ class JobServer:
                  echo: Callable[[str], None] | None = None,
                  lease_renew_ms: int | None = None, warm_up: bool = True,
                  share: bool = False, max_jobs: int | None = None,
-                 labels: str | tuple[str, ...] | None = None) -> None:
+                 labels: str | tuple[str, ...] | None = None, cores: int | None = None,
+                 memory_mb: int | None = None, spark_master: str | None = None) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -150,14 +160,18 @@ class JobServer:
         self.warm_up = warm_up
         self.warm = None                         # the warm-up batch's WarmUp, once it ran
         self.server_id = new_server_id()
-        self.spark_master = home.conf.get("spark.master", "local[*]")
+        self.spark_master = master_for(home.conf, spark_master, labels)
+        if self.spark_master != home.conf.get("spark.master"):
+            home = replace(home, conf={**home.conf, "spark.master": self.spark_master})
+            self.home = home
         self.manager = JobManager(catalog, home, debug, owner=self.server_id)
         self._echo = echo or log.info
         self._stop = threading.Event()           # shutdown requested
         self.share = Share(catalog, self.server_id, lease_ttl_ms, self.renew_ms, self.poll_s,
                            max_jobs, labels, on_lost=self._job_lease_lost, echo=self._echo,
-                           refusal=lambda job: checkpoint_refusal(self.catalog, home, job)) \
-            if share or max_jobs is not None or labels else None
+                           refusal=lambda job: checkpoint_refusal(self.catalog, home, job),
+                           cores=cores, memory_mb=memory_mb) \
+            if share or labels or {max_jobs, cores, memory_mb} != {None} else None
         if self.share:  # frozen mid-transaction, it must not keep the others' rows locked
             catalog.bound_transactions(lease_ttl_ms)
         # sharing: the manager lease only elects the coordinator (alerts, pruning, what
@@ -423,14 +437,15 @@ class JobServer:
                 continue
             waiting.append(job)
         refused = {uid: lease.refusals for uid, lease in leases.items() if lease.refusals}
-        for job in self.share.to_start(waiting, servers, refused):
+        needs = {j.uid: job_need(j) for j in jobs if j.desired_state == DesiredState.RUNNING}
+        for job in self.share.to_start(waiting, servers, refused, needs):
             self.manager.spark()
             if self._stop.is_set():
                 break
             self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
         running = [by_uid[u] for u in self.manager.runners if u in by_uid
                    and self.manager.runners[u].status == JobStatus.RUNNING]
-        job = None if moving else self.share.to_move(running, servers, bool(waiting))
+        job = None if moving else self.share.to_move(running, servers, bool(waiting), needs)
         if job is not None:  # at its next checkpoint boundary, to a server with fewer jobs
             self._echo(f"streamjob {job.qualified_name}: moving to a server with fewer jobs")
             self._stop_job(self.manager.runners[job.uid], graceful=True, why="moved")
@@ -541,8 +556,8 @@ class JobServer:
                     self._purge_dropped(runner.job)
                 self._echo(f"streamjob {runner.job.qualified_name} stopped ({why})")
             finally:
-                if self.share and not runner.is_alive():
-                    self.share.ended(uid)  # its query stopped: the others may take it
+                if self.share and not runner.is_alive():  # the others may take it now
+                    self.share.ended(uid, moved=why == "moved" and not runner.fenced)
                 self._stopping.pop(uid, None)
                 if self._watcher is not None:
                     self._watcher.wake()  # a recreated job of that name may start now

@@ -1,5 +1,6 @@
 """A sharing server's share of the jobs (``streamjob server --share``, issue 33, DESIGN
-§8): :class:`Share` holds what the server declared (``--max-jobs``, ``--labels``), its
+§8): :class:`Share` holds what the server declared (``--max-jobs``, ``--cores``,
+``--memory``, ``--labels``), its
 job leases (:mod:`.job_leases`), the epoch each of its runners runs under, and the jobs
 waiting for a server; :class:`~.server.JobServer` calls it from its passes.
 
@@ -7,7 +8,8 @@ Each pass of a sharing server follows the jobs it runs, releases any lease the c
 says it holds but it does not run (a start that failed, a fenced job whose release
 failed), then places every RUNNING job that no live lease holds (new, released by a
 server that stopped it or exited, orphaned by a server that died) on the eligible
-server with the most room (:mod:`.placement`) and starts those placed on itself
+server with the most room (:mod:`.placement`; a job no server can take waits, the
+reason in its lease row for ``streamjob status``) and starts those placed on itself
 (:meth:`Share.take`): it takes the job's lease at a new epoch (owner set in the same
 transaction), ends the runs the previous owner left open, and starts the job from its
 last checkpoint. A job that waits longer than a TTL and a little (servers that read the
@@ -26,10 +28,10 @@ from typing import Callable, Iterable, Mapping
 from ..catalog import Catalog
 from ..catalog.placement import parse_labels
 from ..catalog.records import JobInfo, JobLeaseInfo, JobStatus, ShareServer
-from ..exceptions import JobError
+from ..exceptions import JobError, StreamJobError
 from .job_leases import JobLeases
 from .liveness import LIVE_WITHIN_MS, live_owner
-from .placement import job_labels, place
+from .placement import Need, fits, job_labels, job_need, place, why_unplaced
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ class Share:
         renew_ms: ms between two renewals of the job leases.
         poll_s: the server's pass period, s.
         max_jobs: the most jobs it runs at once (None: no limit; >= 0).
+        cores: cores for its drivers (None: not declared, no limit; >= 0).
+        memory_mb: memory for its drivers, MiB (None: no limit; >= 0).
         labels: its labels (``"a,b"`` or names).
         on_lost: ``(job uid, why) -> None``: fence the job (under the leases' lock).
         echo: where one-line reports go.
@@ -61,9 +65,13 @@ class Share:
     def __init__(self, catalog: Catalog, server_id: str, ttl_ms: int, renew_ms: int,
                  poll_s: float, max_jobs: int | None, labels: str | Iterable[str] | None,
                  on_lost: Callable[[str, str], None], echo: Callable[[str], None],
-                 refusal: Callable[[JobInfo], str | None] | None = None) -> None:
-        if max_jobs is not None and (isinstance(max_jobs, bool) or max_jobs < 0):
-            raise ValueError(f"max_jobs must be None or >= 0, got {max_jobs!r}")
+                 refusal: Callable[[JobInfo], str | None] | None = None,
+                 cores: int | None = None, memory_mb: int | None = None) -> None:
+        for what, value in (("max_jobs", max_jobs), ("cores", cores), ("memory_mb", memory_mb)):
+            if value is not None and (isinstance(value, bool) or value < 0):
+                raise ValueError(f"{what} must be None or >= 0, got {value!r}")
+        self.cores = cores
+        self.memory_mb = memory_mb
         self.catalog = catalog
         self.server_id = server_id
         self.ttl_ms = ttl_ms
@@ -78,10 +86,14 @@ class Share:
         self._unplaceable: set[str] = set()      # said once: no server can take it
         self._refusal = refusal
         self._refused: dict[str, tuple[str, float]] = {}  # uid -> (reason, when checked)
+        self._waiting: dict[str, str] = {}       # uid -> the reason recorded in the catalog
 
     def describe(self) -> str:
-        """``max jobs N, labels a,b`` for the server's first lines."""
-        return (f"max jobs {self.max_jobs if self.max_jobs is not None else 'unlimited'}, "
+        """``max jobs N, cores C, memory M MiB, labels a,b`` for the server's first lines."""
+        def shown(value, unit=""):
+            return "unlimited" if value is None else f"{value}{unit}"
+        return (f"max jobs {shown(self.max_jobs)}, cores {shown(self.cores)}, "
+                f"memory {shown(self.memory_mb, ' MiB')}, "
                 f"labels {','.join(sorted(self.labels)) or 'none'}")
 
     def start(self) -> None:
@@ -91,7 +103,8 @@ class Share:
 
     def declare(self, cat: Catalog | None = None) -> None:
         """Declare the share in the catalog (``cat``, default the server's)."""
-        (cat or self.catalog).declare_share(self.server_id, self.max_jobs, self.labels)
+        (cat or self.catalog).declare_share(self.server_id, self.max_jobs, self.labels,
+                                            cores=self.cores, memory_mb=self.memory_mb)
 
     def close(self) -> None:
         """Stop renewing and release every lease still held (the jobs stopped)."""
@@ -104,10 +117,11 @@ class Share:
         """True while the job's lease is held (:meth:`.JobLeases.holds`)."""
         return self.leases.holds(uid)
 
-    def ended(self, uid: str) -> None:
+    def ended(self, uid: str, moved: bool = False) -> None:
         """Job ``uid``'s query here stopped: release its lease at the epoch it ran
-        under (a lease another server took since is left alone)."""
-        self.leases.release(uid, self._epochs.pop(uid, None))
+        under (a lease another server took since is left alone); ``moved``: it was
+        handed over (rebalancing), counted in the catalog."""
+        self.leases.release(uid, self._epochs.pop(uid, None), moved=moved)
 
     def read(self, running: set[str]) -> tuple[list[ShareServer], set[str], dict[str, JobLeaseInfo]]:
         """One catalog read for a pass: ``(live sharing servers, every sharing server's
@@ -125,15 +139,22 @@ class Share:
         return servers, sharing, leases
 
     def to_start(self, waiting: list[JobInfo], servers: list[ShareServer],
-                 refused: Mapping[str, Iterable[str]] | None = None) -> list[JobInfo]:
+                 refused: Mapping[str, Iterable[str]] | None = None,
+                 needs: Mapping[str, Need] | None = None) -> list[JobInfo]:
         """The jobs of ``waiting`` (RUNNING, no live lease) this server should take now:
         those placed on it, and those waiting past a TTL that fit here. Says once per job
         that no server can take it. ``refused``: ``{job uid: server ids}`` that refused
         the job (the leases' ``refusals``): placement passes them over; a job this
         server refused is offered again once a TTL after it checked (:meth:`take`
-        checks again: a root that became reachable withdraws the refusal)."""
+        checks again: a root that became reachable withdraws the refusal). ``needs``:
+        ``{job uid: Need}`` of the waiting jobs and those the servers hold (default:
+        computed for ``waiting``). A job no server can take has the reason recorded in
+        its lease row (``streamjob status``)."""
         refused = refused or {}
-        placed = place([(j.uid, job_labels(j)) for j in waiting], servers, refused)
+        needs = dict(needs) if needs is not None else {}
+        for job in waiting:
+            needs.setdefault(job.uid, job_need(job))
+        placed = place([(j.uid, job_labels(j)) for j in waiting], servers, refused, needs)
         me = next((s for s in servers if s.server_id == self.server_id), None)
         now = time.monotonic()
         overdue_s = self.ttl_ms / 1000 + 2 * self.poll_s
@@ -141,45 +162,60 @@ class Share:
         for job in waiting:
             since = self._unplaced.setdefault(job.uid, now)
             target = placed.get(job.uid)
-            fits = me is not None and job_labels(job) <= me.labels and me.room > 0
+            fit = me is not None and fits(me, job_labels(job), needs[job.uid], needs)
             mine_refused = self.server_id in set(refused.get(job.uid, ()))
             if mine_refused:
                 checked = self._refused.get(job.uid, ("", 0.0))[1]
-                if fits and now - checked > self.ttl_ms / 1000:
+                if fit and now - checked > self.ttl_ms / 1000:
                     out.append(job)  # checked again by take()
-            elif target == self.server_id or (now - since > overdue_s and fits):
+            elif target == self.server_id or (now - since > overdue_s and fit):
                 out.append(job)
-            elif target is None and job.uid not in self._unplaceable:
-                self._unplaceable.add(job.uid)
-                wanted = ",".join(sorted(job_labels(job))) or "none"
-                by = sorted(refused.get(job.uid, ()))
-                self._echo(f"streamjob {job.qualified_name} waits: no sharing server with "
-                           f"labels {wanted} has room for it"
-                           + (f" (refused by {', '.join(by)}: its checkpoints are not "
-                              "reachable from them)" if by else ""))
+            elif target is None:
+                self._wait(job, why_unplaced(job_labels(job), needs[job.uid], servers, needs,
+                                             refused.get(job.uid, ())))
         uids = {j.uid for j in waiting}
         for uid in [u for u in self._unplaced if u not in uids]:
             del self._unplaced[uid]
         for uid in [u for u in self._refused if u not in uids]:
             del self._refused[uid]
         self._unplaceable &= uids
+        for uid in [u for u in self._waiting if u not in uids]:
+            del self._waiting[uid]  # taken (the taking cleared the catalog's reason)
         return out
 
+    def _wait(self, job: JobInfo, reason: str) -> None:
+        """Job ``job`` waits: no server can take it, for ``reason``; said once per job,
+        and recorded in its lease row once per reason (``streamjob status``)."""
+        if job.uid not in self._unplaceable:
+            self._unplaceable.add(job.uid)
+            self._echo(f"streamjob {job.qualified_name} waits: {reason}")
+        if self._waiting.get(job.uid) != reason:
+            try:
+                self.catalog.set_job_waiting(job.uid, reason)
+                self._waiting[job.uid] = reason
+            except StreamJobError as exc:
+                log.warning("job %s: its waiting reason not recorded: %s",
+                            job.qualified_name, exc)
+
     def to_move(self, running: list[JobInfo], servers: list[ShareServer],
-                waiting: bool) -> JobInfo | None:
+                waiting: bool, needs: Mapping[str, Need] | None = None) -> JobInfo | None:
         """Rebalancing (a server joined, or came back with fewer jobs): one job of
         ``running`` (the jobs this server runs, RUNNING) to hand over, or None. A job is
         handed over when some live sharing server that could take it (labels, room)
         runs at least two fewer jobs than this one, and nothing waits for a server
         (``waiting``), so that moves go one at a time per server until the load is even
-        within one. The server then stops it gracefully (its final checkpoint) and
+        within one (``needs``: the jobs' :class:`~.placement.Need`, as for
+        :meth:`to_start`). The server then stops it gracefully (its final checkpoint) and
         releases its lease; placement gives it to the server with the fewest jobs."""
         me = next((s for s in servers if s.server_id == self.server_id), None)
         if me is None or waiting or not running:
             return None
+        needs = dict(needs or {})
+        for job in running:
+            needs.setdefault(job.uid, job_need(job))
         for job in sorted(running, key=lambda j: j.uid, reverse=True):
             wanted = job_labels(job)
-            if any(s.server_id != self.server_id and wanted <= s.labels and s.room > 0
+            if any(s.server_id != self.server_id and fits(s, wanted, needs[job.uid], needs)
                    and len(me.jobs) - len(s.jobs) >= 2 for s in servers):
                 return job
         return None
@@ -245,6 +281,37 @@ class Share:
                else "released")
         self._echo(f"streamjob {job.qualified_name} started (lease epoch {epoch}, {why})")
         return epoch
+
+
+def label_masters(text: str | None) -> dict[str, str]:
+    """``streamjob.placement.masters`` as ``{label: master}``: ``"gpu=spark://h:7077;
+    eu=local[4]"`` (labels lower-cased, pairs separated by ``;``). Raises
+    StreamJobError naming the pair without ``label=master``."""
+    out: dict[str, str] = {}
+    for n, pair in enumerate((text or "").split(";"), 1):
+        if not pair.strip():
+            continue
+        label, sep, master = pair.partition("=")
+        if not sep or not label.strip() or not master.strip():
+            raise StreamJobError(f"streamjob.placement.masters: pair {n} '{pair.strip()}' "
+                                 "is not label=master")
+        out[label.strip().lower()] = master.strip()
+    return out
+
+
+def spark_master(conf: Mapping[str, str], explicit: str | None,
+                 labels: str | Iterable[str] | None) -> str:
+    """The Spark master of a server's drivers (issue 33 point 5): ``explicit``
+    (``--spark-master``), else the master ``streamjob.placement.masters`` maps the
+    server's first label (in name order) to, else the engine's ``spark.master``.
+    Raises StreamJobError for a malformed ``streamjob.placement.masters``."""
+    if explicit:
+        return explicit
+    by_label = label_masters(conf.get("streamjob.placement.masters"))
+    for label in sorted(parse_labels(labels)):
+        if label in by_label:
+            return by_label[label]
+    return conf.get("spark.master", "local[*]")
 
 
 def checkpoint_refusal(catalog: Catalog, home, job: JobInfo) -> str | None:

@@ -142,6 +142,14 @@ JOB = Registry([
              "comma-separated labels a server must have to run the job (servers started with --share "
              "--labels a,b; issue 33): the job goes to the eligible server with the most room; "
              "unset: any sharing server"),
+    Property("streamjob.placement.cores", "int", 1,
+             "driver cores the job needs on a sharing server that declared --cores: placement "
+             "counts them against the server's cores (issue 33)", minimum=0, maximum=1024),
+    Property("streamjob.placement.memory", "int", 128,
+             "driver memory the job needs on a sharing server that declared --memory: "
+             "placement counts it against the server's memory (measured: about 103 MiB per "
+             "job with its Python source process)", unit="MiB", minimum=0,
+             maximum=16 * 1024 * 1024),
     Property("morphling.result.auto.flush", "bool", False,
              "true: rows reach the sink as each micro-batch produces them (at-least-once); "
              "false: exactly-once, rows visible when their micro-batch commits with its "
@@ -219,6 +227,12 @@ _KNOWN_DRIVERS = ("sqlite,sqlite+pysqlite,postgresql,postgresql+psycopg,postgres
 ENGINE = Registry([
     Property("spark.master", "string", "local[*]",
              "Spark master: local[*], or a cluster URL (spark://host:7077)", scopes=("engine",)),
+    Property("streamjob.placement.masters", "string", None,
+             "the Spark master of the drivers of sharing servers by label, 'label=master' "
+             "pairs separated by ';' (gpu=spark://gpu-head:7077; eu=local[4]): a server "
+             "started with --labels uses the master of its first label (in name order) "
+             "found here, unless it was given --spark-master; else spark.master",
+             scopes=("engine",)),
     Property("spark.morphling.taskstate.checkpoint.directory", "string", None,
              "root of the jobs' checkpoint directories, any Hadoop URI "
              "(default: checkpoints/ in the streamjob home)", scopes=("engine",)),

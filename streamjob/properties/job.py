@@ -39,6 +39,8 @@ NAMES = {
     "max_disorder_ms": "morphling.maxlag.on.disorder",
     "flush_interval_ms": "morphling.hdfs.flush.interval.ms",
     "placement_labels": "streamjob.placement.labels",
+    "placement_cores": "streamjob.placement.cores",
+    "placement_memory_mb": "streamjob.placement.memory",
 }
 #: The plan key of :attr:`JobProperties.start_position` (not a user property).
 START_POSITION = "streamjob.start.position"
@@ -71,6 +73,9 @@ class JobProperties(Mapping):
     flush_interval_ms: int | None
     #: comma-separated labels a sharing server must have to run the job (issue 33)
     placement_labels: str | None
+    #: driver cores and memory (MiB) the job needs on a sharing server (issue 33)
+    placement_cores: int = 1
+    placement_memory_mb: int = 128
     spark: Mapping[str, str] = field(default_factory=dict)
     start_position: str | None = None
 

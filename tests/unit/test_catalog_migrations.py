@@ -23,7 +23,7 @@ from streamjob.exceptions import CatalogError
 
 pytestmark = pytest.mark.component
 
-HEAD = "0014"
+HEAD = "0015"
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 COLS = [{"name": "id", "type": "int"}]
 
@@ -131,7 +131,7 @@ def _assert_filled_rows_kept(cat: Catalog) -> None:
 
 def test_revisions_and_schema_version():
     assert migrations.head_revision() == HEAD == SCHEMA_VERSION
-    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013", "0014"}
+    assert migrations.known_revisions() == {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013", "0014", "0015"}
     for path in Path(migrations.SCRIPT_LOCATION, "versions").glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -162,7 +162,7 @@ def test_database_at_0001_is_upgraded_on_open_keeping_rows(url, engine):
     _alembic(engine, command.upgrade, "0001")
     assert _revision(engine) == "0001"
     added = sorted(_described(d) for d in _diff(engine))
-    assert added == [("add_column", "checkpoints", "state_bytes"),  # what 0002..0014 add
+    assert added == [("add_column", "checkpoints", "state_bytes"),  # what 0002..0015 add
                      ("add_column", "jobs", "expired_checkpoints"),
                      ("add_column", "jobs", "malformed_counts"),
                      ("add_column", "jobs", "missing_columns"),

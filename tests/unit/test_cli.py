@@ -534,8 +534,12 @@ def test_shell_f_runs_a_file_with_carets_and_status(job, tmp_path):
 def test_server_until_idle_refuses_sharing_options(env):
     """Issue 33: --until-idle runs every job in one server; --share, --max-jobs and
     --labels make it one of several: refused as a usage error, before anything starts."""
-    for extra in (["--share"], ["--max-jobs", "3"], ["--labels", "gpu"]):
+    for extra in (["--share"], ["--max-jobs", "3"], ["--labels", "gpu"], ["--cores", "4"],
+                  ["--memory", "2g"]):
         result = cli(env, "server", "--until-idle", *extra)
         assert result.exit_code == 2, result.output
         assert "--until-idle runs every job in one server" in result.output
     assert cli(env, "server", "--max-jobs", "-1").exit_code == 2  # not a count
+    assert cli(env, "server", "--cores", "-1").exit_code == 2
+    result = cli(env, "server", "--memory", "lots")
+    assert result.exit_code == 2 and "--memory: 'lots' is not a memory size" in result.output

@@ -177,3 +177,69 @@ def test_status_and_metrics_show_the_servers_and_their_jobs(cat):
     body = metrics_text(cat)[0].decode()
     assert f'streamjob_server_jobs{{server="{servers[B]["label"]}"}} 1.0' in body
     assert 'streamjob_job_lease_takeovers_total{job="default.j"} 1.0' in body
+
+
+def test_capacity_moves_lease_losses_and_waiting_reasons_in_status_and_metrics(cat):
+    """A server's declared cores and memory are stored and shown with what its jobs
+    need; a hand-over and a lost lease are counted apart (``/metrics``:
+    ``streamjob_job_moves_total``, ``streamjob_job_lease_losses_total``); a job no
+    server can take shows why in ``status``."""
+    from rich.console import Console
+
+    from streamjob.api.metrics import metrics_text
+    from streamjob.client.render import status_view
+    from streamjob.status import status_snapshot
+
+    cat.declare_share(A, None, (), cores=4, memory_mb=1024)
+    with pytest.raises(ValueError):
+        cat.declare_share(B, None, (), cores=-1)
+    uid = _job(cat)
+    big = cat.create_job("default", "big", "insert into t select * from s",
+                         {"streamjob.placement.cores": "8"}, [], check_dependencies=False)
+    assert big
+    big_uid = cat.get_job("default", "big").uid
+    cat.update_job("default", "big", desired_state="RUNNING")
+    assert cat.acquire_job_lease(uid, A, 60_000, LIVE) == 1
+    by_id = {s.server_id: s for s in cat.share_servers(LIVE)}
+    assert (by_id[A].cores, by_id[A].memory_mb, by_id[B].cores) == (4, 1024, None)
+    servers = {s["server_id"]: s for s in status_snapshot(cat)["servers"]}
+    assert (servers[A]["cores"], servers[A]["cores_used"]) == (4, 1)
+    assert (servers[A]["memory_mb"], servers[A]["memory_used_mb"]) == (1024, 128)
+    # a move, then a loss: counted apart
+    assert cat.release_job_lease(uid, A, 1, moved=True)
+    assert cat.acquire_job_lease(uid, B, 1000, LIVE) == 2
+    _until(lambda: not cat.job_leases()[0].live, 5, "B's lease to expire")
+    assert cat.acquire_job_lease(uid, A, 60_000, LIVE) == 3
+    lease = next(x for x in cat.job_leases() if x.job_uid == uid)
+    assert (lease.moves, lease.losses) == (1, 1)
+    assert cat.set_job_waiting(big_uid, "no sharing server has room: a: 3 cores free, needs 8")
+    placement = status_snapshot(cat)["placement"]
+    assert (placement["moves"], placement["lease_losses"]) == (1, 1)
+    body = metrics_text(cat)[0].decode()
+    assert 'streamjob_job_moves_total{job="default.j"} 1.0' in body
+    assert 'streamjob_job_lease_losses_total{job="default.j"} 1.0' in body
+    assert "streamjob_server_cores{" in body and "streamjob_server_memory_bytes{" in body
+    assert placement["waiting"] == {
+        "default.big": "no sharing server has room: a: 3 cores free, needs 8"}
+    console = Console(width=200, record=True)
+    console.print(status_view(status_snapshot(cat)))
+    text = console.export_text()
+    assert "default.big waits: no sharing server has room" in text, text
+    assert "cores 1/4, memory 128/1024 MiB" in text, text
+    # taking the lease clears the reason
+    assert cat.acquire_job_lease(big_uid, B, 60_000, LIVE) == 1
+    assert status_snapshot(cat)["placement"]["waiting"] == {}
+    # a sharing server's hand-over (Share.ended(moved=True)) counts a move
+    from streamjob.manager.share import Share
+
+    share = Share(cat, A, 60_000, 1000, 1.0, None, None, on_lost=lambda u, w: None,
+                  echo=lambda line: None)
+    share.leases.open()
+    try:
+        assert cat.release_job_lease(big_uid, B)
+        assert share.leases.acquire(big_uid, LIVE) == 2
+        share.ended(big_uid, moved=True)
+    finally:
+        share.leases.close()
+    lease = next(x for x in cat.job_leases() if x.job_uid == big_uid)
+    assert (lease.holder, lease.moves, lease.losses) == (None, 1, 0)

@@ -25,20 +25,21 @@ import click
 
 from .. import REPO
 
-SCENARIOS = ("s6", "s1", "udf", "s2", "s3", "s5", "nexmark", "s4", "flink")
+SCENARIOS = ("s6", "s1", "udf", "s2", "s3", "s5", "nexmark", "s4", "s7", "flink")
 """Run order: the control plane first (no Spark), the recovery's child processes last
 (then Flink beside streamjob, whole processes too)."""
 
 
 def _module(key: str):
-    from . import checkpoint_cost, control, nexmark, recovery, scale, stateful, stateless, udf
+    from . import (checkpoint_cost, control, nexmark, recovery, scale, sharing, stateful,
+                   stateless, udf)
 
     if key == "flink":
         from . import flink
 
         return flink
     return {"s1": stateless, "s2": stateful, "s3": checkpoint_cost, "s4": recovery,
-            "s5": scale, "s6": control, "nexmark": nexmark, "udf": udf}[key]
+            "s5": scale, "s6": control, "s7": sharing, "nexmark": nexmark, "udf": udf}[key]
 
 
 @click.command()
@@ -46,7 +47,7 @@ def _module(key: str):
 @click.option("--out", "out", type=click.Path(dir_okay=False), default="bench-results.json",
               show_default=True, help="Where the JSON results go.")
 @click.option("--only", default="", metavar="S1,S2,...",
-              help="Run only these scenarios (s1..s6, udf, nexmark, flink; comma-separated).")
+              help="Run only these scenarios (s1..s7, udf, nexmark, flink; comma-separated).")
 @click.option("--repeat", type=int, default=None,
               help="Runs per figure (default 3, 1 with --quick).")
 @click.option("--tiny", is_flag=True, hidden=True, help="A few thousand records (tests).")
@@ -71,7 +72,7 @@ def main(quick: bool, out: str, only: str, repeat: int | None, tiny: bool,
     keys = [k.strip().lower() for k in only.split(",") if k.strip()] or list(SCENARIOS)
     unknown = [k for k in keys if k not in SCENARIOS]
     if unknown:
-        raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; use s1..s6, udf, nexmark, flink",
+        raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; use s1..s7, udf, nexmark, flink",
                                  param_hint="--only")
     keys = [k for k in SCENARIOS if k in keys]
     import signal

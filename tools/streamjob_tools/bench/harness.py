@@ -253,6 +253,8 @@ class Sizes:
     s5_window_s: float = 20.0
     s5_batch: int = 5_000
     s6_statements: int = 15
+    s7_jobs: tuple[int, ...] = (1, 5, 10)  # jobs on the SIGKILLed sharing server
+    s7_tp: tuple[int, int] = (6, 200_000)  # throughput (1, 2, 3 servers): jobs, records each
     nexmark_events: int = 1_000_000
     nexmark_queries: tuple[str, ...] = ()  # () = every query with a batch reference
     warmup: bool = True                # an unmeasured run of each s1 path first
@@ -261,11 +263,12 @@ class Sizes:
 QUICK = Sizes(s1_records=100_000, s1_batch=25_000, s2_records=100_000,
               s3_intervals_ms=(0, 60000), s3_rate=2_000, s3_window_s=5.0,
               s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0, s6_statements=5,
+              s7_jobs=(1, 5), s7_tp=(3, 50_000),
               nexmark_events=100_000, nexmark_queries=("q0", "q2", "q3", "q7"))
 TINY = Sizes(s1_records=3_000, s1_batch=1_000, s2_records=3_000, s3_intervals_ms=(0, 60000),
              s3_rate=500, s3_window_s=3.0, s4_kills=1, s5_jobs=(1, 2), s5_window_s=4.0,
-             s5_batch=500, s6_statements=2, nexmark_events=3_000,
-             nexmark_queries=("q1", "q7"), warmup=False)
+             s5_batch=500, s6_statements=2, s7_jobs=(1,), s7_tp=(3, 20_000),
+             nexmark_events=3_000, nexmark_queries=("q1", "q7"), warmup=False)
 
 
 class Bench:
