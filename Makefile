@@ -62,7 +62,7 @@ test: $(STAMP) deps
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
 ## the grammar fuzz, the Spark standalone cluster, the benchmark harness, most Nexmark queries. CI runs `make test` and then these. Three workers on two cores:
-## the 3-minute outage test starts first and its worker mostly waits meanwhile.
+## the longest modules (EXPECTED_S) start first; the 3-minute outage's worker mostly waits.
 SLOW_WORKERS ?= 3
 test-slow: $(STAMP) deps
 	$(PY) -m pytest -m slow -n $(SLOW_WORKERS) --dist loadfile

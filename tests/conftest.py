@@ -37,8 +37,8 @@ def costliest_modules_first(items: list) -> list:
     order. pytest-xdist (``--dist loadfile``) hands modules to its workers in this order,
     so the long process scenarios start first and the run does not end on one of them
     while the other worker idles. A module that declares ``EXPECTED_S`` (its seconds on
-    a fast host) goes before every module that declares less or nothing: the 3-minute
-    outage, which mostly waits, starts first."""
+    a fast host) goes before every module that declares less or nothing: in the slow tier
+    the benchmark harness, the chaos runs, the 3-minute outage and the fuzz start first."""
     rank: dict[str, tuple] = {}
     for item in items:
         expected = getattr(getattr(item, "module", None), "EXPECTED_S", 0)

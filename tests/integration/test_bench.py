@@ -17,6 +17,9 @@ import sys
 # The benchmark harness end to end (its own Spark process): in the slow tier, which CI
 # runs after `make test` (CI budget: `make test` under 15 minutes on the slow host kind).
 pytestmark = [pytest.mark.system, pytest.mark.slow]
+#: Seconds this module takes on a fast host (the tiny run, Nexmark and Flink): the
+#: longest module of the slow tier, so it starts first (tests/conftest.py).
+EXPECTED_S = 500
 
 
 def test_bench_tiny_writes_results(tmp_path):
