@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from streamjob.columntypes import table_arrow_type
 from streamjob.connectors.delta.spec import DeltaTableSpec
+from streamjob.connectors.conform import conform_batch
 from streamjob.exceptions import ConnectorError, SchemaMismatch
 
 __all__ = ["DeltaSink", "delta_types"]
@@ -239,39 +240,13 @@ class DeltaSink:
 
     def conform(self, table: pa.Table | pa.RecordBatch, batch_id: int) -> pa.Table:
         """``table`` with the declared names and the table's Arrow types, in the declared
-        order.
+        order (:func:`..conform.conform_batch`, types compared in Delta's names).
 
         Raises:
             SchemaMismatch: a column undeclared, missing or twice, or of another Delta
                 type (names them).
         """
-        if isinstance(table, pa.RecordBatch):
-            table = pa.Table.from_batches([table])
-        given = {}
-        for n in table.column_names:
-            name = self._by_lower.get(n.lower())
-            if name is None or name in given:
-                raise SchemaMismatch(
-                    f"batch {batch_id} for {self._where()} has "
-                    f"{'a duplicate' if name else 'an undeclared'} column '{n}' "
-                    f"(declared: {', '.join(self._by_lower.values())})", columns=(n,))
-            given[name] = n
-        missing = [f.name for f in self.schema if f.name not in given]
-        if missing:
-            raise SchemaMismatch(f"batch {batch_id} for {self._where()} lacks column(s) "
-                                 f"{', '.join(missing)}", columns=tuple(missing))
-        table = table.select([given[f.name] for f in self.schema]).rename_columns(self.schema.names)
-        if table.schema.equals(self.schema):
-            return table
-        have, want = delta_types(table.schema), delta_types(self.schema)
-        wrong = [n for n in self.schema.names if have[n] != want[n]]
-        if wrong:
-            raise SchemaMismatch(
-                f"batch {batch_id} for {self._where()} has another schema than the table: "
-                + "; ".join(f"column {n} is {_short(have[n])}, the table's {_short(want[n])}"
-                            for n in wrong), columns=tuple(wrong))
-        return table.cast(self.schema)  # time zones, list item names, nullability
-
+        return conform_batch(table, self.schema, self._where(), batch_id, lambda schema: {n: _short(t) for n, t in delta_types(schema).items()})
     def write_arrow(self, table: pa.Table | pa.RecordBatch, batch_id: int) -> int:
         """Write one micro-batch (``df.toArrow()``) as one Delta commit; returns the rows
         written, 0 for a skipped replay.

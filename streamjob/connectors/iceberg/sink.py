@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from streamjob.columntypes import table_arrow_type
 from streamjob.connectors.iceberg.catalog import first_line, load_table, open_catalog, same_location
+from streamjob.connectors.conform import conform_batch
 from streamjob.exceptions import ConnectorError, SchemaMismatch
 
 __all__ = ["IcebergSink", "APP_ID", "BATCH_ID", "iceberg_types", "last_batch"]
@@ -236,38 +237,13 @@ class IcebergSink:
         return last_batch(load_table(self.spec.ref), self.app_id)[0]
 
     def conform(self, table: pa.Table | pa.RecordBatch, batch_id: int) -> pa.Table:
-        """``table`` with the declared names and Arrow types, in declared order.
+        """``table`` with the declared names and Arrow types, in declared order
+        (:func:`..conform.conform_batch`, types compared in Iceberg's names).
 
         Raises:
             SchemaMismatch: a column undeclared, missing or twice, or not castable.
         """
-        if isinstance(table, pa.RecordBatch):
-            table = pa.Table.from_batches([table])
-        given = {}
-        for n in table.column_names:
-            name = self._by_lower.get(n.lower())
-            if name is None or name in given:
-                raise SchemaMismatch(
-                    f"batch {batch_id} for {self._where()} has "
-                    f"{'a duplicate' if name else 'an undeclared'} column '{n}' "
-                    f"(declared: {', '.join(self._by_lower.values())})", columns=(n,))
-            given[name] = n
-        missing = [f.name for f in self.schema if f.name not in given]
-        if missing:
-            raise SchemaMismatch(f"batch {batch_id} for {self._where()} lacks column(s) "
-                                 f"{', '.join(missing)}", columns=tuple(missing))
-        table = table.select([given[f.name] for f in self.schema]).rename_columns(self.schema.names)
-        if table.schema.equals(self.schema):
-            return table
-        have, want = iceberg_types(table.schema), iceberg_types(self.schema)
-        wrong = [n for n in self.schema.names if have[n] != want[n]]
-        if wrong:
-            raise SchemaMismatch(
-                f"batch {batch_id} for {self._where()} has another schema than the table: "
-                + "; ".join(f"column {n} is {have[n]}, the table's {want[n]}" for n in wrong),
-                columns=tuple(wrong))
-        return table.cast(self.schema)
-
+        return conform_batch(table, self.schema, self._where(), batch_id, iceberg_types)
     def _last_for(self, tbl) -> int | None:
         """The last batch id under the app id, walking only snapshots not seen before."""
         current = tbl.current_snapshot()

@@ -1,10 +1,8 @@
 """Common pieces of the benchmark: the bench context (broker, topics, home, Spark),
 timing and statistics, Spark's progress breakdown, driver memory, the table and the JSON.
-
 Every figure is a :class:`Figure`: a name, a unit, the values of the repeated runs and
 their min/median/max. Scenarios return a :class:`ScenarioResult` holding figures, the
-targets they were judged against and free-form details (Spark's duration breakdown...).
-"""
+targets they were judged against and free-form details (Spark's duration breakdown...)."""
 
 from __future__ import annotations
 
@@ -260,14 +258,12 @@ class Sizes:
     warmup: bool = True                # an unmeasured run of each s1 path first
 
 
-QUICK = Sizes(s1_records=100_000, s1_batch=25_000, s2_records=100_000,
-              s3_intervals_ms=(0, 60000), s3_rate=2_000, s3_window_s=5.0,
-              s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0, s6_statements=5,
-              s7_jobs=(1, 5), s7_tp=(3, 50_000),
+QUICK = Sizes(s1_records=100_000, s1_batch=25_000, s2_records=100_000, s3_intervals_ms=(0, 60000),
+              s3_rate=2_000, s3_window_s=5.0, s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0,
+              s6_statements=5, s7_jobs=(1, 5), s7_tp=(3, 50_000),
               nexmark_events=100_000, nexmark_queries=("q0", "q2", "q3", "q7"))
-#: The tests' scale (tests/integration/test_bench.py checks structure, not speed): every
-#: scenario 1 and udf job reads its 2,000 records in one batch, as each job's first batch
-#: (its Python workers, JIT and sink set-up) is most of its time.
+#: The tests' scale (test_bench.py checks structure, not speed): each s1 and udf job reads
+#: 2,000 records in one batch, its first batch (Python workers, JIT, sink) being most of it.
 TINY = Sizes(s1_records=2_000, s1_batch=2_000, s2_records=3_000, s3_intervals_ms=(0, 60000),
              s3_rate=500, s3_window_s=3.0, s4_kills=1, s5_jobs=(1, 2), s5_window_s=4.0,
              s5_batch=500, s6_statements=2, s7_jobs=(1,), s7_tp=(3, 20_000),
