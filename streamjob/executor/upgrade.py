@@ -369,8 +369,11 @@ class UpgradeStatements:
                            pos.column)
 
     def _is_running(self, job) -> bool:
-        """The job runs here, or some job manager is asked to run it."""
-        here = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
+        """The job runs here, or some job manager is asked to run it. A runner that ended
+        (stopped by another client's STOP, which leaves it registered: manager/liveness.py)
+        does not count."""
+        runner = getattr(self.manager, "runners", {}).get(job.uid) if self.manager else None
+        here = runner is not None and runner.is_alive()
         return here or (job.desired_state == DesiredState.RUNNING
                         and job.status in ACTIVE_STATUSES)
 

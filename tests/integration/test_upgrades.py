@@ -198,3 +198,37 @@ def test_an_aggregation_gains_a_column_and_keeps_its_counts(world):
     changes = [v["change"] for v in run(ex, "DESCRIBE STREAMJOB counting;").data["versions"]]
     assert changes == [None, "compatible", "incompatible"]
     run(ex, "DROP STREAMJOB counting;")
+
+
+@pytest.mark.spark
+def test_a_job_another_client_stopped_stays_stopped_through_alter(world):
+    """STOP from another client ends the runner here, which stays in the manager's map
+    until it is next started; ALTER of that stopped job must not take it for running
+    (it once stopped it again "for the upgrade" and then started it: the job ran after
+    ALTER, and a later PROMOTE through a process without the runner waited 60 s)."""
+    from streamjob.catalog.records import DesiredState, JobStatus
+
+    ex, catalog = world.ex, world.catalog
+    stream(world, "pokes")
+    for sql in parse_script(f"""
+        CREATE TABLE poked (id INT, name STRING)
+          TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{world.sink}");
+        CREATE STREAMJOB poking AS ("insert into poked select id, name from pokes")
+          {JOBPROPS};"""):
+        ex.execute(sql)
+    run(ex, "START STREAMJOB poking;")
+    job = catalog.get_job("default", "poking")
+    wait_for(lambda: job.uid in world.manager.runners
+             and catalog.get_job("default", "poking").status == JobStatus.RUNNING, 300, "running")
+    catalog.update_job("default", "poking", desired_state=DesiredState.STOPPED, uid=job.uid)
+    # as a job host's watcher does (manager/liveness.py): asked, and left registered
+    world.manager.runners[job.uid].request_stop(graceful=True)
+    wait_for(lambda: catalog.get_job("default", "poking").status == JobStatus.STOPPED
+             and not world.manager.runners[job.uid].is_alive(), 120, "stopped by the watcher")
+    out = run(ex, "ALTER STREAMJOB poking AS ('insert into poked select id, upper(name) "
+                  "from pokes');")
+    assert "started" not in out.message, out.message
+    after = catalog.get_job("default", "poking")
+    assert after.desired_state == DesiredState.STOPPED and "upper(name)" in after.query
+    assert not any(r.job.uid == job.uid for r in world.manager.running())
+    run(ex, "DROP STREAMJOB poking;")
