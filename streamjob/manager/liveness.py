@@ -152,7 +152,7 @@ class HostRegistration:
         that were dropped (at once): STOP and DROP STREAMJOB from any client reach the
         process hosting the job within :data:`HEARTBEAT_S` seconds."""
         self._manager = manager
-        self._stopping: set[str] = set()  # uids whose stop was requested here
+        self._stopping: set = set()  # the runners (not uids) whose stop was asked here
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -172,15 +172,17 @@ class HostRegistration:
         if manager is None or not manager.runners:
             return
         running = manager.running()
-        self._stopping &= {r.job.uid for r in running}  # ended ones may be started again
+        # A runner that ended leaves the set: a job started again has a new runner, which a
+        # later STOP from another client must reach (a set of uids once skipped it).
+        self._stopping &= set(running)
         jobs = {j.uid: j for j in self.catalog.list_jobs()}
         for runner in running:
             job = jobs.get(runner.job.uid)
             if job is not None and job.desired_state == DesiredState.RUNNING:
                 continue
-            if runner.job.uid in self._stopping:
+            if runner in self._stopping:
                 continue
-            self._stopping.add(runner.job.uid)
+            self._stopping.add(runner)
             log.info("streamjob %s: %s by another client; stopping it",
                      runner.job.qualified_name,
                      "dropped" if job is None else "desired state STOPPED")
