@@ -60,8 +60,10 @@ def test_bench_tiny_writes_results(tmp_path):
         breakdown = scenarios["s1"]["details"][key]
         assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     udf = {f["name"]: f for f in scenarios["udf"]["figures"]}  # issue 31: side by side
-    assert {"job without the UDF", "job with one scalar Python UDF", "with UDF / without"} <= set(udf)
-    assert [t["figure"] for t in scenarios["udf"]["targets"]] == ["with UDF / without"]
+    assert {"job without the UDF", "job with one scalar Python UDF", "with UDF / without",
+            "job with one Hive UDF", "with Hive UDF / without"} <= set(udf)
+    assert [t["figure"] for t in scenarios["udf"]["targets"]] == [
+        "with UDF / without", "with Hive UDF / without"]
     s6 = {f["name"] for f in scenarios["s6"]["figures"]}
     assert {"SQLite: CREATE STREAMJOB", "SQLite: DROP STREAMJOB"} <= s6
 
