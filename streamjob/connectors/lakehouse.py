@@ -1,8 +1,8 @@
 """What streamjob asks of a *lakehouse table* (issue 32): a table with a transaction
 log of numbered versions, written by a sink whose commits carry the job's identity.
-Delta Lake (:mod:`.delta`) answers today; another format (Iceberg: snapshots for
-versions, snapshot summary properties for app transactions) plugs in by answering the
-same three questions here, for its spec type:
+Delta Lake (:mod:`.delta`: table versions, app transactions) and Apache Iceberg
+(:mod:`.iceberg`: snapshot ids for versions, snapshot summary properties for app
+transactions) answer the same questions here, for their spec types:
 
 * :func:`is_lakehouse`: can a preview read the table at a version (time travel);
 * :func:`version_as_of`: which version ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``
@@ -19,29 +19,40 @@ from __future__ import annotations
 
 from ..exceptions import ConnectorError
 from .delta.spec import DeltaTableSpec
+from .iceberg.spec import IcebergTableSpec
 
-__all__ = ["FORMATS", "is_lakehouse", "version_as_of", "batch_version", "schedule",
-           "last_maintained"]
+__all__ = ["FORMATS", "is_lakehouse", "version_as_of", "batch_version", "version_word",
+           "schedule", "last_maintained"]
 
-FORMATS = "STORED AS DELTA"
+FORMATS = "STORED AS DELTA or ICEBERG"
 """The lakehouse formats, as a message names them."""
 
 
 def is_lakehouse(spec) -> bool:
     """True for a table spec whose table has versions a preview may read (time travel)."""
-    return isinstance(spec, DeltaTableSpec)
+    return isinstance(spec, (DeltaTableSpec, IcebergTableSpec))
+
+
+def version_word(spec) -> str:
+    """What a version of the lakehouse table of ``spec`` is called: ``version`` (Delta),
+    ``snapshot`` (Iceberg: its snapshot id)."""
+    return "snapshot" if isinstance(spec, IcebergTableSpec) else "version"
 
 
 def version_as_of(spec, kind: str, value: str) -> int:
     """The table version that ``kind`` (``version`` or ``timestamp``) ``value`` names
     for the lakehouse table of ``spec``: a version number (digits) checked against the
     log, or a time (``yyyy-mm-dd[ hh:mm:ss[.fff]]``, UTC, or ms since the epoch): the
-    latest version committed at or before it (Delta's ``timestampAsOf``).
+    latest version committed at or before it (Delta's ``timestampAsOf``). Of an Iceberg
+    table a version is a snapshot id (Iceberg's own ``VERSION AS OF``), and a time names
+    the snapshot current then.
 
     Raises:
         ConnectorError: not a lakehouse table; a value that is no version or time; a
             version or time the table's log does not have (says what it has).
     """
+    if isinstance(spec, IcebergTableSpec):
+        return _iceberg_as_of(spec, kind, value)
     if not isinstance(spec, DeltaTableSpec):
         raise ConnectorError(f"time travel reads lakehouse tables ({FORMATS}) only")
     from .delta import log as dlog
@@ -64,16 +75,40 @@ def version_as_of(spec, kind: str, value: str) -> int:
     return dlog.version_before(spec.path, ms)
 
 
+def _iceberg_as_of(spec, kind: str, value: str) -> int:
+    """:func:`version_as_of` of an Iceberg table: a snapshot id, or the snapshot of a
+    time."""
+    from .delta.spec import _ms
+    from .iceberg import maintenance as im
+
+    if kind == "version":
+        if not value.lstrip("-").isdigit():
+            raise ConnectorError(f"VERSION AS OF takes an Iceberg snapshot id (a whole "
+                                 f"number), got '{value}'")
+        return im.snapshot_as_of(spec.ref, int(value))
+    try:
+        ms = _ms(value.strip())
+    except ValueError:
+        raise ConnectorError(f"TIMESTAMP AS OF takes a time ('yyyy-mm-dd[ hh:mm:ss]', UTC, "
+                             f"or ms since the epoch), got '{value}'") from None
+    return im.snapshot_before(spec.ref, ms)
+
+
 def batch_version(spec, app_id: str, batch_id: int) -> int | None:
     """The version of the lakehouse table of ``spec`` whose commit carries micro-batch
     ``batch_id`` of the job whose marker key is ``app_id`` (its app transaction), None
     when no commit does (not committed yet, or beyond the log's JSON commits) or the
-    table is not a lakehouse table.
+    table is not a lakehouse table. Of an Iceberg table: the id of the snapshot whose
+    summary carries the batch.
 
     Raises:
         ConnectorError: the table's log cannot be read, or is on an object store (not
             read here yet).
     """
+    if isinstance(spec, IcebergTableSpec):
+        from .iceberg import maintenance as im
+
+        return im.batch_snapshot(spec.ref, app_id, batch_id)
     if not isinstance(spec, DeltaTableSpec):
         return None
     if spec.remote:

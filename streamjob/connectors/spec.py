@@ -469,6 +469,18 @@ def delta_table_location(spec) -> str | None:
     return spec.location if isinstance(spec, DeltaTableSpec) else None
 
 
+def iceberg_table_ref(spec):
+    """The :class:`.iceberg.spec.IcebergTableRef` of an Iceberg table's spec, None for a
+    table of another kind (OPTIMIZE and VACUUM of Iceberg tables)."""
+    return spec.ref if isinstance(spec, IcebergTableSpec) else None
+
+
+def iceberg_stream_ref(spec):
+    """The :class:`.iceberg.spec.IcebergTableRef` an Iceberg stream's spec reads, None
+    for a stream of another kind (VACUUM asks which jobs read a table as a stream)."""
+    return spec.ref if isinstance(spec, IcebergSourceSpec) else None
+
+
 def delta_stream_path(spec) -> str | None:
     """The table directory a Delta stream's spec reads, None for a stream of another
     kind (VACUUM asks which jobs read a table as a stream)."""

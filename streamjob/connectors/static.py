@@ -40,6 +40,10 @@ So both sources here do all their work in ``read``:
     A Delta table's latest snapshot, loaded (its log read) at every micro-batch.
     Options: ``path``.
 
+``streamjob_iceberg`` (:class:`.iceberg.source.IcebergStaticReader`)
+    An Iceberg table's current snapshot, loaded from its catalog at every micro-batch
+    and read through pyiceberg's scan. Options: ``catalog``, ``namespace``, ``table``.
+
 All need the declared schema (``.schema(ddl)``) and yield Arrow record batches of it,
 TIMESTAMP columns as UTC instants (``to_arrow_schema(schema, timezone="UTC")``). Columns
 are matched to the declared ones by name, case-insensitively (SQL tables: by position
@@ -51,6 +55,7 @@ table or file, the column and the value.
 
 from . import worker
 from .delta.spec import DeltaTableSpec
+from .iceberg.spec import IcebergTableSpec
 from .source_base import Reader
 from .static_base import FILE_SOURCE_NAME, SQL_SOURCE_NAME, arrow_column, column_map
 from .files import static as _files
@@ -69,12 +74,15 @@ def data_sources(specs) -> set[str]:
     """The names of the Python data sources that read static tables of connector
     ``specs``: ``streamjob_sql`` and ``streamjob_files`` when there is any (registered
     together, as before Delta tables were static data), ``streamjob_delta`` for a
-    Delta table."""
+    Delta table, ``streamjob_iceberg`` for an Iceberg table."""
     from .delta import options as delta_options
+    from .iceberg import options as iceberg_options
 
     names = {SQL_SOURCE_NAME, FILE_SOURCE_NAME} if specs else set()
     if any(isinstance(s, DeltaTableSpec) for s in specs):
         names.add(delta_options.SOURCE_NAME)
+    if any(isinstance(s, IcebergTableSpec) for s in specs):
+        names.add(iceberg_options.SOURCE_NAME)
     return names
 
 
@@ -85,7 +93,10 @@ def table_reader(spec, columns, qualified_name: str, as_of: int | None = None) -
     :func:`.sql.static.table_reader`, or for a Delta table streamjob's ``streamjob_delta``
     data source read as a batch (its latest snapshot at each micro-batch,
     :class:`.delta.source.DeltaStaticReader`; ``as_of``: that version of it, time travel
-    of a preview, :mod:`.lakehouse`). Called at job start.
+    of a preview, :mod:`.lakehouse`); for an Iceberg table ``streamjob_iceberg`` read as
+    a batch (its current snapshot at each micro-batch,
+    :class:`.iceberg.source.IcebergStaticReader`; ``as_of``: that snapshot id). Called
+    at job start.
 
     Raises:
         ConnectorError: the SQL table cannot be reached, does not exist or its columns
@@ -99,6 +110,17 @@ def table_reader(spec, columns, qualified_name: str, as_of: int | None = None) -
         if as_of is not None:
             options[delta_options.VERSION_AS_OF] = str(as_of)
         return Reader(delta_options.SOURCE_NAME, options, ddl(columns))
+    if isinstance(spec, IcebergTableSpec):  # the current snapshot at each micro-batch
+        from ..columntypes import ddl
+        from .iceberg import options as iopt
+        from .iceberg.catalog import resolved_uri
+
+        ref = spec.ref
+        options = {iopt.CATALOG: resolved_uri(ref.catalog_uri), iopt.NAMESPACE: ref.namespace,
+                   iopt.TABLE: ref.name}
+        if as_of is not None:
+            options[iopt.SNAPSHOT_ID] = str(as_of)
+        return Reader(iopt.SOURCE_NAME, options, ddl(columns))
     if spec.on_files:
         return _files.table_reader(spec, columns)
     return _sql.table_reader(spec, columns, f"table {qualified_name}")

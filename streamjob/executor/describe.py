@@ -306,4 +306,5 @@ def _sink_version(home, job, plan, latest: dict | None) -> tuple[int | None, str
     if version is None:
         return None, (f"none: no commit in the table's log carries batch {batch} (not "
                       "written, or older than the log's JSON commits)")
-    return version, f"{version} (the commit of batch {batch}, the last checkpoint)"
+    word = "" if lakehouse.version_word(plan.sink_spec) == "version" else "snapshot "
+    return version, f"{word}{version} (the commit of batch {batch}, the last checkpoint)"

@@ -1,7 +1,8 @@
-"""Delta table maintenance (issue 32; docs/connectors.md "Delta Lake", "Maintenance"):
+"""Lakehouse table maintenance (issue 32; docs/connectors.md "Delta Lake", "Maintenance"):
 ``OPTIMIZE [TABLE] t [ZORDER BY (c, ...)]`` and ``VACUUM [TABLE] t [RETAIN n HOURS]
-[DRY RUN]``, Delta Lake's own statements, on tables ``STORED AS DELTA`` only; the work
-is :mod:`streamjob.connectors.delta.maintenance` (delta-rs).
+[DRY RUN]``, Delta Lake's own statements, on tables ``STORED AS DELTA`` or ``ICEBERG``;
+the work is :mod:`streamjob.connectors.delta.maintenance` (delta-rs), for an Iceberg
+table :mod:`.maintenance_iceberg`.
 
 Roles (DESIGN §9, docs/security.md): both change a table's files, so they are an
 operator's or the admin's (a viewer and the anonymous caller of ``--no-auth`` are
@@ -30,6 +31,7 @@ from ..exceptions import (AccessDeniedError, ObjectInUseError, ObjectNotFoundErr
                           ValidationError)
 from ..grammar import statements as st
 from ..planner import checks
+from .maintenance_iceberg import IcebergMaintenance
 from .result import Result
 from streamjob.catalog.records import Role
 
@@ -39,7 +41,7 @@ def _same_path(a: str, b: str) -> bool:
         os.path.realpath(a) == os.path.realpath(b)
 
 
-class MaintenanceStatements:
+class MaintenanceStatements(IcebergMaintenance):
     """OPTIMIZE and VACUUM of :class:`~streamjob.executor.Executor` (module docstring)."""
 
     def _delta_table(self, s: st.Statement, what: str):
@@ -49,7 +51,7 @@ class MaintenanceStatements:
         Raises:
             AccessDeniedError: a viewer, or the anonymous caller.
             ObjectNotFoundError: no such table.
-            ValidationError: not a Delta table (at the name).
+            ValidationError: not a Delta or Iceberg table (at the name).
             PolicyError: the LOCATION is outside what the principal may reach.
         """
         if getattr(self, "role", Role.ADMIN) is Role.VIEWER:
@@ -61,22 +63,25 @@ class MaintenanceStatements:
         db, name = self._names(s.name, "table")
         info = self.catalog.get_table(db, name)
         if info is None:
-            hint = (f" ({db}.{name} is a stream; {what} maintains Delta tables)"
+            hint = (f" ({db}.{name} is a stream; {what} maintains Delta and Iceberg tables)"
                     if self.catalog.get_stream(db, name) is not None else "")
             raise ObjectNotFoundError(f"table {db}.{name} does not exist{hint}")
         spec = cspec.table_spec(info.name, info.properties, info.stored_as, info.location,
                                 self.home.table_location(db, name), info.partitioned_by,
                                 info.row_format, database=db)
-        if cspec.delta_table_location(spec) is None:
+        if cspec.delta_table_location(spec) is None and cspec.iceberg_table_ref(spec) is None:
             from .objects import sink_kind
 
             raise ValidationError(f"table {db}.{name} is a {sink_kind(info)} table: {what} "
-                                  "maintains Delta tables (STORED AS DELTA) only")
+                                  "maintains Delta and Iceberg tables (STORED AS DELTA or "
+                                  "ICEBERG) only")
         checks.check_maintained(self.home.policy, f"{db}.{name}", spec, self.confined)
         return info, spec
 
     def _do_OptimizeTable(self, s: st.OptimizeTable) -> Result:
         info, spec = self._delta_table(s, "OPTIMIZE")
+        if cspec.iceberg_table_ref(spec) is not None:
+            return self._optimize_iceberg(info, s)
         columns = {c["name"].lower() for c in info.columns}
         for col in s.zorder_by:
             pos = s.where(f"column:{col}")
@@ -111,6 +116,9 @@ class MaintenanceStatements:
 
     def _do_VacuumTable(self, s: st.VacuumTable) -> Result:
         info, spec = self._delta_table(s, "VACUUM")
+        ref = cspec.iceberg_table_ref(spec)
+        if ref is not None:
+            return self._vacuum_iceberg(info, ref, s)
         hours = dm.DEFAULT_RETENTION_HOURS if s.retain_hours is None else s.retain_hours
         readers = self._delta_readers(spec.path)
         if readers and hours < dm.DEFAULT_RETENTION_HOURS:

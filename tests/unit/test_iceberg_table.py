@@ -46,7 +46,7 @@ def test_the_spec_of_an_iceberg_table():
     assert isinstance(sp, cspec.IcebergTableSpec)
     assert sp.ref.identifier == "db1.T" and sp.location == "/wh/db1.db/T"
     assert sp.partitioned_by == ("day",) and sp.primary_key == ("id",)
-    assert (sp.on_files, sp.static_readable, sp.updates_in_place) == (True, False, True)
+    assert (sp.on_files, sp.static_readable, sp.updates_in_place) == (True, True, True)
     assert sp.reach().paths == (("/wh/db1.db/T", "LOCATION", "location"),)
     assert sp.reach().urls == (("sqlite:////c/ice.db", '"iceberg.catalog.uri"',
                                 "iceberg.catalog.uri"),)

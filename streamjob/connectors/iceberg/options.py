@@ -10,6 +10,8 @@ SOURCE_NAME = "streamjob_iceberg"
 """The data source's name: ``spark.readStream.format("streamjob_iceberg")``."""
 CATALOG, NAMESPACE, TABLE, PATH, KEY = "catalog", "namespace", "table", "path", "key"
 STARTING, PARTITIONS = "starting", "partitions"
+SNAPSHOT_ID = "snapshotid"
+"""A static read's snapshot (time travel of a preview); without it, the current one."""
 
 OFFSETS_PREFIX = "iceberg:"
 """What the key of an Iceberg table's position in a job's offsets starts with."""

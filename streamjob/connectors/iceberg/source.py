@@ -24,14 +24,16 @@ from typing import Iterator
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from pyspark.sql.types import StructType
 
 from streamjob.connectors import worker
 from streamjob.connectors.iceberg import snapshots as isnap
 from streamjob.connectors.iceberg.options import (CATALOG, KEY, NAMESPACE, PARTITIONS, PATH,
-                                                  SOURCE_NAME, STARTING, TABLE, offsets_key)
+                                                  SNAPSHOT_ID, SOURCE_NAME, STARTING, TABLE,
+                                                  offsets_key)
 from streamjob.exceptions import ConnectorError
 
 worker.install()
@@ -65,19 +67,7 @@ class IcebergStreamReader(DataSourceStreamReader):
         return f"the Iceberg table {self.namespace}.{self.name}"
 
     def _table(self):
-        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
-        from streamjob.connectors.iceberg.catalog import first_line, open_catalog
-
-        try:
-            return open_catalog(self.catalog).load_table((self.namespace, self.name))
-        except (NoSuchTableError, NoSuchNamespaceError):
-            raise ConnectorError(f"there is no {self._where()} (a stream reads an existing "
-                                 "table)") from None
-        except ConnectorError:
-            raise
-        except Exception as exc:
-            raise ConnectorError(f"cannot load {self._where()}: {first_line(exc)}") from None
+        return _load(self.catalog, self.namespace, self.name, self._where())
 
     def _offset(self, snap, initial: int) -> dict:
         if snap is None:
@@ -167,6 +157,68 @@ class IcebergStreamReader(DataSourceStreamReader):
             yield from _read_file(path, target)
 
 
+def _load(catalog: str, namespace: str, name: str, where: str):
+    """The pyiceberg table ``namespace.name`` of the catalog at URL ``catalog``.
+
+    Raises:
+        ConnectorError: no such table, or the catalog unreachable.
+    """
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    from streamjob.connectors.iceberg.catalog import first_line, open_catalog
+
+    try:
+        return open_catalog(catalog).load_table((namespace, name))
+    except (NoSuchTableError, NoSuchNamespaceError):
+        raise ConnectorError(f"there is no {where} (a job reads an existing table; one "
+                             "writing it creates it when it first starts)") from None
+    except ConnectorError:
+        raise
+    except Exception as exc:
+        raise ConnectorError(f"cannot load {where}: {first_line(exc)}") from None
+
+
+class IcebergStaticReader(DataSourceReader):
+    """An Iceberg table read whole as static data (a stream-static join, DESIGN §7): one
+    read task that loads the table's current snapshot when it runs (Spark runs ``read``
+    at every micro-batch that scans it, :mod:`streamjob.connectors.static`), through
+    pyiceberg's scan, which applies delete files. Options: ``catalog``, ``namespace``,
+    ``table``; ``snapshotId`` (time travel of a preview: that snapshot instead)."""
+
+    def __init__(self, schema: StructType, options: dict[str, str]) -> None:
+        options = {k.lower(): v for k, v in options.items()}
+        self.schema = schema
+        self.catalog = options[CATALOG]
+        self.namespace, self.name = options[NAMESPACE], options[TABLE]
+        at = options.get(SNAPSHOT_ID)
+        self.snapshot_id = int(at) if at else None
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        """The rows of the table's current snapshot (or ``snapshotId``), the declared
+        columns matched by name ignoring case (a column the table lacks is NULL).
+
+        Raises:
+            ConnectorError: no such table or snapshot, a file unreadable, a value that
+                does not fit its declared type.
+        """
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        where = f"the Iceberg table {self.namespace}.{self.name}"
+        tbl = _load(self.catalog, self.namespace, self.name, where)
+        if self.snapshot_id is None and tbl.current_snapshot() is None:
+            return
+        if self.snapshot_id is not None and tbl.snapshot_by_id(self.snapshot_id) is None:
+            raise ConnectorError(f"{where} has no snapshot {self.snapshot_id} (expired?)")
+        try:
+            table = tbl.scan(snapshot_id=self.snapshot_id).to_arrow()
+        except (OSError, pa.ArrowException) as exc:
+            raise ConnectorError(f"cannot read {where}: {exc}") from None
+        yield from _conformed(table, to_arrow_schema(self.schema, timezone="UTC"), where)
+
+
 def _local(path: str) -> str:
     return unquote(urlparse(path).path) if path.startswith("file:") else path
 
@@ -181,6 +233,16 @@ def _read_file(path: str, target: pa.Schema) -> Iterator[pa.RecordBatch]:
             from None
     except (OSError, pa.ArrowException) as exc:
         raise ConnectorError(f"cannot read Iceberg data file {path}: {exc}") from None
+    yield from _conformed(table, target, f"Iceberg data file {path}")
+
+
+def _conformed(table: pa.Table, target: pa.Schema, where: str) -> Iterator[pa.RecordBatch]:
+    """``table`` as Arrow batches of ``target``: columns by name ignoring case, cast to
+    the declared types, NULL when absent.
+
+    Raises:
+        ConnectorError: a column whose values do not fit (names ``where``).
+    """
     have = {n.lower(): n for n in table.column_names}
     columns = []
     for f in target:
@@ -192,14 +254,16 @@ def _read_file(path: str, target: pa.Schema) -> Iterator[pa.RecordBatch]:
             else:
                 col = pa.nulls(table.num_rows, f.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise ConnectorError(f"Iceberg data file {path}: column {f.name} does not fit "
+            raise ConnectorError(f"{where}: column {f.name} does not fit "
                                  f"{f.type}: {exc}") from None
         columns.append(col)
     yield from pa.Table.from_arrays(columns, schema=target).to_batches(max_chunksize=BATCH_ROWS)
 
 
 class IcebergDataSource(DataSource):
-    """``spark.readStream.format("streamjob_iceberg")``: see the module docstring."""
+    """``spark.readStream.format("streamjob_iceberg")``: see the module docstring;
+    ``spark.read.format("streamjob_iceberg")``: the table as static data
+    (:class:`IcebergStaticReader`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -210,3 +274,7 @@ class IcebergDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> IcebergStreamReader:
         return IcebergStreamReader(schema, dict(self.options))
+
+    def reader(self, schema: StructType) -> IcebergStaticReader:
+        """``spark.read.format("streamjob_iceberg")``: the table as static data."""
+        return IcebergStaticReader(schema, dict(self.options))

@@ -90,7 +90,7 @@ class IcebergTableSpec:
 
     label: ClassVar[str] = "an Iceberg"
     on_files: ClassVar[bool] = True
-    static_readable: ClassVar[bool] = False
+    static_readable: ClassVar[bool] = True
 
     @property
     def location(self) -> str:

@@ -1,0 +1,123 @@
+"""Iceberg table maintenance (issue 32; docs/connectors.md "Iceberg table",
+"Maintenance"): ``VACUUM [TABLE] t [RETAIN n HOURS] [DRY RUN]`` expires the snapshots
+older than the retention and deletes the files nothing retained references
+(:func:`streamjob.connectors.iceberg.maintenance.vacuum`); ``OPTIMIZE`` is refused with
+the reason (:data:`~streamjob.connectors.iceberg.maintenance.OPTIMIZE_REFUSED`). The
+roles and path rules are those of Delta's (:mod:`.maintenance`).
+
+What VACUUM keeps for the jobs of the catalog, instead of refusing:
+
+* a job reading the table as an Iceberg stream (of any status: a stopped one resumes
+  from its checkpoint) reads from the snapshot of its oldest retained checkpoint's
+  position (``iceberg:<dir>`` in the offsets, :mod:`streamjob.connectors.iceberg.source`)
+  and walks the snapshots from there to the current one: those are kept; a reader with
+  no checkpoint recorded yet keeps every snapshot;
+* a job writing the table finds its last batch id in its newest snapshot, walking back
+  from the current one (:func:`streamjob.connectors.iceberg.sink.last_batch`): the
+  snapshots from that one are kept, so that a replay after a restart is still skipped;
+* while a job writing the table is running, files no snapshot references yet are kept
+  when younger than an hour (:data:`ORPHAN_FLOOR_MS`): they may be its commit in
+  progress.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import shapes
+from ..catalog.records import JobStatus
+from ..connectors import spec as cspec
+from ..connectors.iceberg import maintenance as im
+from ..connectors.iceberg.options import OFFSETS_PREFIX
+from ..exceptions import ValidationError
+from ..grammar import statements as st
+from .result import Result
+
+ORPHAN_FLOOR_MS = 3_600_000
+"""How young a file no snapshot references is kept while a job writing the table runs."""
+
+_ACTIVE = {JobStatus.STARTING, JobStatus.RUNNING, JobStatus.RECOVERING, JobStatus.STOPPING}
+
+
+class IcebergMaintenance:
+    """OPTIMIZE and VACUUM of Iceberg tables, for :class:`.maintenance.MaintenanceStatements`."""
+
+    def _optimize_iceberg(self, info, s: st.OptimizeTable) -> Result:
+        """Refused: pyiceberg has no compaction.
+
+        Raises:
+            ValidationError: always, at the table's name, with the reason.
+        """
+        pos = s.where("name")
+        raise ValidationError(f"OPTIMIZE of Iceberg table {info.qualified_name} is refused: "
+                              f"{im.OPTIMIZE_REFUSED}", pos.line, pos.column)
+
+    def _vacuum_iceberg(self, info, ref, s: st.VacuumTable) -> Result:
+        """VACUUM of the Iceberg table of ``ref``: the module docstring.
+
+        Raises:
+            ConnectorError: the table cannot be loaded, the expiry's commit failed.
+        """
+        hours = im.DEFAULT_RETENTION_HOURS if s.retain_hours is None else s.retain_hours
+        if self.dry_run:
+            return Result(f"table {info.qualified_name} can be vacuumed")
+        keep, why, writing = self._iceberg_needs(info, ref)
+        done = im.vacuum(ref, hours, s.dry_run, keep_sequence=keep,
+                         orphan_floor_ms=ORPHAN_FLOOR_MS if writing else 0)
+        kept = (f"; kept {len(done.kept)} older snapshots that {', '.join(sorted(why))} "
+                "still need" if done.kept else "")
+        did = (f"would expire {len(done.expired)} snapshots and delete" if s.dry_run else
+               f"expired {len(done.expired)} snapshots and deleted")
+        message = (f"VACUUM of {info.qualified_name} (RETAIN {hours} HOURS) {did} "
+                   f"{len(done.files)} files ({done.bytes} bytes){kept}")
+        return Result(message, columns=("file", "bytes"), rows=list(done.files),
+                      title=f"files {'to delete' if s.dry_run else 'deleted'}",
+                      object=info.qualified_name,
+                      data=shapes.vacuum_json(info.qualified_name, ref.location, hours, done))
+
+    def _iceberg_needs(self, info, ref) -> tuple[int | None, set[str], bool]:
+        """``(keep_sequence, the jobs needing it, a writer running)`` of the table of
+        ``ref``: the lowest sequence number a reader's oldest position or a writer's
+        newest snapshot needs (None: none needed)."""
+        path = os.path.abspath(ref.path)
+        needs: list[int] = []
+        who: set[str] = set()
+        writing = False
+        for job in self.catalog.list_jobs():
+            if any(kind == "table" and role == "sink" and (d, n) == (info.database, info.name)
+                   for kind, d, n, role in job.dependencies):
+                seq = im.marker_sequence(ref, job.uid)
+                if seq is not None:
+                    needs.append(seq)
+                    who.add(f"streamjob {job.qualified_name} (writing it)")
+                writing = writing or job.status in _ACTIVE
+            reads = False
+            for stream in self._source_streams(job):
+                try:
+                    sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
+                except ValidationError:
+                    continue
+                other = cspec.iceberg_stream_ref(sp)
+                if other is not None and os.path.abspath(other.path) == path:
+                    reads = True
+            positions = [at for cp in self.catalog.list_checkpoints(job.uid)
+                         for k, at in dict(cp.source_offsets or {}).items()
+                         if str(k) == OFFSETS_PREFIX + path and isinstance(at, dict)]
+            if not (reads or positions):
+                continue
+            who.add(f"streamjob {job.qualified_name} (reading it)")
+            if not positions:
+                needs.append(0)
+                continue
+            seqs = [self._iceberg_sequence(ref, int(at.get("snapshot") or 0)) for at in positions]
+            needs.append(min(seqs))
+        return (min(needs) if needs else None), who, writing
+
+    @staticmethod
+    def _iceberg_sequence(ref, snapshot_id: int) -> int:
+        """The sequence number of snapshot ``snapshot_id`` (0 when none or gone: keep
+        every snapshot)."""
+        from ..connectors.iceberg.catalog import load_table
+
+        snap = load_table(ref).snapshot_by_id(snapshot_id) if snapshot_id else None
+        return 0 if snap is None else (snap.sequence_number or 0)
