@@ -8,8 +8,11 @@ pandas over the same input. One module world shares Spark and the broker:
   replays it, and the sink skips it (nothing twice);
 * an aggregation upserted on a primary key into a table of a PostgreSQL catalog (a fresh
   database): equal to pandas' group-by;
-* that first table read as an Iceberg stream by another job, more appends read
-  incrementally, equal to pandas.
+* that first table read as an Iceberg stream by another job joined with a static
+  Iceberg table, more appends read incrementally, equal to pandas; meanwhile, with both
+  jobs' queries active, VACUUM expires the snapshots neither job needs (the reader's
+  checkpointed position, recorded in the catalog as the runner records it, kept) and
+  OPTIMIZE is refused, and both jobs go on reading and writing.
 
 The sink and the stream reader alone (no Spark): tests/integration/test_iceberg_parts.py.
 """
@@ -141,25 +144,74 @@ def test_kafka_to_iceberg_exactly_once_across_a_replay_then_read_as_a_stream(wor
     assert len(tbl.snapshots()) == snapshots  # no new snapshot
     assert len(frame(tbl, cols)) == 100  # nothing twice
 
-    # the table read as an Iceberg stream by another job: its snapshot, then appends
+    # the table read as an Iceberg stream by another job, joined with a static Iceberg
+    # table: its snapshot, then appends
     world.run(f"""
     CREATE STREAM ice_src (id BIGINT, name STRING, day STRING) STORED AS ICEBERG
       TBLPROPERTIES("iceberg.table"="iorders");
     CREATE TABLE copy (id BIGINT, name STRING, day STRING) STORED AS ICEBERG;
+    CREATE TABLE days (day STRING, label STRING) STORED AS ICEBERG;
     """)
-    chain = "insert into copy select id, name, day from ice_src"
+    _static_days(world)
+    chain = ("insert into copy select s.id, s.name, d.label from ice_src s "
+             "join days d on s.day = d.day")
+    world.run(f'CREATE STREAMJOB chain AS ("{chain}");'
+              f'CREATE STREAMJOB to_ice AS ("{text}");')
     _, query, _ = world.start_job("chain", chain, f"{uuid.uuid4().hex}:0")
     try:
         drain(query)
+        _record_position(world, "chain", query)
+        before = [s.snapshot_id for s in table(world, "iorders").snapshots()]
         _, writer, _ = world.start_job("to_ice", text, uid)  # the first job goes on
         produce(broker.bootstrap, topic, 100, 30)
+        drain(writer)
+        # maintenance while both queries run: the snapshots before the reader's
+        # position go, the reader's and later ones stay; OPTIMIZE is refused
+        with pytest.raises(Exception, match="has no compaction"):
+            world.run("OPTIMIZE TABLE iorders;")
+        [done] = world.run("VACUUM TABLE iorders RETAIN 0 HOURS;")
+        kept = [s.snapshot_id for s in table(world, "iorders").snapshots()]
+        assert before[-1] in kept and set(before[:-1]).isdisjoint(kept), done.message
+        assert done.to_json()["files_deleted"] >= len(before) - 1  # their manifest lists
+        produce(broker.bootstrap, topic, 130, 20)
         drain(writer)
         writer.stop()
         drain(query)
     finally:
         query.stop()
     cols = ["id", "name", "day"]
-    pd.testing.assert_frame_equal(frame(table(world, "copy"), cols), want(0, 130)[cols])
+    expect = want(0, 150)[cols].assign(day=lambda d: d["day"].str.upper())
+    pd.testing.assert_frame_equal(frame(table(world, "copy"), cols), expect)
+    assert len(frame(table(world, "iorders"), cols)) == 150
+
+
+def _static_days(world) -> None:
+    """Table ``days``: each day's label, written by a sink as a job would."""
+    import pyarrow as pa
+
+    from streamjob.connectors import spec as cspec
+    from streamjob.connectors.iceberg.sink import IcebergSink
+
+    info = world.catalog.get_table("default", "days")
+    sink = IcebergSink(cspec.spec_of_table(info, world.home.table_location("default", "days")),
+                       info.columns, "default.days", "days", False)
+    sink.prepare()
+    sink.write_arrow(pa.table({"day": ["d0", "d1", "d2"], "label": ["D0", "D1", "D2"]}), 0)
+
+
+def _record_position(world, job: str, query) -> None:
+    """Record the query's last offsets as ``job``'s checkpoint in the catalog, as the
+    runner records each checkpoint (VACUUM reads the readers' positions there)."""
+    progress = query.lastProgress
+    offsets = {}
+    for source in progress["sources"]:
+        end = source["endOffset"]
+        offsets.update(json.loads(end) if isinstance(end, str) else end)
+    now = dt.datetime.now(UTC)
+    world.catalog.record_checkpoint(world.catalog.get_job("default", job).uid,
+                                    progress["batchId"], started_at=now, ended_at=now,
+                                    duration_ms=1, source_offsets=offsets, input_rows=1,
+                                    retained=5)
 
 
 @pytest.mark.spark
