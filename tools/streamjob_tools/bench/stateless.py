@@ -1,4 +1,4 @@
-"""Scenario 1: stateless Kafka -> Parquet (and Delta), a streamjob job against its anchors.
+"""Scenario 1: stateless Kafka -> Parquet (and Delta, Iceberg), a streamjob job against its anchors.
 
 Each repeat runs, one after the other on the same topic (the flights replayed to
 ``sizes.s1_records`` records, 2 partitions):
@@ -16,6 +16,9 @@ Each repeat runs, one after the other on the same topic (the flights replayed to
 - **streamjob into Delta**: the same job into a Delta table (``STORED AS DELTA``: one
   Delta commit per micro-batch with its app transaction), beside the Parquet one; the
   ``delta_breakdown`` detail holds its per-batch times (``addBatch``: the commit).
+- **streamjob into Iceberg**: the same job into an Iceberg table (``STORED AS ICEBERG``
+  in the home's own SQL catalog: one snapshot per micro-batch with the job's app id and
+  batch id in its summary); ``iceberg_breakdown`` its per-batch times.
 
 Rates are records / wall-clock seconds from the start of each reader until its last
 record is committed. Ratios are taken within each repeat (side by side), then summarised.
@@ -61,8 +64,9 @@ def streamjob_seconds(bench: Bench, n: int, batch: int, profile=None,
     """Seconds from START STREAMJOB until the job committed all ``n`` records of
     ``topic`` into a table ``STORED AS stored_as`` (Parquet, or DELTA), and its Spark
     progress. ``profile``: a callable started with the job (py-spy), or None.
-    ``commits`` (a Delta table): gets the ms of each of :data:`COMMITS` empty commits
-    on the job's table afterwards (:func:`commit_ms`)."""
+    ``commits``: gets the ms of each of :data:`COMMITS` commits on the job's table
+    afterwards (:func:`commit_ms`: empty ones on a Delta table; :func:`iceberg_commit_ms`:
+    one row each on an Iceberg table)."""
     s = StreamjobSession(bench)
     try:
         location = parquet_job(s, topic, 0, batch, start=False, stored_as=stored_as)
@@ -74,7 +78,8 @@ def streamjob_seconds(bench: Bench, n: int, batch: int, profile=None,
         if stop_profile:
             stop_profile()
         if commits is not None:
-            commits += commit_ms(str(location))
+            commits += (iceberg_commit_ms(s) if stored_as == "ICEBERG"
+                        else commit_ms(str(location)))
         return dt, s.progresses("copy")
     finally:
         s.close()
@@ -108,6 +113,29 @@ def commit_ms(path: str) -> list[float]:
     return out
 
 
+def iceberg_commit_ms(s: StreamjobSession) -> list[float]:
+    """The ms of :data:`COMMITS` micro-batch commits of one row each on the Iceberg
+    table the job ``copy`` of session ``s`` wrote (``out_copy``), through the job's own
+    sink (:class:`streamjob.connectors.iceberg.sink.IcebergSink`, a new app id): the
+    fixed cost of one snapshot (a data file, a manifest, a manifest list, a metadata
+    file and the catalog's pointer; an empty batch commits nothing)."""
+    import pyarrow as pa
+
+    from streamjob.connectors import spec as cspec
+    from streamjob.connectors.iceberg.sink import IcebergSink
+
+    info = s.catalog.get_table("default", "out_copy")
+    spec = cspec.spec_of_table(info, str(s.home.table_location("default", "out_copy")))
+    sink = IcebergSink(spec, info.columns, "bench.commit", "bench-commit:0", True)
+    one = pa.Table.from_pylist([{c["name"]: None for c in info.columns}], sink.schema)
+    out = []
+    for batch in range(COMMITS):
+        t0 = time.perf_counter()
+        sink.write_arrow(one, batch)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
 def run(bench: Bench) -> ScenarioResult:
     """Scenario 1 (see the module docstring)."""
     sz = bench.sizes
@@ -127,7 +155,8 @@ def run(bench: Bench) -> ScenarioResult:
                                 options={"recordParser": "kafka-python"})
         streamjob_seconds(bench, warm, 1_000, topic="bench_warmup")
         streamjob_seconds(bench, warm, 1_000, topic="bench_warmup", stored_as="DELTA")
-    progress, delta_progress = [], []
+        streamjob_seconds(bench, warm, 1_000, topic="bench_warmup", stored_as="ICEBERG")
+    progress, delta_progress, iceberg_progress = [], [], []
     _parse_figures(bench, res)
     for i in range(bench.repeat):
         raw_s = raw_consumer(bench.bootstrap, TOPIC, n)
@@ -158,6 +187,18 @@ def run(bench: Bench) -> ScenarioResult:
         res.figure("streamjob job into Delta", "records/s").add(n / delta_s)
         res.figure("Delta / Parquet sink (streamjob)", "ratio").add(sj_s / delta_s)
         _commit_cost(res, prog, prog_parquet)
+        commits = []
+        ice_s, prog = streamjob_seconds(bench, n, sz.s1_batch, stored_as="ICEBERG",
+                                        commits=commits)
+        if commits:
+            import statistics
+
+            res.figure("Iceberg commit per micro-batch (1 row, median)", "ms",
+                       better="lower").add(statistics.median(commits))
+        iceberg_progress += prog
+        res.figure("streamjob job into Iceberg", "records/s").add(n / ice_s)
+        res.figure("Iceberg / Parquet sink (streamjob)", "ratio").add(sj_s / ice_s)
+        _commit_cost(res, prog, None, "Iceberg")
         res.figure("raw kafka-python consumer", "records/s").add(n / raw_s)
         if rdk_s is not None:
             res.figure("raw confluent-kafka consumer", "records/s").add(n / rdk_s)
@@ -174,10 +215,12 @@ def run(bench: Bench) -> ScenarioResult:
                   + (f", confluent-kafka {n / rdk_s:,.0f}/s" if rdk_s else "")
                   + f", hand-written {n / hand_s:,.0f}/s"
                   + (f", before-optimisation {n / old_s:,.0f}/s" if old_s else "")
-                  + f", streamjob {n / sj_s:,.0f}/s, streamjob into Delta {n / delta_s:,.0f}/s")
+                  + f", streamjob {n / sj_s:,.0f}/s, streamjob into Delta {n / delta_s:,.0f}/s"
+                  + f", into Iceberg {n / ice_s:,.0f}/s")
     res.details["breakdown"] = progress_breakdown(progress)
     # the Delta sink's commit cost per micro-batch: its addBatch beside the Parquet one
     res.details["delta_breakdown"] = progress_breakdown(delta_progress)
+    res.details["iceberg_breakdown"] = progress_breakdown(iceberg_progress)
     res.targets = [
         Target("streamjob >= 2x raw kafka-python consumer", "streamjob / raw consumer", ">=", 2.0),
         Target("streamjob >= raw confluent-kafka consumer", "streamjob / raw confluent-kafka",
@@ -186,20 +229,26 @@ def run(bench: Bench) -> ScenarioResult:
                ">=", 0.95),
         Target("Delta sink >= 0.8x the Parquet sink", "Delta / Parquet sink (streamjob)",
                ">=", 0.8),
+        Target("Iceberg sink >= 0.8x the Parquet sink", "Iceberg / Parquet sink (streamjob)",
+               ">=", 0.8),
     ]
     return res
 
 
-def _commit_cost(res: ScenarioResult, delta: list, parquet: list) -> None:
+def _commit_cost(res: ScenarioResult, lake: list, parquet: list | None,
+                 kind: str = "Delta") -> None:
     """The mean ``addBatch`` per micro-batch (ms: Spark's time in the sink, writing and
-    committing) of the Delta job and of the Parquet job of one repeat, side by side (the
-    Delta commit alone: :func:`commit_ms`)."""
-    d = progress_breakdown(delta).get("mean_ms", {}).get("addBatch")
-    p = progress_breakdown(parquet).get("mean_ms", {}).get("addBatch")
-    if d is None or p is None:
+    committing) of the ``kind`` (Delta, Iceberg) job and, given its progress, of the
+    Parquet job of one repeat, side by side (the commit alone: :func:`commit_ms`,
+    :func:`iceberg_commit_ms`)."""
+    d = progress_breakdown(lake).get("mean_ms", {}).get("addBatch")
+    if d is not None:
+        res.figure(f"{kind} sink: addBatch per micro-batch", "ms", better="lower").add(d)
+    if parquet is None:
         return
-    res.figure("Delta sink: addBatch per micro-batch", "ms", better="lower").add(d)
-    res.figure("Parquet sink: addBatch per micro-batch", "ms", better="lower").add(p)
+    p = progress_breakdown(parquet).get("mean_ms", {}).get("addBatch")
+    if p is not None:
+        res.figure("Parquet sink: addBatch per micro-batch", "ms", better="lower").add(p)
 
 
 def _parse_figures(bench: Bench, res: ScenarioResult) -> None:
