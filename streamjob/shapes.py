@@ -112,8 +112,9 @@ def optimize_json(table: str, location: str, zorder_by, done) -> dict[str, Any]:
 
 
 def vacuum_json(table: str, location: str, hours: int, done) -> dict[str, Any]:
-    """What VACUUM deleted from Delta table ``table`` (a
-    :class:`~streamjob.connectors.delta.maintenance.Vacuumed`) as :data:`VACUUM_KEYS`:
+    """What VACUUM deleted from Delta or Iceberg table ``table`` (a
+    :class:`~streamjob.connectors.delta.maintenance.Vacuumed` or
+    :class:`~streamjob.connectors.iceberg.maintenance.Vacuumed`) as :data:`VACUUM_KEYS`:
     with ``dry_run`` what it would delete; ``files`` ``[{"path", "bytes"}]``, paths
     relative to ``location``."""
     return {"table": table, "location": location, "retention_hours": hours,

@@ -45,18 +45,23 @@ def test_bench_tiny_writes_results(tmp_path):
     for name in ("raw kafka-python consumer", "raw confluent-kafka consumer",
                  "hand-written PySpark job", "hand-written, recordParser=kafka-python",
                  "streamjob job", "streamjob job into Delta", "parse only: kafka-python",
+                 "streamjob job into Iceberg",
                  "parse only: bulk parser"):
         assert s1[name]["unit"] == "records/s" and s1[name]["median"] > 0
     assert {"streamjob / raw consumer", "streamjob / raw confluent-kafka",
             "streamjob / hand-written", "parse only: bulk / kafka-python",
-            "bulk / kafka-python parser (hand-written)", "Delta / Parquet sink (streamjob)"} <= set(s1)
+            "bulk / kafka-python parser (hand-written)", "Delta / Parquet sink (streamjob)",
+            "Iceberg / Parquet sink (streamjob)"} <= set(s1)
     assert {t["figure"] for t in scenarios["s1"]["targets"]} == {
         "streamjob / raw consumer", "streamjob / raw confluent-kafka",
-        "streamjob / hand-written", "Delta / Parquet sink (streamjob)"}
+        "streamjob / hand-written", "Delta / Parquet sink (streamjob)",
+        "Iceberg / Parquet sink (streamjob)"}
     for name in ("Delta commit per micro-batch (no rows, median)",
-                 "Delta sink: addBatch per micro-batch", "Parquet sink: addBatch per micro-batch"):
+                 "Delta sink: addBatch per micro-batch", "Parquet sink: addBatch per micro-batch",
+                 "Iceberg commit per micro-batch (1 row, median)",
+                 "Iceberg sink: addBatch per micro-batch"):
         assert s1[name]["unit"] == "ms" and s1[name]["median"] > 0  # issue 32: commit cost
-    for key in ("breakdown", "delta_breakdown"):
+    for key in ("breakdown", "delta_breakdown", "iceberg_breakdown"):
         breakdown = scenarios["s1"]["details"][key]
         assert breakdown["rows"] > 0 and "addBatch" in breakdown["mean_ms"]
     udf = {f["name"]: f for f in scenarios["udf"]["figures"]}  # issue 31: side by side

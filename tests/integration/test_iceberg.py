@@ -12,7 +12,8 @@ pandas over the same input. One module world shares Spark and the broker:
   Iceberg table, more appends read incrementally, equal to pandas; meanwhile, with both
   jobs' queries active, VACUUM expires the snapshots neither job needs (the reader's
   checkpointed position, recorded in the catalog as the runner records it, kept) and
-  OPTIMIZE is refused, and both jobs go on reading and writing.
+  OPTIMIZE is refused, and both jobs go on reading and writing; a preview then reads the
+  table at the reader's snapshot (``VERSION AS OF``).
 
 The sink and the stream reader alone (no Spark): tests/integration/test_iceberg_parts.py.
 """
@@ -183,6 +184,24 @@ def test_kafka_to_iceberg_exactly_once_across_a_replay_then_read_as_a_stream(wor
     expect = want(0, 150)[cols].assign(day=lambda d: d["day"].str.upper())
     pd.testing.assert_frame_equal(frame(table(world, "copy"), cols), expect)
     assert len(frame(table(world, "iorders"), cols)) == 150
+    # a preview reads the table at the reader's kept snapshot (time travel), through Spark
+    assert _preview_ids(world, f"select id from iorders VERSION AS OF {before[-1]}") == \
+        list(range(100))
+
+
+def _preview_ids(world, text: str) -> list[int]:
+    """The ids a shell preview of ``text`` prints (``--json`` lines)."""
+    from types import SimpleNamespace
+
+    from streamjob.client.preview import Previews
+    from streamjob.spark.session import spark_session
+
+    lines: list[str] = []
+    session = SimpleNamespace(catalog=world.catalog, home=world.home, properties={},
+                              database="default")
+    Previews(session, lambda: spark_session(world.home),
+             echo=lambda x="": lines.append(x)).run(text + " limit 1000", as_json=True)
+    return sorted(json.loads(x)["id"] for x in lines if x.startswith("{"))
 
 
 def _static_days(world) -> None:
