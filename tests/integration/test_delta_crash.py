@@ -3,7 +3,8 @@ flights through the real broker and Spark, via the ``streamjob`` command, both j
 the same two processes (the Iceberg job costs no JVM of its own), each table read back
 with its format's reader (delta-rs, pyiceberg) and compared with pandas over the same
 input: 0 lost, 0 duplicated; the Delta log's app transactions and the Iceberg snapshot
-summaries (``streamjob.app-id``, ``streamjob.batch-id``) show each batch committed once.
+summaries (``streamjob.app-id``, ``streamjob.batch-id``) show each batch committed once;
+then VACUUM leaves the Iceberg table only the files it reads.
 Apart from test_delta_sink.py so that the slow tier runs it beside the other long
 modules."""
 
@@ -125,3 +126,17 @@ def test_lakehouse_jobs_killed_midway_resume_with_every_row_once(cli, expected, 
     assert len({app for app, _ in batches}) == 1  # one job, one epoch: one app id
     ids = [b for _, b in batches]
     assert ids == sorted(set(ids)), "a batch id committed twice"
+    # VACUUM (no job runs now): the snapshots but the current one expire, and every file
+    # left under data/ is one the table reads (a file the kill left uncommitted is gone)
+    from streamjob.connectors.iceberg import maintenance as im
+    from streamjob.connectors.iceberg.spec import IcebergTableRef
+
+    where = cli.home / "warehouse" / "default" / "late_iceberg"
+    ref = IcebergTableRef(f"sqlite:///{cli.home}/catalog.db", "default", "late_iceberg",
+                          str(where))
+    im.vacuum(ref, 0, dry_run=False)
+    tbl = iceberg_table(cli.home)
+    assert len(tbl.snapshots()) == 1
+    live = {t.file.file_path.removeprefix("file://") for t in tbl.scan().plan_files()}
+    assert {str(p) for p in (where / "data").rglob("*.parquet")} == live
+    assert compare(tbl.scan().to_pandas(), expected["late_flights"], LATE_COLS).exact
