@@ -79,6 +79,9 @@ class IcebergMaintenance:
         """``(keep_sequence, the jobs needing it, a writer running)`` of the table of
         ``ref``: the lowest sequence number a reader's oldest position or a writer's
         newest snapshot needs (None: none needed)."""
+        from ..connectors.iceberg.catalog import load_table
+
+        tbl = load_table(ref)
         path = os.path.abspath(ref.path)
         needs: list[int] = []
         who: set[str] = set()
@@ -86,7 +89,7 @@ class IcebergMaintenance:
         for job in self.catalog.list_jobs():
             if any(kind == "table" and role == "sink" and (d, n) == (info.database, info.name)
                    for kind, d, n, role in job.dependencies):
-                seq = im.marker_sequence(ref, job.uid)
+                seq = im.marker_sequence(tbl, job.uid)
                 if seq is not None:
                     needs.append(seq)
                     who.add(f"streamjob {job.qualified_name} (writing it)")
@@ -109,15 +112,12 @@ class IcebergMaintenance:
             if not positions:
                 needs.append(0)
                 continue
-            seqs = [self._iceberg_sequence(ref, int(at.get("snapshot") or 0)) for at in positions]
-            needs.append(min(seqs))
+            needs.append(min(_sequence(tbl, int(at.get("snapshot") or 0)) for at in positions))
         return (min(needs) if needs else None), who, writing
 
-    @staticmethod
-    def _iceberg_sequence(ref, snapshot_id: int) -> int:
-        """The sequence number of snapshot ``snapshot_id`` (0 when none or gone: keep
-        every snapshot)."""
-        from ..connectors.iceberg.catalog import load_table
 
-        snap = load_table(ref).snapshot_by_id(snapshot_id) if snapshot_id else None
-        return 0 if snap is None else (snap.sequence_number or 0)
+def _sequence(tbl, snapshot_id: int) -> int:
+    """The sequence number of snapshot ``snapshot_id`` of ``tbl`` (0 when none or gone:
+    every snapshot is kept)."""
+    snap = tbl.snapshot_by_id(snapshot_id) if snapshot_id else None
+    return 0 if snap is None else (snap.sequence_number or 0)

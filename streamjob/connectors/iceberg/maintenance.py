@@ -167,18 +167,14 @@ def vacuum(ref, retention_hours: int, dry_run: bool, keep_sequence: int | None =
     return Vacuumed(dry_run, tuple(expire), tuple(kept), files)
 
 
-def marker_sequence(ref, uid: str) -> int | None:
-    """The sequence number of the newest snapshot of the table of ``ref`` committed by
-    the job ``uid`` (a ``streamjob.app-id`` of ``uid`` or ``uid:epoch``), None when
-    none: the snapshot its exactly-once check reads back to.
-
-    Raises:
-        ConnectorError: the table cannot be loaded.
-    """
+def marker_sequence(tbl, uid: str) -> int | None:
+    """The sequence number of the newest snapshot of pyiceberg table ``tbl`` committed
+    by the job ``uid`` (a ``streamjob.app-id`` of ``uid`` or ``uid:epoch``), None when
+    none: the snapshot its exactly-once check reads back to."""
     from .sink import APP_ID
 
     best = None
-    for snap in load_table(ref).metadata.snapshots:
+    for snap in tbl.metadata.snapshots:
         app = (snap.summary.additional_properties if snap.summary else {}).get(APP_ID, "")
         if app == uid or app.startswith(uid + ":"):
             seq = snap.sequence_number or 0
