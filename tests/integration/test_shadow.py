@@ -22,7 +22,7 @@ import pytest
 
 from streamjob.catalog import Catalog
 from streamjob.exceptions import AccessDeniedError, JobError
-from streamjob.executor import Executor
+from streamjob.executor import Executor, shadow_run
 from streamjob.executor.shadow_diff import compare
 from streamjob.grammar import parse_script
 from streamjob.home import Home
@@ -198,7 +198,11 @@ def test_shadow_compares_promotes_and_discards(world):
             r = http.post("/v1/jobs/j/shadow", json={"query": OLD, "duration": "3s"},
                           headers=auth)
             assert r.status_code == 200, r.text
-            assert r.json()["results"][0]["data"]["status"] == "compared"
+            timed = r.json()["results"][0]["data"]
+            assert timed["status"] == "compared" and timed["run"]["stopped"] == "duration"
+            # no input came: its last trigger ends without a micro-batch, and the stop
+            # does not wait for a progress report that never comes (it waited 30 s)
+            assert timed["run"]["seconds"] < 3 + shadow_run.STOP_WAIT_S, timed["run"]
             shown = http.get("/v1/jobs/j/shadow", headers=look)
             assert shown.status_code == 200 and shown.json()["query"] == OLD
             folder = Path(world.home.checkpoint_dir("default", "j") + ".shadow")
