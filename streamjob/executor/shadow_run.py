@@ -60,6 +60,9 @@ SUFFIX = ".shadow"
 REPORT = "shadow.json"
 #: Seconds a stop waits for the shadow's running micro-batch to end before it cuts it.
 STOP_WAIT_S = 30.0
+#: Seconds between looks at a stopping shadow's trigger (one that finds no input ends
+#: without a progress report to wake the wait).
+TRIGGER_CHECK_S = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,20 +249,30 @@ def _run_new(spark_root, plan, ckdir: str, sink, lim: Limits, job: str) -> dict:
             pass
 
 
-def _stop_between_batches(query, counter: "_Batches") -> None:
-    """Stop ``query`` at a micro-batch boundary: at once when no batch runs, else once
-    the running one completes (its progress report wakes the wait; bounded by
-    :data:`STOP_WAIT_S`). A batch that began meanwhile is cut; its sink transaction is
-    rolled back, so the range ends at the last batch the scratch sink committed."""
+def _trigger_active(query) -> bool:
+    """True while ``query``'s trigger runs (Spark's ``isTriggerActive``: looking for
+    input, or a micro-batch running)."""
     try:
-        running = query.isActive and query.status.get("isTriggerActive")
+        return bool(query.isActive and query.status.get("isTriggerActive"))
     except Exception:  # noqa: BLE001 - it died meanwhile
-        running = False
-    if running:
+        return False
+
+
+def _stop_between_batches(query, counter: "_Batches") -> None:
+    """Stop ``query`` at a micro-batch boundary: at once when no trigger runs, else once
+    the running one ends: with a micro-batch (its progress report wakes the wait) or
+    without one (no input: Spark reports no progress then, so the trigger's state is
+    looked at every :data:`TRIGGER_CHECK_S`); bounded by :data:`STOP_WAIT_S`. A batch
+    that began meanwhile is cut; its sink transaction is rolled back, so the range ends
+    at the last batch the scratch sink committed."""
+    if _trigger_active(query):
+        deadline = time.monotonic() + STOP_WAIT_S
         with counter.cond:
             seen = counter.last_batch
-            counter.cond.wait_for(lambda: counter.last_batch > seen or not query.isActive,
-                                  STOP_WAIT_S)
+            while counter.last_batch <= seen and time.monotonic() < deadline:
+                counter.cond.wait(TRIGGER_CHECK_S)
+                if not _trigger_active(query):
+                    break
     query.stop()
 
 

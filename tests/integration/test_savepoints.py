@@ -28,6 +28,9 @@ from streamjob_tools.dev.flights import replay
 
 PER_BATCH = 20
 RETAINED = 2
+#: Micro-batches every 100 ms, not the default 500: the jobs' points are their batches'
+#: outcomes (checkpoints, savepoints, the sink), not their cadence.
+QUICK = '"streamjob.trigger.interval"="100"'
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +80,7 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
         CREATE STREAMJOB j AS ("insert into out select id, name from events")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="{RETAINED}",
-                         "morphling.job.checkpoint.interval"="0");"""):
+                         "morphling.job.checkpoint.interval"="0", {QUICK});"""):
         ex.execute(sql)
     job = catalog.get_job("default", "j")
     ckdir = Path(world.home.checkpoint_dir("default", "j"))
@@ -162,7 +165,7 @@ def test_a_savepoint_of_an_aggregation_restores_its_state(world):
           where id >= 300 group by name")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="{RETAINED}",
-                         "morphling.job.checkpoint.interval"="0");"""):
+                         "morphling.job.checkpoint.interval"="0", {QUICK});"""):
         ex.execute(sql)
     job = catalog.get_job("default", "counting")
 
@@ -212,7 +215,7 @@ def test_a_file_table_refuses_going_back_before_batches_its_manifest_lists(world
         CREATE STREAMJOB fj AS ("insert into fout select id, name from events")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="3",
-                         "morphling.job.checkpoint.interval"="0");"""):
+                         "morphling.job.checkpoint.interval"="0", {QUICK});"""):
         ex.execute(sql)
     produce(world, range(300, 360))
     run(ex, "START STREAMJOB fj;")
@@ -254,7 +257,7 @@ def test_from_checkpoint_rewrites_every_batch_after_it_under_a_new_epoch(world):
         CREATE STREAMJOB rj AS ("insert into rout select id, name from rewind_in")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="20",
-                         "morphling.job.checkpoint.interval"="0");"""):
+                         "morphling.job.checkpoint.interval"="0", {QUICK});"""):
         ex.execute(sql)
     job = catalog.get_job("default", "rj")
 

@@ -1,9 +1,9 @@
-"""Shadow runs of jobs writing Kafka and file tables (issue 30 point 4): real Spark (the
-session's), the session's broker. Each sink kind gets scratch copies of its own kind
-(topics ``<topic>__shadow_<job>[__old]``, sibling directories ``<dir>__shadow_<job>
-[__old]``) that the comparison reads back; it equals a pandas diff of the two queries
-over the input range the shadow read. DISCARD deletes the topics and directories; the
-live topic and directory are untouched."""
+"""Shadow runs of jobs writing Kafka, file and Delta tables (issue 30 point 4): real Spark
+(the session's), the session's broker. Each sink kind gets scratch copies of its own kind
+(topics ``<topic>__shadow_<job>[__old]``, sibling directories and sibling Delta tables
+``<dir>__shadow_<job>[__old]``) that the comparison reads back; it equals a pandas diff
+of the two queries over the input range the shadow read. DISCARD and PROMOTE delete the
+topics, directories and tables; the live topic, directory and Delta table are untouched."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from streamjob.grammar import parse_script
 from streamjob_tools.dev.broker import create_topic
 
 from .conftest import wait_for
-from .test_shadow import PER_BATCH, produce, range_of, run, topic_records, world  # noqa: F401
+from .test_shadow import (PER_BATCH, QUICK, produce, range_of, run, topic_records,  # noqa: F401
+                          world)
 
 pytestmark = pytest.mark.spark
 
@@ -58,44 +59,71 @@ def _check(report: dict, upto: int) -> None:
         assert got[key] == expected[key], key
 
 
+def _delta_rows(path) -> list[tuple]:
+    """The (id, name) rows of the Delta table at ``path`` (its latest snapshot), by
+    delta-rs, independently of streamjob's reader."""
+    from deltalake import DeltaTable
+
+    return sorted(map(tuple, DeltaTable(str(path)).to_pandas()[["id", "name"]].values.tolist()))
+
+
 def test_kafka_and_file_sinks_shadow_into_copies_of_their_own_kind(world, tmp_path):
+    """Kafka, file and Delta sinks. The live jobs each commit a checkpoint over the
+    first records and stop: a shadow starts from the job's last checkpoint whether or
+    not it runs, so no live query reads beside the shadows, and all three shadows read
+    the same input after it."""
     ex = world.ex
     live_topic = f"kout_{uuid.uuid4().hex[:6]}"
     create_topic(world.bootstrap, live_topic, 2)
-    files = tmp_path / "fout"
+    files, delta = tmp_path / "fout", tmp_path / "dout"
+    props = (f'JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}", '
+             f'"morphling.job.checkpoint.interval"="0", {QUICK})')
     for sql in parse_script(f"""
         CREATE TABLE kout (id INT, name STRING) TBLPROPERTIES ("topic"="{live_topic}",
           "kafka.broker.list"="{world.bootstrap}", "format"="json");
         CREATE TABLE fout (id INT, name STRING) STORED AS PARQUET LOCATION '{files}';
-        CREATE STREAMJOB k AS ("insert into kout {OLD}")
-          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
-                         "morphling.job.checkpoint.interval"="0");
-        CREATE STREAMJOB f AS ("insert into fout {OLD}")
-          JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
-                         "morphling.job.checkpoint.interval"="0");
-        START STREAMJOB k;
-        START STREAMJOB f;"""):
+        CREATE TABLE dout (id INT, name STRING) STORED AS DELTA LOCATION '{delta}';
+        CREATE STREAMJOB k AS ("insert into kout {OLD}") {props};
+        CREATE STREAMJOB f AS ("insert into fout {OLD}") {props};
+        CREATE STREAMJOB d AS ("insert into dout {OLD}") {props};"""):
         ex.execute(sql)
-    produce(world, range(0, 60))
+    produce(world, range(0, 40))
+    for job in "kfd":
+        run(ex, f"START STREAMJOB {job};")
     world.manager.wait_until_idle(timeout=300)
-    produce(world, range(60, 200))
+    for job in "kfd":
+        run(ex, f"STOP STREAMJOB {job};")
+    live_delta = _delta_rows(delta)
+    assert live_delta == [(i, f"n{i}") for i in range(40)]
+    # the shadows' input: two micro-batches of PER_BATCH each and a spare
+    produce(world, range(40, 100))
 
     # Kafka: two scratch topics, read back read_committed and decoded as JSON
     kafka = run(ex, f"""ALTER STREAMJOB k AS ("insert into kout {NEW}") WITH SHADOW
                         JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
-    _check(kafka, 200)
+    _check(kafka, 100)
     scratch = {f"{live_topic}__shadow_k", f"{live_topic}__shadow_k__old"}
     assert kafka["new_table"] == f"topic {live_topic}__shadow_k"
     assert scratch <= _topics(world.bootstrap)
 
-    # files: two sibling directories, read back through their manifests (input produced
-    # now: job f read the earlier input while the Kafka shadow ran)
-    produce(world, range(200, 340))
+    # files: two sibling directories, read back through their manifests
     filed = run(ex, f"""ALTER STREAMJOB f AS ("insert into fout {NEW}") WITH SHADOW
                         JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
-    _check(filed, 340)
+    _check(filed, 100)
     dirs = [tmp_path / "fout__shadow_f", tmp_path / "fout__shadow_f__old"]
     assert all((d / "_spark_metadata").is_dir() for d in dirs)
+
+    # Delta: two sibling Delta tables, never the live one; read back by their logs
+    deltas = [tmp_path / "dout__shadow_d", tmp_path / "dout__shadow_d__old"]
+    dshadow = run(ex, f"""ALTER STREAMJOB d AS ("insert into dout {NEW}") WITH SHADOW
+                          JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
+    _check(dshadow, 100)
+    assert dshadow["new_table"] == f"Delta table {deltas[0]}"
+    assert dshadow["old_table"] == f"Delta table {deltas[1]}"
+    old, new = _expected(dshadow, 100)
+    assert _delta_rows(deltas[1]) == sorted(map(tuple, old.values.tolist()))
+    assert _delta_rows(deltas[0]) == sorted(map(tuple, new.values.tolist()))
+    assert _delta_rows(delta) == live_delta  # the live table untouched
 
     # DISCARD: the copies go, the live sinks stay
     gone = run(ex, "DISCARD SHADOW FOR STREAMJOB k;").message
@@ -104,5 +132,9 @@ def test_kafka_and_file_sinks_shadow_into_copies_of_their_own_kind(world, tmp_pa
     assert live_topic in _topics(world.bootstrap)
     run(ex, "DISCARD SHADOW FOR STREAMJOB f;")
     assert not any(d.exists() for d in dirs) and (files / "_spark_metadata").is_dir()
-    run(ex, "STOP STREAMJOB k;")
-    run(ex, "STOP STREAMJOB f;")
+    # PROMOTE (of the stopped job: it stays stopped) drops the Delta copies as well
+    promoted = run(ex, "PROMOTE SHADOW FOR STREAMJOB d;").message
+    assert f"Delta table {deltas[0]}" in promoted, promoted
+    assert world.catalog.get_job("default", "d").query == f"insert into dout {NEW}"
+    assert not any(d.exists() for d in deltas)
+    assert _delta_rows(delta) == live_delta

@@ -70,7 +70,8 @@ def world(broker, tmp_path_factory):
           TBLPROPERTIES ("connector"="sql", "url"="sqlite:///{sink}", "primary.key"="name");
         CREATE STREAMJOB tally AS ("{V1}") JOBPROPERTIES (
           "morphling.job.max.records.per.batch"="{PER_BATCH}",
-          "morphling.checkpoint.retained"="50", "morphling.job.checkpoint.interval"="0");"""):
+          "morphling.checkpoint.retained"="50", "morphling.job.checkpoint.interval"="0",
+          "streamjob.trigger.interval"="100");"""):
         ex.execute(sql)
     w = SimpleNamespace(home=home, catalog=catalog, manager=manager, ex=ex, topic=topic,
                         bootstrap=broker.bootstrap, sink=sink,

@@ -71,11 +71,14 @@ def records(ids) -> list[bytes]:
     return [json.dumps({"id": i, "name": f"n{i % 7}"}).encode() for i in ids]
 
 
-def jobprops(per_batch: int = PER_BATCH) -> str:
-    """The jobs' properties: ``per_batch`` records a micro-batch (small where a test must
-    switch mid-stream, larger where only the result counts: fewer batches to wait for)."""
+def jobprops(per_batch: int = PER_BATCH, trigger_ms: int = 500) -> str:
+    """The jobs' properties: ``per_batch`` records a micro-batch and a micro-batch at
+    most every ``trigger_ms`` (small batches at the default cadence where a test must
+    switch mid-stream; larger, quicker ones where only the result counts: fewer batches
+    to wait for, less idle time between them)."""
     return (f'JOBPROPERTIES ("morphling.job.max.records.per.batch"="{per_batch}", '
-            '"morphling.checkpoint.retained"="100", "morphling.job.checkpoint.interval"="0")')
+            '"morphling.checkpoint.retained"="100", "morphling.job.checkpoint.interval"="0", '
+            f'"streamjob.trigger.interval"="{trigger_ms}")')
 
 
 JOBPROPS = jobprops()
@@ -146,7 +149,7 @@ def test_an_aggregation_gains_a_column_and_keeps_its_counts(world):
         CREATE TABLE visit_counts (name STRING, n BIGINT, label STRING) TBLPROPERTIES (
           "connector"="sql", "url"="sqlite:///{world.sink}", "primary.key"="name");
         CREATE STREAMJOB counting AS ("insert into visit_counts (name, n)
-          select name, count(*) from visits group by name") {jobprops(100)};"""):
+          select name, count(*) from visits group by name") {jobprops(100, 100)};"""):
         ex.execute(sql)
     job = catalog.get_job("default", "counting")
     replay(world.bootstrap, topic, records(range(0, 150)), 2)
