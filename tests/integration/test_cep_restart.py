@@ -6,7 +6,6 @@ runs again until idle. The sink holds exactly the matches the batch computation 
 
 from __future__ import annotations
 
-import json
 import signal
 from collections import Counter
 
@@ -43,9 +42,8 @@ def test_sigkill_and_restart_gives_exactly_the_batch_matches(tmp_path, broker):
     proc = cli.popen("run", str(script), BROKER=broker.bootstrap)
     try:
         def progressed():
-            res = cli.run("list", "--json")
-            jobs = json.loads(res.stdout) if res.returncode == 0 else []
-            return jobs and (jobs[0]["last_checkpoint"] or -1) >= 2
+            ids = list(cli.last_checkpoints().values())
+            return ids and (ids[0] or -1) >= 2
 
         wait_for(progressed, 600, "3 checkpoints of the CEP job")
     finally:

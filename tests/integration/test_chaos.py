@@ -13,14 +13,20 @@ Cases 1 and 2 share one chaos run (fixture ``chaos``): its file declares two ind
 pairs of append jobs, each pair with its own topic (2 partitions), stream, SQLite table
 (no primary key) and Parquet table:
 
-- ``eo_*``, exactly-once (checkpoint on, ``morphling.result.auto.flush``=false), over all
-  336,776 flights;
-- ``alo_*``, at-least-once (auto flush on), over the first 50,000.
+- ``eo_*``, exactly-once (checkpoint on, ``morphling.result.auto.flush``=false), over the
+  first 48,000 flights;
+- ``alo_*``, at-least-once (auto flush on), over the first 24,000.
+
+The point is kills at random moments of a job's batches, not the volume (all 336,776
+flights would only lengthen the final run): batches of 4,000 records give each job 6 to
+12 batches, of which the five killed runs commit about four, each run spending most of
+its life starting the JVM. The replay comes in six parts, one released as each run
+starts and the last while the process is down after the last kill, so that every run has
+input to plan batches from and every kill a next event to follow.
 
 Every start of the process costs 15-30 s of JVM and Spark start-up on this 2-core machine
 before a first batch runs, and SIGKILL only makes sense against a started job, so the
-two pairs live in one process: five kills, six starts, four to five minutes of the
-module's six (measured: 5:42 for the module on a quiet machine). The kills hit
+two pairs live in one process: five kills, six starts. The kills hit
 both pairs at the same moments; the kill log (printed, in ``kills.json`` and in every
 failure message) says which event each kill followed, which jobs had a batch in flight
 and whether an exactly-once sink had committed a batch Spark had not (its replay must
@@ -63,12 +69,15 @@ EXPECTED_S = 400
 SEED = int(os.environ.get("STREAMJOB_CHAOS_SEED", "20130101"))
 KILLS = 5
 MAX_DELAY_S = 1.5
-EO_RECORDS = nyc.FLIGHT_COUNT
-ALO_RECORDS = 50_000
-BATCH_RECORDS = 20_000
+EO_RECORDS = 48_000
+ALO_RECORDS = 24_000
+BATCH_RECORDS = 4_000
 INTERVAL_MS = 500
-FEED_STEPS = 20  # the replay arrives in this many chunks per topic ...
-FEED_PAUSE_S = 4.0  # ... one every few seconds, while the jobs run and are killed
+FEED_PARTS = KILLS + 1  # the replay comes in one part per run and one while down ...
+FEED_STEPS = 4  # ... each part in this many chunks per topic ...
+FEED_PAUSE_S = 3.0  # ... a few seconds apart, while the process starts and runs
+NE_RECORDS = 6_000  # case 3: read from the earliest offsets, before the first start
+NL_RECORDS = 2_000  # case 3: each of the parts A, B and C of the latest pair
 FINAL_TIMEOUT_S = 900
 EVENT_TIMEOUT_S = 300
 
@@ -195,32 +204,46 @@ def part_files(location: Path) -> list[Path]:
 
 
 class Feeder(threading.Thread):
-    """Replays flights (a DataFrame per topic) into topics in ``steps`` chunks, ``pause``
-    seconds apart, while the job runs (each chunk ends with single flushed records, so
-    that the broker of TESTING.md shows all of it; ``nyc.replay``)."""
+    """Replays flights (a DataFrame per topic) into topics in ``parts`` parts, each in
+    ``steps`` chunks ``pause`` seconds apart (each chunk ends with single flushed records,
+    so that the broker of TESTING.md shows all of it; ``nyc.replay``). Part ``k`` is
+    produced once :meth:`release` allowed it (an event: the run it feeds was started)."""
 
-    def __init__(self, bootstrap: str, feeds: dict, steps: int, pause: float):
+    def __init__(self, bootstrap: str, feeds: dict, parts: int, steps: int, pause: float):
         super().__init__(name="flights-feeder", daemon=True)
         self.bootstrap, self.feeds, self.steps, self.pause = bootstrap, feeds, steps, pause
+        self.parts = parts
         self.produced = {t: 0 for t in feeds}
         self.error: BaseException | None = None
+        self._released = 0
+        self._cond = threading.Condition()
+
+    def release(self, part: int) -> None:
+        """Let the feeder produce parts up to ``part`` (1-based; ``parts`` for all)."""
+        with self._cond:
+            self._released = max(self._released, part)
+            self._cond.notify_all()
 
     def run(self) -> None:
         try:
             feeds = {t: nyc.flight_records(df) for t, df in self.feeds.items()}
-            for step in range(1, self.steps + 1):
+            total = self.parts * self.steps
+            for step in range(1, total + 1):
+                with self._cond:  # the part of this step released: waits on an event
+                    self._cond.wait_for(lambda: self._released * self.steps >= step)
                 for topic, records in feeds.items():
-                    end = len(records) * step // self.steps
+                    end = len(records) * step // total
                     if end > self.produced[topic]:
                         nyc.replay(self.bootstrap, topic, records[self.produced[topic]:end],
                                    PARTITIONS)
                         self.produced[topic] = end
-                if step < self.steps:
-                    time.sleep(self.pause)  # pacing of the producer, not a wait
+                if step % self.steps:
+                    time.sleep(self.pause)  # pacing of the producer within a part, not a wait
         except BaseException as exc:  # noqa: BLE001 - reported by finish()
             self.error = exc
 
     def finish(self, timeout: float = 600) -> None:
+        self.release(self.parts)
         self.join(timeout)
         assert not self.is_alive(), "the flights feeder did not finish"
         if self.error is not None:
@@ -359,8 +382,8 @@ def chaos(broker, flights_df, tmp_path_factory) -> ChaosRun:
     topics = {"eo": "chaos_eo", "alo": "chaos_alo"}
     for topic in topics.values():
         create_topic(broker.bootstrap, topic, PARTITIONS)
-    feeder = Feeder(broker.bootstrap, {"chaos_eo": eo, "chaos_alo": alo}, FEED_STEPS,
-                    FEED_PAUSE_S)
+    feeder = Feeder(broker.bootstrap, {"chaos_eo": eo, "chaos_alo": alo}, FEED_PARTS,
+                    FEED_STEPS, FEED_PAUSE_S)
     rng = random.Random(SEED)
     probe = Probe(cli.home)
     started = time.monotonic()
@@ -375,6 +398,7 @@ def chaos(broker, flights_df, tmp_path_factory) -> ChaosRun:
             log = root / f"run-{i}.log"
             t0 = time.monotonic()
             proc = launch(cli, sql, log)
+            feeder.release(i)  # this run's part of the replay, produced while it runs
             if i == 1:
                 feeder.start()  # the replay begins with the first run
             try:
@@ -392,7 +416,7 @@ def chaos(broker, flights_df, tmp_path_factory) -> ChaosRun:
                               "in_flight": in_flight, "sink_ahead": sinks_ahead(run),
                               "jobs_with_input_ahead": ahead})
             print(run.kill_log().splitlines()[-1], flush=True)
-        feeder.finish()
+        feeder.finish()  # the last part, produced while the process is down
         log = root / "run-final.log"
         proc = launch(cli, sql, log, "--until-idle")
         try:
@@ -487,9 +511,9 @@ class NoCheckpointRun:
 def no_checkpoint(broker, flights_df, tmp_path_factory) -> NoCheckpointRun:
     """Case 3 (``morphling.job.enable.checkpoint``=false): one run, SIGKILL, a restart.
 
-    Pair ``ne`` (reset ``earliest``) reads 20,000 flights produced before the first start;
-    pair ``nl`` (reset ``latest``) reads 5,000 produced after the first start (A), misses
-    5,000 produced while the process is down (B) and reads 5,000 produced after the
+    Pair ``ne`` (reset ``earliest``) reads 6,000 flights produced before the first start;
+    pair ``nl`` (reset ``latest``) reads 2,000 produced after the first start (A), misses
+    2,000 produced while the process is down (B) and reads 2,000 produced after the
     restart (C). Waits are events: a job has taken its start offsets once its temporary
     checkpoint holds ``offsets/0`` (Spark plans a first batch as soon as a new query
     starts), and it has caught up once its last committed batch ends at the topic's end
@@ -503,8 +527,9 @@ def no_checkpoint(broker, flights_df, tmp_path_factory) -> NoCheckpointRun:
     sql = root / "no_checkpoint.sql"
     sql.write_text(pair_sql("ne", "nockpt_e", checkpoint=False)
                    + pair_sql("nl", "nockpt_l", checkpoint=False, reset="latest"))
-    e_flights = flights_df.iloc[:20_000]
-    a, b, c = (flights_df.iloc[20_000 + 5_000 * i:25_000 + 5_000 * i] for i in range(3))
+    e_flights = flights_df.iloc[:NE_RECORDS]
+    a, b, c = (flights_df.iloc[NE_RECORDS + NL_RECORDS * i:NE_RECORDS + NL_RECORDS * (i + 1)]
+               for i in range(3))
     for topic in ("nockpt_e", "nockpt_l"):
         create_topic(broker.bootstrap, topic, PARTITIONS)
     nyc.replay(broker.bootstrap, "nockpt_e", nyc.flight_records(e_flights), PARTITIONS)

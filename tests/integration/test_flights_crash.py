@@ -5,7 +5,6 @@ loadfile``: a module stays on one worker) run the two long modules side by side.
 
 from __future__ import annotations
 
-import json
 import signal
 
 import pytest
@@ -27,11 +26,8 @@ def test_crash_midway_then_resume_gives_exact_result(cli, expected, resume):
     try:
         # SIGKILL once both jobs have committed at least 3 checkpoints but are far from done
         def progressed():
-            res = cli.run("list", "--json")
-            if res.returncode != 0:
-                return False
-            jobs = json.loads(res.stdout)
-            return len(jobs) == 2 and all((j["last_checkpoint"] or -1) >= 2 for j in jobs)
+            ids = cli.last_checkpoints()
+            return len(ids) == 2 and all((i or -1) >= 2 for i in ids.values())
 
         wait_for(progressed, 300, "3 checkpoints of both jobs")
     finally:

@@ -61,9 +61,8 @@ def test_sigkill_and_restart_of_a_job_with_a_udf_loses_and_doubles_nothing(tmp_p
     proc = cli.popen("run", str(script), BROKER=broker.bootstrap)
     try:
         def progressed():
-            res = cli.run("list", "--json")
-            jobs = json.loads(res.stdout) if res.returncode == 0 else []
-            return jobs and (jobs[0]["last_checkpoint"] or -1) >= 2
+            ids = list(cli.last_checkpoints().values())
+            return ids and (ids[0] or -1) >= 2
 
         wait_for(progressed, 600, "3 checkpoints of the job with a UDF")
     finally:

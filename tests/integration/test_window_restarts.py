@@ -172,9 +172,8 @@ def test_sessions_and_window_streams_match_batch_after_a_sigkill(tmp_path, broke
     try:
         def committed():
             alive(proc)
-            res = cli.run("list", "--json")
-            jobs = json.loads(res.stdout) if res.returncode == 0 else []
-            return len(jobs) == 3 and all((j["last_checkpoint"] or -1) >= 1 for j in jobs)
+            ids = cli.last_checkpoints()
+            return len(ids) == 3 and all((i or -1) >= 1 for i in ids.values())
 
         wait_for(committed, 400, "2 committed checkpoints of each job")
     finally:
