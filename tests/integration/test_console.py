@@ -219,15 +219,24 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         # catalog (registered, its share declared, holding the lease of job idle)
         sid = "console-test-host:4242:5e7ef00d"
         world.catalog.register_server(sid, "console-test-host", 4242, "local[2]")
-        world.catalog.declare_share(sid, 4, ["eu", "gpu"])
+        world.catalog.declare_share(sid, 4, ["eu", "gpu"], cores=4, memory_mb=2048)
         idle = world.catalog.require_job("default", "idle")
         assert world.catalog.acquire_job_lease(idle.uid, sid, 60_000, 15_000) is not None
+        # and clicks (RUNNING, no lease) waits for a server, as placement records it
+        world.catalog.set_job_waiting(job.uid, "no live sharing server has labels gpu2")
         page.click('header a[href="#/servers"]')
         server_row = page.locator(f'#servers tr[data-server="{sid}"]')
         server_row.wait_for(timeout=30_000)
         assert server_row.locator("td.jobs a").all_inner_texts() == ["default.idle"]
         assert "1 of 4" in server_row.inner_text() and "eu, gpu" in server_row.inner_text()
+        # its capacity: declared, used by idle's driver (1 core, 128 MiB), free
+        assert server_row.locator("td.cores").inner_text() == "1 of 4 used, 3 free"
+        assert server_row.locator("td.memory").inner_text() == \
+            "128 MiB of 2048 MiB used, 1920 MiB free"
+        assert page.locator("#servers-waiting tbody tr").all_inner_texts() == \
+            ["default.clicks\tno live sharing server has labels gpu2"]
         _shot(page, tmp_path, "servers")
+        world.catalog.set_job_waiting(job.uid, None)
 
         # a viewer sees the savepoints and versions, and no action anywhere
         viewer = new_token()

@@ -489,6 +489,14 @@ async function showShadow(name) {
 
 // ---------------------------------------------------------------- servers
 
+// "used of declared, free" for a server's cores or memory (declared null: no limit)
+function capacity(used, declared, unit) {
+  const u = unit || "";
+  return declared === null || declared === undefined
+    ? used + u + " used, no limit"
+    : used + u + " of " + declared + u + " used, " + Math.max(0, declared - used) + u + " free";
+}
+
 function ageMs(ms) { return ms === null || ms === undefined ? "" : fmt(ms / 1000, 1) + " s ago"; }
 
 async function showServers() {
@@ -525,11 +533,29 @@ async function showServers() {
     });
     tr.appendChild(jobs);
     cell(tr, s.max_jobs === null ? "no limit" : s.jobs.length + " of " + s.max_jobs, "num");
+    cell(tr, capacity(s.cores_used, s.cores), "cores");
+    cell(tr, capacity(s.memory_used_mb, s.memory_mb, " MiB"), "memory");
     cell(tr, (s.labels || []).join(", "));
     cell(tr, ageMs(s.heartbeat_age_ms), "heartbeat");
     body.appendChild(tr);
   }
   $("#servers-none").hidden = (snapshot.servers || []).length > 0;
+  const waiting = Object.entries((snapshot.placement || {}).waiting || {});
+  const wbody = $("#servers-waiting tbody");
+  wbody.replaceChildren();
+  for (const [name, why] of waiting) {
+    const tr = document.createElement("tr");
+    tr.dataset.job = name;
+    const td = document.createElement("td");
+    const a = document.createElement("a");
+    a.href = "#/jobs/" + encodeURIComponent(name);
+    a.textContent = name;
+    td.appendChild(a);
+    tr.appendChild(td);
+    cell(tr, why, "why");
+    wbody.appendChild(tr);
+  }
+  $("#servers-waiting-none").hidden = waiting.length > 0;
   $("#servers-updated").textContent = "updated " + snapshot.at;
 }
 

@@ -260,7 +260,7 @@ class Sizes:
 
 QUICK = Sizes(s1_records=100_000, s1_batch=25_000, s2_records=100_000, s3_intervals_ms=(0, 60000),
               s3_rate=2_000, s3_window_s=5.0, s4_kills=1, s5_jobs=(1, 3), s5_window_s=6.0,
-              s6_statements=5, s7_jobs=(1, 5), s7_tp=(3, 50_000),
+              s6_statements=5, s7_jobs=(1, 10), s7_tp=(3, 50_000),
               nexmark_events=100_000, nexmark_queries=("q0", "q2", "q3", "q7"))
 #: The tests' scale (test_bench.py checks structure, not speed): each s1 and udf job reads
 #: 2,000 records in one batch, its first batch (Python workers, JIT, sink) being most of it.

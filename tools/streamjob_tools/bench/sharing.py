@@ -8,9 +8,12 @@ Parquet, 1 s checkpoints, a producer writing ``sizes.s3_rate`` flights/s to each
 topic), spread ``n`` and ``n``; the one holding ``n`` is SIGKILLed. Measured per job,
 from the lease TTL's expiry (the kill plus what the catalog gave its leases to live,
 read just before the kill) until the job commits its next checkpoint on the other
-server, and when its lease was taken again (the catalog's ``acquired_at``): the
-figures are the slowest of the ``n`` (issue 33 point 3: within 10 s for 10
-jobs), with the time from the kill beside it.
+server. Per job: from its lease's TTL expiry (the kill plus what the catalog gave that
+lease to live, read just before the kill) until the job commits its next checkpoint on
+the other server; the figures are the max and the median over the ``n`` jobs (issue 33
+point 3: every one within 10 s for 10 jobs), with where the time went, per job, from
+the taking server's phase marks (:mod:`streamjob.phases`): TTL expiry -> lease taken
+again (the catalog's ``acquired_at``) -> query started -> next checkpoint.
 
 **Aggregate throughput against the servers**: for 1, 2 and 3 sharing servers,
 ``sizes.s7_tp`` (jobs, records) jobs each copy a pre-filled topic of flights, a
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import re
 import signal
+import statistics
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -50,9 +54,10 @@ class _Server:
 
     def __init__(self, home: Path, n: int) -> None:
         self.log = home / f"server{n}.log"
+        self.phases = home / f"phases-server{n}.jsonl"
         self.proc = _spawn(home, ["server", "--share", "--lease-ttl", str(TTL_MS),
                                   "--lease-renew", str(RENEW_MS), "--no-warm-up"],
-                           self.log.name, home / f"phases-server{n}.jsonl")
+                           self.log.name, self.phases)
         self.id = None
 
     def output(self) -> str:
@@ -106,8 +111,8 @@ def run(bench: Bench) -> ScenarioResult:
     last = max(bench.sizes.s7_jobs)
     res.targets = [Target(f"{last} jobs of a SIGKILLed server each commit a checkpoint on "
                           "another within 10 s of the lease TTL's expiry",
-                          f"recovery, {last} job(s) lost: TTL expiry -> every job's next "
-                          "checkpoint", "<=", 10.0)]
+                          f"recovery, {last} job(s) lost: TTL expiry -> next checkpoint, "
+                          "max of jobs", "<=", 10.0)]
     return res
 
 
@@ -135,12 +140,15 @@ def _recovery(bench: Bench, res: ScenarioResult, n: int) -> None:
                 else None
         jobs = wait_until(placed, 600, f"{2 * n} jobs running with a checkpoint", 0.2)
         victim = max(servers, key=lambda s: sum(j.owner == s.id for j in jobs))
+        taker = next(s for s in servers if s is not victim)
         lost = [j for j in jobs if j.owner == victim.id]
+        t_read = time.monotonic()
         leases = {x.job_uid: x for x in catalog.job_leases()}
         killed = datetime.now(timezone.utc)
         t_kill = time.monotonic()
-        expiry = max(leases[j.uid].remaining_ms for j in lost) / 1000
         _kill(victim.proc)
+        # each lost lease's expiry, s after the kill (read just before it)
+        expiry = {j.uid: leases[j.uid].remaining_ms / 1000 - (t_kill - t_read) for j in lost}
         done: dict[str, float] = {}
 
         def all_committed():
@@ -152,29 +160,73 @@ def _recovery(bench: Bench, res: ScenarioResult, n: int) -> None:
                     done[j.uid] = time.monotonic() - t_kill
             return len(done) == len(lost)
         wait_until(all_committed, 300, f"the {len(lost)} lost jobs' next checkpoints", 0.05)
-        slowest = max(done.values())
-        taken = [(x.acquired_at - killed).total_seconds() for x in catalog.job_leases()
-                 if x.job_uid in {j.uid for j in lost} and x.acquired_at is not None]
-        res.figure(f"recovery, {len(lost)} job(s) lost: kill -> every lease taken again",
-                   "s", "lower").add(max(taken) if taken else float("nan"))
-        res.figure(f"recovery, {len(lost)} job(s) lost: kill -> every job's next checkpoint",
-                   "s", "lower").add(slowest)
-        res.figure(f"recovery, {len(lost)} job(s) lost: TTL expiry -> every job's next "
-                   "checkpoint", "s", "lower").add(max(0.0, slowest - expiry))
-        res.details["recovery"].append({"jobs_lost": len(lost), "jobs_total": 2 * n,
-                                        "ttl_expiry_after_kill_s": expiry,
-                                        "leases_taken_after_kill_s": sorted(taken),
-                                        "per_job_from_kill_s": sorted(done.values())})
-        bench.log(f"  s7 recovery: {len(lost)} job(s) lost, every one committed on the "
-                  f"other server {slowest:.1f} s after the kill ({slowest - expiry:.1f} s "
-                  f"after the TTL's expiry; leases taken {max(taken, default=0):.1f} s after "
-                  "the kill)")
+        _report_recovery(bench, res, n, lost, killed, expiry, done, taker, catalog)
     finally:
         _stop(servers)
         for p in producers:
             p.finish()
         if catalog is not None:
             catalog.close()
+
+
+def _report_recovery(bench: Bench, res: ScenarioResult, n: int, lost: list, killed: datetime,
+                     expiry: dict[str, float], done: dict[str, float], taker: _Server,
+                     catalog) -> None:
+    """The recovery figures of ``lost`` (the SIGKILLed server's jobs): per job, s from
+    its lease's TTL expiry (``expiry``, s after the kill) to its next checkpoint
+    committed on ``taker`` (``done``, s after the kill), max and median; and where the
+    time went, per job from the taking server's phase marks (lease taken again, query
+    started, first commit), max and median of each step."""
+    uids = {j.uid for j in lost}
+    taken = {x.job_uid: (x.acquired_at - killed).total_seconds()
+             for x in catalog.job_leases() if x.job_uid in uids and x.acquired_at is not None}
+    marks = _job_marks(taker, killed.timestamp())
+    per_job = []
+    for j in lost:
+        m = marks.get(j.qualified_name, {})
+        per_job.append({"job": j.name, "ttl_expiry_s": round(expiry[j.uid], 3),
+                        "lease_taken_s": _r(taken.get(j.uid)),
+                        "query_started_s": _r(m.get("query started")),
+                        "first_batch_started_s": _r(m.get("first batch started")),
+                        "committed_s": round(done[j.uid], 3),
+                        "from_expiry_s": round(done[j.uid] - expiry[j.uid], 3)})
+    k = len(lost)
+    from_expiry = [p["from_expiry_s"] for p in per_job]
+    for stat, fn in (("max", max), ("median", statistics.median)):
+        res.figure(f"recovery, {k} job(s) lost: TTL expiry -> next checkpoint, {stat} of jobs",
+                   "s", "lower").add(fn(from_expiry))
+    steps = {"TTL expiry -> lease taken": ("ttl_expiry_s", "lease_taken_s"),
+             "lease taken -> query started": ("lease_taken_s", "query_started_s"),
+             "query started -> next checkpoint": ("query_started_s", "committed_s")}
+    for step, (a, b) in steps.items():
+        spans = [p[b] - p[a] for p in per_job if p[a] is not None and p[b] is not None]
+        if spans:
+            res.figure(f"recovery, {k} job(s) lost: {step}, max of jobs", "s",
+                       "lower").add(max(spans))
+            res.figure(f"recovery, {k} job(s) lost: {step}, median of jobs", "s",
+                       "lower").add(statistics.median(spans))
+    res.details["recovery"].append({"jobs_lost": k, "jobs_total": 2 * n, "per_job": per_job})
+    bench.log(f"  s7 recovery: {k} job(s) lost: from each lease's TTL expiry to the job's "
+              f"next checkpoint on the other server max {max(from_expiry):.1f} s, median "
+              f"{statistics.median(from_expiry):.1f} s (from the kill: max "
+              f"{max(done.values()):.1f} s; leases taken again "
+              f"{max(taken.values(), default=float('nan')):.1f} s after the kill)")
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _job_marks(server: _Server, since: float) -> dict[str, dict[str, float]]:
+    """``{job qualified name: {phase: s after since}}``: the jobs' phase marks
+    (streamjob.phases) written by ``server`` after epoch second ``since``."""
+    from streamjob.phases import read
+
+    out: dict[str, dict[str, float]] = {}
+    for m in read(str(server.phases)):
+        if m.get("job") and m["pid"] == server.proc.pid and m["at"] >= since:
+            out.setdefault(m["job"], {})[m["phase"]] = m["at"] - since
+    return out
 
 
 def _throughput(bench: Bench, res: ScenarioResult, k: int) -> None:
