@@ -21,6 +21,7 @@ from streamjob.api import create_app
 from streamjob.api.auth import new_token
 from streamjob.api.serve import HttpService
 from streamjob_tools.dev.broker import create_topic
+from streamjob.catalog.records import DesiredState
 from streamjob.client.session import ClientSession
 
 from streamjob.executor import shadow_diff, shadow_run
@@ -222,7 +223,9 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         world.catalog.declare_share(sid, 4, ["eu", "gpu"], cores=4, memory_mb=2048)
         idle = world.catalog.require_job("default", "idle")
         assert world.catalog.acquire_job_lease(idle.uid, sid, 60_000, 15_000) is not None
-        # and clicks (RUNNING, no lease) waits for a server, as placement records it
+        # and clicks, meant to run (no lease), waits for a server, as placement records
+        # it; status lists only jobs meant to run (clicks is stopped after PROMOTE)
+        world.catalog.update_job("default", "clicks", desired_state=DesiredState.RUNNING)
         world.catalog.set_job_waiting(job.uid, "no live sharing server has labels gpu2")
         page.click('header a[href="#/servers"]')
         server_row = page.locator(f'#servers tr[data-server="{sid}"]')
@@ -237,6 +240,7 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
             ["default.clicks\tno live sharing server has labels gpu2"]
         _shot(page, tmp_path, "servers")
         world.catalog.set_job_waiting(job.uid, None)
+        world.catalog.update_job("default", "clicks", desired_state=DesiredState.STOPPED)
 
         # a viewer sees the savepoints and versions, and no action anywhere
         viewer = new_token()
