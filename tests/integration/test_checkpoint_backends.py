@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -31,7 +30,6 @@ from streamjob.executor import Executor
 from streamjob.grammar import parse_script
 from streamjob.home import Home
 
-from .conftest import STREAMJOB
 
 
 BACKENDS = ("catalog", "zookeeper", "kafka")
@@ -339,7 +337,7 @@ def test_kafka_errors(env, tmp_path):
 
 # ----------------------------------------------------------------------- end to end
 
-N = 400
+N = 200
 PER_BATCH = 40
 RETAINED = 3
 
@@ -365,10 +363,15 @@ def jobs(env, broker, tmp_path_factory):
 
 
 def _cli_checkpoints(env, name: str) -> list[dict]:
-    res = subprocess.run([STREAMJOB, "checkpoints", name, "--json"], capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "STREAMJOB_HOME": str(env.home.root)})
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+    """``streamjob checkpoints NAME --json``, run in-process (click's CliRunner): the
+    command's output is the point here, not a process start."""
+    from click.testing import CliRunner
+    from streamjob.cli.app import main
+
+    res = CliRunner().invoke(main, ["checkpoints", name, "--json"],
+                             env={"STREAMJOB_HOME": str(env.home.root)})
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
 
 
 @pytest.mark.spark
