@@ -65,20 +65,24 @@ def version_as_of(spec, kind: str, value: str) -> int:
             raise ConnectorError(f"VERSION AS OF takes a table version (a whole number >= 0), "
                                  f"got '{value}'")
         return dlog.version_as_of(spec.path, int(value))
+    return dlog.version_before(spec.path, _as_of_ms(value))
+
+
+def _as_of_ms(value: str) -> int:
+    """The time of ``TIMESTAMP AS OF value`` in ms since the epoch (UTC). Raises
+    ConnectorError naming the accepted forms."""
     from .delta.spec import _ms
 
     try:
-        ms = _ms(value.strip())
+        return _ms(value.strip())
     except ValueError:
         raise ConnectorError(f"TIMESTAMP AS OF takes a time ('yyyy-mm-dd[ hh:mm:ss]', UTC, "
                              f"or ms since the epoch), got '{value}'") from None
-    return dlog.version_before(spec.path, ms)
 
 
 def _iceberg_as_of(spec, kind: str, value: str) -> int:
     """:func:`version_as_of` of an Iceberg table: a snapshot id, or the snapshot of a
     time."""
-    from .delta.spec import _ms
     from .iceberg import maintenance as im
 
     if kind == "version":
@@ -86,12 +90,7 @@ def _iceberg_as_of(spec, kind: str, value: str) -> int:
             raise ConnectorError(f"VERSION AS OF takes an Iceberg snapshot id (a whole "
                                  f"number), got '{value}'")
         return im.snapshot_as_of(spec.ref, int(value))
-    try:
-        ms = _ms(value.strip())
-    except ValueError:
-        raise ConnectorError(f"TIMESTAMP AS OF takes a time ('yyyy-mm-dd[ hh:mm:ss]', UTC, "
-                             f"or ms since the epoch), got '{value}'") from None
-    return im.snapshot_before(spec.ref, ms)
+    return im.snapshot_before(spec.ref, _as_of_ms(value))
 
 
 def batch_version(spec, app_id: str, batch_id: int) -> int | None:

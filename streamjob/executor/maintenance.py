@@ -158,15 +158,8 @@ class MaintenanceStatements(IcebergMaintenance):
         key = offsets_key(path)
         out: dict[str, list] = {}
         for job in self.catalog.list_jobs():
-            reads = False
-            for stream in self._source_streams(job):
-                try:
-                    sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
-                except ValidationError:
-                    continue
-                read = cspec.delta_stream_path(sp)
-                if read is not None and _same_path(read, path):
-                    reads = True
+            reads = any(_same_path(read, path)
+                        for read in self._stream_refs(job, cspec.delta_stream_path))
             positions = []
             for cp in self.catalog.list_checkpoints(job.uid):
                 for k, at in dict(cp.source_offsets or {}).items():
@@ -176,6 +169,21 @@ class MaintenanceStatements(IcebergMaintenance):
             if reads or positions:
                 out[job.qualified_name] = positions
         return out
+
+    def _stream_refs(self, job, ref_of) -> list:
+        """``ref_of(spec)`` of each source stream ``job`` reads (:meth:`_source_streams`)
+        where it is not None: e.g. the Delta path or the Iceberg table it streams from. A
+        stream whose spec no longer validates is left out."""
+        refs = []
+        for stream in self._source_streams(job):
+            try:
+                sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
+            except ValidationError:
+                continue
+            ref = ref_of(sp)
+            if ref is not None:
+                refs.append(ref)
+        return refs
 
     def _source_streams(self, job) -> list:
         """The source streams ``job`` reads, through its derived streams too."""

@@ -94,15 +94,8 @@ class IcebergMaintenance:
                     needs.append(seq)
                     who.add(f"streamjob {job.qualified_name} (writing it)")
                 writing = writing or job.status in _ACTIVE
-            reads = False
-            for stream in self._source_streams(job):
-                try:
-                    sp = cspec.source_spec(stream.name, stream.properties, stream.row_format)
-                except ValidationError:
-                    continue
-                other = cspec.iceberg_stream_ref(sp)
-                if other is not None and os.path.abspath(other.path) == path:
-                    reads = True
+            reads = any(os.path.abspath(other.path) == path
+                        for other in self._stream_refs(job, cspec.iceberg_stream_ref))
             positions = [at for cp in self.catalog.list_checkpoints(job.uid)
                          for k, at in dict(cp.source_offsets or {}).items()
                          if str(k) == OFFSETS_PREFIX + path and isinstance(at, dict)]
