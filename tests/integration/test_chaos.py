@@ -64,7 +64,7 @@ from .results import compare, parquet_table, sql_table
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 #: Seconds this module takes on a fast host: among the first of the slow tier to start
 #: (tests/conftest.py), so the run does not end on it.
-EXPECTED_S = 400
+EXPECTED_S = 200  # 189 s for the module on 2026-11-28 (load 4-6, another module beside it)
 
 SEED = int(os.environ.get("STREAMJOB_CHAOS_SEED", "20130101"))
 KILLS = 5
