@@ -22,6 +22,8 @@ import pytest
 
 from streamjob.properties.definitions import CONNECTOR, ENGINE, JOB
 
+from . import codebase
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,19 +47,13 @@ CONSUMER_GROUPS = "streamjob.default."
 database ``default``."""
 
 
-@lru_cache(maxsize=None)
-def _tree(path: Path) -> ast.Module:
-    """The parsed module at ``path``, parsed once for every question asked of it."""
-    return ast.parse(path.read_text())
-
-
 def _texts(path: Path) -> list[str]:
     """README/docs: the whole text; Python: its docstrings, other bare strings
     (attribute docstrings) and comments, never the code's own string literals."""
-    text = path.read_text()
+    text = codebase.text(path) if path.suffix == ".py" else path.read_text()
     if path.suffix != ".py":
         return [text]
-    out = [node.value.value for node in ast.walk(_tree(path))
+    out = [node.value.value for node in codebase.nodes(path)
            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
            and isinstance(node.value.value, str)]
     out += [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
@@ -80,7 +76,7 @@ def _data_names() -> frozenset[str]:
     names = {p.name for registry in (ENGINE, JOB, CONNECTOR) for p in registry}
     names |= {p.rsplit(".", k)[0] for p in list(names) for k in range(1, p.count(".") + 1)}
     for f in PACKAGES["streamjob"].rglob("*.py"):
-        names |= {n.value for n in ast.walk(_tree(f))
+        names |= {n.value for n in codebase.nodes(f)
                   if isinstance(n, ast.Constant) and isinstance(n.value, str)
                   and n.value.startswith("streamjob.")}
     return frozenset(names)
@@ -102,7 +98,7 @@ def _module_file(dotted: str) -> Path | None:
 def _top_level_names(module: Path) -> frozenset[str]:
     """Classes, functions, assigned names and imported names of a module."""
     names = set()
-    for node in ast.walk(_tree(module)):
+    for node in codebase.nodes(module):
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):

@@ -4,7 +4,6 @@ made, and its class — not its wording — is what handlers and failover match.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,10 @@ from streamjob.exceptions import (AccessDeniedError, ChangedLogic, ConnectorErro
                                   PermanentFailure, PropertyError, SchemaMismatch, StreamJobError,
                                   ValidationError)
 
+from . import codebase
+
 pytestmark = pytest.mark.unit
 
-PACKAGE = Path(__file__).resolve().parents[2] / "streamjob"
 
 
 def test_key_and_bad_value_are_given_at_construction():
@@ -32,9 +32,8 @@ def test_no_error_has_key_bad_value_or_columns_patched_on_after_construction():
     """Outside an ``__init__``, no ``x.key = ``, ``x.bad_value = `` or (on an error)
     ``err.columns = `` assignment in the package: those are constructor keywords."""
     patched = []
-    for f in PACKAGE.rglob("*.py"):
-        tree = ast.parse(f.read_text())
-        for node in ast.walk(tree):
+    for f in codebase.package_files():
+        for node in codebase.nodes(f):
             if not isinstance(node, ast.Assign):
                 continue
             targets = [t for tgt in node.targets
@@ -44,7 +43,7 @@ def test_no_error_has_key_bad_value_or_columns_patched_on_after_construction():
                         and t.value.id != "self"
                         and (t.attr in ("key", "bad_value")
                              or (t.attr == "columns" and t.value.id in ("err", "exc", "error")))):
-                    patched.append(f"{f.relative_to(PACKAGE.parent)}:{node.lineno}")
+                    patched.append(f"{f.relative_to(codebase.ROOT)}:{node.lineno}")
     assert patched == []
 
 

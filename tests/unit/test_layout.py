@@ -6,94 +6,15 @@ tests/unit/test_layout.py -v`` proves it."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
-import ast
-from pathlib import Path
+from .codebase import PACKAGE, cycles, import_graph, modules, nodes, text
 
 pytestmark = pytest.mark.unit
 
-PACKAGE = Path(__file__).resolve().parents[2] / "streamjob"
-TOOLS = PACKAGE.parent / "tools" / "streamjob_tools"
-"""The development tools' package (the benchmark, the local broker, the generators): not
-shipped with streamjob, held to the same rules."""
 MAX_LINES = 500
-
-
-def _modules() -> dict[str, tuple[Path, bool]]:
-    """``{dotted name: (file, is a package's __init__)}`` of every module of streamjob and
-    of streamjob_tools."""
-    out = {}
-    for package in (PACKAGE, TOOLS):
-        for f in package.rglob("*.py"):
-            parts = list(f.relative_to(package.parent).with_suffix("").parts)
-            is_pkg = parts[-1] == "__init__"
-            out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
-    return out
-
-
-def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
-    """``{module: modules of streamjob it imports}``, at any depth of the file; the
-    imports of ``if TYPE_CHECKING:`` blocks too with ``type_checking`` (a module that
-    needs another's names only for its annotations still knows of it)."""
-    mods = _modules()
-    graph = {}
-    for mod, (f, is_pkg) in mods.items():
-        tree = ast.parse(f.read_text())
-        typing_only = set() if type_checking else {
-            id(n) for node in ast.walk(tree)
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for n in ast.walk(node)}
-        deps = set()
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
-            if isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                if node.level:
-                    base = base[:len(base) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module
-                for alias in node.names:
-                    name = f"{target}.{alias.name}"
-                    deps.add(name if name in mods else target)
-        graph[mod] = {d for d in deps if d in mods and d != mod}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_the_import_graph_has_no_cycles():
@@ -124,8 +45,8 @@ LONGER: dict[str, str] = {
 
 
 def test_no_module_is_over_500_lines():
-    long = {str(f.relative_to(PACKAGE.parent)): n for f, _ in _modules().values()
-            if (n := len(f.read_text().splitlines())) > MAX_LINES}
+    long = {str(f.relative_to(PACKAGE.parent)): n for f, _ in modules().values()
+            if (n := len(text(f).splitlines())) > MAX_LINES}
     assert set(long) <= set(LONGER), {m: n for m, n in long.items() if m not in LONGER}
 
 
@@ -149,7 +70,7 @@ def test_the_executor_state_changes_in_its_own_file():
     for f in (PACKAGE / "executor").glob("*.py"):
         if f.name == "__init__.py":
             continue
-        for cls in ast.walk(ast.parse(f.read_text())):
+        for cls in nodes(f):
             if not isinstance(cls, ast.ClassDef) or any(
                     isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
                 continue

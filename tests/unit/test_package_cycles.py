@@ -11,17 +11,9 @@ the ``RunnerHost`` protocol."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "_layout", Path(__file__).with_name("test_layout.py"))
-_layout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_layout)
-import_graph = _layout.import_graph
-cycles = _layout.cycles
+from .codebase import cycles, import_graph
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +32,6 @@ def test_cep_and_planner_do_not_import_each_other_both_ways():
     assert "streamjob.planner" not in cep_imports
 
 
-cycles = _layout.cycles
 
 #: The front ends and the client room below them (issue 29, item 4).
 CLIENT_ROOMS = ("streamjob.cli", "streamjob.shell", "streamjob.client")

@@ -11,18 +11,18 @@ called Spark with unchecked text."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-import streamjob
 from streamjob.exceptions import StreamJobError
 from streamjob.policy import CheckedSQL
 from streamjob.spark import guard
 
+from . import codebase
+
 pytestmark = pytest.mark.unit
 
-PACKAGE = Path(streamjob.__file__).parent
+PACKAGE = codebase.PACKAGE
 #: The one module allowed to hand non-constant text to Spark's SQL parser.
 GATE = PACKAGE / "spark" / "guard.py"
 #: The modules allowed to mint CheckedSQL: the policy (after its checks) and the type.
@@ -67,12 +67,11 @@ def spark_sql_calls(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_no_module_but_the_gate_hands_unchecked_text_to_spark():
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in codebase.package_files():
         if path == GATE:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         offenders += [f"{path.relative_to(PACKAGE)}:{line}: {call}"
-                      for line, call in spark_sql_calls(tree)]
+                      for line, call in spark_sql_calls(codebase.tree(path))]
     assert offenders == [], ("SQL text reaches Spark outside streamjob/spark/guard.py "
                              "(route it through the SQL policy and guard.run_sql/expr):\n"
                              + "\n".join(offenders))
@@ -80,10 +79,10 @@ def test_no_module_but_the_gate_hands_unchecked_text_to_spark():
 
 def test_only_the_policy_mints_checked_sql():
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in codebase.package_files():
         if path in MINTERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in codebase.nodes(path):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
