@@ -63,6 +63,17 @@ def _active_spark_context():
 
 
 @pytest.fixture(autouse=True)
+def no_spark_starter_left_behind():
+    """A CLI invocation run in this process (click's CliRunner) lets a Hadoop URI start
+    Spark on demand (``cli/context.py``): withdrawn after each test, so that no later test
+    of the worker (``make test`` runs both folders in one session) finds it."""
+    yield
+    from streamjob.checkpoint import filesystems
+
+    filesystems.start_on_demand(None)
+
+
+@pytest.fixture(autouse=True)
 def no_spark_in_unit_tests(request):
     """tests/unit holds unit and component tests, which run without Spark (setup.cfg's
     markers): a test that started a Spark JVM in this process fails, naming it, so that
