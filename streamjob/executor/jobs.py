@@ -276,7 +276,6 @@ class JobStatements:
         """
         from ..checkpoint.backends import backend_for_plan
 
-        what = _position(start_from)
         ckdir = self.home.checkpoint_dir(job.database, job.name)
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
@@ -292,7 +291,8 @@ class JobStatements:
         identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
         new = identity.start_over(ckdir, job, start_from)
-        shown = f"the offsets {start_from}" if start_from.startswith("{") else what.lower()
+        shown = (f"the offsets {start_from}" if start_from.startswith("{")
+                 else _position(start_from).lower())
         return f" over from {shown} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
 
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:

@@ -1,7 +1,10 @@
 """The durable intent of a query switch (issue 30 point 5; docs/upgrades.md, "A switch
 killed midway"): ``Catalog.begin_switch`` records it with the stop, the switch's own
 transaction clears it, and a switch whose process is gone is resumed once with the old
-query (``manager/liveness.py``), on SQLite and PostgreSQL."""
+query (``manager/liveness.py``), on SQLite and PostgreSQL. A switch to a new checkpoint
+epoch (FROM, WITH STATE RESET) killed after its transaction leaves a pending start over
+that a server's recovery pass or START finishes (``executor/switch_finish.py``): the new
+query runs in a new epoch, never on the old one (SQLite, no Spark)."""
 
 from __future__ import annotations
 
