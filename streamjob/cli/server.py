@@ -173,6 +173,8 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
            lease_renew_ms: int | None = None, warm_up: bool = True, door=None,
            share: bool = False, max_jobs: int | None = None, labels: str | None = None,
            capacity: dict | None = None) -> None:
+    from ..executor import Executor
+    from ..executor.switch_finish import finish_start_over
     from ..manager.server import JobServer
     from ..properties import engine_notices
 
@@ -181,7 +183,9 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
                            warm_up=warm_up and not until_idle, share=share,
-                           max_jobs=max_jobs, labels=labels, **(capacity or {}))
+                           max_jobs=max_jobs, labels=labels, **(capacity or {}),
+                           finish_switch=lambda job: finish_start_over(  # a killed ALTER's epoch
+                               Executor(obj.catalog, obj.home), job))
     service = None
     if http:
         from ..api import create_app

@@ -132,6 +132,9 @@ class JobServer:
         spark_master: the master of this server's drivers (None: the one its labels map
             to in ``streamjob.placement.masters``, else ``spark.master``:
             :func:`.share.spark_master`).
+        finish_switch: ``finish(job)``, which prepares the new checkpoint epoch of a
+            switch its killed process left pending (``executor/switch_finish.py``, given
+            by ``streamjob server``; None: such switches are left to START STREAMJOB).
 
     The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
     server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
@@ -146,7 +149,8 @@ class JobServer:
                  lease_renew_ms: int | None = None, warm_up: bool = True,
                  share: bool = False, max_jobs: int | None = None,
                  labels: str | tuple[str, ...] | None = None, cores: int | None = None,
-                 memory_mb: int | None = None, spark_master: str | None = None) -> None:
+                 memory_mb: int | None = None, spark_master: str | None = None,
+                 finish_switch: Callable[[JobInfo], object] | None = None) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -154,6 +158,7 @@ class JobServer:
         self.catalog = catalog
         self.home = home
         self.debug = debug
+        self.finish_switch = finish_switch  # a switch's new epoch (executor/switch_finish.py)
         self.lease_ttl_ms = lease_ttl_ms
         self.poll_s = float(poll_s)
         self.renew_ms = renew_every_ms(lease_ttl_ms, lease_renew_ms, self.poll_s)
@@ -456,12 +461,14 @@ class JobServer:
         """``jobs``, after the query switches a killed process left between its graceful
         stop and its catalog switch were resumed (their jobs desired RUNNING again, with
         their current query: :func:`~streamjob.manager.liveness.resume_abandoned_switches`,
-        docs/upgrades.md)."""
+        docs/upgrades.md), and the new checkpoint epochs of those a killed process left
+        after its switch prepared (``finish_switch``)."""
         if not any(j.pending_switch for j in jobs):
             return jobs
         from .liveness import resume_abandoned_switches
 
-        return self.catalog.list_jobs() if resume_abandoned_switches(self.catalog, jobs) else jobs
+        return self.catalog.list_jobs() if resume_abandoned_switches(
+            self.catalog, jobs, self.finish_switch) else jobs
 
     def _ended_here(self, job: JobInfo) -> bool:
         """True if ``job`` ended by itself (or was FAILED when first seen) and its row

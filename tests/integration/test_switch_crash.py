@@ -15,9 +15,14 @@ with the version of its query; in sequence:
 4. killed in PROMOTE SHADOW after the catalog switch, before the start: the server runs
    the promoted query (and only it) from the switch point; PROMOTE again drops the
    scratch sinks.
+5. killed in ALTER ... FROM EARLIEST (a change of source: a new checkpoint epoch) after
+   the catalog switch, before the new epoch was prepared: the switch recorded the epoch
+   to prepare; the server prepares it and runs the new query (and only it) from the
+   topic's first record.
 
-After each restart, every input record is in the table exactly once (pandas), and the
-rows written after the restart all carry the one version that ran."""
+After each restart, every input record is in the table exactly once (pandas; in 5, once
+more, from the new query), and the rows written after the restart all carry the one
+version that ran."""
 
 from __future__ import annotations
 
@@ -38,10 +43,10 @@ from streamjob_tools.dev.flights import replay
 
 from .conftest import Cli
 
-pytestmark = [pytest.mark.system, pytest.mark.slow]  # ten `streamjob` processes
-#: Seconds this module takes on a fast host (the switch and PROMOTE crash scenarios, about 280 s on a loaded host): the slow tier hands it out
+pytestmark = [pytest.mark.system, pytest.mark.slow]  # twelve `streamjob` processes
+#: Seconds this module takes on a fast host (the five crash scenarios, about 325 s on a loaded host): the slow tier hands it out
 #: among the first (tests/conftest.py), so the run does not end on it.
-EXPECTED_S = 210
+EXPECTED_S = 250
 
 SETUP = """
 CREATE STREAM IF NOT EXISTS sw_k (id BIGINT)
@@ -65,6 +70,13 @@ STOP STREAMJOB sw_j WITH SAVEPOINT sp1;
 """
 
 START = "START STREAMJOB sw_j;\n"
+
+ALTER_FROM_EARLIEST = """
+CREATE STREAM IF NOT EXISTS sw_k2 (id BIGINT)
+TBLPROPERTIES("topic"="sw_k", "kafka.broker.list"="${BROKER}", "format"="json");
+START STREAMJOB sw_j;
+ALTER STREAMJOB sw_j AS ("insert into sw_out select id, 'v4' as ver from sw_k2") FROM EARLIEST;
+"""
 
 PROMOTE = """
 START STREAMJOB sw_j;
@@ -124,6 +136,8 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     start.write_text(START)
     promote, finish = tmp_path / "promote.sql", tmp_path / "finish.sql"
     promote.write_text(PROMOTE)
+    from_earliest = tmp_path / "from_earliest.sql"
+    from_earliest.write_text(ALTER_FROM_EARLIEST)
     finish.write_text("PROMOTE SHADOW FOR STREAMJOB sw_j;\n")
     create_topic(broker.bootstrap, "sw_k", 1)
     _send(broker.bootstrap, range(0, 100))
@@ -196,3 +210,18 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     _ok(cli.run("run", str(finish)))  # PROMOTE again finishes it: the scratch sinks go
     assert sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names().count(
         "sw_out__shadow_sw_j") == 0
+
+    # 5. ALTER ... FROM EARLIEST killed after its catalog switch, before the new epoch:
+    # the switch's transaction recorded the epoch to prepare; the server prepares it and
+    # runs the new query, only it, from the topic's first record
+    _killed_at(cli, "upgrade.switched", from_earliest)
+    job, _ = _job(cli)
+    assert "'v4'" in job.query and job.desired_state == "STOPPED"
+    assert job.pending_switch["phase"] == "start_over" and job.pending_switch["run"]
+    _send(broker.bootstrap, range(1000, 1100))
+    _ok(cli.run("server", "--until-idle"))
+    job, _ = _job(cli)
+    assert job.pending_switch is None and job.desired_state == "RUNNING"  # never neither
+    rows = _rows(db)
+    _exactly_once(rows[rows["ver"] != "v4"], 1000)  # never both: v3 did not run again
+    _exactly_once(rows[rows["ver"] == "v4"], 1100)  # the new epoch, from the first record
