@@ -119,6 +119,9 @@ class JobServer:
             None: ``min(poll_s, ttl/3)`` (:mod:`.lease` for the trade-off).
         warm_up: a standby runs a throwaway micro-batch once Spark started
             (:mod:`streamjob.spark.warmup`); ``self.warm`` then holds what it did.
+        spark_at_start: start Spark when :meth:`run` starts (standbys too); False: at
+            the first job start or preview that needs it (no warm-up then). A sharing
+            server starts it at once regardless (its share is declared once it is up).
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
         share: run a share of the jobs beside other sharing servers, each job under its
@@ -147,7 +150,7 @@ class JobServer:
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
                  echo: Callable[[str], None] | None = None,
                  lease_renew_ms: int | None = None, warm_up: bool = True,
-                 share: bool = False, max_jobs: int | None = None,
+                 spark_at_start: bool = True, share: bool = False, max_jobs: int | None = None,
                  labels: str | tuple[str, ...] | None = None, cores: int | None = None,
                  memory_mb: int | None = None, spark_master: str | None = None,
                  finish_switch: Callable[[JobInfo], object] | None = None) -> None:
@@ -163,6 +166,7 @@ class JobServer:
         self.poll_s = float(poll_s)
         self.renew_ms = renew_every_ms(lease_ttl_ms, lease_renew_ms, self.poll_s)
         self.warm_up = warm_up
+        self.spark_at_start = spark_at_start
         self.warm = None                         # the warm-up batch's WarmUp, once it ran
         self.server_id = new_server_id()
         self.spark_master = master_for(home.conf, spark_master, labels)
@@ -224,9 +228,12 @@ class JobServer:
             if until_idle:
                 self.lease.await_held()
             self.lease.start()
-            # standbys too, so a takeover need not wait for Spark; on a thread, so the loop
-            # answers signals and reports meanwhile (a job start waits for it)
-            threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
+            # standbys too, so a takeover need not wait for Spark (unless it starts on
+            # demand); on a thread, so the loop answers signals and reports meanwhile (a
+            # job start waits for it)
+            if self.spark_at_start or self.share:
+                threading.Thread(target=self._start_spark, name="spark-start",
+                                 daemon=True).start()
             if until_idle:
                 self._until_idle()
             else:
