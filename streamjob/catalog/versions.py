@@ -32,7 +32,8 @@ class VersionsMixin(CatalogEngine):
                           dependencies: Iterable[Sequence[str]], *, principal: str | None,
                           change: str | None,
                           sink_columns: tuple[str, str, list[dict]] | None = None,
-                          desired_state: str | None = None) -> tuple[JobInfo, int]:
+                          desired_state: str | None = None,
+                          start_over: Mapping[str, Any] | None = None) -> tuple[JobInfo, int]:
         """Give the job with this uid a new query (its next version), its properties and
         its dependencies, in one transaction; the uid, status and checkpoints stay. With
         ``sink_columns`` ``(database, table, columns)``, the table's declared columns
@@ -40,7 +41,11 @@ class VersionsMixin(CatalogEngine):
         docs/upgrades.md). With ``desired_state``, the job's desired state too (an
         upgrade of a running job asks for it to run again in the switch's transaction, so
         a process killed after the switch leaves the new query to be started). The
-        job's pending switch (:meth:`begin_switch`) is cleared in the same transaction.
+        job's pending switch (:meth:`begin_switch`) is cleared in the same transaction,
+        or, with ``start_over`` (``{"phase": "start_over", "start_from", "run", "host",
+        "pid", "owner", "at"}``: a switch to a new checkpoint epoch, FROM or WITH STATE
+        RESET), replaced by it, with the new version number added: the epoch still to be
+        prepared (executor/switch_finish.py), then :meth:`resume_switch` ends it.
 
         Returns:
             the updated job and its new version number.
@@ -78,7 +83,9 @@ class VersionsMixin(CatalogEngine):
             if desired_state is not None:
                 check_choice("desired state", desired_state, DESIRED_STATES)
                 job.desired_state = desired_state
-            job.pending_switch = None  # the switch is done (begin_switch)
+            # the switch is done (begin_switch), or its new epoch is still to come
+            job.pending_switch = None if start_over is None else json.dumps(
+                {**start_over, "version": last + 1})
             job.query = query
             job.properties = dict(properties)
             job.updated_at = now
@@ -117,8 +124,9 @@ class VersionsMixin(CatalogEngine):
 
     def resume_switch(self, job_uid: str, marker_at: str | None = None,
                       run: bool = True) -> JobInfo | None:
-        """End the job's pending switch without switching: in one transaction, clear it
-        and (``run``) set the desired state RUNNING again (the old query runs on). With
+        """End the job's pending switch: in one transaction, clear it and (``run``) set
+        the desired state RUNNING again (the old query runs on, or, for a pending start
+        over whose new epoch was prepared, the new query runs). With
         ``marker_at``, only if the pending switch is still that one (its ``at``), so a
         newer switch of a live process is never undone. Returns the job, or None when
         there was nothing to resume (no job, no such pending switch)."""

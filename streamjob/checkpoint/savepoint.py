@@ -261,8 +261,9 @@ def take_newest(checkpoint_dir: str, target: str, latest: Callable[[], object], 
 
 
 def missing(location: str) -> list[str]:
-    """The files of the savepoint at ``location`` that are gone (its manifest first, if
-    that is gone), as full paths; [] when it is whole.
+    """The files of the savepoint at ``location`` that are gone, as full paths: the
+    folder ``location`` itself if it holds nothing (deleted), else its manifest first if
+    that is gone; [] when it is whole.
 
     Raises:
         CheckpointError: a Hadoop URI in a process without Spark.
@@ -270,7 +271,7 @@ def missing(location: str) -> list[str]:
     manifest_uri = join_uri(location, MANIFEST)
     text = store.read_file(manifest_uri)
     if text is None:
-        return [manifest_uri]
+        return [manifest_uri if store.holds_anything(location) else location]
     try:
         files = json.loads(text)["files"]
     except (ValueError, KeyError, TypeError):

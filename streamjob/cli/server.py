@@ -24,6 +24,11 @@ from .context import Invocation
 @click.option("--warm-up/--no-warm-up", default=True, show_default=True,
               help="A standby runs one throwaway micro-batch once Spark started, so that a "
                    "takeover finds Spark's Python workers warm.")
+@click.option("--spark-at-start/--spark-on-demand", default=True, show_default=True,
+              help="Start Spark when the server starts (standbys too, so that a takeover "
+                   "need not wait for it), or only when a job or a SELECT preview first "
+                   "needs it: a server that serves the HTTP API and console but runs no "
+                   "job then runs no JVM. A sharing server starts it at once.")
 @click.option("--share", is_flag=True,
               help="Run a share of the jobs beside the other sharing servers on this "
                    "catalog, each job under its own lease (implied by --max-jobs and "
@@ -70,8 +75,8 @@ from .context import Invocation
 @client_options
 @click.pass_obj
 def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms: int | None,
-           warm_up: bool, poll_s: float, http: str | None, tls_cert: str | None,
-           tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
+           warm_up: bool, spark_at_start: bool, poll_s: float, http: str | None,
+           tls_cert: str | None, tls_key: str | None, host_names: tuple[str, ...], no_auth: bool, http_rate: float,
            http_burst: int, http_max_statements: int, share: bool = False,
            max_jobs: int | None = None, labels: str | None = None, cores: int | None = None,
            memory: str | None = None, spark_master: str | None = None) -> None:
@@ -125,7 +130,8 @@ def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms:
     report = ServerLog(server_log(obj.home), click.echo).attach()
     try:
         _serve(obj, report, until_idle, lease_ttl_ms, poll_s, http, tls_cert, tls_key,
-               lease_renew_ms=lease_renew_ms, warm_up=warm_up, door=door,
+               lease_renew_ms=lease_renew_ms, warm_up=warm_up,
+               spark_at_start=spark_at_start, door=door,
                share=sharing, max_jobs=max_jobs, labels=labels,
                capacity={"cores": cores, "memory_mb": memory_mb, "spark_master": spark_master})
     finally:
@@ -170,9 +176,12 @@ def _announce(report, door, url: str, admin_token: str | None) -> None:
 
 def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s: float,
            http: str | None, tls_cert: str | None, tls_key: str | None,
-           lease_renew_ms: int | None = None, warm_up: bool = True, door=None,
+           lease_renew_ms: int | None = None, warm_up: bool = True,
+           spark_at_start: bool = True, door=None,
            share: bool = False, max_jobs: int | None = None, labels: str | None = None,
            capacity: dict | None = None) -> None:
+    from ..executor import Executor
+    from ..executor.switch_finish import finish_start_over
     from ..manager.server import JobServer
     from ..properties import engine_notices
 
@@ -180,8 +189,11 @@ def _serve(obj: Invocation, report, until_idle: bool, lease_ttl_ms: int, poll_s:
         report(note)
     job_server = JobServer(obj.catalog, obj.home, debug=obj.debug, lease_ttl_ms=lease_ttl_ms,
                            poll_s=poll_s, echo=report, lease_renew_ms=lease_renew_ms,
-                           warm_up=warm_up and not until_idle, share=share,
-                           max_jobs=max_jobs, labels=labels, **(capacity or {}))
+                           warm_up=warm_up and not until_idle,
+                           spark_at_start=spark_at_start, share=share,
+                           max_jobs=max_jobs, labels=labels, **(capacity or {}),
+                           finish_switch=lambda job: finish_start_over(  # a killed ALTER's epoch
+                               Executor(obj.catalog, obj.home), job))
     service = None
     if http:
         from ..api import create_app

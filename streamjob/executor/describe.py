@@ -114,7 +114,10 @@ class DescribeStatements:
         if job.pending_switch:  # docs/upgrades.md, "A switch killed midway"
             sw = job.pending_switch
             overview.append(("pending switch", f"to query version {sw.get('version')} by "
-                             f"{sw.get('host')} pid {sw.get('pid')} since {sw.get('at')}"))
+                             f"{sw.get('host')} pid {sw.get('pid')} since {sw.get('at')}"
+                             + ("; switched, a start over (its new checkpoint epoch) is "
+                                "pending: START STREAMJOB or a server prepares it"
+                                if sw.get("phase") == "start_over" else "")))
         props = [(k, jp.display(k, v.value), v.origin) for k, v in eff.items()]
         deps = [(kind, f"{d}.{n}", role) for kind, d, n, role in job.dependencies]
         malformed, missing = _malformed(job, plan), _missing_columns(job)

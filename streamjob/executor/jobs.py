@@ -12,6 +12,7 @@ from ..exceptions import CheckpointError, JobError, ObjectExistsError
 from ..grammar import statements as st
 from ..planner import checks
 from .result import Result
+from .switch_finish import pending_start_over
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,17 @@ class JobStatements:
         db, name = self._names(s.name, "job")
         job = self.catalog.require_job(db, name)
         plan = self._plan(db, name, job.query, job.properties, job.session_properties)
+        restored = ""
+        if pending_start_over(job) is not None and not self.dry_run:
+            restored = self._finish_switch(job)  # the new epoch an ALTER left to prepare
+            job = self.catalog.require_job(db, name)
         restoring = s.from_savepoint is not None or s.checkpoint_at is not None
         ckdir = self.home.checkpoint_dir(db, name)
-        if plan.props.checkpoint_enabled and not restoring and reachable_here(ckdir):
+        if plan.props.checkpoint_enabled and not restoring and reachable_here(ckdir) \
+                and pending_start_over(job) is None:
             # changed logic is refused here; a Hadoop directory a process without Spark
             # cannot reach is checked by the job manager's start (checkpoint/run.py)
             fingerprint.check(ckdir, plan)
-        restored = ""
         if restoring:  # issue 30 (executor/savepoints.py)
             self._may_change_savepoints("START ... FROM " + (
                 "SAVEPOINT" if s.from_savepoint is not None else "CHECKPOINT AT"))
@@ -132,6 +137,29 @@ class JobStatements:
                           object=f"{db}.{name}", pending=True, detail=restored)
         self.manager.start(job)
         return Result(f"streamjob {db}.{name} started{restored}")
+
+    def _finish_switch(self, job) -> str:
+        """Prepare the new checkpoint epoch of ``job``'s pending start over (an ALTER ...
+        FROM or WITH STATE RESET that switched the query and was killed before;
+        :func:`~streamjob.executor.switch_finish.finish_start_over`); returns its phrase.
+
+        Raises:
+            JobError: another live process is doing that switch now.
+            CheckpointError: as :meth:`_new_epoch`.
+        """
+        import os
+        import socket
+
+        from ..manager.liveness import switch_abandoned
+        from .switch_finish import finish_start_over
+
+        marker = job.pending_switch
+        mine = (marker.get("host"), marker.get("pid")) == (socket.gethostname(), os.getpid())
+        if not mine and not switch_abandoned(self.catalog, marker):
+            raise JobError(f"streamjob {job.qualified_name} is being switched to query version "
+                           f"{marker.get('version')} by {marker.get('host')} pid "
+                           f"{marker.get('pid')}: START it once that ALTER has ended")
+        return finish_start_over(self, job)
 
     def _restore(self, s: st.StartStreamJob, job, plan) -> str:
         """START ... FROM CHECKPOINT n (DESIGN §4): the job resumes from n under a new
@@ -207,28 +235,47 @@ class JobStatements:
         stays. Refused while the job runs, for a job without checkpoints, for LATEST or
         TIMESTAMP over file streams (a file source has no such position), and when the
         directory belongs to another job."""
-        from ..checkpoint.backends import backend_for_plan
-
-        what = {"earliest": "EARLIEST", "latest": "LATEST"}.get(s.start_from, f"TIMESTAMP {s.start_from} ms")
-        if s.start_from.startswith("{"):  # ALTER ... WITH STATE RESET: given offsets
-            what = "the offsets of its last committed checkpoint"
+        what = _position(s.start_from)
         running = self.manager is not None and job.uid in getattr(self.manager, "runners", {})
         if running or (job.desired_state == DesiredState.RUNNING and job.status in ACTIVE_STATUSES):
             raise JobError(f"streamjob {job.qualified_name} is running; STOP it before starting "
                            f"it over FROM {what}")
+        self._refuse_start_over(job, plan, s.start_from)
+        if self.dry_run:
+            return f" over from {what.lower()} (a new checkpoint epoch)"
+        return self._new_epoch(job, plan, s.start_from)
+
+    def _refuse_start_over(self, job, plan, start_from: str) -> None:
+        """Refuse a new checkpoint epoch from ``start_from`` (as :meth:`_start_over`) for
+        a job without checkpoints, and LATEST or TIMESTAMP over file streams.
+
+        Raises:
+            JobError: naming the job (and the file streams).
+        """
         if not plan.props.checkpoint_enabled:
             raise JobError(f"streamjob {job.qualified_name} has morphling.job.enable.checkpoint="
                            "false: every start already begins at its streams' reset strategy")
         files = [src.stream.qualified_name for src in plan.sources
                  if not src.source.starts_anywhere]
-        if files and s.start_from != "earliest":
+        if files and start_from != "earliest":
             raise JobError(f"streamjob {job.qualified_name} reads the file stream(s) "
                            f"{', '.join(files)}, which can only be read from their first file: "
                            "use FROM EARLIEST")
-        if self.dry_run:
-            return f" over from {what.lower()} (a new checkpoint epoch)"
-        if s.start_from.startswith("{"):
-            what = f"the offsets {s.start_from}"
+
+    def _new_epoch(self, job, plan, start_from: str) -> str:
+        """Begin a new checkpoint epoch of the stopped ``job`` reading from ``start_from``
+        (``earliest``, ``latest``, ms as text, or Kafka offsets as JSON text): its backend's
+        checkpoint records, its checkpoint directory and its sink markers are removed.
+        Run again after a kill, it begins another (nothing ran on the first). Returns the
+        result's phrase `` over from ... (checkpoint epoch e; earlier checkpoints
+        removed)``.
+
+        Raises:
+            CheckpointError: the directory is another job's, or holds files without an
+                identity (never deleted).
+        """
+        from ..checkpoint.backends import backend_for_plan
+
         ckdir = self.home.checkpoint_dir(job.database, job.name)
         old = identity.read(ckdir)
         if old is not None and old.job_uid != job.uid:
@@ -243,8 +290,9 @@ class JobStatements:
             backend.purge(job)
         identity.purge_owned(ckdir, self.home.checkpoint_root, job.uid)
         self._purge_sink_markers(job, old.epoch if old else "")
-        new = identity.start_over(ckdir, job, s.start_from)
-        shown = what if s.start_from.startswith("{") else what.lower()
+        new = identity.start_over(ckdir, job, start_from)
+        shown = (f"the offsets {start_from}" if start_from.startswith("{")
+                 else _position(start_from).lower())
         return f" over from {shown} (checkpoint epoch {new.epoch}; earlier checkpoints removed)"
 
     def _do_StopStreamJob(self, s: st.StopStreamJob) -> Result:
@@ -359,6 +407,15 @@ class JobStatements:
             for key in {job.uid, identity.marker_key(job.uid, epoch)}:
                 table_sink(table, spec, marker=key, job=job.qualified_name,
                            exactly_once=True).purge_markers()
+
+
+def _position(start_from: str) -> str:
+    """A start position as a statement names it: EARLIEST, LATEST, TIMESTAMP n ms, or
+    (given offsets, WITH STATE RESET) the offsets of its last committed checkpoint."""
+    if start_from.startswith("{"):
+        return "the offsets of its last committed checkpoint"
+    return {"earliest": "EARLIEST", "latest": "LATEST"}.get(start_from,
+                                                            f"TIMESTAMP {start_from} ms")
 
 
 def check_sql_tables(plan) -> None:

@@ -174,6 +174,11 @@ class SavepointStatements:
         # script made, in the scratch catalog only)
         gone = savepoint.missing(sp.location) if not self.dry_run or store.holds_anything(
             sp.location) else []
+        if gone == [sp.location]:
+            raise CheckpointError(f"savepoint {sp.name} of streamjob {job.qualified_name} "
+                                  f"cannot be restored: its folder {sp.location} is missing "
+                                  f"or empty; DROP SAVEPOINT {sp.name} FOR STREAMJOB "
+                                  f"{job.qualified_name} forgets it")
         if gone:
             more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
             raise CheckpointError(f"savepoint {sp.name} of streamjob {job.qualified_name} "

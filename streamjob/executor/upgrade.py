@@ -14,8 +14,9 @@ TIMESTAMP t``).
 Then, for a running job: it is stopped gracefully (its current micro-batch completes and
 is its final checkpoint), the new query's fingerprint is accepted beside the stored one,
 the catalog switches to the new query (a new version, with when and by whom), and the job
-is started again from that checkpoint, keeping its uid and checkpoint epoch. A switch
-killed before the catalog changed restarts the old query; one killed after it, the new.
+is started again from that checkpoint, keeping its uid and checkpoint epoch (or, with
+FROM or WITH STATE RESET, in a new one: executor/switch_finish.py). A switch killed
+before the catalog changed restarts the old query; one killed after it, the new.
 
 Roles (DESIGN §9, docs/security.md): replacing a query needs what CREATE STREAMJOB and
 STOP/START need, an operator or the admin; a viewer is refused.
@@ -33,6 +34,7 @@ from ..grammar import statements as st
 from ..planner import checks
 from ..planner.upgrade import ChangeClass, ChangeKind, classify
 from .result import Result
+from .switch_finish import finish_start_over, start_over_intent, switcher
 from streamjob.catalog.records import ACTIVE_STATUSES, DesiredState, Role
 
 
@@ -215,6 +217,8 @@ class UpgradeStatements:
                           f"{change.summary()}{gains}", object=f"{db}.{name}",
                           data={"version": version, "change": change.as_json()})
         running = self._is_running(job)
+        if s.start_from is not None:
+            self._refuse_start_over(job, new, s.start_from)  # before anything changes
         stopped_at = ""
         if running:  # a graceful stop: the current micro-batch is its final checkpoint
             stopped_at = self._stop_for_upgrade(job)
@@ -230,26 +234,24 @@ class UpgradeStatements:
                 from ..connectors.sql.schema import add_nullable_columns
 
                 add_nullable_columns(cspec.spec_of_table(grown[0]), grown[1])
-            # the switch, and for a running job the wish to run again, in one transaction
+            start_from = s.start_from  # a new checkpoint epoch, recorded with the switch
+            if s.state_reset:  # the offsets of the final checkpoint, without state
+                start_from = committed_offsets(ckdir)
+            # the switch, and for a running job the wish to run again (at once, or once
+            # its new epoch is prepared: executor/switch_finish.py), in one transaction
             job, version = self.catalog.replace_job_query(
                 job.uid, s.query, stored, new.dependencies, principal=self.principal,
                 change=change.kind.value, sink_columns=sink_columns,
-                desired_state=DesiredState.RUNNING if running and s.start_from is None
-                and not s.state_reset else None)
+                desired_state=DesiredState.RUNNING if running and start_from is None
+                else None, start_over=None if start_from is None
+                else start_over_intent(start_from, running, self.manager))
         except StreamJobError as exc:  # before the switch: the old query runs on
             if running:
                 self._restart_after_failed_switch(s, exc, job.uid)
             raise
         if running:
             crashpoint.reached("upgrade.switched")
-        epoch = ""
-        start_from = s.start_from
-        if s.state_reset:  # the offsets of the final checkpoint, a new epoch without state
-            start_from = committed_offsets(self.home.checkpoint_dir(db, name))
-        if start_from is not None:  # the chosen new checkpoint epoch (incompatible)
-            epoch = self._start_over(st.StartStreamJob(
-                position=s.position, text=s.text, locations=s.locations, name=s.name,
-                start_from=start_from), job, new)
+        epoch = finish_start_over(self, job)  # "" without a new epoch
         if s.state_reset:
             change = dataclasses.replace(change, kind=ChangeKind.INCOMPATIBLE, reasons=(
                 change.reasons or ("the state is rebuilt (WITH STATE RESET)",)))
@@ -384,10 +386,6 @@ class UpgradeStatements:
         Raises:
             JobError: it did not stop in time (asked to run again; nothing changed).
         """
-        import datetime as dt
-        import os
-        import socket
-
         from .jobs import STOP_WAIT_S
 
         # The intent first, in the transaction that starts the stop: the job still wishes
@@ -395,10 +393,7 @@ class UpgradeStatements:
         # leaves this marker; the next job host or server sees its process gone and runs
         # the old query again (manager/liveness.py resume_abandoned_switches).
         pending = len(self.catalog.list_job_versions(job.uid)) + 1
-        self.catalog.begin_switch(job.uid, {
-            "version": pending, "host": socket.gethostname(), "pid": os.getpid(),
-            "owner": getattr(self.manager, "owner", None) if self.manager is not None else None,
-            "at": dt.datetime.now(dt.timezone.utc).isoformat()})
+        self.catalog.begin_switch(job.uid, {"version": pending, **switcher(self.manager)})
         if self.manager is not None:
             self.manager.stop(job.uid)
         elsewhere = self._await_stopped(job)

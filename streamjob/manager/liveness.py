@@ -77,24 +77,44 @@ def switch_abandoned(catalog: Catalog, marker: dict | None) -> bool:
     return (dt.datetime.now(dt.timezone.utc) - at).total_seconds() > SWITCH_TTL_S
 
 
-def resume_abandoned_switches(catalog: Catalog, jobs=None) -> list:
+def resume_abandoned_switches(catalog: Catalog, jobs=None, finish=None) -> list:
     """Run again, with its current query, every job whose query switch was abandoned
     (:func:`switch_abandoned`: the process doing ALTER STREAMJOB ... AS was killed
     between the graceful stop and the catalog switch; docs/upgrades.md). Each is one
     catalog transaction (``Catalog.resume_switch``, compare-and-set on the marker), so two
     processes resuming at once resume it once. A switch that committed cleared its
     marker in its own transaction (the new query, desired RUNNING), so this never undoes
-    one. ``jobs``: the jobs just listed (default: list them). Returns the resumed jobs."""
+    one. A switch to a new checkpoint epoch (FROM, WITH STATE RESET) that committed left
+    a marker of phase ``start_over`` (the epoch still to prepare): ``finish(job)`` (the
+    executor's ``finish_start_over``, given by the server) prepares it and ends the
+    marker; without ``finish`` it is left for a server or START STREAMJOB. ``jobs``: the
+    jobs just listed (default: list them). Returns the jobs resumed or finished."""
     resumed = []
     for job in catalog.list_jobs() if jobs is None else jobs:
         marker = job.pending_switch
-        if marker and switch_abandoned(catalog, marker):
-            again = catalog.resume_switch(job.uid, marker.get("at"))
-            if again is not None:
-                log.warning("streamjob %s: the switch to query version %s was interrupted "
-                            "before the catalog switched; it runs on with its current query",
-                            job.qualified_name, marker.get("version"))
-                resumed.append(again)
+        if not marker or not switch_abandoned(catalog, marker):
+            continue
+        if marker.get("phase") == "start_over":  # the new query, once its epoch is ready
+            if finish is None:
+                continue
+            try:
+                finish(job)
+            except Exception as exc:  # noqa: BLE001 - e.g. a directory without identity
+                log.warning("streamjob %s: the new checkpoint epoch of query version %s "
+                            "could not be prepared (%s); START STREAMJOB %s prepares it",
+                            job.qualified_name, marker.get("version"), exc, job.name)
+                continue
+            log.warning("streamjob %s: the switch to query version %s was interrupted "
+                        "before its new checkpoint epoch was prepared; prepared now",
+                        job.qualified_name, marker.get("version"))
+            resumed.append(job)
+            continue
+        again = catalog.resume_switch(job.uid, marker.get("at"))
+        if again is not None:
+            log.warning("streamjob %s: the switch to query version %s was interrupted "
+                        "before the catalog switched; it runs on with its current query",
+                        job.qualified_name, marker.get("version"))
+            resumed.append(again)
     return resumed
 
 

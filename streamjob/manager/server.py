@@ -119,6 +119,9 @@ class JobServer:
             None: ``min(poll_s, ttl/3)`` (:mod:`.lease` for the trade-off).
         warm_up: a standby runs a throwaway micro-batch once Spark started
             (:mod:`streamjob.spark.warmup`); ``self.warm`` then holds what it did.
+        spark_at_start: start Spark when :meth:`run` starts (standbys too); False: at
+            the first job start or preview that needs it (no warm-up then). A sharing
+            server starts it at once regardless (its share is declared once it is up).
         echo: where the server's one-line reports go (``click.echo`` in the CLI);
             default: the log at INFO level.
         share: run a share of the jobs beside other sharing servers, each job under its
@@ -132,6 +135,9 @@ class JobServer:
         spark_master: the master of this server's drivers (None: the one its labels map
             to in ``streamjob.placement.masters``, else ``spark.master``:
             :func:`.share.spark_master`).
+        finish_switch: ``finish(job)``, which prepares the new checkpoint epoch of a
+            switch its killed process left pending (``executor/switch_finish.py``, given
+            by ``streamjob server``; None: such switches are left to START STREAMJOB).
 
     The server holds one :class:`~.lease.Lease` (``self.lease``): while it is held, the
     server runs the jobs; when it is lost, the lease fences the server (:meth:`_fenced`).
@@ -144,9 +150,10 @@ class JobServer:
                  lease_ttl_ms: int = 10_000, poll_s: float = 1.0,
                  echo: Callable[[str], None] | None = None,
                  lease_renew_ms: int | None = None, warm_up: bool = True,
-                 share: bool = False, max_jobs: int | None = None,
+                 spark_at_start: bool = True, share: bool = False, max_jobs: int | None = None,
                  labels: str | tuple[str, ...] | None = None, cores: int | None = None,
-                 memory_mb: int | None = None, spark_master: str | None = None) -> None:
+                 memory_mb: int | None = None, spark_master: str | None = None,
+                 finish_switch: Callable[[JobInfo], object] | None = None) -> None:
         if isinstance(lease_ttl_ms, bool) or not isinstance(lease_ttl_ms, int) or lease_ttl_ms <= 0:
             raise ValueError(f"lease_ttl_ms must be a positive int, got {lease_ttl_ms!r}")
         if poll_s <= 0:
@@ -154,10 +161,12 @@ class JobServer:
         self.catalog = catalog
         self.home = home
         self.debug = debug
+        self.finish_switch = finish_switch  # a switch's new epoch (executor/switch_finish.py)
         self.lease_ttl_ms = lease_ttl_ms
         self.poll_s = float(poll_s)
         self.renew_ms = renew_every_ms(lease_ttl_ms, lease_renew_ms, self.poll_s)
         self.warm_up = warm_up
+        self.spark_at_start = spark_at_start
         self.warm = None                         # the warm-up batch's WarmUp, once it ran
         self.server_id = new_server_id()
         self.spark_master = master_for(home.conf, spark_master, labels)
@@ -219,9 +228,12 @@ class JobServer:
             if until_idle:
                 self.lease.await_held()
             self.lease.start()
-            # standbys too, so a takeover need not wait for Spark; on a thread, so the loop
-            # answers signals and reports meanwhile (a job start waits for it)
-            threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
+            # standbys too, so a takeover need not wait for Spark (unless it starts on
+            # demand); on a thread, so the loop answers signals and reports meanwhile (a
+            # job start waits for it)
+            if self.spark_at_start or self.share:
+                threading.Thread(target=self._start_spark, name="spark-start",
+                                 daemon=True).start()
             if until_idle:
                 self._until_idle()
             else:
@@ -456,12 +468,14 @@ class JobServer:
         """``jobs``, after the query switches a killed process left between its graceful
         stop and its catalog switch were resumed (their jobs desired RUNNING again, with
         their current query: :func:`~streamjob.manager.liveness.resume_abandoned_switches`,
-        docs/upgrades.md)."""
+        docs/upgrades.md), and the new checkpoint epochs of those a killed process left
+        after its switch prepared (``finish_switch``)."""
         if not any(j.pending_switch for j in jobs):
             return jobs
         from .liveness import resume_abandoned_switches
 
-        return self.catalog.list_jobs() if resume_abandoned_switches(self.catalog, jobs) else jobs
+        return self.catalog.list_jobs() if resume_abandoned_switches(
+            self.catalog, jobs, self.finish_switch) else jobs
 
     def _ended_here(self, job: JobInfo) -> bool:
         """True if ``job`` ended by itself (or was FAILED when first seen) and its row

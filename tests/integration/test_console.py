@@ -71,7 +71,11 @@ def _compared_shadow(job, query: str) -> dict:
             "new_sink": "default.seen", "comparison": shadow_diff.compare(old, new)}
 
 
-def test_the_console_follows_a_running_job_and_marks_sql_errors(tmp_path, broker, browser):
+def test_the_console_follows_a_running_job_and_marks_sql_errors(tmp_path, broker, browser,
+                                                                 monkeypatch):
+    # a progress sample each second, not each 5 s: the charts need two with rates, and
+    # a run's first has none (the job runs in this process, so the setting reaches it)
+    monkeypatch.setattr("streamjob.manager.progress.SAMPLE_EVERY_S", 1.0)
     world = World(tmp_path, broker.bootstrap)
     topic = f"console_{uuid.uuid4().hex[:6]}"
     create_topic(broker.bootstrap, topic, 2)
@@ -98,8 +102,8 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         world.catalog.create_token("console", "operator", token)
         service = HttpService(create_app(world.catalog, world.home), "127.0.0.1:0")
         url = service.start()
-        # two progress samples (one each 5 s) with rates for the charts (a run's first
-        # batch has no input rate: the chart leaves unknown rates out)
+        # two progress samples (one each second here) with rates for the charts (a run's
+        # first batch has no input rate: the chart leaves unknown rates out)
         wait_for(lambda: len([s for s in world.catalog.progress_samples(job.uid)
                               if s.input_rows_per_s is not None
                               and s.lag_records is not None]) >= 2, 90,

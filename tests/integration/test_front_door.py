@@ -1,10 +1,11 @@
 """The server as the front door (issue 15, DESIGN §8), with real processes: ``streamjob
-server --http`` on a SQLite catalog, a token made with ``streamjob token create``, a job
-submitted by ``streamjob --server URL --token T submit`` (no catalog access), then, while
-it runs: ``/metrics`` scraped and parsed with prometheus_client, the event stream, the
-progress samples; the job fails (its PostgreSQL sink refuses connections; no restart
-allowed) and the alert webhook receives ``firing``, then after the database is back and
-the job is started again through the API, ``resolved``."""
+server --http`` on a SQLite catalog, a token made with ``streamjob token create`` (run in
+this process by click's CliRunner), a job submitted by ``streamjob --server URL --token T
+submit`` (no catalog access), then, while it runs: ``/metrics`` scraped and parsed with
+prometheus_client, the event stream, the progress samples; the job fails (its PostgreSQL
+sink refuses connections; no restart allowed) and the alert webhook receives ``firing``,
+then after the database is back and the job is started again through the API,
+``resolved``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
+
+from streamjob.cli import main
 
 from .conftest import STREAMJOB
 from .faults import database_down, scratch_database
@@ -68,9 +72,12 @@ def test_a_client_submits_through_the_api_and_a_failure_alerts(tmp_path, broker)
     env = Env(tmp_path, f"sqlite:///{tmp_path}/home/catalog.db", broker.bootstrap, topic)
     receiver = Receiver()
     try:
-        token = subprocess.run([STREAMJOB, "--catalog", env.url, "token", "create", "ops",
-                                "--role", "operator"], env=env.environ(), capture_output=True,
-                               text=True, timeout=60, check=True).stdout.strip()
+        # the CLI's command in this process (click's CliRunner): a Python start less
+        made = CliRunner().invoke(main, ["--catalog", env.url, "token", "create", "ops",
+                                         "--role", "operator"], env=env.environ(),
+                                  catch_exceptions=False)
+        assert made.exit_code == 0, made.output
+        token = made.stdout.strip()
         server = env.server("--http", "127.0.0.1:0")
         url = server.wait_line(r"HTTP API on (\S+)/v1 ", 60).group(1)
         server.wait_line(r": active \(holds the job manager lease\)", 60)

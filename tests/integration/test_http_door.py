@@ -10,7 +10,8 @@ connection) nor PRINT an undeclared topic; reads leave no row in the statement l
 
 The module's server (one catalog, one job ``j`` created by a local client, streams
 whose broker is a listener of this test) is shared: each test makes its own tokens, so
-the rate limit of one does not touch another."""
+the rate limit of one does not touch another. No job runs here, so every server starts
+Spark on demand (``--spark-on-demand``): none starts a JVM."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import pytest
 
 from streamjob.api.auth import new_token
 
-from .conftest import STREAMJOB
+from .conftest import STREAMJOB, children
 from .test_server import Env
 
 pytestmark = pytest.mark.system
@@ -78,12 +79,12 @@ CREATE STREAM s (id BIGINT) TBLPROPERTIES ("topic"="declared",
 CREATE TABLE out (id BIGINT) STORED AS JSON;
 CREATE STREAMJOB j AS ("insert into out select id from s");""")
         assert made.returncode == 0, made.stdout + made.stderr
-        server = env.server("--http", "127.0.0.1:0", "--no-warm-up", "--http-rate", "1",
+        server = env.server("--http", "127.0.0.1:0", "--spark-on-demand", "--http-rate", "1",
                             "--http-burst", "30")
         url = _url(server)
         token = server.wait_line(TOKEN_LINE, 10).group(1)
         # a second server on the same catalog (a standby), in development mode
-        dev = env.server("--http", "127.0.0.1:0", "--no-warm-up", "--no-auth")
+        dev = env.server("--http", "127.0.0.1:0", "--spark-on-demand", "--no-auth")
         yield env, url, token, listener, _url(dev), server, dev
     finally:
         env.close()
@@ -104,7 +105,8 @@ def _token(env: Env, role: str, name: str) -> str:
 def test_the_first_start_prints_an_admin_token_once_and_revoking_it_keeps_the_api_closed(tmp_path):
     env = Env(tmp_path, f"sqlite:///{tmp_path}/home/catalog.db", "127.0.0.1:9", "t")
     try:
-        first = env.server("--http", "0.0.0.0:0", "--no-warm-up")  # every address: auth required
+        # every address: auth required
+        first = env.server("--http", "0.0.0.0:0", "--spark-on-demand")
         url = _url(first)
         token = first.wait_line(TOKEN_LINE, 10).group(1)
         first.wait_line(r"HTTP API listening on every address of this machine, among them "
@@ -118,9 +120,12 @@ def test_the_first_start_prints_an_admin_token_once_and_revoking_it_keeps_the_ap
 
         with _client(url) as anonymous:
             assert anonymous.get("/v1/jobs").status_code == 401
-        standby = env.server("--http", "127.0.0.1:0", "--no-warm-up")  # tokens exist now
+        standby = env.server("--http", "127.0.0.1:0", "--spark-on-demand")  # tokens exist now
         _url(standby)
         assert "sjt_" not in standby.output
+        # --spark-on-demand: no job ran, so neither server started a Spark JVM
+        for server in (first, standby):
+            assert "java" not in children(server.proc.pid).values(), server.output
 
         with _client(url, token) as http:
             assert http.get("/v1/jobs").json() == {"jobs": []}

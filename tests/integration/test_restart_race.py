@@ -3,7 +3,8 @@
 client's START, took that row as the failure it had seen, and never started the job).
 
 The job manager's reconcile pass is driven by hand here, in this process, with the
-session's Spark and broker: start, fail (a topic the broker lacks fails at once), START
+session's Spark and broker: start, fail (a topic the broker lacks fails at once; no failure
+allowed, so the first attempt ends it FAILED, with no backoff and second attempt), START
 from a client, one pass."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ CREATE STREAM s (id INT) TBLPROPERTIES ("topic"="race_{uuid.uuid4().hex[:8]}",
   "kafka.broker.list"="{broker.bootstrap}", "kafka.request.timeout.ms"="1000");
 CREATE TABLE t (id INT) STORED AS PARQUET;
 CREATE STREAMJOB j AS ("insert into t select id from s")
-JOBPROPERTIES ("morphling.task.max.failures"="1");
+JOBPROPERTIES ("morphling.task.max.failures"="0");
 START STREAMJOB j;
 """)
         uid = w.catalog.get_job("default", "j").uid

@@ -11,13 +11,21 @@ with the version of its query; in sequence:
 2. killed after the catalog switch, before the start: the server runs the new query
    (and only it);
 3. killed while STOP ... WITH SAVEPOINT copies the checkpoint: no savepoint is listed;
-   taking it again removes the partial copy and lists a whole savepoint.
+   taking it again removes the partial copy and lists a whole savepoint. Then killed
+   while CREATE SAVEPOINT copies the checkpoint of the running job: no savepoint is
+   listed, the job is still meant to run and ``streamjob server --until-idle`` resumes
+   it; CREATE SAVEPOINT again removes the partial copy and lists a whole savepoint.
 4. killed in PROMOTE SHADOW after the catalog switch, before the start: the server runs
    the promoted query (and only it) from the switch point; PROMOTE again drops the
    scratch sinks.
+5. killed in ALTER ... FROM EARLIEST (a change of source: a new checkpoint epoch) after
+   the catalog switch, before the new epoch was prepared: the switch recorded the epoch
+   to prepare; the server prepares it and runs the new query (and only it) from the
+   topic's first record.
 
-After each restart, every input record is in the table exactly once (pandas), and the
-rows written after the restart all carry the one version that ran."""
+After each restart, every input record is in the table exactly once (pandas; in 5, once
+more, from the new query), and the rows written after the restart all carry the one
+version that ran."""
 
 from __future__ import annotations
 
@@ -32,16 +40,18 @@ import sqlalchemy as sa
 
 from streamjob.catalog import Catalog
 from streamjob.checkpoint import savepoint
+from streamjob.executor import Executor
+from streamjob.grammar import parse_script
 from streamjob.home import Home
 from streamjob_tools.dev.broker import create_topic
 from streamjob_tools.dev.flights import replay
 
 from .conftest import Cli
 
-pytestmark = [pytest.mark.system, pytest.mark.slow]  # ten `streamjob` processes
-#: Seconds this module takes on a fast host (the switch and PROMOTE crash scenarios, about 280 s on a loaded host): the slow tier hands it out
+pytestmark = [pytest.mark.system, pytest.mark.slow]  # thirteen `streamjob` processes
+#: Seconds this module takes on a fast host (the five crash scenarios and the two savepoint kills, 330-420 s on a loaded host): the slow tier hands it out
 #: among the first (tests/conftest.py), so the run does not end on it.
-EXPECTED_S = 210
+EXPECTED_S = 300
 
 SETUP = """
 CREATE STREAM IF NOT EXISTS sw_k (id BIGINT)
@@ -64,7 +74,17 @@ START STREAMJOB sw_j;
 STOP STREAMJOB sw_j WITH SAVEPOINT sp1;
 """
 
-START = "START STREAMJOB sw_j;\n"
+CREATE_SAVEPOINT = """
+START STREAMJOB sw_j;
+CREATE SAVEPOINT sp0 FOR STREAMJOB sw_j;
+"""
+
+ALTER_FROM_EARLIEST = """
+CREATE STREAM IF NOT EXISTS sw_k2 (id BIGINT)
+TBLPROPERTIES("topic"="sw_k", "kafka.broker.list"="${BROKER}", "format"="json");
+START STREAMJOB sw_j;
+ALTER STREAMJOB sw_j AS ("insert into sw_out select id, 'v4' as ver from sw_k2") FROM EARLIEST;
+"""
 
 PROMOTE = """
 START STREAMJOB sw_j;
@@ -107,6 +127,14 @@ def _job(cli: Cli):
         return job, cat.list_savepoints(job.uid)
 
 
+def _statement(cli: Cli, sql: str) -> str:
+    """Execute one statement against the home's catalog in this process (no job manager:
+    a savepoint reads the checkpoint directory on this host's disk); its message."""
+    home = Home.open(cli.home)
+    with Catalog(home.catalog_url) as cat:
+        return Executor(cat, home, principal="local:test").execute(parse_script(sql)[0]).message
+
+
 def _exactly_once(rows: pd.DataFrame, upto: int) -> None:
     assert rows["id"].is_unique, rows[rows["id"].duplicated(keep=False)]  # nothing doubled
     assert sorted(rows["id"]) == list(range(upto))  # nothing lost
@@ -117,13 +145,15 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     cli = Cli(tmp_path / "home", broker.bootstrap)
     db = tmp_path / "out.db"
     setup, alter = tmp_path / "setup.sql", tmp_path / "alter.sql"
-    stop_sp, start = tmp_path / "stop_sp.sql", tmp_path / "start.sql"
+    stop_sp, create_sp = tmp_path / "stop_sp.sql", tmp_path / "create_sp.sql"
     setup.write_text(SETUP.format(db=db))
     alter.write_text(ALTER)
     stop_sp.write_text(STOP_WITH_SAVEPOINT)
-    start.write_text(START)
+    create_sp.write_text(CREATE_SAVEPOINT)
     promote, finish = tmp_path / "promote.sql", tmp_path / "finish.sql"
     promote.write_text(PROMOTE)
+    from_earliest = tmp_path / "from_earliest.sql"
+    from_earliest.write_text(ALTER_FROM_EARLIEST)
     finish.write_text("PROMOTE SHADOW FOR STREAMJOB sw_j;\n")
     create_topic(broker.bootstrap, "sw_k", 1)
     _send(broker.bootstrap, range(0, 100))
@@ -169,11 +199,23 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     job, savepoints = _job(cli)
     assert [sp.name for sp in savepoints] == ["sp1"]
     assert savepoint.missing(savepoints[0].location) == []  # whole
+    # CREATE SAVEPOINT of the running job, killed mid-copy: nothing listed, still RUNNING
+    _killed_at(cli, "savepoint.copy", create_sp)
+    job, savepoints = _job(cli)
+    assert [sp.name for sp in savepoints] == ["sp1"] and job.desired_state == "RUNNING"
+    folder = savepoint.folder(Home.open(cli.home).checkpoint_dir("default", "sw_j"), "sp0")
+    assert os.path.isdir(folder) and not os.path.exists(os.path.join(folder, savepoint.MANIFEST))
     _send(broker.bootstrap, range(400, 500))
-    _ok(cli.run("run", str(start), "--until-idle", BROKER=broker.bootstrap))
+    _ok(cli.run("server", "--until-idle"))  # resumes it: no START since the kill
     rows = _rows(db)
     _exactly_once(rows, 500)
     assert set(rows[rows["id"] >= 300]["ver"]) == {"v2"}
+    msg = _statement(cli, "CREATE SAVEPOINT sp0 FOR STREAMJOB sw_j")  # taken again
+    assert msg.startswith("savepoint sp0 of streamjob default.sw_j taken: checkpoint "), msg
+    job, savepoints = _job(cli)
+    assert sorted(sp.name for sp in savepoints) == ["sp0", "sp1"]
+    assert job.desired_state == "RUNNING"
+    assert [savepoint.missing(sp.location) for sp in savepoints] == [[], []]  # whole
 
     # 4. PROMOTE SHADOW killed after its catalog switch, before the start: the shadow
     # read the backlog beside the live job (40 records a batch); after the restart the
@@ -196,3 +238,18 @@ def test_a_kill_at_each_point_of_a_switch_or_savepoint_runs_exactly_one_version(
     _ok(cli.run("run", str(finish)))  # PROMOTE again finishes it: the scratch sinks go
     assert sa.inspect(sa.create_engine(f"sqlite:///{db}")).get_table_names().count(
         "sw_out__shadow_sw_j") == 0
+
+    # 5. ALTER ... FROM EARLIEST killed after its catalog switch, before the new epoch:
+    # the switch's transaction recorded the epoch to prepare; the server prepares it and
+    # runs the new query, only it, from the topic's first record
+    _killed_at(cli, "upgrade.switched", from_earliest)
+    job, _ = _job(cli)
+    assert "'v4'" in job.query and job.desired_state == "STOPPED"
+    assert job.pending_switch["phase"] == "start_over" and job.pending_switch["run"]
+    _send(broker.bootstrap, range(1000, 1100))
+    _ok(cli.run("server", "--until-idle"))
+    job, _ = _job(cli)
+    assert job.pending_switch is None and job.desired_state == "RUNNING"  # never neither
+    rows = _rows(db)
+    _exactly_once(rows[rows["ver"] != "v4"], 1000)  # never both: v3 did not run again
+    _exactly_once(rows[rows["ver"] == "v4"], 1100)  # the new epoch, from the first record

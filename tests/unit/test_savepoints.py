@@ -5,6 +5,7 @@ runs a real job)."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -145,6 +146,17 @@ def test_a_savepoint_whose_files_are_missing_is_refused_with_its_path(ex):
                                               f"restored: {gone} is missing"):
         run(ex, "START STREAMJOB j FROM SAVEPOINT sp")
     assert (ckdir / "commits" / "3").exists()  # nothing was replaced
+    # its whole folder deleted: the folder is named, and how to forget the savepoint
+    folder = savepoint.folder(str(ckdir), "sp")
+    shutil.rmtree(folder)
+    with pytest.raises(CheckpointError, match=f"savepoint sp of streamjob default.j cannot be "
+                                              f"restored: its folder {folder} is missing or "
+                                              "empty; DROP SAVEPOINT sp FOR STREAMJOB "
+                                              "default.j forgets it"):
+        run(ex, "START STREAMJOB j FROM SAVEPOINT sp")
+    assert (ckdir / "commits" / "3").exists()
+    run(ex, "DROP SAVEPOINT sp FOR STREAMJOB j")
+    assert run(ex, "SHOW SAVEPOINTS").rows == []
 
 
 def test_restoring_a_savepoint_into_a_changed_query_is_refused(ex):
