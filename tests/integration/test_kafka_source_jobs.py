@@ -23,6 +23,9 @@ from streamjob.manager import JobManager
 from .world import World as BaseWorld
 
 pytestmark = pytest.mark.spark
+#: Seconds this module takes on a fast host: make test hands the longest modules out first
+#: (tests/conftest.py), so the run does not end on one of them while the other worker idles.
+EXPECTED_S = 26
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PARTITIONS = 2
