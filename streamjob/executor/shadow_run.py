@@ -162,11 +162,23 @@ def _new_query_id(ckdir: str) -> None:
     store.write_file(join_uri(ckdir, "metadata"), json.dumps({"id": str(uuid.uuid4())}))
 
 
+#: Spark's file sink compacts its manifest (``_spark_metadata``) at every 10th batch
+#: (``spark.sql.streaming.fileSink.log.compactInterval``), reading the entry of every
+#: batch before it; a scratch folder's manifest begins at the live checkpoint's next
+#: batch, so that read failed (BATCH_METADATA_NOT_FOUND) when a shadow crossed such a
+#: batch. A shadow's session never compacts (Spark's check: ``(batch + 1) % interval ==
+#: 0``), and its scratch folders are dropped after the comparison.
+NO_COMPACTION = {"spark.sql.streaming.fileSink.log.compactInterval": str(2 ** 31 - 1)}
+
+
 def _session(spark_root, plan):
+    """The session of a shadow's query (either side): the job's Spark settings, and
+    :data:`NO_COMPACTION` for its scratch file sinks."""
     from .. import properties as jp
     from ..spark.session import job_session
 
-    return job_session(spark_root, dict(jp.spark_settings(plan.props)), plan.data_sources)
+    return job_session(spark_root, {**jp.spark_settings(plan.props), **NO_COMPACTION},
+                       plan.data_sources)
 
 
 def _spark_error(exc: BaseException) -> str:

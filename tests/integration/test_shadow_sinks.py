@@ -81,13 +81,15 @@ def test_kafka_and_file_sinks_shadow_into_copies_of_their_own_kind(world, tmp_pa
     files, delta = tmp_path / "fout", tmp_path / "dout"
     props = (f'JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}", '
              f'"morphling.job.checkpoint.interval"="0", {QUICK})')
+    props_f = props.replace(f'per.batch"="{PER_BATCH}"', 'per.batch"="6"')
+    assert props_f != props
     for sql in parse_script(f"""
         CREATE TABLE kout (id INT, name STRING) TBLPROPERTIES ("topic"="{live_topic}",
           "kafka.broker.list"="{world.bootstrap}", "format"="json");
         CREATE TABLE fout (id INT, name STRING) STORED AS PARQUET LOCATION '{files}';
         CREATE TABLE dout (id INT, name STRING) STORED AS DELTA LOCATION '{delta}';
         CREATE STREAMJOB k AS ("insert into kout {OLD}") {props};
-        CREATE STREAMJOB f AS ("insert into fout {OLD}") {props};
+        CREATE STREAMJOB f AS ("insert into fout {OLD}") {props_f};
         CREATE STREAMJOB d AS ("insert into dout {OLD}") {props};"""):
         ex.execute(sql)
     produce(world, range(0, 40))
@@ -109,12 +111,19 @@ def test_kafka_and_file_sinks_shadow_into_copies_of_their_own_kind(world, tmp_pa
     assert kafka["new_table"] == f"topic {live_topic}__shadow_k"
     assert scratch <= _topics(world.bootstrap)
 
-    # files: two sibling directories, read back through their manifests
+    # files: two sibling directories, read back through their manifests. The live job
+    # committed batches 0-6 (3 records of each partition each), so the shadow's three
+    # batches, 7 to 9, cross
+    # Spark's manifest compaction batch (9: every 10th), which reads every earlier
+    # batch's manifest entry and failed on a scratch folder that has none
     filed = run(ex, f"""ALTER STREAMJOB f AS ("insert into fout {NEW}") WITH SHADOW
-                        JOBPROPERTIES('shadow.batches'='2', 'shadow.timeout'='120s');""").data
+                        JOBPROPERTIES('shadow.batches'='3', 'shadow.timeout'='120s');""").data
     _check(filed, 100)
     dirs = [tmp_path / "fout__shadow_f", tmp_path / "fout__shadow_f__old"]
     assert all((d / "_spark_metadata").is_dir() for d in dirs)
+    written = sorted(int(p.name) for p in (dirs[0] / "_spark_metadata").iterdir()
+                     if p.name.isdigit())
+    assert any((b + 1) % 10 == 0 for b in written), written  # a compaction batch's place
 
     # Delta: two sibling Delta tables, never the live one; read back by their logs
     deltas = [tmp_path / "dout__shadow_d", tmp_path / "dout__shadow_d__old"]
