@@ -168,12 +168,13 @@ class UpgradeStatements:
         _old, new, change = self._plan_upgrade(
             job, s.query, stored, s.query_position,
             _WithColumns(self.catalog, sink_columns) if sink_columns else None)
+        change, judged = self._judge_state(job, new, change, s)
         data["change"] = change.as_json()
         try:
             self._refuse_unchosen(s, job, new, change)
         except JobError as exc:
             data.update(accepted=False, refusal=exc.message)
-        return _explain_change_result(data, change.summary())
+        return _explain_change_result(data, change.summary() + judged)
 
     def _do_ReplaceStreamJobQuery(self, s: st.ReplaceStreamJobQuery) -> Result:
         verb = "CREATE OR REPLACE STREAMJOB" if s.or_replace else "ALTER STREAMJOB ... AS"
@@ -274,22 +275,26 @@ class UpgradeStatements:
         """Spark's state schema check (executor/state_trial.py) of a change the planner
         calls compatible, on a throwaway copy of the job's newest checkpoint; returns
         ``(the class, a note for the result)``: Spark's refusal makes it incompatible,
-        naming the operator and the column. Not run for a dry run, WITH STATE RESET (no
-        state is kept), a job without durable checkpoints, nor in a process without
-        Spark (the note says so: the job's next start runs the same check).
+        naming the operator and the column. A dry run (``streamjob check``) and EXPLAIN
+        run it too: it reads the job's checkpoint and writes only its throwaway copy. Not
+        run for WITH STATE RESET (no state is kept), a job without durable checkpoints, a
+        viewer's EXPLAIN, nor in a process without Spark (the note says so).
 
         Raises:
             JobError: the trial failed for another reason than the state.
             CheckpointError: the checkpoint could not be copied.
         """
-        if (change.kind is not ChangeKind.COMPATIBLE or self.dry_run
-                or not plan.props.checkpoint_enabled
+        if (change.kind is not ChangeKind.COMPATIBLE or not plan.props.checkpoint_enabled
                 or (s is not None and getattr(s, "state_reset", False))):
             return change, ""
+        if getattr(self, "role", Role.ADMIN) is Role.VIEWER:  # it runs a query: not theirs
+            return change, (" (Spark's state schema check did not run: a viewer's EXPLAIN "
+                            "does not start queries; ALTER runs it before the switch)")
         spark = self.spark() if getattr(self, "spark", None) is not None else None
         if spark is None:
             return change, (" (Spark's state schema check did not run: this process has no "
-                            "Spark; the job's next start runs it)")
+                            "Spark; " + ("ALTER runs it before the switch)" if self.dry_run
+                                         else "the job's next start runs it)"))
         from ..planner.upgrade import stateful_operators
         from .state_trial import trial
 

@@ -113,7 +113,14 @@ def test_spark_refuses_a_state_type_change_the_planner_calls_compatible(world):
     w = world
     before = listing(w.ckdir)
     query_id = (w.ckdir / "metadata").read_text()
-    # the same text (sum(v)), but v is a double now: the sum's buffer changes type
+    # the same text (sum(v)), but v is a double now: the sum's buffer changes type.
+    # EXPLAIN puts it to Spark's check as the statement does, and changes nothing
+    explained = run(w.ex, "EXPLAIN ALTER STREAMJOB tally AS ('insert into totals (name, n, "
+                          "total) select name, count(*), sum(v) from (select name, "
+                          "cast(id as double) as v from events) group by name');")
+    assert explained.data["change"]["class"] == "incompatible", explained.data
+    assert "sum(v) was bigint, is now double" in " ".join(explained.data["change"]["reasons"])
+    assert explained.data["accepted"] is False
     with pytest.raises(JobError) as info:
         run(w.ex, "ALTER STREAMJOB tally AS ('insert into totals (name, n, total) select "
                   "name, count(*), sum(v) from (select name, cast(id as double) as v "
