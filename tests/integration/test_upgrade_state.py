@@ -121,6 +121,15 @@ def test_spark_refuses_a_state_type_change_the_planner_calls_compatible(world):
     assert explained.data["change"]["class"] == "incompatible", explained.data
     assert "sum(v) was bigint, is now double" in " ".join(explained.data["change"]["reasons"])
     assert explained.data["accepted"] is False
+    # and `streamjob check` of a script holding the ALTER (a dry run on a scratch catalog)
+    from streamjob.client.check import check_script, scratch_catalog
+
+    with pytest.raises(JobError, match=r"state schema check refuses its state value "
+                                       r"\(sum\(v\) was bigint, is now double\)"):
+        check_script("ALTER STREAMJOB tally AS ('insert into totals (name, n, total) select "
+                     "name, count(*), sum(v) from (select name, cast(id as double) as v "
+                     "from events) group by name');", "alter.sql", scratch_catalog(w.catalog),
+                     w.home, w.manager.spark)
     with pytest.raises(JobError) as info:
         run(w.ex, "ALTER STREAMJOB tally AS ('insert into totals (name, n, total) select "
                   "name, count(*), sum(v) from (select name, cast(id as double) as v "
