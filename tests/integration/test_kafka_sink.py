@@ -309,6 +309,10 @@ def test_missing_topic_is_an_error_and_is_not_created(broker):
 
 # -- (b) through Spark ---------------------------------------------------------------
 
+#: Micro-batches every 100 ms, not the default 500: the jobs' points are their batches'
+#: outcomes, not their cadence.
+QUICK = {"streamjob.trigger.interval": "100"}
+
 
 class World(SparkWorld):
     """The module's :class:`SparkWorld`, starting jobs that write Kafka tables."""
@@ -319,7 +323,7 @@ class World(SparkWorld):
         tables)."""
         from streamjob.connectors.sinks import KafkaTableSink, table_sink
 
-        plan = self.plan(job, query, props)
+        plan = self.plan(job, query, {**QUICK, **(props or {})})
         table = table_sink(plan.sink, plan.sink_spec, marker=uid, job=plan.qualified_name,
                            exactly_once=plan.guarantee == "exactly-once")
         table.prepare()
@@ -508,7 +512,8 @@ def test_a_started_job_writes_a_kafka_table_at_least_once_through_the_manager(wo
       TBLPROPERTIES("connector"="kafka", "topic"="{target}", "kafka.broker.list"="{broker.bootstrap}",
                     "format"="delimited", "delimiter"="|", "key"="name");
     CREATE STREAMJOB relay AS ("insert into kout select id, upper(name) from kin")
-      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.result.auto.flush"="true");
+      JOBPROPERTIES("morphling.job.checkpoint.interval"="0", "morphling.result.auto.flush"="true",
+                    "streamjob.trigger.interval"="100");
     START STREAMJOB relay;
     """
     from streamjob.grammar import parse_script

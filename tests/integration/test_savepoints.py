@@ -5,6 +5,9 @@ One stateless Kafka -> SQLite job is stopped WITH SAVEPOINT, runs on past more t
 later checkpoints (a second savepoint is taken while it runs), and is started FROM
 SAVEPOINT: every record from the savepoint on reaches the sink exactly once. Then
 FROM CHECKPOINT AT picks the right checkpoint, and before the oldest names it.
+
+Each test's jobs read a topic of their own (a job starts at the earliest offset: on a
+shared topic it would first run through the other tests' records, batch by batch).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ EXPECTED_S = 45
 
 PER_BATCH = 20
 RETAINED = 2
+#: Records before the savepoint (2 batches) and in all (10 batches more)
+FIRST, TOTAL = 40, 240
 #: Micro-batches every 100 ms, not the default 500: the jobs' points are their batches'
 #: outcomes (checkpoints, savepoints, the sink), not their cadence.
 QUICK = '"streamjob.trigger.interval"="100"'
@@ -65,8 +70,17 @@ def run(ex, sql: str) -> str:
     return ex.execute(parse_script(sql)[0]).message
 
 
-def produce(world, ids) -> None:
-    replay(world.bootstrap, world.topic,
+def new_stream(world, name: str) -> str:
+    """Stream ``name`` (id INT, name STRING) over a fresh 2-partition topic; its topic."""
+    topic = f"{name}_{uuid.uuid4().hex[:6]}"
+    create_topic(world.bootstrap, topic, 2)
+    run(world.ex, f'CREATE STREAM {name} (id INT, name STRING) TBLPROPERTIES("topic"="{topic}", '
+                  f'"kafka.broker.list"="{world.bootstrap}", "format"="json");')
+    return topic
+
+
+def produce(world, ids, topic: str | None = None) -> None:
+    replay(world.bootstrap, topic or world.topic,
            [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in ids], 2)
 
 
@@ -89,13 +103,13 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
     job = catalog.get_job("default", "j")
     ckdir = Path(world.home.checkpoint_dir("default", "j"))
 
-    produce(world, range(0, 100))
+    produce(world, range(0, FIRST))
     run(ex, "START STREAMJOB j;")
     world.manager.wait_until_idle(timeout=300)
     assert "stopped with savepoint before_upgrade (checkpoint " in run(
         ex, "STOP STREAMJOB j WITH SAVEPOINT before_upgrade;")
     sp = catalog.get_savepoint(job.uid, "before_upgrade")
-    assert sp.source_offsets == {world.topic: {"0": 50, "1": 50}}
+    assert sp.source_offsets == {world.topic: {"0": FIRST // 2, "1": FIRST // 2}}
     assert sp.job_uid == job.uid and sp.fingerprint and sp.epoch and sp.owner == "local:test"
     folder = Path(sp.location)
     n = sp.checkpoint_id
@@ -105,7 +119,7 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
                            "savepoint.json", "streamjob.fingerprint"])
 
     # it runs on: a savepoint taken while it runs, then more than ten later checkpoints
-    produce(world, range(100, 300))
+    produce(world, range(FIRST, TOTAL))
     run(ex, "START STREAMJOB j;")
     assert "savepoint while_running of streamjob default.j taken: checkpoint " in run(
         ex, "CREATE SAVEPOINT while_running FOR STREAMJOB j;")
@@ -117,17 +131,17 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
     assert savepoint.missing(sp.location) == []  # and whole in the savepoint
     mid = catalog.get_savepoint(job.uid, "while_running")
     assert mid.checkpoint_id >= n and savepoint.missing(mid.location) == []
-    assert sink_counts(world) == {i: 1 for i in range(300)}
+    assert sink_counts(world) == {i: 1 for i in range(TOTAL)}
 
     # the sink is rolled back to the savepoint (an upgrade redoing its output): from the
     # savepoint on, every record is written once more, none skipped as a replay
     with sqlite3.connect(world.sink) as db:
-        db.execute("DELETE FROM out WHERE id >= 100")
+        db.execute("DELETE FROM out WHERE id >= ?", (FIRST,))
     msg = run(ex, "START STREAMJOB j FROM SAVEPOINT before_upgrade;")
     assert f"from savepoint before_upgrade (checkpoint {n}); checkpoint epoch" in msg
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB j;")
-    assert sink_counts(world) == {i: 1 for i in range(300)}
+    assert sink_counts(world) == {i: 1 for i in range(TOTAL)}
 
     # FROM CHECKPOINT AT: the newest retained checkpoint or savepoint at or before a time
     older, newer = catalog.list_checkpoints(job.uid)
@@ -137,13 +151,13 @@ def test_a_savepoint_outlives_later_checkpoints_and_restores_exactly_once(world)
     ends = older.source_offsets[world.topic]
     with sqlite3.connect(world.sink) as db:
         db.executemany("DELETE FROM out WHERE id = ?", [
-            (i,) for i in range(300) if i // 2 >= int(ends[str(i % 2)])])
+            (i,) for i in range(TOTAL) if i // 2 >= int(ends[str(i % 2)])])
     msg = run(ex, f"START STREAMJOB j FROM CHECKPOINT AT '{at}';")
     assert f"from checkpoint {older.checkpoint_id} (checkpoints {newer.checkpoint_id} removed" in msg
     assert "; checkpoint epoch " in msg
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB j;")
-    assert sink_counts(world) == {i: 1 for i in range(300)}
+    assert sink_counts(world) == {i: 1 for i in range(TOTAL)}
     with pytest.raises(JobError, match=f"is at or before 2000-01-01 00:00:00 UTC: the oldest is "
                                        f"savepoint before_upgrade \\(checkpoint {n}\\) of "):
         run(ex, "START STREAMJOB j FROM CHECKPOINT AT '2000-01-01 00:00:00';")
@@ -161,12 +175,13 @@ def test_a_savepoint_of_an_aggregation_restores_its_state(world):
     """Counts per key (state in Spark's state store) continue from the savepoint's state:
     after the restore, each key's count equals a count over all the input."""
     ex, catalog = world.ex, world.catalog
-    keys = [f"k{i % 3}" for i in range(300, 390)]
+    keys = [f"k{i % 3}" for i in range(300, 360)]
+    topic = new_stream(world, "keyed")
     for sql in parse_script(f"""
         CREATE TABLE counts (name STRING, n BIGINT) TBLPROPERTIES ("connector"="sql",
           "url"="sqlite:///{world.sink}", "primary.key"="name");
-        CREATE STREAMJOB counting AS ("insert into counts select name, count(*) from events
-          where id >= 300 group by name")
+        CREATE STREAMJOB counting AS ("insert into counts select name, count(*) from keyed
+          group by name")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="{RETAINED}",
                          "morphling.job.checkpoint.interval"="0", {QUICK});"""):
@@ -174,14 +189,14 @@ def test_a_savepoint_of_an_aggregation_restores_its_state(world):
     job = catalog.get_job("default", "counting")
 
     def produce_keys(ids):
-        replay(world.bootstrap, world.topic,
+        replay(world.bootstrap, topic,
                [json.dumps({"id": i, "name": keys[i - 300]}).encode() for i in ids], 2)
 
     def counts():
         with sqlite3.connect(world.sink) as db:
             return dict(db.execute("SELECT name, n FROM counts").fetchall())
 
-    produce_keys(range(300, 345))
+    produce_keys(range(300, 330))
     run(ex, "START STREAMJOB counting;")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB counting WITH SAVEPOINT half;")
@@ -191,9 +206,9 @@ def test_a_savepoint_of_an_aggregation_restores_its_state(world):
     versions = {int(p.name.split(".")[0]) for p in Path(sp.location, "state").rglob("*")
                 if p.suffix in (".delta", ".snapshot")}
     assert versions and max(versions) == sp.checkpoint_id + 1  # the state of its batch, no later
-    expected = {k: sum(1 for i in range(300, 390) if keys[i - 300] == k) for k in set(keys)}
+    expected = {k: sum(1 for i in range(300, 360) if keys[i - 300] == k) for k in set(keys)}
 
-    produce_keys(range(345, 390))
+    produce_keys(range(330, 360))
     run(ex, "START STREAMJOB counting;")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB counting;")
@@ -214,14 +229,15 @@ def test_a_file_table_refuses_going_back_before_batches_its_manifest_lists(world
     skipped, so START ... FROM CHECKPOINT n is refused before anything changes."""
     ex, catalog = world.ex, world.catalog
     location = world.sink.parent / "files_out"
+    topic = new_stream(world, "filed")
     for sql in parse_script(f"""
         CREATE TABLE fout (id INT, name STRING) STORED AS JSON LOCATION '{location}';
-        CREATE STREAMJOB fj AS ("insert into fout select id, name from events")
+        CREATE STREAMJOB fj AS ("insert into fout select id, name from filed")
           JOBPROPERTIES ("morphling.job.max.records.per.batch"="{PER_BATCH}",
                          "morphling.checkpoint.retained"="3",
                          "morphling.job.checkpoint.interval"="0", {QUICK});"""):
         ex.execute(sql)
-    produce(world, range(300, 360))
+    produce(world, range(300, 360), topic)
     run(ex, "START STREAMJOB fj;")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB fj;")
@@ -273,24 +289,24 @@ def test_from_checkpoint_rewrites_every_batch_after_it_under_a_new_epoch(world):
         with sqlite3.connect(sink) as db:
             return dict(db.execute("SELECT id, count(*) FROM rout GROUP BY id").fetchall())
 
-    send(range(0, 100))
+    send(range(0, 80))
     run(ex, "START STREAMJOB rj;")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB rj;")
-    assert counts() == {i: 1 for i in range(100)}
+    assert counts() == {i: 1 for i in range(80)}
     checkpoints = catalog.list_checkpoints(job.uid)
-    assert len(checkpoints) >= 4  # 100 records, at most 20 a batch
+    assert len(checkpoints) >= 4  # 80 records, at most 20 a batch
     point = checkpoints[1]
     ends = point.source_offsets[topic]
-    read = [i for i in range(100) if i // 2 < int(ends[str(i % 2)])]
-    assert 0 < len(read) < 100
+    read = [i for i in range(80) if i // 2 < int(ends[str(i % 2)])]
+    assert 0 < len(read) < 80
     with sqlite3.connect(sink) as db:  # the sink rolled back to checkpoint n's input
         db.executemany("DELETE FROM rout WHERE id = ?",
-                       [(i,) for i in range(100) if i not in read])
-    send(range(100, 150))  # more input arrived meanwhile
+                       [(i,) for i in range(80) if i not in read])
+    send(range(80, 120))  # more input arrived meanwhile
     msg = run(ex, f"START STREAMJOB rj FROM CHECKPOINT {point.checkpoint_id};")
     world.manager.wait_until_idle(timeout=300)
     run(ex, "STOP STREAMJOB rj;")
-    assert counts() == {i: 1 for i in range(150)}
+    assert counts() == {i: 1 for i in range(120)}
     assert f"from checkpoint {point.checkpoint_id} (checkpoints " in msg
     assert "; checkpoint epoch " in msg

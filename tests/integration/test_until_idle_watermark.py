@@ -42,6 +42,9 @@ DELAY = 1  # seconds: the streams' watermark delay
 CEP = """INSERT INTO {table} SELECT e1.id, e1.cnt FROM PATTERN(e1={stream}[e1.cnt>0]
   FOLLOWEDBY e2={stream}[e2.id=e1.id and e2.cnt-e1.cnt>2]) WITHIN ('10' minute)"""
 FAST = '"morphling.job.checkpoint.interval"="0"'
+#: FAST, and micro-batches every 100 ms, not the default 500: the no-data batch that
+#: writes what the watermark closed runs at the next trigger
+QUICK = FAST + ', "streamjob.trigger.interval"="100"'
 
 
 def at(seconds: float) -> str:
@@ -203,7 +206,7 @@ def test_cep_until_idle_writes_every_match_the_watermark_closed(jobs, event_time
     directory = jobs.stream(name, "id INT, cnt INT, ts TIMESTAMP", watermark=event_time)
     jobs.table(f"{name}_t", "id INT, cnt INT")
     jobs.run(f"""CREATE STREAMJOB {name}_job AS ("{CEP.format(table=f'{name}_t', stream=name)}")
-      JOBPROPERTIES ({FAST});""")
+      JOBPROPERTIES ({QUICK});""")
     seen: list = []
     for events, expected in zip(CEP_ROUNDS, ([(1, 1), (3, 1), (3, 2)],
                                              [(1, 1), (3, 1), (3, 2), (5, 1)])):
@@ -224,7 +227,7 @@ def test_streamwindow_until_idle_writes_every_closed_window(jobs):
     jobs.run(f"""CREATE STREAMJOB windows_job AS ("insert into windows_t
         select user_id, window.start, count(*) from clicks_w
         STREAMWINDOW w AS (LENGTH '{LENGTH}' SECOND) group by user_id")
-      JOBPROPERTIES ({FAST});""")
+      JOBPROPERTIES ({QUICK});""")
     seen: list = []
     for events in CLICK_ROUNDS:
         seen += events
@@ -245,7 +248,7 @@ def test_gap_sessions_until_idle_writes_every_closed_session(jobs):
     jobs.run(f"""CREATE STREAMJOB sessions_job AS ("insert into sessions_t
         select user_id, session_window.start, session_window.end, count(*)
         from clicks_s SESSIONWINDOW w AS (GAP '{GAP}' SECOND) group by user_id")
-      JOBPROPERTIES ({FAST});""")
+      JOBPROPERTIES ({QUICK});""")
     seen: list = []
     for events in CLICK_ROUNDS:
         seen += events
@@ -342,7 +345,7 @@ def test_until_idle_ends_when_spark_declines_the_no_data_batch(jobs):
     jobs.table("joined_j", "id INT, amount INT")
     jobs.run(f"""CREATE STREAMJOB join_job AS ("insert into joined_j
         select o.id, p.amount from orders_j o join payments_j p on o.id = p.id")
-      JOBPROPERTIES ({FAST});""")
+      JOBPROPERTIES ({QUICK});""")
     jobs.write(left, [{"id": i, "ts": at(i)} for i in range(5)])
     jobs.write(right, [{"id": i, "amount": 10 * i, "ts": at(3600 + i)} for i in range(0, 8, 2)])
 
