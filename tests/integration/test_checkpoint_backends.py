@@ -342,13 +342,13 @@ def test_kafka_errors(env, tmp_path):
 # ----------------------------------------------------------------------- end to end
 
 N = 200
-PER_BATCH = 40
+PER_BATCH = 50  # 4 capped batches: 3 retained and one before them
 RETAINED = 3
 
 
 @pytest.fixture(scope="module")
 def jobs(env, broker, tmp_path_factory):
-    """An in-process job manager (one Spark session for the module) and an executor, with
+    """An in-process job manager (the process's Spark session) and an executor, with
     stream ``events`` over a 2-partition topic of N JSON records."""
     from streamjob.manager import JobManager
 
@@ -363,7 +363,9 @@ def jobs(env, broker, tmp_path_factory):
         f'"kafka.broker.list"="{broker.bootstrap}", "format"="json");')[0])
     yield SimpleNamespace(manager=manager, ex=ex, topic=topic,
                           out=tmp_path_factory.mktemp("out"))
-    manager.shutdown()
+    # the jobs only: the process's Spark stays for the worker's next module, as the
+    # modules' worlds leave it (manager.shutdown() would make that module start a JVM)
+    manager.stop_all(graceful=True)
 
 
 def _cli_checkpoints(env, name: str) -> list[dict]:

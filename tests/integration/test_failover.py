@@ -98,13 +98,15 @@ def sink(request):
 
 def _late_job(world, job: str, url: str, max_failures: int, timeout_ms: int = 60000):
     """Table ``<job>_t`` on the sink's ``late`` and job ``job`` copying the late flights
-    into it, 10,000 records per micro-batch, every micro-batch a checkpoint; started."""
+    into it, 20,000 records per micro-batch (the topic holds the months in the order
+    1, 10, 11, 12, 2, ..., 9: March is read by batch 1, September by batches 3-4, with
+    batch 2 completed between them), every micro-batch a checkpoint; started."""
     world.run(f"""
 CREATE TABLE {job}_t ({COLUMNS}) TBLPROPERTIES ("connector"="sql", "url"="{url}", "table"="late");
 CREATE STREAMJOB {job} AS ("insert into {job}_t
   select year, month, day, carrier, flight, dep_delay, arr_delay from flights where arr_delay > 60")
 JOBPROPERTIES ("morphling.job.checkpoint.interval"="0",
-               "morphling.job.max.records.per.batch"="10000",
+               "morphling.job.max.records.per.batch"="20000",
                "morphling.task.max.failures"="{max_failures}",
                "morphling.checkpoint.timeout"="{timeout_ms}",
                "streamjob.failover.initial.backoff"="100");  -- restarts at once: a test
@@ -178,7 +180,7 @@ def test_changed_stateful_logic_is_refused_at_start(world, sample, tmp_path):
     world.run("""
 CREATE TABLE late_parquet (carrier STRING, arr_delay DOUBLE) STORED AS PARQUET;
 CREATE STREAMJOB j AS ("insert into late_parquet select carrier, arr_delay from flights where arr_delay > 300")
-JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="50000");""")
+JOBPROPERTIES ("morphling.job.checkpoint.interval"="0", "morphling.job.max.records.per.batch"="100000");  -- one batch: one checkpoint""")
     world.run_job("j")
     world.manager.stop(world.catalog.require_job("default", "j").uid)
     topic = sample[0]

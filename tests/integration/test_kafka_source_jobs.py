@@ -322,13 +322,13 @@ def test_max_records_per_batch_bounds_every_checkpoint(world, events):
     url = _sqlite_table(world, "capped_sink")
     world.run("""CREATE STREAMJOB capped_job AS ("insert into capped_sink select id, amount from ev_capped")
       JOBPROPERTIES("morphling.job.checkpoint.interval"="0",
-                    "morphling.job.max.records.per.batch"="60", "morphling.checkpoint.retained"="100");""")
+                    "morphling.job.max.records.per.batch"="150", "morphling.checkpoint.retained"="100");""")
     runner = world.run_job("capped_job")
     world.manager.stop(runner.job.uid)
     checkpoints = world.catalog.list_checkpoints(runner.job.uid)
     total = GOOD + len(bad)
-    assert all(c.input_rows <= 60 for c in checkpoints)
-    assert len(checkpoints) >= total // 60
+    assert all(c.input_rows <= 150 for c in checkpoints)  # 404 records: 3 batches
+    assert len(checkpoints) >= total // 150
     assert sum(c.input_rows for c in checkpoints) == total
     with sa.create_engine(url).connect() as conn:
         assert sorted(r[0] for r in conn.execute(sa.text("select id from capped_sink"))) == ids
