@@ -52,13 +52,13 @@ deps:
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadfile
 
-## The tests, all but the `slow` ones: tests/integration (component, spark and system) and
-## tests/unit (unit and component: no Spark) in one pytest-xdist session, so the unit
-## modules fill the workers' time after the process scenarios (tests/conftest.py's order).
+## The tests, all but the `slow` ones: tests/unit (unit and component: no Spark), then
+## tests/integration (component, spark and system), each in parallel with pytest-xdist.
 ## Each test carries its cost as a marker (unit, component, spark, system: setup.cfg);
 ## `-m spark` etc. select by cost.
 test: $(STAMP) deps
-	$(PY) -m pytest tests/integration tests/unit -m "not slow" $(XDIST)
+	$(PY) -m pytest tests/unit -m "not slow" $(XDIST)
+	$(PY) -m pytest tests/integration -m "not slow" $(XDIST)
 
 ## The slow ones: the chaos runs (SIGKILLs at random moments), ten jobs in one server,
 ## the grammar fuzz, the Spark standalone cluster, the benchmark harness, most Nexmark queries. CI runs `make test` and then these. Three workers on two cores:
