@@ -15,8 +15,13 @@ pytestmark = pytest.mark.component
 
 def test_a_jvm_that_cannot_start_is_one_error_naming_why_and_the_log(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
-    for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):  # pyspark would connect
-        monkeypatch.delenv(name, raising=False)  # to an earlier test's JVM instead
+    # a JVM an earlier test of this process started (both folders in one session) is
+    # reused, not launched: this test's launch must not see it
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+        monkeypatch.delenv(name, raising=False)
     home = Home.open(tmp_path / "home", {"spark.master": "local[1]"})
     log = session.spark_log(home)
     assert log == home.root / "logs" / "spark.log"
