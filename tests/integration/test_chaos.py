@@ -40,6 +40,7 @@ and the delays; the moments themselves still depend on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -159,10 +160,24 @@ def launch(cli: Cli, sql: Path, log: Path, *args, **env) -> subprocess.Popen:
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def log_tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def log_on_failure(log: Path):
+    """A wait that fails inside names what the process printed last (a timeout alone
+    says nothing of why the event did not come)."""
+    try:
+        yield
+    except pytest.fail.Exception as failed:
+        pytest.fail(f"{failed}\nthe process's output, last lines:\n{log_tail(log)}")
+
+
 def alive(proc: subprocess.Popen, log: Path) -> bool:
     if proc.poll() is not None:
         pytest.fail(f"streamjob run exited with {proc.returncode} before it was killed:\n"
-                    + "\n".join(log.read_text().splitlines()[-30:]))
+                    + log_tail(log))
     return True
 
 
@@ -484,11 +499,18 @@ def test_at_least_once_loses_nothing_under_sigkills(chaos, record_property):
 
 
 def temp_ckdir(tmp: Path, job: str, exclude: set[Path]) -> Path | None:
-    """The temporary checkpoint directory of ``job`` (``sj-<job>-*`` in the process's
-    TMPDIR, made by the Attempt) not among ``exclude``; None before the job made it."""
-    found = [p for p in tmp.glob(f"sj-{job}-*") if p not in exclude]
-    assert len(found) <= 1, f"several new temporary checkpoints of {job}: {found}"
-    return found[0] if found else None
+    """The temporary checkpoint directory of ``job``'s current attempt (``sj-<job>-*`` in
+    the process's TMPDIR, made by the Attempt) not among ``exclude``; None before the job
+    made it. An attempt that failed over leaves its directory to be deleted and the next
+    one makes its own (checkpoint/run.py), so the newest is the current one."""
+    found = []
+    for p in tmp.glob(f"sj-{job}-*"):
+        try:
+            if p not in exclude:
+                found.append((p.stat().st_mtime_ns, p))
+        except OSError:  # deleted between the glob and the stat: a failed attempt's
+            pass
+    return max(found)[1] if found else None
 
 
 
@@ -541,22 +563,33 @@ def no_checkpoint(broker, flights_df, tmp_path_factory) -> NoCheckpointRun:
         start offsets, wait until every job caught up, SIGKILL it."""
         log = root / f"run-{n}.log"
         proc = launch(cli, sql, log, TMPDIR=tmp)
+
+        def dirs() -> dict[str, Path] | None:  # re-read: an attempt may fail over
+            return alive(proc, log) and _new_dirs(tmp, jobs, seen)
+
+        def planned() -> bool:
+            d = dirs()
+            return bool(d) and all(log_max(d[j], "offsets") >= 0 for j in jobs
+                                   if j.startswith("nl"))
+
+        def caught_up(ends) -> bool:
+            d = dirs()
+            return bool(d) and all(committed_offsets(d[j]) == ends[j[:2]] for j in jobs)
+
         try:
-            dirs = wait_for(lambda: alive(proc, log) and _new_dirs(tmp, jobs, seen),
-                            EVENT_TIMEOUT_S, f"run {n}: temporary checkpoints of {jobs}")
-            wait_for(lambda: alive(proc, log) and all(
-                log_max(dirs[j], "offsets") >= 0 for j in jobs if j.startswith("nl")),
-                EVENT_TIMEOUT_S, f"run {n}: start offsets of the latest jobs")
-            nyc.replay(broker.bootstrap, "nockpt_l", nyc.flight_records(latest_records),
-                       PARTITIONS)
-            ends = {p: {topic: end_offsets(broker.bootstrap, topic)[topic]}
-                    for p, topic in topics.items()}
-            wait_for(lambda: alive(proc, log) and all(
-                committed_offsets(dirs[j]) == ends[j[:2]] for j in jobs),
-                EVENT_TIMEOUT_S, f"run {n}: every job caught up with {ends}")
+            with log_on_failure(log):
+                wait_for(dirs, EVENT_TIMEOUT_S, f"run {n}: temporary checkpoints of {jobs}")
+                wait_for(planned, EVENT_TIMEOUT_S, f"run {n}: start offsets of the latest jobs")
+                nyc.replay(broker.bootstrap, "nockpt_l", nyc.flight_records(latest_records),
+                           PARTITIONS)
+                ends = {p: {topic: end_offsets(broker.bootstrap, topic)[topic]}
+                        for p, topic in topics.items()}
+                wait_for(lambda: caught_up(ends), EVENT_TIMEOUT_S,
+                         f"run {n}: every job caught up with {ends}")
+                found = dirs()
         finally:
             kill_group(proc)
-        return dirs
+        return found
 
     first = run_once(1, a, set())
     once = {t: diff(cli.home, t, w) for t, w in {**batch_result(e_flights, "ne"),
