@@ -88,7 +88,7 @@ def server(obj: Invocation, until_idle: bool, lease_ttl_ms: int, lease_renew_ms:
     standbys and take over when it dies (after --lease-ttl) or exits (at once). With
     --share (or --max-jobs/--cores/--memory/--labels) every server runs a share of the
     jobs, each job under a lease of its own: new or orphaned jobs go to the eligible
-    server with the most room (job places, cores, memory),
+    server with the fewest jobs, then the most room (job places, cores, memory),
     and a dead server's jobs restart on the others after --lease-ttl. After a
     crash (even SIGKILL), the next server resumes each job from its last checkpoint.
     Runs until Ctrl-C/SIGTERM (jobs stop after their current batch; checkpoints stay;

@@ -8,9 +8,13 @@ itself. A job may go to a server whose labels include the job's
 ``--max-jobs``, and the job's driver cores and memory (``streamjob.placement.cores``,
 ``streamjob.placement.memory``: :func:`job_need`) under the server's ``--cores`` and
 ``--memory`` less what the jobs it holds need (a capacity not declared is unlimited).
-Of those, the server with the most room wins: the most free job places, then free
-cores, then free memory (MiB), then the fewest jobs, then the smallest id; each
-placement counts at once, so the jobs of one read spread evenly. A server that
+Of those, the server with the fewest jobs wins, then the one with the most room: the
+most free job places, then free cores, then free memory (MiB), then the smallest id;
+each placement counts at once, so the jobs of one read spread evenly. The load comes
+first so that placement and rebalancing (:meth:`.share.Share.to_move`: until the
+loads are even within one job) agree: a server that declared no capacity has unlimited
+room, and were room first it would win every job, and every job moved off it would be
+placed back on it. A server that
 refused a job (it cannot reach the job's checkpoints, :mod:`.share`) is passed over
 for it; a job no server can take gets the reason (:func:`why_unplaced`). Two servers
 that read at different moments may both pick themselves: the lease's compare-and-set
@@ -141,7 +145,7 @@ def place(jobs: Sequence[tuple[str, frozenset[str]]],
             if not labels <= s.labels or s.server_id in set(refused.get(uid, ())) \
                     or room.short(need) is not None:
                 continue
-            k = (-room.jobs, -room.cores, -room.memory, room.load, s.server_id)
+            k = (room.load, -room.jobs, -room.cores, -room.memory, s.server_id)
             if key is None or k < key:
                 best, key = s.server_id, k
         out[uid] = best

@@ -457,7 +457,8 @@ class JobServer:
             self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
         running = [by_uid[u] for u in self.manager.runners if u in by_uid
                    and self.manager.runners[u].status == JobStatus.RUNNING]
-        job = None if moving else self.share.to_move(running, servers, bool(waiting), needs)
+        job = None if moving else self.share.to_move(running, servers, bool(waiting), needs,
+                                                     refused)
         if job is not None:  # at its next checkpoint boundary, to a server with fewer jobs
             self._echo(f"streamjob {job.qualified_name}: moving to a server with fewer jobs")
             self._stop_job(self.manager.runners[job.uid], graceful=True, why="moved")

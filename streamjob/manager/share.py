@@ -8,7 +8,7 @@ Each pass of a sharing server follows the jobs it runs, releases any lease the c
 says it holds but it does not run (a start that failed, a fenced job whose release
 failed), then places every RUNNING job that no live lease holds (new, released by a
 server that stopped it or exited, orphaned by a server that died) on the eligible
-server with the most room (:mod:`.placement`; a job no server can take waits, the
+server with the fewest jobs, then the most room (:mod:`.placement`; a job no server can take waits, the
 reason in its lease row for ``streamjob status``) and starts those placed on itself
 (:meth:`Share.take`): it takes the job's lease at a new epoch (owner set in the same
 transaction), ends the runs the previous owner left open, and starts the job from its
@@ -198,25 +198,32 @@ class Share:
                             job.qualified_name, exc)
 
     def to_move(self, running: list[JobInfo], servers: list[ShareServer],
-                waiting: bool, needs: Mapping[str, Need] | None = None) -> JobInfo | None:
+                waiting: bool, needs: Mapping[str, Need] | None = None,
+                refused: Mapping[str, Iterable[str]] | None = None) -> JobInfo | None:
         """Rebalancing (a server joined, or came back with fewer jobs): one job of
         ``running`` (the jobs this server runs, RUNNING) to hand over, or None. A job is
-        handed over when some live sharing server that could take it (labels, room)
-        runs at least two fewer jobs than this one, and nothing waits for a server
-        (``waiting``), so that moves go one at a time per server until the load is even
-        within one (``needs``: the jobs' :class:`~.placement.Need`, as for
-        :meth:`to_start`). The server then stops it gracefully (its final checkpoint) and
-        releases its lease; placement gives it to the server with the fewest jobs."""
+        handed over when nothing waits for a server (``waiting``) and placement
+        (:func:`~.placement.place`, the rule every server applies to a released job),
+        asked with this server holding every job but that one, puts it on another
+        server that runs at least two fewer jobs than this one; so moves go one at a
+        time per server until the load is even within one, and a job handed over is
+        never placed back on the server that gave it up (a move that placement would
+        undo would repeat at every pass). ``needs``: the jobs'
+        :class:`~.placement.Need`, as for :meth:`to_start`; ``refused``: the leases'
+        refusals, as for :meth:`to_start`. The server then stops the job gracefully
+        (its final checkpoint) and releases its lease."""
         me = next((s for s in servers if s.server_id == self.server_id), None)
         if me is None or waiting or not running:
             return None
         needs = dict(needs or {})
         for job in running:
             needs.setdefault(job.uid, job_need(job))
+        loads = {s.server_id: len(s.jobs) for s in servers}
         for job in sorted(running, key=lambda j: j.uid, reverse=True):
-            wanted = job_labels(job)
-            if any(s.server_id != self.server_id and fits(s, wanted, needs[job.uid], needs)
-                   and len(me.jobs) - len(s.jobs) >= 2 for s in servers):
+            released = [replace(s, jobs=tuple(u for u in s.jobs if u != job.uid))
+                        if s.server_id == self.server_id else s for s in servers]
+            target = place([(job.uid, job_labels(job))], released, refused, needs)[job.uid]
+            if target not in (None, self.server_id) and len(me.jobs) - loads[target] >= 2:
                 return job
         return None
 

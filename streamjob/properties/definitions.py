@@ -140,7 +140,7 @@ JOB = Registry([
              "the longest wait between restarts", unit="ms", minimum=0),
     Property("streamjob.placement.labels", "string", None,
              "comma-separated labels a server must have to run the job (servers started with --share "
-             "--labels a,b; issue 33): the job goes to the eligible server with the most room; "
+             "--labels a,b; issue 33): the job goes to the eligible server with the fewest jobs, then the most room; "
              "unset: any sharing server"),
     Property("streamjob.placement.cores", "int", 1,
              "driver cores the job needs on a sharing server that declared --cores: placement "

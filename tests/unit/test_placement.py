@@ -195,3 +195,44 @@ def test_rebalancing_moves_a_job_only_to_a_server_with_room_for_its_needs(tmp_pa
         with pytest.raises(ValueError):
             Share(cat, "me", 3000, 1000, 1.0, None, None, on_lost=lambda u, w: None,
                   echo=lambda line: None, memory_mb=-1)
+
+
+def test_a_job_moved_off_a_server_is_never_placed_back_on_it(tmp_path):
+    """A walk of the guide's "A second machine" (2026-11-28): a server without declared
+    capacity (unlimited room) and one with --cores 2 --memory 1g. Room came first in
+    placement, so the unlimited one won every job, rebalancing handed one to the other
+    (three against none), placement gave it straight back, and the two jobs moved 78
+    times in a minute. Placement now weighs the load first, and a move is only made
+    where placement puts the released job elsewhere."""
+    from streamjob.catalog import Catalog
+    from streamjob.manager.placement import Need
+    from streamjob.manager.share import Share
+
+    with Catalog(f"sqlite:///{tmp_path}/catalog.db") as cat:
+        sql = "insert into t select * from s"
+        for name, props in (("s0", {}), ("enrich", {"streamjob.placement.memory": "1024"}),
+                            ("scoring", {"streamjob.placement.labels": "gpu"})):
+            cat.create_job("default", name, sql, props, [], check_dependencies=False)
+        jobs = [cat.get_job("default", n) for n in ("s0", "enrich", "scoring")]
+        needs = {j.uid: n for j, n in zip(jobs, (Need(1, 128), Need(1, 1024), Need(1, 128)))}
+        # three jobs orphaned at once: spread, the labelled one on the gpu server
+        free = [_cap("gpu", labels=["gpu"]), _cap("small", cores=2, memory_mb=1024)]
+        out = place([(j.uid, frozenset({"gpu"}) if j.name == "scoring" else NONE)
+                     for j in jobs], free, needs=needs)
+        assert out[jobs[2].uid] == "gpu"
+        assert sorted(out.values()) == ["gpu", "gpu", "small"], out
+        # all three on the gpu server (it took them while the other was away)
+        share = Share(cat, "gpu", 3000, 1000, 1.0, None, None, on_lost=lambda u, w: None,
+                      echo=lambda line: None)
+        held = [_cap("gpu", labels=["gpu"], jobs=[j.uid for j in jobs]),
+                _cap("small", cores=2, memory_mb=1024)]
+        moved = share.to_move(jobs, held, waiting=False, needs=needs)
+        assert moved is not None and moved.name != "scoring"
+        released = [_cap("gpu", labels=["gpu"], jobs=[j.uid for j in jobs if j is not moved]),
+                    held[1]]
+        assert place([(moved.uid, NONE)], released, needs=needs)[moved.uid] == "small"
+        # two against one: even within one, nothing moves
+        after = [_cap("gpu", labels=["gpu"], jobs=[j.uid for j in jobs if j is not moved]),
+                 _cap("small", cores=2, memory_mb=1024, jobs=[moved.uid])]
+        assert share.to_move([j for j in jobs if j is not moved], after, waiting=False,
+                             needs=needs) is None
