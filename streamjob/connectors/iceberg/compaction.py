@@ -65,6 +65,12 @@ class Compacted:
     bytes_removed: int
     partitions_optimized: int
 
+    @property
+    def version(self) -> int | None:
+        """:attr:`snapshot_id`: what ``VERSION AS OF`` takes for an Iceberg table (the
+        ``version`` of the optimize JSON shape)."""
+        return self.snapshot_id
+
 
 def _bins(tasks: list, target: int) -> list[list]:
     """``tasks`` (scan tasks of one partition, sorted by path) in bins of at most
