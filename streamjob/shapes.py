@@ -99,10 +99,12 @@ def savepoint_json(sp) -> dict[str, Any]:
 
 
 def optimize_json(table: str, location: str, zorder_by, done) -> dict[str, Any]:
-    """What OPTIMIZE did to Delta table ``table`` at ``location`` (a
-    :class:`~streamjob.connectors.delta.maintenance.Optimized`) as :data:`OPTIMIZE_KEYS`:
-    ``operation`` ``compact`` or ``zorder``; ``version`` the table version it committed
-    (null: nothing to rewrite); files and bytes added and removed."""
+    """What OPTIMIZE did to Delta or Iceberg table ``table`` at ``location`` (a
+    :class:`~streamjob.connectors.delta.maintenance.Optimized` or
+    :class:`~streamjob.connectors.iceberg.compaction.Compacted`) as :data:`OPTIMIZE_KEYS`:
+    ``operation`` ``compact`` or ``zorder``; ``version`` the Delta table version or the
+    Iceberg ``replace`` snapshot's id it committed (null: nothing to rewrite); files and
+    bytes added and removed."""
     return {"table": table, "location": location,
             "operation": "zorder" if zorder_by else "compact", "zorder_by": list(zorder_by),
             "version": done.version, "files_added": done.files_added,

@@ -80,8 +80,9 @@ class MaintenanceStatements(IcebergMaintenance):
 
     def _do_OptimizeTable(self, s: st.OptimizeTable) -> Result:
         info, spec = self._delta_table(s, "OPTIMIZE")
-        if cspec.iceberg_table_ref(spec) is not None:
-            return self._optimize_iceberg(info, s)
+        ref = cspec.iceberg_table_ref(spec)
+        if ref is not None:
+            return self._optimize_iceberg(info, ref, s)
         columns = {c["name"].lower() for c in info.columns}
         for col in s.zorder_by:
             pos = s.where(f"column:{col}")

@@ -1,9 +1,12 @@
 """Iceberg table maintenance (issue 32; docs/connectors.md "Iceberg table",
 "Maintenance"): ``VACUUM [TABLE] t [RETAIN n HOURS] [DRY RUN]`` expires the snapshots
 older than the retention and deletes the files nothing retained references
-(:func:`streamjob.connectors.iceberg.maintenance.vacuum`); ``OPTIMIZE`` is refused with
-the reason (:data:`~streamjob.connectors.iceberg.maintenance.OPTIMIZE_REFUSED`). The
-roles and path rules are those of Delta's (:mod:`.maintenance`).
+(:func:`streamjob.connectors.iceberg.maintenance.vacuum`); ``OPTIMIZE [TABLE] t``
+compacts the table's small data files into one ``replace`` snapshot
+(:func:`streamjob.connectors.iceberg.compaction.compact`), which Iceberg streams skip and
+behind which a writer's exactly-once markers are still found: it is never refused for
+the jobs. ``ZORDER BY`` is refused (Iceberg's z-order is a sort strategy of its Spark
+action). The roles and path rules are those of Delta's (:mod:`.maintenance`).
 
 What VACUUM keeps for the jobs of the catalog, instead of refusing:
 
@@ -42,15 +45,37 @@ _ACTIVE = {JobStatus.STARTING, JobStatus.RUNNING, JobStatus.RECOVERING, JobStatu
 class IcebergMaintenance:
     """OPTIMIZE and VACUUM of Iceberg tables, for :class:`.maintenance.MaintenanceStatements`."""
 
-    def _optimize_iceberg(self, info, s: st.OptimizeTable) -> Result:
-        """Refused: pyiceberg has no compaction.
+    def _optimize_iceberg(self, info, ref, s: st.OptimizeTable) -> Result:
+        """OPTIMIZE of the Iceberg table of ``ref``: the module docstring; the result as
+        Delta's OPTIMIZE (``version`` the ``replace`` snapshot's id).
 
         Raises:
-            ValidationError: always, at the table's name, with the reason.
+            ValidationError: ZORDER BY (at its first column).
+            ConnectorError: the table cannot be loaded, has delete files, or the commit
+                lost a race with a concurrent change of the same files (run it again).
         """
-        pos = s.where("name")
-        raise ValidationError(f"OPTIMIZE of Iceberg table {info.qualified_name} is refused: "
-                              f"{im.OPTIMIZE_REFUSED}", pos.line, pos.column)
+        from ..connectors.iceberg.compaction import compact
+
+        if s.zorder_by:
+            col = s.zorder_by[0]
+            pos = s.where(f"column:{col}")
+            raise ValidationError(f"OPTIMIZE of Iceberg table {info.qualified_name} ZORDER BY "
+                                  f"is refused: {im.ZORDER_REFUSED}", pos.line, pos.column, col)
+        if self.dry_run:
+            return Result(f"table {info.qualified_name} can be optimized")
+        done = compact(ref)
+        data = shapes.optimize_json(info.qualified_name, ref.location, (), done)
+        row = (info.qualified_name, done.snapshot_id, done.files_added, done.files_removed,
+               done.bytes_added, done.bytes_removed, done.partitions_optimized)
+        message = (f"table {info.qualified_name} compacted: {done.files_removed} files "
+                   f"({done.bytes_removed} bytes) rewritten into {done.files_added} "
+                   f"({done.bytes_added} bytes), replace snapshot {done.snapshot_id}"
+                   if done.snapshot_id is not None else
+                   f"table {info.qualified_name}: nothing to optimize")
+        return Result(message, columns=("table", "snapshot", "files added", "files removed",
+                                        "bytes added", "bytes removed",
+                                        "partitions optimized"),
+                      rows=[row], title="optimize", object=info.qualified_name, data=data)
 
     def _vacuum_iceberg(self, info, ref, s: st.VacuumTable) -> Result:
         """VACUUM of the Iceberg table of ``ref``: the module docstring.

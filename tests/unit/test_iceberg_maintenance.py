@@ -1,6 +1,6 @@
 """Iceberg tables' maintenance and versions (issue 32) against real pyiceberg tables in
 the home's own SQL catalog (SQLite), without Spark: VACUUM's snapshot expiry and file
-removal (what a job reading or writing the table keeps), OPTIMIZE's refusal, the
+removal (what a job reading or writing the table keeps), OPTIMIZE ZORDER BY's refusal, the
 snapshot a preview's ``VERSION AS OF`` names, the static reader's rows at a snapshot,
 and DESCRIBE STREAMJOB's snapshot of the last checkpoint. The same while a job runs:
 tests/integration/test_iceberg.py."""
@@ -107,10 +107,11 @@ def test_describe_streamjob_names_the_snapshot_of_the_last_checkpoint(world):
     assert dict(got.sections[0].rows)["sink table version"].startswith(f"snapshot {want} ")
 
 
-def test_optimize_of_an_iceberg_table_is_refused_naming_why(world):
+def test_optimize_zorder_of_an_iceberg_table_is_refused_naming_why(world):
+    """OPTIMIZE itself: tests/unit/test_iceberg_compaction.py."""
     ex, *_ = world
-    with pytest.raises(StreamJobError, match="has no compaction"):
-        _run(ex, "OPTIMIZE TABLE ice;")
+    with pytest.raises(StreamJobError, match="ZORDER BY is refused: Iceberg's z-order"):
+        _run(ex, "OPTIMIZE TABLE ice ZORDER BY (v);")
 
 
 def test_vacuum_expires_old_snapshots_and_deletes_their_files_and_orphans(world, tmp_path):

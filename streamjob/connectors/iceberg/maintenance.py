@@ -1,7 +1,7 @@
 """Maintenance and time travel of an Iceberg table through pyiceberg (issue 32;
 docs/connectors.md "Iceberg table", "Maintenance"): ``VACUUM`` (snapshot expiry, then
-the removal of the files no snapshot left references), the refusal of ``OPTIMIZE``,
-the snapshot a preview's ``VERSION AS OF`` / ``TIMESTAMP AS OF`` names, and the snapshot
+the removal of the files no snapshot left references), the refusal of ``OPTIMIZE ...
+ZORDER BY`` (compaction itself: :mod:`.compaction`), the snapshot a preview's ``VERSION AS OF`` / ``TIMESTAMP AS OF`` names, and the snapshot
 that holds a job's micro-batch (``DESCRIBE STREAMJOB``).
 
 VACUUM does what Iceberg's own ``expireSnapshots`` and ``deleteOrphanFiles`` actions do
@@ -18,10 +18,6 @@ referenced (a writer that crashed before its commit) only when older than the
 retention and than ``orphan_floor_ms`` (a writer still committing it). Local tables
 only, as the sink.
 
-OPTIMIZE (compaction) is refused: pyiceberg 0.12 has no rewrite of data files (Iceberg's
-``rewriteDataFiles`` is a Spark or Flink action), and an overwrite in its place would be
-a snapshot that Iceberg streams must refuse (rows changed), where compaction is a
-``replace`` snapshot they skip.
 """
 
 from __future__ import annotations
@@ -34,19 +30,18 @@ from urllib.parse import unquote, urlparse
 from streamjob.connectors.iceberg.catalog import first_line, load_table
 from streamjob.exceptions import ConnectorError
 
-__all__ = ["DEFAULT_RETENTION_HOURS", "OPTIMIZE_REFUSED", "Vacuumed", "vacuum",
+__all__ = ["DEFAULT_RETENTION_HOURS", "ZORDER_REFUSED", "Vacuumed", "vacuum",
            "snapshot_as_of", "snapshot_before", "batch_snapshot", "marker_sequence"]
 
 DEFAULT_RETENTION_HOURS = 120
 """Iceberg's default age of the snapshots it expires (``history.expire.max-snapshot-age-ms``,
 5 days): what VACUUM keeps without RETAIN."""
 
-OPTIMIZE_REFUSED = (
-    "pyiceberg 0.12, through which streamjob writes Iceberg tables, has no compaction "
-    "(Iceberg's rewriteDataFiles is a Spark or Flink action), and rewriting the rows as an "
-    "overwrite would be a change that Iceberg streams reading the table must refuse; "
-    "compact it with Iceberg's own tools (Spark's rewrite_data_files procedure)")
-"""Why ``OPTIMIZE`` of an Iceberg table is refused."""
+ZORDER_REFUSED = (
+    "Iceberg's z-order is a sort strategy of its Spark action (rewrite_data_files with "
+    "strategy => 'sort' and a zorder(...) sort order), which streamjob's compaction through "
+    "pyiceberg does not do; OPTIMIZE TABLE without ZORDER BY compacts the table's small files")
+"""Why ``OPTIMIZE ... ZORDER BY`` of an Iceberg table is refused."""
 
 
 @dataclass(frozen=True)

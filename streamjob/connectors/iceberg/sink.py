@@ -12,7 +12,10 @@ with its summary are one atomic catalog commit that asserts the snapshot the che
 is still the current one, so a batch is in the table entirely or not at all, and a
 concurrent commit (another writer, a fenced attempt still running) fails this one
 (``CommitFailedException``; pyiceberg's own retry of such a commit is turned off for
-the job's commits) instead of doubling it; failover then replays it. A crash
+the job's commits) instead of doubling it; failover then replays it. The one
+exception: when every snapshot committed since is a ``replace`` (OPTIMIZE's compaction,
+:mod:`.compaction`: the same rows, no batch marker), the check still holds and the
+batch is committed once more on top of them. A crash
 between writing the data files and the commit leaves only files no snapshot references.
 A new checkpoint epoch has a new app id, so its batch ids from 0 are never taken for
 replays. An empty micro-batch commits nothing (there is nothing to double).
@@ -283,15 +286,17 @@ class IcebergSink:
                          "skipped replay", batch_id, self.app_id, self._where())
                 return 0
             props = {APP_ID: self.app_id, BATCH_ID: str(batch_id)}
-        _no_retry(tbl)
         try:
-            with tbl.transaction() as tx:
-                if self.upsert:
-                    keys = [self._by_lower[k] for k in self.spec.primary_key]
-                    tx.upsert(_last_per_key(data, keys), join_cols=keys,
-                              snapshot_properties=props)
-                else:
-                    tx.append(data, snapshot_properties=props)
+            try:
+                self._commit(tbl, data, props)
+            except Exception as exc:
+                fresh = self._only_replaced(tbl, exc)
+                if fresh is None:
+                    raise
+                log.info("%s was compacted since batch %s's exactly-once check (a replace "
+                         "snapshot); committing on top of it", self._where(), batch_id)
+                tbl = self._tbl = fresh
+                self._commit(tbl, data, props)
         except Exception as exc:
             self._seen, self._tbl = None, None
             raise ConnectorError(f"writing batch {batch_id} to {self._where()} failed: "
@@ -299,6 +304,43 @@ class IcebergSink:
         if self.exactly_once:
             self._last, self._seen = batch_id, _current_id(tbl)
         return data.num_rows
+
+    def _commit(self, tbl, data: pa.Table, props: dict) -> None:
+        """One catalog commit of ``data`` (append, or upsert) on handle ``tbl``, failing
+        (not retried) when ``tbl``'s current snapshot is no longer the table's."""
+        _no_retry(tbl)
+        with tbl.transaction() as tx:
+            if self.upsert:
+                keys = [self._by_lower[k] for k in self.spec.primary_key]
+                tx.upsert(_last_per_key(data, keys), join_cols=keys, snapshot_properties=props)
+            else:
+                tx.append(data, snapshot_properties=props)
+
+    def _only_replaced(self, tbl, exc: Exception):
+        """After commit failure ``exc`` on handle ``tbl``: the table loaded anew when
+        every snapshot committed since ``tbl``'s current one is a ``replace`` (a
+        compaction: the same rows, no batch marker, so the exactly-once check made on
+        ``tbl`` still holds), else None (another writer's commit: the replay checks
+        again)."""
+        from pyiceberg.exceptions import CommitFailedException
+        from pyiceberg.table.snapshots import ancestors_of
+
+        base = _current_id(tbl)
+        if not isinstance(exc, CommitFailedException) or base is None:
+            return None
+        try:
+            fresh = load_table(self.spec.ref)
+        except ConnectorError:
+            return None
+        current = fresh.current_snapshot()
+        for snap in ancestors_of(current, fresh.metadata) if current else ():
+            if snap.snapshot_id == base:
+                return fresh if snap is not current else None
+            summary = snap.summary
+            op = getattr(summary.operation, "value", None) if summary else None
+            if op != "replace" or summary.additional_properties.get(APP_ID):
+                return None
+        return None
 
 
 def _no_retry(tbl) -> None:
