@@ -41,8 +41,9 @@ from streamjob.exceptions import ConnectorError
 
 __all__ = ["CHECKED_PYICEBERG", "DEFAULT_TARGET_BYTES", "SMALL_RATIO", "Compacted", "compact"]
 
-CHECKED_PYICEBERG = "0.12.0"
-"""The pyiceberg version whose private snapshot producer :func:`_replace_files` uses."""
+CHECKED_PYICEBERG = "0.12"
+"""The pyiceberg release (major.minor) whose private snapshot producer
+:func:`_replace_files` uses; setup.cfg pins pyiceberg to it."""
 
 DEFAULT_TARGET_BYTES = 512 * 1024 * 1024
 """Iceberg's default ``write.target-file-size-bytes`` (bytes)."""
