@@ -13,7 +13,7 @@ qualified name ``db.name`` is under its kind (``job``, ``stream``, ``table``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterable
 
 #: Keys of a job's state (``status --json`` ``.jobs[]``, ``list --json`` ``[]``).
 JOB_KEYS = ("job", "status", "desired_state", "guarantee", "query", "owner", "live", "batch",
@@ -41,7 +41,7 @@ OPTIMIZE_KEYS = ("table", "location", "operation", "zorder_by", "version", "file
                  "files_removed", "bytes_added", "bytes_removed", "partitions_optimized")
 #: Keys of a VACUUM result (issue 32; ``--json``, ``POST /v1/statements``).
 VACUUM_KEYS = ("table", "location", "retention_hours", "dry_run", "files_deleted",
-               "bytes_deleted", "files")
+               "bytes_deleted", "files", "snapshots_expired", "snapshots_kept", "kept_for")
 #: Keys of a run (a job's ``runs``, ``GET /v1/jobs/{name}/runs``).
 RUN_KEYS = ("run", "attempt", "status", "started_at", "ended_at", "cause", "job_uid")
 #: Keys of a stream (``describe STREAM --json``, ``GET /v1/streams/{name}``).
@@ -113,16 +113,23 @@ def optimize_json(table: str, location: str, zorder_by, done) -> dict[str, Any]:
             "partitions_optimized": done.partitions_optimized}
 
 
-def vacuum_json(table: str, location: str, hours: int, done) -> dict[str, Any]:
+def vacuum_json(table: str, location: str, hours: int, done,
+                kept_for: Iterable[str] = ()) -> dict[str, Any]:
     """What VACUUM deleted from Delta or Iceberg table ``table`` (a
     :class:`~streamjob.connectors.delta.maintenance.Vacuumed` or
     :class:`~streamjob.connectors.iceberg.maintenance.Vacuumed`) as :data:`VACUUM_KEYS`:
     with ``dry_run`` what it would delete; ``files`` ``[{"path", "bytes"}]``, paths
-    relative to ``location``."""
+    relative to ``location``; ``snapshots_expired`` and ``snapshots_kept`` the snapshot
+    ids it expired and those past the retention it kept for the jobs ``kept_for``
+    (sorted; an Iceberg table's; null for a Delta table, whose VACUUM expires no
+    versions)."""
     return {"table": table, "location": location, "retention_hours": hours,
             "dry_run": done.dry_run, "files_deleted": len(done.files),
             "bytes_deleted": done.bytes,
-            "files": [{"path": p, "bytes": b} for p, b in done.files]}
+            "files": [{"path": p, "bytes": b} for p, b in done.files],
+            "snapshots_expired": None if done.expired is None else sorted(done.expired),
+            "snapshots_kept": None if done.kept is None else sorted(done.kept),
+            "kept_for": sorted(kept_for) if done.kept else []}
 
 
 def version_json(v) -> dict[str, Any]:

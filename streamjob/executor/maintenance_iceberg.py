@@ -98,7 +98,8 @@ class IcebergMaintenance:
         return Result(message, columns=("file", "bytes"), rows=list(done.files),
                       title=f"files {'to delete' if s.dry_run else 'deleted'}",
                       object=info.qualified_name,
-                      data=shapes.vacuum_json(info.qualified_name, ref.location, hours, done))
+                      data=shapes.vacuum_json(info.qualified_name, ref.location, hours, done,
+                                              kept_for=why))
 
     def _iceberg_needs(self, info, ref) -> tuple[int | None, set[str], bool]:
         """``(keep_sequence, the jobs needing it, a writer running)`` of the table of

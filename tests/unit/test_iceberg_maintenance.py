@@ -134,6 +134,9 @@ def test_vacuum_expires_old_snapshots_and_deletes_their_files_and_orphans(world,
     # the current snapshot still reads every row
     assert sorted(load_table(ref).scan().to_arrow().column("id").to_pylist()) == [0, 1, 2]
     assert done.to_json()["files_deleted"] == len(deleted) > 0
+    shape = done.to_json()  # the snapshots it expired, by id; none kept for a job
+    assert shape["snapshots_expired"] == sorted(s.snapshot_id for s in old[:2])
+    assert shape["snapshots_kept"] == [] and shape["kept_for"] == []
 
 
 def test_vacuum_keeps_what_a_job_reading_or_writing_still_needs(world, tmp_path):
@@ -156,7 +159,11 @@ def test_vacuum_keeps_what_a_job_reading_or_writing_still_needs(world, tmp_path)
                                  input_rows=1, retained=5)
     # another writer appends; the job j's newest snapshot (the third) is then kept too
     load_table(ref).append(pa.table({"id": [7], "v": [7.0]}))
-    _run(ex, "VACUUM ice RETAIN 0 HOURS;")
+    kept = _run(ex, "VACUUM ice RETAIN 0 HOURS;").to_json()
+    assert kept["snapshots_expired"] == [snaps[0].snapshot_id]
+    assert kept["snapshots_kept"] == sorted(s.snapshot_id for s in snaps[1:])
+    assert kept["kept_for"] == ["streamjob default.j (writing it)",
+                                "streamjob default.reader (reading it)"]
     assert [s.snapshot_id for s in _snapshots(ref)] == [s.snapshot_id for s in snaps[1:]] + [
         _snapshots(ref)[-1].snapshot_id]
     assert sorted(load_table(ref).scan().to_arrow().column("id").to_pylist()) == [0, 1, 2, 7]

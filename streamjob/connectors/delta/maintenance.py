@@ -53,10 +53,15 @@ class Optimized:
 @dataclass(frozen=True)
 class Vacuumed:
     """What one VACUUM deleted (or, ``dry_run``, would delete): ``files`` as
-    ``(path relative to the table, bytes)``, sorted by path."""
+    ``(path relative to the table, bytes)``, sorted by path. Delta's VACUUM removes
+    files only, never table versions (the log's own cleanup does, by
+    ``delta.logRetentionDuration``): ``expired`` and ``kept`` are None (the Iceberg
+    VACUUM's snapshot ids, :class:`streamjob.connectors.iceberg.maintenance.Vacuumed`)."""
 
     dry_run: bool
     files: tuple[tuple[str, int], ...] = field(default=())
+    expired: None = None
+    kept: None = None
 
     @property
     def bytes(self) -> int:
