@@ -14,7 +14,8 @@ pairs of append jobs, each pair with its own topic (2 partitions), stream, SQLit
 (no primary key) and Parquet table:
 
 - ``eo_*``, exactly-once (checkpoint on, ``morphling.result.auto.flush``=false), over the
-  first 48,000 flights;
+  first 48,000 flights; two more exactly-once jobs on its stream write a Delta table and
+  an Iceberg table (issue 32: the lakehouse sinks under the same kills);
 - ``alo_*``, at-least-once (auto flush on), over the first 24,000.
 
 The point is kills at random moments of a job's batches, not the volume (all 336,776
@@ -131,6 +132,56 @@ START STREAMJOB {prefix}_long_job;
 """
 
 
+def lake_sql(prefix: str) -> str:
+    """Two more exactly-once jobs on ``pair_sql``'s stream ``<prefix>_flights`` (issue 32,
+    the lakehouse tables under the same kills): ``<prefix>_delta_job`` into a Delta table
+    (delta-rs, its app transactions) with ``<prefix>_delayed``'s rows, and
+    ``<prefix>_iceberg_job`` into an Iceberg table of the home's SQL catalog (pyiceberg,
+    its snapshot summaries) with ``<prefix>_long``'s rows."""
+    props = (f'"morphling.job.checkpoint.interval"="{INTERVAL_MS}", '
+             f'"morphling.job.max.records.per.batch"="{BATCH_RECORDS}", '
+             '"morphling.result.auto.flush"="false"')
+    return f"""
+CREATE TABLE IF NOT EXISTS {prefix}_delta (year INT, month INT, day INT, carrier STRING,
+  flight INT, tailnum STRING, origin STRING, dest STRING, dep_time INT, dep_delay DOUBLE)
+STORED AS DELTA LOCATION '${{STREAMJOB_HOME}}/warehouse/{prefix}_delta';
+
+CREATE TABLE IF NOT EXISTS {prefix}_iceberg (year INT, month INT, day INT, carrier STRING,
+  flight INT, origin STRING, dest STRING, air_time DOUBLE, distance DOUBLE)
+STORED AS ICEBERG;
+
+CREATE STREAMJOB IF NOT EXISTS {prefix}_delta_job AS ("
+  insert into {prefix}_delta
+  select year, month, day, carrier, flight, tailnum, origin, dest, dep_time, dep_delay
+  from {prefix}_flights where dep_delay > 0")
+JOBPROPERTIES({props});
+
+CREATE STREAMJOB IF NOT EXISTS {prefix}_iceberg_job AS ("
+  insert into {prefix}_iceberg
+  select year, month, day, carrier, flight, origin, dest, air_time, distance
+  from {prefix}_flights where distance >= 1000")
+JOBPROPERTIES({props});
+
+START STREAMJOB {prefix}_delta_job;
+START STREAMJOB {prefix}_iceberg_job;
+"""
+
+
+def lake_result(flights, prefix: str) -> dict:
+    """What ``lake_sql``'s two jobs give over ``flights``, computed by pandas."""
+    pair = batch_result(flights, prefix)
+    return {f"{prefix}_delta": pair[f"{prefix}_delayed"],
+            f"{prefix}_iceberg": pair[f"{prefix}_long"]}
+
+
+def iceberg_table(home: Path, table: str):
+    """The pyiceberg table ``default.<table>`` of the home's own SQL catalog."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog("streamjob", uri=f"sqlite:///{home}/catalog.db").load_table(
+        ("default", table))
+
+
 def batch_result(flights, prefix: str) -> dict:
     """What ``pair_sql``'s two jobs give over ``flights``, computed by pandas."""
     return {f"{prefix}_delayed": flights[flights["dep_delay"] > 0][DELAYED_COLS],
@@ -138,14 +189,21 @@ def batch_result(flights, prefix: str) -> dict:
 
 
 def sink_rows(home: Path, table: str):
-    """The rows a table of ``pair_sql`` holds (Parquet: committed files only)."""
+    """The rows a table of ``pair_sql`` or ``lake_sql`` holds (Parquet: committed files
+    only; Delta and Iceberg: their current version, read with delta-rs and pyiceberg)."""
+    if table.endswith("_delta"):
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(home / "warehouse" / table)).to_pandas()
+    if table.endswith("_iceberg"):
+        return iceberg_table(home, table).scan().to_pandas()
     if table.endswith("_delayed"):
         return sql_table(f"sqlite:///{home / (table.rsplit('_', 1)[0] + '.db')}", table)
     return parquet_table(home / "warehouse" / table)
 
 
 def diff(home: Path, table: str, want, times: int = 1):
-    cols = DELAYED_COLS if table.endswith("_delayed") else LONG_COLS
+    cols = DELAYED_COLS if table.endswith(("_delayed", "_delta")) else LONG_COLS
     return compare(sink_rows(home, table), want, cols, times)
 
 
@@ -290,7 +348,7 @@ class ChaosRun:
             for k in self.kills)
 
     def summary(self) -> str:
-        pairs = len(self.kills) * len(CHAOS_JOBS)
+        pairs = len(self.kills) * len(CHAOS_JOBS + LAKE_JOBS)
         mid = sum(len(k["in_flight"]) for k in self.kills)
         return (f"{len(self.kills)} SIGKILLs (seed {self.seed}), {self.seconds:.0f} s in all; "
                 f"of the {pairs} (kill, job) pairs {mid} hit a batch in flight, "
@@ -298,6 +356,9 @@ class ChaosRun:
 
 
 CHAOS_JOBS = ("eo_delayed_job", "eo_long_job", "alo_delayed_job", "alo_long_job")
+#: The lakehouse jobs (``lake_sql``) run in the same processes and die with every kill;
+#: the kills follow the events of :data:`CHAOS_JOBS` only.
+LAKE_JOBS = ("eo_delta_job", "eo_iceberg_job")
 
 
 def sinks_ahead(run: ChaosRun) -> dict[str, tuple[int, int]]:
@@ -305,9 +366,37 @@ def sinks_ahead(run: ChaosRun) -> dict[str, tuple[int, int]]:
     (the kill fell between the sink's commit and ``commits/<n>``): table -> (batch
     committed by the sink, last batch in the commit log). Their replay must be skipped."""
     sink = {"eo_delayed": sql_marker(run.home / "eo.db", "eo_delayed"),
-            "eo_long": manifest_max(run.home / "warehouse" / "eo_long")}
+            "eo_long": manifest_max(run.home / "warehouse" / "eo_long"),
+            "eo_delta": max((v for _, v in delta_txns(run.home / "warehouse" / "eo_delta")),
+                            default=-1),
+            "eo_iceberg": max((b for _, b in iceberg_batches(run.home, "eo_iceberg")),
+                              default=-1)}
     spark = {t: log_max(run.ckdir(f"{t}_job"), "commits") for t in sink}
     return {t: (sink[t], spark[t]) for t in sink if sink[t] > spark[t]}
+
+
+def delta_txns(location: Path) -> list[tuple[str, int]]:
+    """Every app transaction of a Delta table's log, in commit order: ``(app id, batch
+    id)``; empty before the table exists."""
+    return [(a["txn"]["appId"], a["txn"]["version"])
+            for commit in sorted((location / "_delta_log").glob("*.json"))
+            for a in map(json.loads, commit.read_text().splitlines()) if "txn" in a]
+
+
+def iceberg_batches(home: Path, table: str) -> list[tuple[str, int]]:
+    """``(app id, batch id)`` of every snapshot of an Iceberg table of the home's
+    catalog, oldest first; empty before the table has a snapshot."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    from streamjob.connectors.iceberg.sink import APP_ID, BATCH_ID
+
+    try:
+        snaps = iceberg_table(home, table).snapshots()
+    except NoSuchTableError:
+        return []
+    return [(snap.summary.additional_properties[APP_ID],
+             int(snap.summary.additional_properties[BATCH_ID]))
+            for snap in sorted(snaps, key=lambda snap: snap.sequence_number)]
 
 
 def sql_marker(db: Path, table: str) -> int:
@@ -391,9 +480,11 @@ def chaos(broker, flights_df, tmp_path_factory) -> ChaosRun:
     root = tmp_path_factory.mktemp("chaos")
     cli = Cli(root / "home", broker.bootstrap)
     sql = root / "chaos.sql"
-    sql.write_text(pair_sql("eo", "chaos_eo") + pair_sql("alo", "chaos_alo", auto_flush=True))
+    sql.write_text(pair_sql("eo", "chaos_eo") + lake_sql("eo")
+                   + pair_sql("alo", "chaos_alo", auto_flush=True))
     eo, alo = flights_df.iloc[:EO_RECORDS], flights_df.iloc[:ALO_RECORDS]
-    run = ChaosRun(cli.home, root, SEED, {**batch_result(eo, "eo"), **batch_result(alo, "alo")})
+    run = ChaosRun(cli.home, root, SEED, {**batch_result(eo, "eo"), **lake_result(eo, "eo"),
+                                          **batch_result(alo, "alo")})
     topics = {"eo": "chaos_eo", "alo": "chaos_alo"}
     for topic in topics.values():
         create_topic(broker.bootstrap, topic, PARTITIONS)
@@ -424,7 +515,7 @@ def chaos(broker, flights_df, tmp_path_factory) -> ChaosRun:
                 time.sleep(delay)
             finally:
                 kill_group(proc)
-            in_flight = [j for j in CHAOS_JOBS
+            in_flight = [j for j in CHAOS_JOBS + LAKE_JOBS
                          if log_max(run.ckdir(j), "offsets") > log_max(run.ckdir(j), "commits")]
             run.kills.append({"kill": i, "event": event, "job": job, "value": value,
                               "delay_s": delay, "after_s": time.monotonic() - t0,
@@ -471,6 +562,24 @@ def test_exactly_once_survives_sigkills(chaos):
     location = chaos.home / "warehouse" / "eo_long"
     orphans = set(part_files(location)) - set(committed_files(str(location)))
     print(f"eo_long: {len(orphans)} data file(s) of killed batches, not in the manifest")
+
+
+def test_lakehouse_tables_exactly_once_under_sigkills(chaos):
+    """Case 1 for the lakehouse sinks (issue 32): after the same kills, the Delta table
+    (read with delta-rs) and the Iceberg table (pyiceberg) hold exactly the batch
+    result, and their logs hold each batch once: the Delta app transactions and the
+    Iceberg snapshot summaries (``streamjob.app-id``, ``streamjob.batch-id``) carry one
+    app id (one job, one checkpoint epoch) and strictly increasing batch ids."""
+    diffs = {t: diff(chaos.home, t, chaos.want[t]) for t in ("eo_delta", "eo_iceberg")}
+    report = "\n".join(f"{t}: {d}" for t, d in diffs.items())
+    print(report)
+    assert all(d.exact for d in diffs.values()), f"{report}\n{chaos.summary()}"
+    txns = delta_txns(chaos.home / "warehouse" / "eo_delta")
+    batches = iceberg_batches(chaos.home, "eo_iceberg")
+    for name, log in (("delta", txns), ("iceberg", batches)):
+        assert len({app for app, _ in log}) == 1, (name, log)
+        ids = [b for _, b in log]
+        assert ids == sorted(set(ids)), f"{name}: a batch id committed twice: {ids}"
 
 
 def test_at_least_once_loses_nothing_under_sigkills(chaos, record_property):
