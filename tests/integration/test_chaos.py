@@ -93,15 +93,43 @@ STREAM_COLUMNS = """year INT, month INT, day INT, dep_time INT, dep_delay DOUBLE
   origin STRING, dest STRING, air_time DOUBLE, distance DOUBLE"""
 
 
+def job_props(auto_flush: bool, checkpoint: bool) -> str:
+    """The JOBPROPERTIES of every chaos job: checkpoints every :data:`INTERVAL_MS`,
+    batches of :data:`BATCH_RECORDS`, the auto flush (at-least-once) and checkpoints
+    on or off."""
+    return (f'"morphling.job.checkpoint.interval"="{INTERVAL_MS}", '
+            f'"morphling.job.max.records.per.batch"="{BATCH_RECORDS}", '
+            f'"morphling.result.auto.flush"="{str(auto_flush).lower()}", '
+            f'"morphling.job.enable.checkpoint"="{str(checkpoint).lower()}"')
+
+
+def jobs_sql(prefix: str, delayed: str, long: str, props: str) -> str:
+    """Two append jobs on stream ``<prefix>_flights``, started: ``<prefix>_<delayed>_job``
+    writes the delayed flights (dep_delay > 0) into table ``<prefix>_<delayed>``,
+    ``<prefix>_<long>_job`` the long ones (distance >= 1000) into ``<prefix>_<long>``."""
+    return f"""
+CREATE STREAMJOB IF NOT EXISTS {prefix}_{delayed}_job AS ("
+  insert into {prefix}_{delayed}
+  select year, month, day, carrier, flight, tailnum, origin, dest, dep_time, dep_delay
+  from {prefix}_flights where dep_delay > 0")
+JOBPROPERTIES({props});
+
+CREATE STREAMJOB IF NOT EXISTS {prefix}_{long}_job AS ("
+  insert into {prefix}_{long}
+  select year, month, day, carrier, flight, origin, dest, air_time, distance
+  from {prefix}_flights where distance >= 1000")
+JOBPROPERTIES({props});
+
+START STREAMJOB {prefix}_{delayed}_job;
+START STREAMJOB {prefix}_{long}_job;
+"""
+
+
 def pair_sql(prefix: str, topic: str, *, auto_flush: bool = False, checkpoint: bool = True,
              reset: str = "earliest") -> str:
     """One stream of flights on ``topic`` feeding two append jobs: ``<prefix>_delayed``
     (SQLite file ``<prefix>.db`` in the home, no primary key) and ``<prefix>_long``
     (Parquet in the warehouse)."""
-    props = (f'"morphling.job.checkpoint.interval"="{INTERVAL_MS}", '
-             f'"morphling.job.max.records.per.batch"="{BATCH_RECORDS}", '
-             f'"morphling.result.auto.flush"="{str(auto_flush).lower()}", '
-             f'"morphling.job.enable.checkpoint"="{str(checkpoint).lower()}"')
     return f"""
 CREATE STREAM IF NOT EXISTS {prefix}_flights ({STREAM_COLUMNS})
 TBLPROPERTIES("topic"="{topic}", "kafka.broker.list"="${{FLIGHTS_BROKER}}", "format"="json",
@@ -115,21 +143,7 @@ CREATE TABLE IF NOT EXISTS {prefix}_long (year INT, month INT, day INT, carrier 
   flight INT, origin STRING, dest STRING, air_time DOUBLE, distance DOUBLE)
 STORED AS PARQUET LOCATION '${{STREAMJOB_HOME}}/warehouse/{prefix}_long';
 
-CREATE STREAMJOB IF NOT EXISTS {prefix}_delayed_job AS ("
-  insert into {prefix}_delayed
-  select year, month, day, carrier, flight, tailnum, origin, dest, dep_time, dep_delay
-  from {prefix}_flights where dep_delay > 0")
-JOBPROPERTIES({props});
-
-CREATE STREAMJOB IF NOT EXISTS {prefix}_long_job AS ("
-  insert into {prefix}_long
-  select year, month, day, carrier, flight, origin, dest, air_time, distance
-  from {prefix}_flights where distance >= 1000")
-JOBPROPERTIES({props});
-
-START STREAMJOB {prefix}_delayed_job;
-START STREAMJOB {prefix}_long_job;
-"""
+""" + jobs_sql(prefix, "delayed", "long", job_props(auto_flush, checkpoint))
 
 
 def lake_sql(prefix: str) -> str:
@@ -138,9 +152,6 @@ def lake_sql(prefix: str) -> str:
     (delta-rs, its app transactions) with ``<prefix>_delayed``'s rows, and
     ``<prefix>_iceberg_job`` into an Iceberg table of the home's SQL catalog (pyiceberg,
     its snapshot summaries) with ``<prefix>_long``'s rows."""
-    props = (f'"morphling.job.checkpoint.interval"="{INTERVAL_MS}", '
-             f'"morphling.job.max.records.per.batch"="{BATCH_RECORDS}", '
-             '"morphling.result.auto.flush"="false"')
     return f"""
 CREATE TABLE IF NOT EXISTS {prefix}_delta (year INT, month INT, day INT, carrier STRING,
   flight INT, tailnum STRING, origin STRING, dest STRING, dep_time INT, dep_delay DOUBLE)
@@ -150,21 +161,7 @@ CREATE TABLE IF NOT EXISTS {prefix}_iceberg (year INT, month INT, day INT, carri
   flight INT, origin STRING, dest STRING, air_time DOUBLE, distance DOUBLE)
 STORED AS ICEBERG;
 
-CREATE STREAMJOB IF NOT EXISTS {prefix}_delta_job AS ("
-  insert into {prefix}_delta
-  select year, month, day, carrier, flight, tailnum, origin, dest, dep_time, dep_delay
-  from {prefix}_flights where dep_delay > 0")
-JOBPROPERTIES({props});
-
-CREATE STREAMJOB IF NOT EXISTS {prefix}_iceberg_job AS ("
-  insert into {prefix}_iceberg
-  select year, month, day, carrier, flight, origin, dest, air_time, distance
-  from {prefix}_flights where distance >= 1000")
-JOBPROPERTIES({props});
-
-START STREAMJOB {prefix}_delta_job;
-START STREAMJOB {prefix}_iceberg_job;
-"""
+""" + jobs_sql(prefix, "delta", "iceberg", job_props(False, True))
 
 
 def lake_result(flights, prefix: str) -> dict:
