@@ -8,9 +8,7 @@ connect back to the JVM within Spark's timeout. Twenty of them at once on a 2-co
 machine made Spark give up on its own processes ("Python worker failed to connect
 back", docs/results/2026-11-21.md, scenario 5), and every job's failover then retried
 in step. So each job manager admits at most :data:`START_SLOTS` queries into their
-start-up at once; the others wait in STARTING (or RECOVERING) until a slot frees,
-having built the rest of their attempt meanwhile (checkpoint and connector sides, the
-bound plan: :class:`~.attempt.Attempt`, whose step 7, the Spark side, takes the slot).
+start-up at once; the others wait in STARTING (or RECOVERING) until a slot frees.
 
 A query leaves its start-up (:func:`past_start_up`) once its first trigger has planned
 a batch (Spark reports "Processing new data": the sources answered, the offsets are
