@@ -27,11 +27,6 @@ from .progress import ProgressReporter
 # the runner's logger: records keep the name they had before this module was split off
 log = logging.getLogger("streamjob.manager.runner")
 
-
-class Withdrawn(Exception):
-    """The job was stopped while its attempt waited for a start slot (step 7): what was
-    built is released, and the runner ends as stopped, not failed."""
-
 #: Spark's setting for micro-batches without new data (the watermark's released output)
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
@@ -83,12 +78,10 @@ class Attempt(BuiltInOrder):
     6. the plan as started bound to its connectors' readers
        (:func:`~streamjob.planner.bind.bind_job`: secret references resolved, SQL static
        tables checked);
-    7. with ``admit``, a start slot (:mod:`.admission`) [released]: only the Spark side
-       starts Spark's Python processes (the source's planner, its streaming-source
-       runner), so the steps before run while the job waits; then the Spark side
-       (:class:`~streamjob.spark.run.QueryRun`): the checkpoint's retention settings on
-       the session, the job's one Spark listener feeding the recorder and the progress
-       reporter [removed from the session], the query started [stopped].
+    7. the Spark side (:class:`~streamjob.spark.run.QueryRun`): the checkpoint's
+       retention settings on the session, the job's one Spark listener feeding the
+       recorder and the progress reporter [removed from the session], the query started
+       [stopped].
 
     Args:
         catalog: the catalog (runs, checkpoints, progress).
@@ -98,14 +91,10 @@ class Attempt(BuiltInOrder):
         tracker: the runner's :class:`CheckpointTracker` (it outlives attempts).
         job_session: ``(sql_conf, data source names) -> SparkSession``: a session
             clone for the job (:meth:`~streamjob.manager.job_manager.JobManager.job_session`).
-        admit: ``() -> Admission | None``: waits for a start slot before step 7
-            (:meth:`~.admission.StartGate.admit`; None: the job was stopped meanwhile,
-            :class:`Withdrawn` is raised); None: no gate.
 
     After entering, ``query`` is the running StreamingQuery, ``plan`` the plan as
     started (with a ``START ... FROM`` position applied), ``checkpoint_dir`` its
-    directory; these stay readable after the attempt was released. ``admission`` is
-    the start slot of step 7 (None before it, or without ``admit``). ``checkpoint`` and
+    directory; these stay readable after the attempt was released. ``checkpoint`` and
     ``connectors`` are the two sides (``backend``, ``recorder``, ``watch``, ``sink``
     read through them). Raises (on entering) whatever a step raises: StreamJobError
     subclasses for an invalid or refused job (identity, fingerprint, sink schema),
@@ -114,16 +103,13 @@ class Attempt(BuiltInOrder):
 
     def __init__(self, catalog: Catalog, home: Home, job: JobInfo, plan: JobPlan,
                  tracker: CheckpointTracker,
-                 job_session: Callable[[dict[str, str], set[str]], object],
-                 admit: Callable[[], object] | None = None) -> None:
+                 job_session: Callable[[dict[str, str], set[str]], object]) -> None:
         self.catalog = catalog
         self.home = home
         self.job = job
         self.plan = plan
         self.tracker = tracker
         self._job_session = job_session
-        self._admit = admit
-        self.admission = None
         self.checkpoint: CheckpointRun | None = None
         self.connectors: ConnectorRun | None = None
         self.progress: ProgressReporter | None = None
@@ -203,13 +189,7 @@ class Attempt(BuiltInOrder):
             self._release("stopping the end-offsets probe", probe.stop)
         # 6. the plan bound to its readers (secrets resolved, SQL static tables checked)
         bound = bind_job(plan)
-        # 7. a start slot, then the Spark side: the listener and the query
-        if self._admit is not None:
-            admission = self._admit()
-            if admission is None:
-                raise Withdrawn(job.qualified_name)
-            self.admission = admission
-            self._releases.push(admission.release)
+        # 7. the Spark side: the listener and the query
         spark = QueryRun(session, job.qualified_name, bound, checkpoint.directory,
                          connectors.sink, conf=checkpoint.spark_conf,
                          on_progress=(checkpoint.recorder.record, progress.on_progress),

@@ -62,7 +62,7 @@ from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
 from .admission import NORMAL, RECOVERY, StartGate
-from .attempt import Attempt, Withdrawn
+from .attempt import Attempt
 from .failures import permanent_failure, user_function_failure
 from .summary import error_summary
 from streamjob.catalog.records import JobStatus, RunStatus
@@ -263,16 +263,15 @@ class JobRunner(threading.Thread):
                     self.catalog.update_progress(job.uid, {})
                 self._update(status=JobStatus.RECOVERING if failures else JobStatus.STARTING,
                              owner=self.manager.owner)
-                priority = RECOVERY if self.recovery and attempt == 1 else NORMAL
-                current = self.attempt = Attempt(
-                    self.catalog, self.manager.home, job, self.plan, self.tracker,
-                    self.manager.job_session,
-                    admit=lambda: self.manager.start_gate.admit(self._stop_requested,
-                                                                priority=priority))
-                try:
-                    query = current.open().query
-                finally:
-                    admission = current.admission
+                admission = self.manager.start_gate.admit(
+                    self._stop_requested,
+                    priority=RECOVERY if self.recovery and attempt == 1 else NORMAL)
+                if admission is None:
+                    break
+                current = self.attempt = Attempt(self.catalog, self.manager.home, job,
+                                                 self.plan, self.tracker,
+                                                 self.manager.job_session)
+                query = current.open().query
                 mark("query started", job.qualified_name)
                 self._update(status=JobStatus.RUNNING, attempts=failures)
                 self.started.set()
@@ -292,8 +291,6 @@ class JobRunner(threading.Thread):
                     self._end(run_id, JobStatus.STOPPED, "query stopped")
                     return
                 raise exc
-            except Withdrawn:  # stopped while waiting for a start slot
-                break
             except StreamJobError as exc:
                 self.error = str(exc)
                 function_failures.clear()

@@ -16,8 +16,7 @@ import pytest
 
 from streamjob.checkpoint.recorder import CheckpointTracker
 from streamjob.exceptions import StreamJobError
-from streamjob.manager.admission import StartGate
-from streamjob.manager.attempt import Attempt, Withdrawn
+from streamjob.manager.attempt import Attempt
 from streamjob.planner.plan import plan_job
 from streamjob.spark.session import job_session, spark_session
 
@@ -64,10 +63,8 @@ CREATE STREAM s2 (id BIGINT, name STRING)
   TBLPROPERTIES ("source"="files", "path"="{self.inbox}", "format"="json");
 CREATE TABLE t (id BIGINT, name STRING) STORED AS PARQUET LOCATION '{root / "out"}';""")
 
-    def attempt(self, job: str, query: str, props: dict | None = None,
-                admit=None) -> Recorded:
-        """An attempt of job ``job`` (created here if new) running ``query``; ``admit``
-        as :class:`Attempt`'s."""
+    def attempt(self, job: str, query: str, props: dict | None = None) -> Recorded:
+        """An attempt of job ``job`` (created here if new) running ``query``."""
         props = {**FAST, **(props or {})}
         if self.catalog.get_job("default", job) is None:
             quoted = ", ".join(f'"{k}"="{v}"' for k, v in props.items())
@@ -81,7 +78,7 @@ CREATE TABLE t (id BIGINT, name STRING) STORED AS PARQUET LOCATION '{root / "out
             return clone
         self.caplog.clear()
         return Recorded(self.catalog, self.home, info, plan, CheckpointTracker(), session,
-                        admit=admit, caplog=self.caplog)
+                        caplog=self.caplog)
 
 
 @pytest.fixture
@@ -127,37 +124,6 @@ def test_an_attempt_that_fails_halfway_releases_what_it_had_built(world):
     assert second.query is None and second.sink is None and _listeners(world.sessions[-1]) == 0
     second.close()
     assert len(second.released) == 2
-
-
-def test_an_attempt_builds_all_but_the_query_before_its_start_slot(world):
-    """Only the Spark side (step 7) waits for a start slot: the steps before are built
-    while the job waits; a job stopped meanwhile releases them and starts nothing."""
-    gate = StartGate(1)
-    held = gate.admit(threading.Event())
-    stop = threading.Event()
-    waiting = world.attempt("j", QUERY_A, admit=lambda: gate.admit(stop, poll_s=0.01))
-    raised = []
-
-    def open_it():
-        try:
-            waiting.open()
-        except Withdrawn as exc:
-            raised.append(exc)
-    t = threading.Thread(target=open_it)
-    t.start()
-    assert gate.await_waiting(1, 120)  # steps 1-6 built, step 7 waits
-    assert waiting.sink is not None and waiting.query is None
-    stop.set()
-    t.join(60)
-    assert raised and waiting.query is None and waiting.admission is None
-    assert waiting.released == ["closing the sink", "withdrawing the running mark",
-                                "closing the checkpoint backend"]
-    assert _listeners(world.sessions[-1]) == 0
-    held.release()
-    with world.attempt("j", QUERY_A, admit=lambda: gate.admit(threading.Event())) as started:
-        assert started.query.isActive and started.admission.held
-    assert not started.admission.held  # released with the attempt at the latest
-    assert gate.admit(threading.Event()).held
 
 
 def test_a_run_plans_the_job_once_per_statement_and_once_per_attempt(world, monkeypatch):
