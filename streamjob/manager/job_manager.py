@@ -78,8 +78,10 @@ class JobManager:
 
         return job_session(self.spark(), sql_conf, sources)
 
-    def start(self, job: JobInfo) -> JobRunner:
-        """Run ``job`` in this process (no-op if already running here).
+    def start(self, job: JobInfo, recovery: bool = False) -> JobRunner:
+        """Run ``job`` in this process (no-op if already running here). ``recovery``:
+        the job is taken over from a process that died or lost it; its query start goes
+        ahead of the others waiting (:mod:`.admission`).
 
         Raises:
             JobError: another live process (a server, a shell, ``streamjob run``) runs
@@ -103,7 +105,7 @@ class JobManager:
                 raise JobError(f"streamjob {job.qualified_name} is running in job manager "
                                f"{other}; stop it there first")
             self.spark()
-            runner = JobRunner(self, job)
+            runner = JobRunner(self, job, recovery=recovery)
             self.runners[job.uid] = runner
             runner.start()
             return runner

@@ -61,7 +61,7 @@ from ..exceptions import CatalogError, ConnectorError, StreamJobError
 from ..phases import mark
 from ..planner.plan import JobPlan, plan_job
 from ..planner.checks import check_plan
-from .admission import StartGate
+from .admission import NORMAL, RECOVERY, StartGate
 from .attempt import Attempt
 from .failures import permanent_failure, user_function_failure
 from .summary import error_summary
@@ -108,10 +108,13 @@ class JobRunner(threading.Thread):
     None before the first.
     """
 
-    def __init__(self, manager: RunnerHost, job: JobInfo) -> None:
+    def __init__(self, manager: RunnerHost, job: JobInfo, recovery: bool = False) -> None:
         super().__init__(name=f"job-{job.qualified_name}", daemon=True)
         self.manager = manager
         self.job = job
+        #: the job was taken over from a process that died or lost it: its first start
+        #: goes ahead of the start gate's other waiters (:data:`.admission.RECOVERY`)
+        self.recovery = recovery
         self.tracker = CheckpointTracker()
         self.plan: JobPlan | None = None
         self.error: str | None = None
@@ -260,7 +263,9 @@ class JobRunner(threading.Thread):
                     self.catalog.update_progress(job.uid, {})
                 self._update(status=JobStatus.RECOVERING if failures else JobStatus.STARTING,
                              owner=self.manager.owner)
-                admission = self.manager.start_gate.admit(self._stop_requested)
+                admission = self.manager.start_gate.admit(
+                    self._stop_requested,
+                    priority=RECOVERY if self.recovery and attempt == 1 else NORMAL)
                 if admission is None:
                     break
                 current = self.attempt = Attempt(self.catalog, self.manager.home, job,

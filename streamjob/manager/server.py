@@ -84,6 +84,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Callable
 
 from ..catalog import Catalog
@@ -450,11 +451,18 @@ class JobServer:
             waiting.append(job)
         refused = {uid: lease.refusals for uid, lease in leases.items() if lease.refusals}
         needs = {j.uid: job_need(j) for j in jobs if j.desired_state == DesiredState.RUNNING}
-        for job in self.share.to_start(waiting, servers, refused, needs):
+
+        def orphaned(job: JobInfo) -> bool:  # its lease's holder died or lost it
+            lease = leases.get(job.uid)
+            return bool(lease is not None and lease.holder and lease.holder != self.server_id)
+        # the orphaned first: their query starts go ahead of the others' (admission.py)
+        for job in sorted(self.share.to_start(waiting, servers, refused, needs),
+                          key=lambda j: not orphaned(j)):
             self.manager.spark()
             if self._stop.is_set():
                 break
-            self.share.take(job, leases.get(job.uid), self.manager.start, self._stop)
+            self.share.take(job, leases.get(job.uid),
+                            partial(self.manager.start, recovery=orphaned(job)), self._stop)
         running = [by_uid[u] for u in self.manager.runners if u in by_uid
                    and self.manager.runners[u].status == JobStatus.RUNNING]
         job = None if moving else self.share.to_move(running, servers, bool(waiting), needs,
@@ -546,8 +554,8 @@ class JobServer:
         with self.lease.guard():  # short: the watchdog fences under it
             if not self.lease.held or self._stop.is_set():
                 return
-            try:
-                self.manager.start(job)
+            try:  # a job its dead owner ran is a recovery (admission.py)
+                self.manager.start(job, recovery=bool(job.owner) and job.owner != self.server_id)
             except JobError as exc:  # claimed by another process meanwhile
                 self._echo(str(exc))
                 return
