@@ -48,8 +48,8 @@ def close_keeping_spark(session) -> None:
     """``session.close()`` of a :class:`~streamjob.client.session.ClientSession` that
     hosts jobs (``host_jobs=True``), its jobs stopped and its host left as ever, but the
     process's Spark left running for the worker's next test or module (a hosted session's
-    close stops Spark, as ``streamjob run`` ends: the next one would start a JVM, 10-16 s
-    of a worker on a fast host). Spark's stop alone is skipped, nothing else."""
+    close stops Spark, as ``streamjob run`` ends: the next one would start a JVM again,
+    about 1 s of a worker on an idle host). Spark's stop alone is skipped, nothing else."""
     from streamjob.spark import session as engine
 
     stop_spark = engine.stop_spark
