@@ -20,7 +20,7 @@ from streamjob.manager.attempt import Attempt
 from streamjob.planner.plan import plan_job
 from streamjob.spark.session import job_session, spark_session
 
-from .world import FAST, World
+from .world import FAST, World, close_keeping_spark
 
 pytestmark = pytest.mark.spark
 
@@ -156,4 +156,4 @@ def test_a_run_plans_the_job_once_per_statement_and_once_per_attempt(world, monk
         assert runner.attempt is not None
         assert [q for q, statement in planned if not statement] == [QUERY_A]  # and one attempt
     finally:
-        session.close()
+        close_keeping_spark(session)

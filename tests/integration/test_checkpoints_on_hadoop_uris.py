@@ -38,15 +38,13 @@ AGG = "insert into totals select k, sum(v) from s group by k"
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    """The process's Spark session (started here if none runs; stopped again then)."""
+    """The process's Spark session (started here if none runs, as the modules' worlds
+    start it: local[2]), left running for the worker's next module (stopping it would
+    make that module start a JVM)."""
     from streamjob.spark import session as engine
 
-    owned = engine._spark is None
-    session = engine.spark_session(Home.open(tmp_path_factory.mktemp("spark-home"),
-                                             {"spark.master": "local[1]"}))
-    yield session
-    if owned:
-        engine.stop_spark()
+    return engine.spark_session(Home.open(tmp_path_factory.mktemp("spark-home"),
+                                          {"spark.master": "local[2]"}))
 
 
 @pytest.fixture(params=["viewfs", "file"])

@@ -449,8 +449,9 @@ def _fake_checkpoint(job_dir: Path, batches: int) -> None:
 def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path):
     """Every checkpoint-store operation on a non-local URI (``viewfs://`` over a local
     directory, through Hadoop in a local Spark session's JVM) gives what the same
-    operation gives on the directory itself; without a Spark session it is a clear
-    CheckpointError."""
+    operation gives on the directory itself (without a Spark session it is a clear
+    CheckpointError: tests/unit/test_sinks_and_store.py). The process's Spark (started
+    here if none runs, local[2] as the worlds') stays for the worker's next module."""
     from streamjob.spark import session as engine
     from streamjob.checkpoint import store
     from streamjob.exceptions import CheckpointError
@@ -460,57 +461,49 @@ def test_the_hadoop_layer_of_the_checkpoint_store_matches_the_local_one(tmp_path
     for root in (local, hadoop):
         _fake_checkpoint(root / "default" / "job", 6)
     mount = f"sj{uuid.uuid4().hex[:8]}"
-    owned = engine._spark is None
-    spark = engine.spark_session(Home.open(tmp_path / "home", {"spark.master": "local[1]"}))
-    try:
-        spark._jsc.hadoopConfiguration().set(f"fs.viewfs.mounttable.{mount}.link./ck",
-                                              hadoop.as_uri())
-        roots = {"local": local.as_uri(), "hadoop": f"viewfs://{mount}/ck"}
-        dirs = {k: f"{r}/default/job" for k, r in roots.items()}
-        seen = {}
-        for kind, d in dirs.items():
-            seen[kind] = [
-                store.log_ids(d, "offsets"), store.log_ids(d, "commits"),
-                store.is_committed(d, 5), store.is_committed(d, 6),
-                store.committed_offsets(d)[:2],
-                store.trim_logs(d, 3) > 0, store.log_ids(d, "offsets"), store.log_ids(d, "commits"),
-                store.truncate_after(d, 4) > 0, store.log_ids(d, "offsets"),
-                store.log_ids(d, "commits"), store.committed_offsets(d)[:2],
-            ]
-        assert seen["hadoop"] == seen["local"]
-        assert seen["hadoop"][:5] == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], True, False,
-                                      (5, ['{"t": {"0": 50}}'])]
-        assert seen["hadoop"][5:] == [True, [2, 3, 4, 5], [3, 4, 5], True, [2, 3, 4], [3, 4],
-                                      (4, ['{"t": {"0": 40}}'])]
-        # the same files are left (Hadoop's local file system deletes a file's .crc with it)
-        for root in (local, hadoop):
-            assert sorted(p.name for p in (root / "default" / "job" / "commits").iterdir()) == [
-                ".3.crc", ".4.crc", "3", "4"]
-        with pytest.raises(CheckpointError, match="not inside"):
-            store.purge(dirs["hadoop"], "viewfs://elsewhere/ck")
-        # issue 28 point 5: a Hadoop directory carries its identity too, and only the
-        # uid it names deletes it; one without identity is never deleted
-        from types import SimpleNamespace
+    spark = engine.spark_session(Home.open(tmp_path / "home", {"spark.master": "local[2]"}))
+    spark._jsc.hadoopConfiguration().set(f"fs.viewfs.mounttable.{mount}.link./ck",
+                                          hadoop.as_uri())
+    roots = {"local": local.as_uri(), "hadoop": f"viewfs://{mount}/ck"}
+    dirs = {k: f"{r}/default/job" for k, r in roots.items()}
+    seen = {}
+    for kind, d in dirs.items():
+        seen[kind] = [
+            store.log_ids(d, "offsets"), store.log_ids(d, "commits"),
+            store.is_committed(d, 5), store.is_committed(d, 6),
+            store.committed_offsets(d)[:2],
+            store.trim_logs(d, 3) > 0, store.log_ids(d, "offsets"), store.log_ids(d, "commits"),
+            store.truncate_after(d, 4) > 0, store.log_ids(d, "offsets"),
+            store.log_ids(d, "commits"), store.committed_offsets(d)[:2],
+        ]
+    assert seen["hadoop"] == seen["local"]
+    assert seen["hadoop"][:5] == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], True, False,
+                                  (5, ['{"t": {"0": 50}}'])]
+    assert seen["hadoop"][5:] == [True, [2, 3, 4, 5], [3, 4, 5], True, [2, 3, 4], [3, 4],
+                                  (4, ['{"t": {"0": 40}}'])]
+    # the same files are left (Hadoop's local file system deletes a file's .crc with it)
+    for root in (local, hadoop):
+        assert sorted(p.name for p in (root / "default" / "job" / "commits").iterdir()) == [
+            ".3.crc", ".4.crc", "3", "4"]
+    with pytest.raises(CheckpointError, match="not inside"):
+        store.purge(dirs["hadoop"], "viewfs://elsewhere/ck")
+    # issue 28 point 5: a Hadoop directory carries its identity too, and only the
+    # uid it names deletes it; one without identity is never deleted
+    from types import SimpleNamespace
 
-        from streamjob.checkpoint import identity
+    from streamjob.checkpoint import identity
 
-        kept = identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A")
-        assert not kept.deleted and "no identity" in kept.kept
-        assert (hadoop / "default" / "job" / "commits" / "3").exists()
-        job = SimpleNamespace(uid="A", qualified_name="default.job", name="job")
-        adopted = identity.prepare(dirs["hadoop"], job, None)  # logs, no identity: adopted
-        assert adopted == identity.Identity("A", "")
-        assert identity.read(dirs["hadoop"]) == adopted
-        assert (hadoop / "default" / "job" / identity.FILE_NAME).exists()
-        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "B").kept  # not B's
-        assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A").deleted
-        assert not (hadoop / "default" / "job").exists()
-    finally:
-        if owned:
-            engine.stop_spark()
-    if owned:  # no session in this process any more: a Hadoop URI cannot be reached
-        with pytest.raises(CheckpointError, match="through the Spark session"):
-            store.log_ids(dirs["hadoop"], "commits")
+    kept = identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A")
+    assert not kept.deleted and "no identity" in kept.kept
+    assert (hadoop / "default" / "job" / "commits" / "3").exists()
+    job = SimpleNamespace(uid="A", qualified_name="default.job", name="job")
+    adopted = identity.prepare(dirs["hadoop"], job, None)  # logs, no identity: adopted
+    assert adopted == identity.Identity("A", "")
+    assert identity.read(dirs["hadoop"]) == adopted
+    assert (hadoop / "default" / "job" / identity.FILE_NAME).exists()
+    assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "B").kept  # not B's
+    assert identity.purge_owned(dirs["hadoop"], roots["hadoop"], "A").deleted
+    assert not (hadoop / "default" / "job").exists()
 
 
 @pytest.mark.spark
@@ -536,27 +529,22 @@ def test_the_hadoop_layer_of_the_watermark_step_matches_the_local_one(tmp_path):
         (job / "sources" / "0" / "0").write_text(
             'v1\n{"path":"file:///in/a.json","timestamp":1,"batchId":0}')
     mount = f"sj{uuid.uuid4().hex[:8]}"
-    owned = engine._spark is None
-    spark = engine.spark_session(Home.open(tmp_path / "home", {"spark.master": "local[1]"}))
-    try:
-        spark._jsc.hadoopConfiguration().set(f"fs.viewfs.mounttable.{mount}.link./ck",
-                                              hadoop.as_uri())
-        dirs = {"local": f"{local.as_uri()}/default/job",
-                "hadoop": f"viewfs://{mount}/ck/default/job"}
-        seen = {kind: [last_step(d), entries.has_state(d), entries.committed_source_files(d),
-                       schedule_released_batch(d, now_ms=7), schedule_released_batch(d),
-                       last_step(d), entries.read_entry(d, "offsets", 2),
-                       entries.read_entry(d, "offsets", 9)]
-                for kind, d in dirs.items()}
-        assert seen["hadoop"] == seen["local"]
-        step, state, files, written, again, after, entry, missing = seen["hadoop"]
-        assert (step.batch_id, step.watermark_ms, step.next_ms, step.releases) == (1, 0, 5000, True)
-        assert state and files == set() and written == 2 and again is None and missing is None
-        assert after.constructed
-        assert json.loads(entry[1]) == {"batchWatermarkMs": 5000, "batchTimestampMs": 7}
-        assert entry[2] == '{"t": {"0": 10}}'
-        assert not [p for p in (hadoop / "default" / "job" / "offsets").iterdir()
-                    if p.name.endswith(".tmp")]
-    finally:
-        if owned:
-            engine.stop_spark()
+    spark = engine.spark_session(Home.open(tmp_path / "home", {"spark.master": "local[2]"}))
+    spark._jsc.hadoopConfiguration().set(f"fs.viewfs.mounttable.{mount}.link./ck",
+                                          hadoop.as_uri())
+    dirs = {"local": f"{local.as_uri()}/default/job",
+            "hadoop": f"viewfs://{mount}/ck/default/job"}
+    seen = {kind: [last_step(d), entries.has_state(d), entries.committed_source_files(d),
+                   schedule_released_batch(d, now_ms=7), schedule_released_batch(d),
+                   last_step(d), entries.read_entry(d, "offsets", 2),
+                   entries.read_entry(d, "offsets", 9)]
+            for kind, d in dirs.items()}
+    assert seen["hadoop"] == seen["local"]
+    step, state, files, written, again, after, entry, missing = seen["hadoop"]
+    assert (step.batch_id, step.watermark_ms, step.next_ms, step.releases) == (1, 0, 5000, True)
+    assert state and files == set() and written == 2 and again is None and missing is None
+    assert after.constructed
+    assert json.loads(entry[1]) == {"batchWatermarkMs": 5000, "batchTimestampMs": 7}
+    assert entry[2] == '{"t": {"0": 10}}'
+    assert not [p for p in (hadoop / "default" / "job" / "offsets").iterdir()
+                if p.name.endswith(".tmp")]

@@ -27,6 +27,7 @@ from streamjob.client.session import ClientSession
 from streamjob.executor import shadow_diff, shadow_run
 
 from .test_kafka_source_jobs import World
+from .world import close_keeping_spark
 from .test_server import Feeder
 from .conftest import wait_for
 
@@ -270,6 +271,6 @@ CREATE STREAMJOB idle AS ("insert into seen select id, v from events");
         if service is not None:
             service.stop()
         if session is not None:
-            session.close()
+            close_keeping_spark(session)
         feeder.stop()
         world.close()

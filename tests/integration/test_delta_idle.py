@@ -1,7 +1,7 @@
 """``run --until-idle`` with a Delta stream (tests/integration/test_delta_source.py
 reads Delta streams otherwise): the job manager hosted in process, as ``streamjob run``
 hosts it, stops waiting once the job's checkpoint holds the position after the table's
-latest version. Its own module: closing the hosted session stops Spark."""
+latest version. Its own module: it hosts the job as ``streamjob run`` does."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from deltalake import DeltaTable
 
 from .test_delta_source import append, out_ids
-from .world import World
+from .world import World, close_keeping_spark
 
 
 @pytest.fixture
@@ -43,5 +43,5 @@ def test_run_until_idle_waits_for_the_latest_version(world):
             'JOBPROPERTIES ("morphling.job.checkpoint.interval"="0");\nSTART STREAMJOB idle3;'))
         session.manager.wait_until_idle(timeout=180)
     finally:
-        session.close()
+        close_keeping_spark(session)
     assert out_ids(out) == list(range(30))

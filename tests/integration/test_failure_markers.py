@@ -26,7 +26,8 @@ def test_a_kind_raised_in_a_python_worker_is_told_by_class(tmp_path, cls, note):
 
     from streamjob.spark.session import spark_session
 
-    spark = spark_session(Home.open(tmp_path / "home", {"spark.master": "local[1]"}))
+    # local[2], as the worlds: the worker's next modules get the Spark this may start
+    spark = spark_session(Home.open(tmp_path / "home", {"spark.master": "local[2]"}))
     name = cls.__name__
 
     def fail(value):  # pickled by value: runs in Spark's Python worker

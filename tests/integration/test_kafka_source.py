@@ -81,7 +81,7 @@ def test_delimited_stream_through_spark_into_sql_table(tmp_path, broker, ctrl_a_
         assert cps[-1].source_offsets == {ctrl_a_topic: {"0": 1000, "1": 1000, "2": 1000}}
         assert len(cps) >= 3 and all(c.input_rows <= 1000 for c in cps)  # the cap held
     finally:
-        manager.shutdown()
+        manager.stop_all(graceful=True)  # the jobs only: Spark stays for the next test
         catalog.close()
     eng = sa.create_engine(db_url)
     with eng.connect() as c:

@@ -61,7 +61,9 @@ def world(broker, tmp_path_factory):
             f'"kafka.broker.list"="{world_bootstrap}", "format"="json");')
     yield SimpleNamespace(home=home, catalog=catalog, manager=manager, ex=ex, topic=topic,
                           bootstrap=broker.bootstrap, sink=base / "sink.db")
-    manager.shutdown()
+    # the jobs only: the process's Spark stays for the worker's next module, as the
+    # modules' worlds leave it (manager.shutdown() would make that module start a JVM)
+    manager.stop_all(graceful=True)
     catalog.close()
 
 

@@ -2,7 +2,9 @@
 (TERM=xterm, 40x140) and pyte, a terminal emulator, keeps the screen it draws, so that
 what a user would see (the prompt, the line being edited, a completion) is checked on the
 screen, and printed results in the transcript. Waits are event-driven: each read blocks
-until the shell writes something, up to a deadline.
+until the shell writes something, up to a deadline. The tests that need Spark in the shell
+(a SELECT preview, a job the shell runs) take turns in one shell process (:func:`spark_shell`):
+one JVM start, not two.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Terminal:
         for name in ("STREAMJOB_HOME", "PAGER", "LESS"):  # the shell's own defaults
             if name not in environ:
                 env.pop(name, None)
+        self.home = home
         self.child = pexpect.spawn(STREAMJOB, ["--home", str(home), "shell"], env=env,
                                    dimensions=(rows, cols), encoding="utf-8",
                                    codec_errors="replace")
@@ -145,6 +148,38 @@ class Terminal:
     def close(self) -> None:
         if self.child.isalive():
             self.child.terminate(force=True)
+
+
+@pytest.fixture(scope="module")
+def spark_shell(tmp_path_factory):
+    """The module's one shell that starts Spark, for the tests that need Spark in the
+    shell (a SELECT preview, a job the shell runs): a JVM and a Python start each cost
+    10-20 s on the project's hosts, so the tests take turns in one process, each with
+    its own names. A call returns the running shell when it waits at an empty prompt,
+    else (the first call, or a test before left it elsewhere) a new one; its home is
+    ``terminal.home``, its temporary directory (preview checkpoints) ``terminal.tmp``."""
+    terminals: list[Terminal] = []
+
+    def get() -> Terminal:
+        if terminals:
+            t = terminals[-1]
+            if t.child.isalive():
+                t._pump(0.01)
+                if t.cursor_line() == PROMPT.rstrip() and t.screen.cursor.x == len(PROMPT):
+                    return t
+            t.close()
+        root = tmp_path_factory.mktemp("spark_shell")
+        tmp = root / "tmp"
+        tmp.mkdir()
+        t = Terminal(root / "home", TMPDIR=str(tmp))
+        t.tmp = tmp
+        terminals.append(t)
+        t.prompt()
+        return t
+
+    yield get
+    for t in terminals:
+        t.close()
 
 
 @pytest.fixture
@@ -296,23 +331,21 @@ FLIGHTS = ("CREATE STREAM flights (year INT, month INT, day INT, carrier STRING,
            '("topic"="{topic}", "kafka.broker.list"="{bootstrap}", "format"="json");')
 
 
-def test_select_shows_rows_of_a_kafka_stream(term_factory, broker, flights_topic, tmp_path):
+def test_select_shows_rows_of_a_kafka_stream(spark_shell, broker, flights_topic):
     """SELECT ... LIMIT 3 prints three rows as they arrive and returns to the prompt; a
     SELECT that finds nothing waits until Ctrl-C, which stops it cleanly even while its
     micro-batch runs (issue 16: a 1,000-line java.lang.StackOverflowError), and the next
     SELECT works. Nothing of Spark, the JVM or pyspark's Python workers reaches the
     terminal (a BrokenPipeError traceback of pyspark's worker daemon followed successful
-    previews): it goes to <home>/logs/spark.log."""
+    previews): it goes to <home>/logs/spark.log. The shell is the module's Spark shell
+    (:func:`spark_shell`): the next test runs a job in it and checks its exit."""
     from streamjob_tools.dev.broker import create_topic
 
     topic = f"shell_{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 1)
     _produce(broker.bootstrap, topic, [{"id": i, "name": f"n{i}"} for i in range(1, 6)])
-    tmp = tmp_path / "tmp"  # the shell's temporary directory: preview checkpoints
-    tmp.mkdir()
-    home = tmp_path / "home"
-    t = term_factory(home, TMPDIR=str(tmp))
-    t.prompt()
+    t = spark_shell()
+    home, tmp = t.home, t.tmp  # tmp: the shell's temporary directory (preview checkpoints)
     t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
     t.send("SELECT id, name FROM s LIMIT 3;\r")
     m = t.expect(r"(?s)id +\| name\n-+\+-+\n(.*?)\n3 rows\n", timeout=120)
@@ -337,9 +370,8 @@ def test_select_shows_rows_of_a_kafka_stream(term_factory, broker, flights_topic
     assert not any(tmp.glob("streamjob-select-*")), "the preview's checkpoint is left"
     out = t.run("SELECT name FROM s WHERE id = 5 LIMIT 1;", timeout=60)  # the session still works
     assert re.search(r"(?s)name\n-+\nn5\n1 row\n", out), out
-    t.exit()
     noise = [line for line in t.transcript.splitlines() if NOISE.search(line)]
-    assert not noise, t.transcript
+    assert not noise, t.transcript  # and again after the shell's exit, in the next test
     assert "StackOverflowError" not in log.read_text()  # not just hidden: gone
 
 
@@ -348,27 +380,28 @@ def _rows(directory: Path) -> int:
     return sum(len(f.read_text().splitlines()) for f in directory.glob("*.json"))
 
 
-def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, tmp_path):
+def test_start_without_a_server_runs_the_job_in_the_shell(spark_shell, broker, tmp_path):
     """START with no job manager running: the shell runs the job, says so, and stops it
-    (after asking) when it exits."""
+    (after asking) when it exits. The shell is the module's Spark shell (:func:`spark_shell`,
+    after the previews of the test before when it ran): nothing of Spark, the JVM or
+    pyspark's Python workers reached the terminal, the exit included."""
     topic = f"shell_{uuid.uuid4().hex[:8]}"
     from streamjob_tools.dev.broker import create_topic
 
     create_topic(broker.bootstrap, topic, 1)
     _produce(broker.bootstrap, topic, [{"id": 1, "name": "a"}])
-    t = term_factory()
-    t.prompt()
-    t.run(KAFKA_STREAM.format(name="s", topic=topic, bootstrap=broker.bootstrap) + ";")
+    t = spark_shell()
+    t.run(KAFKA_STREAM.format(name="src", topic=topic, bootstrap=broker.bootstrap) + ";")
     out = tmp_path / "out"
     t.run(f"CREATE TABLE t (id int, name string) STORED AS JSON LOCATION '{out}';")
-    assert "created" in t.run('CREATE STREAMJOB j AS ("insert into t select id, name from s") '
+    assert "created" in t.run('CREATE STREAMJOB j AS ("insert into t select id, name from src") '
                                'JOBPROPERTIES("morphling.job.checkpoint.interval"="1000");')
     t.send("START STREAMJOB j;\r")
     t.expect(r"no job manager is running: this shell runs streamjob default\.j; it stops "
              r"when the shell exits", timeout=120)
     t.prompt()
     # Ctrl-C of a SELECT stops the SELECT only, not the job the shell hosts
-    t.send("SELECT * FROM s WHERE id < 0;\r")
+    t.send("SELECT * FROM src WHERE id < 0;\r")
     t.expect(r"Ctrl-C stops", timeout=60)
     t.send("\x03")
     t.expect(r"0 rows \(stopped by Ctrl-C\)")
@@ -386,6 +419,8 @@ def test_start_without_a_server_runs_the_job_in_the_shell(term_factory, broker, 
     t.send("y\r")
     t.expect(r"stopping default\.j")
     t.wait(lambda: not t.child.isalive(), "the shell to exit", 60)
+    noise = [line for line in t.transcript.splitlines() if NOISE.search(line)]
+    assert not noise, t.transcript
 
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"

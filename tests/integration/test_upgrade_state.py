@@ -81,7 +81,9 @@ def world(broker, tmp_path_factory):
     run(ex, "START STREAMJOB tally;")
     manager.wait_until_idle(timeout=300)
     yield w
-    manager.shutdown()
+    # the jobs only: the process's Spark stays for the worker's next module, as the
+    # modules' worlds leave it (manager.shutdown() would make that module start a JVM)
+    manager.stop_all(graceful=True)
     catalog.close()
 
 

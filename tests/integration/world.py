@@ -44,6 +44,22 @@ class World:
         self.catalog.close()
 
 
+def close_keeping_spark(session) -> None:
+    """``session.close()`` of a :class:`~streamjob.client.session.ClientSession` that
+    hosts jobs (``host_jobs=True``), its jobs stopped and its host left as ever, but the
+    process's Spark left running for the worker's next test or module (a hosted session's
+    close stops Spark, as ``streamjob run`` ends: the next one would start a JVM again,
+    about 1 s of a worker on an idle host). Spark's stop alone is skipped, nothing else."""
+    from streamjob.spark import session as engine
+
+    stop_spark = engine.stop_spark
+    engine.stop_spark = lambda: None  # JobManager.shutdown imports it when it runs
+    try:
+        session.close()
+    finally:
+        engine.stop_spark = stop_spark
+
+
 def start_planned(session, plan, checkpoint_dir: str, sink=None):
     """Start ``plan``'s query in ``session`` as the job manager's attempt does: its table
     sink (``sink``, else one built with the job's name as its marker key) prepared, the

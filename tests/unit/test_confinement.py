@@ -42,7 +42,8 @@ NO_HANG_S = 10
 class PgListener:
     """A TCP listener on 127.0.0.1 speaking just enough of PostgreSQL's protocol to ask
     for a cleartext password (as a hostile server would), recording every byte a client
-    sends it. ``received`` is set when a client has connected and gone."""
+    sends it up to its answer to that request, then closing the connection. ``connected``
+    is set when a client has connected."""
 
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
@@ -81,10 +82,15 @@ class PgListener:
                             self.data += chunk
                             rest -= len(chunk)
                     conn.sendall(b"R" + struct.pack("!II", 8, 3))  # cleartext password, please
-                    while True:
+                    # the client's answer, one message (type, length, body), read whole;
+                    # then the connection ends (a client that answers waits for the next
+                    # message: reading on would wait for conn's timeout)
+                    answer = bytearray()
+                    while len(answer) < 5 or len(answer) < 1 + struct.unpack("!I", answer[1:5])[0]:
                         chunk = conn.recv(4096)
                         if not chunk:
                             break
+                        answer += chunk
                         self.data += chunk
                 except OSError:
                     pass

@@ -117,3 +117,12 @@ def test_trim_logs_keeps_the_retained_batches(tmp_path):
     assert store.log_ids(str(tmp_path), "offsets") == [2, 3, 4, 5, 6, 7]
     assert store.log_ids(str(tmp_path), "commits") == [3, 4, 5, 6, 7]
     assert not (tmp_path / "commits" / ".2.crc").exists()
+
+
+def test_a_hadoop_uri_in_a_process_without_spark_is_a_clear_error():
+    """The checkpoint store on a non-local URI (``viewfs://``) in a process that hosts no
+    Spark session and has no starter (a unit test's): a CheckpointError saying such a
+    root is reached through the Spark session of a process that runs jobs
+    (tests/integration/test_cluster.py checks the Hadoop layer itself)."""
+    with pytest.raises(CheckpointError, match="through the Spark session"):
+        store.log_ids("viewfs://sjnone/ck/default/job", "commits")
