@@ -122,8 +122,9 @@ def schedule(spec) -> dict[str, int]:
     """``{"optimize": ms, "vacuum": ms}`` of the maintenance the server runs on the
     lakehouse table of ``spec`` (TBLPROPERTIES ``"optimize.interval"``,
     ``"vacuum.interval"``; only those given), ``{}`` for none or another kind of table;
-    ``"retain_hours"`` the scheduled VACUUM's retention when it has one."""
-    if not isinstance(spec, DeltaTableSpec):
+    ``"retain_hours"`` the scheduled VACUUM's retention when it has one. Delta and
+    Iceberg tables alike."""
+    if not isinstance(spec, (DeltaTableSpec, IcebergTableSpec)):
         return {}
     out = {k: v for k, v in (("optimize", spec.optimize_ms), ("vacuum", spec.vacuum_ms))
            if v is not None}
@@ -141,9 +142,21 @@ def last_maintained(spec, what: str) -> int | None:
     ``vacuum``) that changed it, by anyone; None when never, or not a local lakehouse
     table (an object store's log is not read here).
 
+    Of an Iceberg table: ``optimize`` is the newest snapshot whose operation is
+    ``replace`` (OPTIMIZE's rewrite); ``vacuum`` is always None, since Iceberg records
+    no snapshot for an expiry and its metadata log only lists metadata files (every
+    commit adds one), so a restarted server vacuums once at its first check rather
+    than writing a property of its own into the table's metadata at each VACUUM.
+
     Raises:
         ConnectorError: the log cannot be read.
     """
+    if isinstance(spec, IcebergTableSpec):
+        if what != "optimize":
+            return None
+        from .iceberg import maintenance as im
+
+        return im.last_replace(spec.ref)
     if not isinstance(spec, DeltaTableSpec) or spec.remote:
         return None
     from .delta import log as dlog

@@ -1,6 +1,6 @@
 """Scheduled maintenance of lakehouse tables (issue 32; docs/connectors.md "Delta
 table", "Maintenance on a schedule"): the server runs ``OPTIMIZE TABLE t`` and ``VACUUM
-TABLE t RETAIN n HOURS`` on each Delta table whose TBLPROPERTIES ask for it
+TABLE t RETAIN n HOURS`` on each Delta or Iceberg table whose TBLPROPERTIES ask for it
 (``"optimize.interval"``, ``"vacuum.interval"``, ``"vacuum.retain.hours"``).
 
 Why table properties and not job properties: maintenance belongs to the table. Several
@@ -17,8 +17,10 @@ refused on schedule (logged; the admin runs the statement). A refusal or failure
 logged and tried again at the next interval.
 
 When a table is due: its interval has passed since the later of this server's last
-attempt and the last such maintenance its log records (``OPTIMIZE``, ``VACUUM END``
-commits; by anyone), so a restarted server does not run everything again at once. One
+attempt and the last such maintenance its log records (Delta: ``OPTIMIZE``, ``VACUUM
+END`` commits; Iceberg: the newest ``replace`` snapshot, no VACUUM recorded; by anyone;
+:func:`streamjob.connectors.lakehouse.last_maintained`), so a restarted server does not
+run everything again at once. One
 server runs the schedule: the holder of the manager lease (``active``), checked every
 ``check_s`` seconds in its own thread.
 """

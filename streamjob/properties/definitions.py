@@ -585,17 +585,20 @@ CONNECTOR = Registry([
              scopes=("delta table",)),
     *_DELTA_STORAGE,
     Property("optimize.interval", "duration", None,
-             "Delta table: the server runs OPTIMIZE on the table this often (e.g. '1 day'), "
-             "as the statement would, under its refusals; default: never", unit="ms",
-             minimum=60_000, maximum=3650 * 86_400_000, scopes=("delta table",)),
+             "Delta or Iceberg table: the server runs OPTIMIZE on the table this often "
+             "(e.g. '1 day'), as the statement would, under its refusals; default: never",
+             unit="ms", minimum=60_000, maximum=3650 * 86_400_000,
+             scopes=("delta table", "iceberg table")),
     Property("vacuum.interval", "duration", None,
-             "Delta table: the server runs VACUUM on the table this often (e.g. '1 day'), "
-             "as the statement would, under its refusals (a job reading files it would "
-             "delete refuses it); default: never", unit="ms", minimum=60_000,
-             maximum=3650 * 86_400_000, scopes=("delta table",)),
-    Property("vacuum.retain.hours", "int", 168,
-             "Delta table: the RETAIN HOURS of the scheduled VACUUM (vacuum.interval)",
-             minimum=0, maximum=87_600, scopes=("delta table",)),
+             "Delta or Iceberg table: the server runs VACUUM on the table this often "
+             "(e.g. '1 day'), as the statement would, under its refusals (a job reading "
+             "files it would delete refuses it); default: never", unit="ms",
+             minimum=60_000, maximum=3650 * 86_400_000,
+             scopes=("delta table", "iceberg table")),
+    Property("vacuum.retain.hours", "int", None,
+             "Delta or Iceberg table: the RETAIN HOURS of the scheduled VACUUM "
+             "(vacuum.interval); default: 168 for Delta, 120 (Iceberg's own) for Iceberg",
+             minimum=0, maximum=87_600, scopes=("delta table", "iceberg table")),
 ])
 
 #: Words in a property name that make its value a secret (masked in output).

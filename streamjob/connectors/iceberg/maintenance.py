@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlparse
 from streamjob.connectors.iceberg.catalog import first_line, load_table
 from streamjob.exceptions import ConnectorError
 
-__all__ = ["DEFAULT_RETENTION_HOURS", "ZORDER_REFUSED", "Vacuumed", "vacuum",
+__all__ = ["DEFAULT_RETENTION_HOURS", "last_replace", "ZORDER_REFUSED", "Vacuumed", "vacuum",
            "snapshot_as_of", "snapshot_before", "batch_snapshot", "marker_sequence"]
 
 DEFAULT_RETENTION_HOURS = 120
@@ -222,3 +222,17 @@ def batch_snapshot(ref, app_id: str, batch_id: int) -> int | None:
         if props.get(APP_ID) == app_id and props.get(BATCH_ID) == str(batch_id):
             return snap.snapshot_id
     return None
+
+
+def last_replace(ref) -> int | None:
+    """When (ms since the epoch, the snapshot's ``timestamp_ms``) the newest retained
+    snapshot of operation ``replace`` (OPTIMIZE's rewrite, by anyone) of the table of
+    ``ref`` was committed; None when none is retained.
+
+    Raises:
+        ConnectorError: the table cannot be loaded.
+    """
+    times = [s.timestamp_ms for s in load_table(ref).metadata.snapshots
+             if s.summary is not None and str(getattr(s.summary.operation, "value",
+                                                      s.summary.operation)) == "replace"]
+    return max(times, default=None)

@@ -82,11 +82,17 @@ class IcebergTableSpec:
     """An Iceberg table written through pyiceberg (:mod:`.sink`): ``ref`` where it is,
     ``partitioned_by`` its identity partition columns (lower-cased, in order),
     ``primary_key`` (``"primary.key"``) makes update-mode jobs upsert each micro-batch
-    on it (pyiceberg's upsert)."""
+    on it (pyiceberg's upsert); ``optimize_ms``, ``vacuum_ms`` (ms, None: never) and
+    ``vacuum_retain_hours`` the maintenance the server runs on a schedule
+    (``"optimize.interval"``, ``"vacuum.interval"``, ``"vacuum.retain.hours"``, default
+    Iceberg's 120 h, :mod:`streamjob.executor.schedule`)."""
 
     ref: IcebergTableRef
     partitioned_by: tuple[str, ...] = ()
     primary_key: tuple[str, ...] = ()
+    optimize_ms: int | None = None
+    vacuum_ms: int | None = None
+    vacuum_retain_hours: int = 120
 
     label: ClassVar[str] = "an Iceberg"
     on_files: ClassVar[bool] = True
@@ -166,7 +172,9 @@ def iceberg_table_spec(name: str, p: Mapping[str, str], location: str | None,
     typed = registry.validate_connector(SCOPE, p, what)
     ref = _ref(what, typed, name, database, location, default_location, "location")
     return IcebergTableSpec(ref, tuple(c.lower() for c in partitioned_by),
-                            tuple(dict.fromkeys(typed.get("primary.key", ()))))
+                            tuple(dict.fromkeys(typed.get("primary.key", ()))),
+                            typed.get("optimize.interval"), typed.get("vacuum.interval"),
+                            typed.get("vacuum.retain.hours", 120))
 
 
 @dataclass(frozen=True)
