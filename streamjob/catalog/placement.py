@@ -282,10 +282,15 @@ class PlacementMixin(CatalogEngine):
 
 
 def _lease_info(row: JobLease, now: datetime) -> JobLeaseInfo:
+    """``row`` as seen at ``now`` (the database's clock). ``live`` is the rule
+    :meth:`acquire_job_lease` refuses by (a holder, and its expiry after ``now``), not
+    ``remaining_ms > 0``: in the last millisecond before the expiry the whole
+    milliseconds left are 0 while the lease still holds."""
     ends = _aware(row.expires_at)
     left = max(0, int((ends - now).total_seconds() * 1000)) if ends is not None else 0
+    live = row.holder is not None and ends is not None and ends > now
     return JobLeaseInfo(job_uid=row.job_uid, holder=row.holder, epoch=int(row.epoch),
-                        live=row.holder is not None and left > 0, remaining_ms=left,
+                        live=live, remaining_ms=left,
                         acquired_at=_aware(row.acquired_at), reason=row.reason,
                         refusals=_refusals(row.refusals), waiting=row.waiting,
                         moves=int(row.moves or 0), losses=int(row.losses or 0))

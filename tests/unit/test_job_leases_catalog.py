@@ -243,3 +243,22 @@ def test_capacity_moves_lease_losses_and_waiting_reasons_in_status_and_metrics(c
         share.leases.close()
     lease = next(x for x in cat.job_leases() if x.job_uid == big_uid)
     assert (lease.holder, lease.moves, lease.losses) == (None, 1, 0)
+
+
+def test_a_lease_in_its_last_millisecond_is_still_live():
+    """CI of 2026-11-28 (test_capacity_moves_... [sqlite]): a test waited until
+    ``job_leases()`` said the lease was not live, and ``acquire_job_lease`` then refused
+    it: ``live`` was ``remaining_ms > 0``, whole milliseconds, so in the last
+    millisecond before the expiry it said expired while acquire (expiry after now)
+    still refused. One rule for both now."""
+    from datetime import datetime, timedelta, timezone
+
+    from streamjob.catalog.models import JobLease
+    from streamjob.catalog.placement import _lease_info
+
+    now = datetime(2026, 11, 28, 15, 0, tzinfo=timezone.utc)
+    row = JobLease(job_uid="u", epoch=2, holder="host-b:1:b", reason="new",
+                   expires_at=now + timedelta(microseconds=400))
+    info = _lease_info(row, now)
+    assert info.live and info.remaining_ms == 0
+    assert not _lease_info(row, now + timedelta(microseconds=400)).live
